@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"stratum/founder"
+	"stratum/httpapi"
+)
+
+// Set at link time by the Makefile.
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
+func buildInfo() httpapi.BuildInfo { return httpapi.BuildInfo{Version: version, Commit: commit} }
+
+func init() {
+	Register(Command{Name: "serve", Summary: "run the founder (join listener, release mirror, admin API)", Run: runServe})
+}
+
+func runServe(ctx context.Context, args []string) error {
+	fs := newFlagSet("serve")
+	data := fs.String("data", "./data", "data directory")
+	dev := fs.Bool("dev", false, "initialize an empty data directory with lab defaults")
+	config := fs.String("config", "", "cluster file, used when --dev initializes")
+	apiAddr := fs.String("api-addr", "127.0.0.1:8443", "admin API listen address")
+	joinAddr := fs.String("join-addr", "127.0.0.1:9443", "join listener address")
+	advertise := fs.String("join-advertise", "", "HOST:PORT joiners dial (default: the join listener address)")
+	concurrency := fs.Int("release-concurrency", 4, "release files served at once")
+	source := fs.String("release-source", "", "release mirror URL to offer instead of serving releases")
+	timeout := fs.Duration("delivery-timeout", 30*time.Minute, "time a delivery may stay unacknowledged")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "text or json")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return founder.Serve(ctx, founder.Options{
+		Data: founder.DataDir(*data), Dev: *dev, ConfigFile: *config,
+		APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
+		ReleaseConcurrency: *concurrency, ReleaseSource: *source, DeliveryTimeout: *timeout,
+		Build: buildInfo(), Log: newLogger(*logLevel, *logFormat), Out: os.Stdout,
+	})
+}
+
+func newLogger(level, format string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

@@ -1,0 +1,149 @@
+// Package cluster owns the cluster's identity (id, domain, region, release),
+// its CA and secrets, and its membership with the generation counter.
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"stratum/apierr"
+)
+
+// Network is one traffic class's binding on a node.
+type Network struct {
+	IP        string `json:"ip" yaml:"ip"`
+	Interface string `json:"interface,omitempty" yaml:"interface,omitempty"`
+}
+
+// FounderConfig describes member 1.
+type FounderConfig struct {
+	NodeID   string             `yaml:"nodeId"`
+	MgmtIP   string             `yaml:"mgmtIp"`
+	AZ       string             `yaml:"az"`
+	Networks map[string]Network `yaml:"networks"`
+	Labels   map[string]string  `yaml:"labels"`
+}
+
+// VIPs are the cluster's keepalived service VIPs.
+type VIPs struct {
+	API             string `json:"api,omitempty" yaml:"api"`
+	Postgres        string `json:"postgres,omitempty" yaml:"postgres"`
+	OpenBao         string `json:"openBao,omitempty" yaml:"openBao"`
+	OvnNb           string `json:"ovnNb,omitempty" yaml:"ovnNb"`
+	OvnSb           string `json:"ovnSb,omitempty" yaml:"ovnSb"`
+	Vmselect        string `json:"vmselect,omitempty" yaml:"vmselect"`
+	FloatingNextHop string `json:"floatingNextHop,omitempty" yaml:"floatingNextHop"`
+}
+
+// Empty reports whether no VIP is configured.
+func (v VIPs) Empty() bool { return v == VIPs{} }
+
+// SecretsConfig are the cluster secrets a file may give.
+type SecretsConfig struct {
+	PostgresPassword    string `yaml:"postgresPassword"`
+	OpenBaoToken        string `yaml:"openBaoToken"`
+	OpenBaoUnsealKey    string `yaml:"openBaoUnsealKey"`
+	AxdnsdEncryptionKey string `yaml:"axdnsdEncryptionKey"`
+}
+
+// Config is the cluster file.
+type Config struct {
+	ParentDomain       string        `yaml:"parentDomain"`
+	Region             string        `yaml:"region"`
+	ClusterRelease     string        `yaml:"clusterRelease"`
+	AdminEmail         string        `yaml:"adminEmail"`
+	DNSUpstreamServers *[]string     `yaml:"dnsUpstreamServers"`
+	Founder            FounderConfig `yaml:"founder"`
+	VIPs               VIPs          `yaml:"vips"`
+	Secrets            SecretsConfig `yaml:"secrets"`
+}
+
+// DevDefaults is the configuration `serve --dev` initializes with.
+func DevDefaults() Config {
+	return Config{ParentDomain: "stratum.test", Region: "lab-1", ClusterRelease: "0.1.0", AdminEmail: "admin@stratum.local", Founder: FounderConfig{MgmtIP: "127.0.0.1"}}
+}
+
+// ParseConfig decodes a cluster file strictly: an unknown key is an error
+// naming it.
+func ParseConfig(b []byte) (Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("cluster file: %w", err)
+	}
+	return c, nil
+}
+
+// LoadConfig reads and parses the cluster file at path.
+func LoadConfig(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	return ParseConfig(b)
+}
+
+// Validate lists every problem of a complete configuration.
+func (c *Config) Validate(dev bool) error {
+	var f apierr.Fields
+	if c.ParentDomain == "" && !dev {
+		f.Add("parentDomain", "required")
+	} else if c.ParentDomain != "" && !validDomain(c.ParentDomain) {
+		f.Add("parentDomain", "not a DNS name")
+	}
+	if c.Region == "" && !dev {
+		f.Add("region", "required")
+	}
+	if c.ClusterRelease != "" {
+		if _, err := ParseVersion(c.ClusterRelease); err != nil {
+			f.Add("clusterRelease", "not a semantic version")
+		}
+	}
+	if c.AdminEmail != "" && !strings.Contains(c.AdminEmail, "@") {
+		f.Add("adminEmail", "not an email address")
+	}
+	if c.DNSUpstreamServers != nil {
+		for i, s := range *c.DNSUpstreamServers {
+			if net.ParseIP(s) == nil {
+				f.Add(fmt.Sprintf("dnsUpstreamServers[%d]", i), "not an IP address")
+			}
+		}
+	}
+	if c.Founder.NodeID != "" && !ValidNodeID(c.Founder.NodeID) {
+		f.Add("founder.nodeId", "must be n- followed by 8 of [a-z0-9]")
+	}
+	if c.Founder.MgmtIP != "" {
+		ValidateIP(&f, "founder.mgmtIp", c.Founder.MgmtIP)
+	}
+	ValidateNetworks(&f, "founder.networks", c.Founder.Networks)
+	ValidateLabels(&f, "founder.labels", c.Founder.Labels)
+	for name, v := range map[string]string{"api": c.VIPs.API, "postgres": c.VIPs.Postgres, "openBao": c.VIPs.OpenBao, "ovnNb": c.VIPs.OvnNb, "ovnSb": c.VIPs.OvnSb, "vmselect": c.VIPs.Vmselect, "floatingNextHop": c.VIPs.FloatingNextHop} {
+		if v != "" {
+			ValidateIP(&f, "vips."+name, v)
+		}
+	}
+	if k := c.Secrets.AxdnsdEncryptionKey; k != "" && !isHex64(k) {
+		f.Add("secrets.axdnsdEncryptionKey", "must be 64 hex characters")
+	}
+	return f.Err("the cluster file has problems")
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,106 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"stratum/crypto"
+	"stratum/store"
+)
+
+const (
+	bucketCluster = "cluster"
+	bucketSecrets = "secrets"
+	keyIdentity   = "identity"
+	keyCACert     = "ca-cert"
+	keyCAKey      = "ca-key"
+)
+
+// ErrNotInitialized is returned for a data directory without a cluster.
+var ErrNotInitialized = errors.New("the data directory holds no cluster: run `stratum init --data DIR --config cluster.yaml` (or `stratum serve --dev`)")
+
+// Identity is the cluster's public identity.
+type Identity struct {
+	ClusterID          string    `json:"clusterId"`
+	ParentDomain       string    `json:"parentDomain"`
+	Region             string    `json:"region"`
+	ClusterRelease     string    `json:"clusterRelease"`
+	AdminEmail         string    `json:"adminEmail"`
+	DNSUpstreamServers []string  `json:"dnsUpstreamServers"`
+	FounderNodeID      string    `json:"founderNodeId"`
+	VIPs               VIPs      `json:"vips"`
+	CreatedAt          time.Time `json:"createdAt"`
+}
+
+// Secrets are the cluster secrets a delivery carries.
+type Secrets struct {
+	PostgresPassword    string
+	OpenBaoToken        string
+	OpenBaoUnsealKey    string
+	AxdnsdEncryptionKey string
+	AdminPassword       string
+}
+
+var secretNames = []string{"postgresPassword", "openBaoToken", "openBaoUnsealKey", "axdnsdEncryptionKey", "adminPassword"}
+
+func (s *Secrets) fields() []*string {
+	return []*string{&s.PostgresPassword, &s.OpenBaoToken, &s.OpenBaoUnsealKey, &s.AxdnsdEncryptionKey, &s.AdminPassword}
+}
+
+// LoadIdentity reads the identity; ErrNotInitialized when absent.
+func LoadIdentity(tx *store.Tx) (Identity, error) {
+	var id Identity
+	found, err := tx.GetJSON(bucketCluster, keyIdentity, &id)
+	if err != nil {
+		return id, err
+	}
+	if !found {
+		return id, ErrNotInitialized
+	}
+	if id.DNSUpstreamServers == nil {
+		id.DNSUpstreamServers = []string{}
+	}
+	return id, nil
+}
+
+// LoadSecrets opens the sealed cluster secrets.
+func LoadSecrets(tx *store.Tx) (Secrets, error) {
+	var s Secrets
+	for i, p := range s.fields() {
+		v, found, err := tx.GetSealed(bucketSecrets, secretNames[i])
+		if err != nil {
+			return s, err
+		}
+		if !found {
+			return s, fmt.Errorf("cluster secret %s is missing from the store", secretNames[i])
+		}
+		*p = string(v)
+	}
+	return s, nil
+}
+
+func putSecrets(tx *store.Tx, s Secrets) error {
+	for i, p := range s.fields() {
+		if err := tx.PutSealed(bucketSecrets, secretNames[i], []byte(*p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadCA reads the CA certificate and opens its sealed key.
+func LoadCA(tx *store.Tx) (*crypto.CA, error) {
+	certPEM := tx.GetRaw(bucketCluster, keyCACert)
+	if certPEM == nil {
+		return nil, ErrNotInitialized
+	}
+	keyPEM, found, err := tx.GetSealed(bucketSecrets, keyCAKey)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, errors.New("the CA key is missing from the store")
+	}
+	return crypto.LoadCA(append([]byte(nil), certPEM...), keyPEM)
+}

@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"os"
+	"time"
+
+	"stratum/apierr"
+	"stratum/crypto"
+	"stratum/store"
+)
+
+// Initialized reports whether tx holds a cluster.
+func Initialized(tx *store.Tx) bool { return tx.GetRaw(bucketCluster, keyIdentity) != nil }
+
+// Init creates the cluster identity, CA, secrets and the founder as member
+// 1 inside tx. Secrets absent from the file are generated, except the
+// OpenBao unseal key, which stays empty (single-instance OpenBao).
+func Init(tx *store.Tx, cfg Config, dev bool, now time.Time) (Identity, Secrets, *crypto.CA, error) {
+	if Initialized(tx) {
+		return Identity{}, Secrets{}, nil, apierr.New(apierr.Conflict, "the data directory already holds cluster; it is initialized once")
+	}
+	if err := cfg.Validate(dev); err != nil {
+		return Identity{}, Secrets{}, nil, err
+	}
+	def := DevDefaults()
+	or := func(v, d string) string {
+		if v == "" {
+			return d
+		}
+		return v
+	}
+	dns := []string{}
+	if cfg.DNSUpstreamServers != nil {
+		dns = append(dns, *cfg.DNSUpstreamServers...)
+	}
+	id := Identity{
+		ClusterID:          crypto.RandomID("cl-", 8),
+		ParentDomain:       or(cfg.ParentDomain, def.ParentDomain),
+		Region:             or(cfg.Region, def.Region),
+		ClusterRelease:     or(cfg.ClusterRelease, def.ClusterRelease),
+		AdminEmail:         or(cfg.AdminEmail, def.AdminEmail),
+		DNSUpstreamServers: dns,
+		FounderNodeID:      or(cfg.Founder.NodeID, crypto.RandomID("n-", 8)),
+		VIPs:               cfg.VIPs,
+		CreatedAt:          now.UTC(),
+	}
+	sec := Secrets{
+		PostgresPassword:    or(cfg.Secrets.PostgresPassword, crypto.RandomPassword(32)),
+		OpenBaoToken:        or(cfg.Secrets.OpenBaoToken, "hvs."+crypto.RandomSecret(24)),
+		OpenBaoUnsealKey:    cfg.Secrets.OpenBaoUnsealKey,
+		AxdnsdEncryptionKey: or(cfg.Secrets.AxdnsdEncryptionKey, crypto.RandomHex(32)),
+		AdminPassword:       crypto.RandomPassword(24),
+	}
+	ca, err := crypto.NewCA(id.ClusterID, now)
+	if err != nil {
+		return id, sec, nil, err
+	}
+	keyPEM, err := ca.KeyPEM()
+	if err != nil {
+		return id, sec, nil, err
+	}
+	mgmt := cfg.Founder.MgmtIP
+	if mgmt == "" {
+		mgmt = "127.0.0.1"
+	}
+	founder := Member{
+		NodeID: id.FounderNodeID, Role: "control-plane", State: MemberActive,
+		Generation: 1, AppliedGeneration: 1, MgmtIP: mgmt, AZ: cfg.Founder.AZ,
+		Networks: cfg.Founder.Networks, Labels: cfg.Founder.Labels, JoinedAt: now.UTC(), Order: 1,
+	}
+	steps := []func() error{
+		func() error { return tx.PutJSON(bucketCluster, keyIdentity, id) },
+		func() error { return tx.PutRaw(bucketCluster, keyCACert, ca.CertPEM()) },
+		func() error { return tx.PutSealed(bucketSecrets, keyCAKey, keyPEM) },
+		func() error { return putSecrets(tx, sec) },
+		func() error { return PutMember(tx, founder) },
+		func() error { return setGeneration(tx, 1) },
+		func() error {
+			return tx.Audit("cluster.initialized", "init", id.ClusterID, map[string]string{"founder": id.FounderNodeID, "release": id.ClusterRelease})
+		},
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return id, sec, nil, err
+		}
+	}
+	return id, sec, ca, nil
+}
+
+// Hostname is the founder's host name, for its server certificate.
+func Hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
+}

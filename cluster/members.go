@@ -1,0 +1,147 @@
+package cluster
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+	"time"
+
+	"stratum/store"
+)
+
+const (
+	bucketMembers = "members"
+	keyGeneration = "generation"
+)
+
+// Member states.
+const (
+	MemberJoining = "joining"
+	MemberActive  = "active"
+)
+
+// Member is one node of the cluster.
+type Member struct {
+	NodeID            string             `json:"nodeId"`
+	Role              string             `json:"role"`
+	State             string             `json:"state"`
+	Generation        uint64             `json:"generation"`
+	AppliedGeneration uint64             `json:"appliedGeneration"`
+	MgmtIP            string             `json:"mgmtIp"`
+	AZ                string             `json:"az"`
+	Networks          map[string]Network `json:"networks"`
+	Labels            map[string]string  `json:"labels"`
+	JoinedAt          time.Time          `json:"joinedAt"`
+	// Order is the join order; the founder is 1.
+	Order uint64 `json:"order"`
+	// JoinID links a member admitted through a join to it.
+	JoinID string `json:"joinId,omitempty"`
+}
+
+// Generation returns the current membership generation.
+func Generation(tx *store.Tx) uint64 {
+	raw := tx.GetRaw(bucketCluster, keyGeneration)
+	if raw == nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(string(raw), 10, 64)
+	return n
+}
+
+func setGeneration(tx *store.Tx, g uint64) error {
+	return tx.PutRaw(bucketCluster, keyGeneration, []byte(strconv.FormatUint(g, 10)))
+}
+
+// BumpGeneration increments and returns the generation.
+func BumpGeneration(tx *store.Tx) (uint64, error) {
+	g := Generation(tx) + 1
+	return g, setGeneration(tx, g)
+}
+
+// Members lists members in join order.
+func Members(tx *store.Tx) ([]Member, error) {
+	var out []Member
+	err := tx.ForEach(bucketMembers, func(_ string, raw []byte) error {
+		var m Member
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		out = append(out, m)
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Order < out[j].Order })
+	return out, err
+}
+
+// GetMember reads one member.
+func GetMember(tx *store.Tx, nodeID string) (Member, bool, error) {
+	var m Member
+	found, err := tx.GetJSON(bucketMembers, nodeID, &m)
+	return m, found, err
+}
+
+// PutMember writes a member.
+func PutMember(tx *store.Tx, m Member) error { return tx.PutJSON(bucketMembers, m.NodeID, m) }
+
+// RemoveMember deletes a member.
+func RemoveMember(tx *store.Tx, nodeID string) error { return tx.Delete(bucketMembers, nodeID) }
+
+// Admit adds a member in state joining at generation g+1 and applies it on
+// the founder at once (the founder applies its own membership changes).
+func Admit(tx *store.Tx, m Member, now time.Time) (Member, error) {
+	g, err := BumpGeneration(tx)
+	if err != nil {
+		return m, err
+	}
+	order, err := tx.NextSequence(bucketMembers + "-order")
+	if err != nil {
+		return m, err
+	}
+	m.Order = order + 1 // the founder holds 1
+	m.State = MemberJoining
+	m.Generation = g
+	m.JoinedAt = now.UTC()
+	if err := PutMember(tx, m); err != nil {
+		return m, err
+	}
+	return m, founderApplies(tx, g)
+}
+
+// founderApplies records that the founder applied generation g.
+func founderApplies(tx *store.Tx, g uint64) error {
+	id, err := LoadIdentity(tx)
+	if err != nil {
+		return err
+	}
+	f, found, err := GetMember(tx, id.FounderNodeID)
+	if err != nil || !found {
+		return err
+	}
+	if f.AppliedGeneration < g {
+		f.AppliedGeneration = g
+		return PutMember(tx, f)
+	}
+	return nil
+}
+
+// Remove deletes a member and bumps the generation so the others re-apply.
+func Remove(tx *store.Tx, nodeID string) error {
+	if err := RemoveMember(tx, nodeID); err != nil {
+		return err
+	}
+	g, err := BumpGeneration(tx)
+	if err != nil {
+		return err
+	}
+	return founderApplies(tx, g)
+}
+
+// AllApplied reports whether every joining or active member has applied g.
+func AllApplied(members []Member, g uint64) bool {
+	for _, m := range members {
+		if (m.State == MemberJoining || m.State == MemberActive) && m.AppliedGeneration < g {
+			return false
+		}
+	}
+	return true
+}

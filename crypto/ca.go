@@ -1,0 +1,208 @@
+// Package crypto holds the cluster CA and leaf issuance, key pins, secret
+// sealing, and password and token hashing.
+package crypto
+
+import (
+	stdcrypto "crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"time"
+)
+
+// CA is the cluster certificate authority.
+type CA struct {
+	Cert *x509.Certificate
+	Key  *ecdsa.PrivateKey
+}
+
+// NewCA creates an ECDSA P-256 CA valid for ten years.
+func NewCA(clusterID string, now time.Time) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          randomSerial(),
+		Subject:               pkix.Name{CommonName: "stratum cluster CA " + clusterID, Organization: []string{"stratum"}},
+		NotBefore:             now.Add(-5 * time.Minute),
+		NotAfter:              now.AddDate(10, 0, 0),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, Key: key}, nil
+}
+
+// LoadCA parses the CA certificate PEM and its PKCS#8 key PEM.
+func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
+	cert, err := ParseCertPEM(certPEM)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ParseKeyPEM(keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	ec, ok := key.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, errors.New("CA key is not ECDSA")
+	}
+	return &CA{Cert: cert, Key: ec}, nil
+}
+
+// CertPEM is the CA certificate in PEM.
+func (ca *CA) CertPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw})
+}
+
+// KeyPEM is the CA key in PKCS#8 PEM; a secret.
+func (ca *CA) KeyPEM() ([]byte, error) { return MarshalKeyPEM(ca.Key) }
+
+// Pin is the CA pin printed for joiners.
+func (ca *CA) Pin() string { return SPKIPin(ca.Cert) }
+
+// Pool is a cert pool holding only this CA.
+func (ca *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.Cert)
+	return p
+}
+
+// Leaf is an issued certificate with its key.
+type Leaf struct {
+	Cert    *x509.Certificate
+	Key     *ecdsa.PrivateKey
+	CertPEM []byte
+	KeyPEM  []byte
+}
+
+// LeafRequest names what a leaf certifies.
+type LeafRequest struct {
+	CommonName string
+	DNSNames   []string
+	IPs        []net.IP
+	Client     bool
+	Server     bool
+	Validity   time.Duration
+}
+
+// Issue creates a fresh ECDSA P-256 key and a certificate for it.
+func (ca *CA) Issue(req LeafRequest, now time.Time) (*Leaf, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	var usage []x509.ExtKeyUsage
+	if req.Server {
+		usage = append(usage, x509.ExtKeyUsageServerAuth)
+	}
+	if req.Client {
+		usage = append(usage, x509.ExtKeyUsageClientAuth)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: randomSerial(),
+		Subject:      pkix.Name{CommonName: req.CommonName},
+		DNSNames:     req.DNSNames,
+		IPAddresses:  req.IPs,
+		NotBefore:    now.Add(-5 * time.Minute),
+		NotAfter:     now.Add(req.Validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  usage,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := MarshalKeyPEM(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Leaf{Cert: cert, Key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: keyPEM}, nil
+}
+
+// SPKIPin is "sha256:" + hex SHA-256 of the certificate's SubjectPublicKeyInfo.
+func SPKIPin(cert *x509.Certificate) string {
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// PublicKeyPin is SPKIPin for a bare public key.
+func PublicKeyPin(pub stdcrypto.PublicKey) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(der)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// ParseCertPEM parses the first CERTIFICATE block.
+func ParseCertPEM(b []byte) (*x509.Certificate, error) {
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			return nil, errors.New("no CERTIFICATE block in PEM")
+		}
+		if blk.Type == "CERTIFICATE" {
+			return x509.ParseCertificate(blk.Bytes)
+		}
+	}
+}
+
+// ParseKeyPEM parses a PKCS#8 PRIVATE KEY block.
+func ParseKeyPEM(b []byte) (stdcrypto.Signer, error) {
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != "PRIVATE KEY" {
+		return nil, errors.New("no PRIVATE KEY block in PEM")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := k.(stdcrypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("unsupported key type %T", k)
+	}
+	return s, nil
+}
+
+// MarshalKeyPEM encodes a private key as PKCS#8 PEM.
+func MarshalKeyPEM(key any) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+func randomSerial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return n
+}

@@ -1,0 +1,119 @@
+// Package founder composes the founder: its data directory, the store,
+// the domain services, the two TLS listeners and their shutdown.
+package founder
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"stratum/cluster"
+	"stratum/crypto"
+	"stratum/iam"
+	"stratum/store"
+)
+
+// DataDir names the files of a founder's data directory.
+type DataDir string
+
+func (d DataDir) path(name string) string { return filepath.Join(string(d), name) }
+
+// DB is the bbolt file.
+func (d DataDir) DB() string { return d.path("stratum.db") }
+
+// DataKey is the secret-sealing key.
+func (d DataDir) DataKey() string { return d.path("data.key") }
+
+// CACert is the public CA certificate.
+func (d DataDir) CACert() string { return d.path("ca.pem") }
+
+// Credentials is the bootstrap admin credentials file.
+func (d DataDir) Credentials() string { return d.path("bootstrap-credentials.txt") }
+
+// Releases holds imported release trees.
+func (d DataDir) Releases() string { return d.path("releases") }
+
+// ReleaseKeys holds trusted release public keys.
+func (d DataDir) ReleaseKeys() string { return d.path("release-keys") }
+
+// ControlSocket is the local socket for backups of a running founder.
+func (d DataDir) ControlSocket() string { return d.path("control.sock") }
+
+// Initialized reports whether the directory holds a store.
+func (d DataDir) Initialized() bool {
+	_, err := os.Stat(d.DB())
+	return err == nil
+}
+
+// OpenStore opens the store with the data key; create allows a new key.
+func (d DataDir) OpenStore(create bool) (*store.DB, error) {
+	key, err := crypto.LoadOrCreateDataKey(d.DataKey(), create)
+	if err != nil {
+		return nil, err
+	}
+	return store.Open(d.DB(), key)
+}
+
+// InitResult is what init prints.
+type InitResult struct {
+	Identity        cluster.Identity
+	CAPin           string
+	CredentialsPath string
+}
+
+// Init creates a cluster in an empty directory.
+func Init(d DataDir, cfg cluster.Config, dev bool, now time.Time) (InitResult, error) {
+	if d.Initialized() {
+		return InitResult{}, fmt.Errorf("%s already holds a cluster (%s exists); init runs once", d, d.DB())
+	}
+	if err := cfg.Validate(dev); err != nil {
+		return InitResult{}, err
+	}
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return InitResult{}, err
+	}
+	for _, sub := range []string{d.Releases(), d.ReleaseKeys()} {
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			return InitResult{}, err
+		}
+	}
+	if _, err := os.Stat(d.DataKey()); err == nil {
+		return InitResult{}, fmt.Errorf("%s exists without a store: remove it or restore the store it belongs to", d.DataKey())
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return InitResult{}, err
+	}
+	db, err := d.OpenStore(true)
+	if err != nil {
+		return InitResult{}, err
+	}
+	defer db.Close()
+	var res InitResult
+	var adminPassword string
+	var caPEM []byte
+	err = db.Update(func(tx *store.Tx) error {
+		id, sec, ca, err := cluster.Init(tx, cfg, dev, now)
+		if err != nil {
+			return err
+		}
+		res.Identity, res.CAPin, caPEM, adminPassword = id, ca.Pin(), ca.CertPEM(), sec.AdminPassword
+		return iam.CreateBootstrapAdmin(tx, id.AdminEmail, sec.AdminPassword, now)
+	})
+	if err != nil {
+		db.Close()
+		os.Remove(d.DB())
+		os.Remove(d.DataKey())
+		return InitResult{}, err
+	}
+	if err := crypto.WriteFileAtomic(d.CACert(), caPEM, 0o644); err != nil {
+		return res, err
+	}
+	creds := fmt.Sprintf("email=%s\npassword=%s\n", res.Identity.AdminEmail, adminPassword)
+	if err := crypto.WriteFileAtomic(d.Credentials(), []byte(creds), 0o600); err != nil {
+		return res, err
+	}
+	res.CredentialsPath = d.Credentials()
+	return res, nil
+}

@@ -1,0 +1,199 @@
+package founder
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stratum/cluster"
+	"stratum/crypto"
+	"stratum/httpapi"
+	"stratum/store"
+)
+
+// Options configure `stratum serve`.
+type Options struct {
+	Data               DataDir
+	Dev                bool
+	ConfigFile         string
+	APIAddr            string
+	JoinAddr           string
+	JoinAdvertise      string
+	ReleaseConcurrency int
+	ReleaseSource      string
+	DeliveryTimeout    time.Duration
+	Build              httpapi.BuildInfo
+	Log                *slog.Logger
+	// Out receives the start banner (listeners, CA pin, credentials).
+	Out io.Writer
+	// Ready, when set, is called with the bound addresses once serving.
+	Ready func(apiAddr, joinAddr string)
+}
+
+// Founder is a running founder.
+type Founder struct {
+	opts    Options
+	db      *store.DB
+	ca      *crypto.CA
+	id      cluster.Identity
+	api     *httpapi.API
+	startup *httpapi.Startup
+	log     *slog.Logger
+	closers []func()
+}
+
+// Serve runs the founder until ctx ends, then shuts down gracefully.
+func Serve(ctx context.Context, o Options) error {
+	startup := httpapi.NewStartup()
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	startup.Phase("init")
+	if !o.Data.Initialized() {
+		if !o.Dev {
+			return fmt.Errorf("%s holds no cluster: run `stratum init --data %s --config cluster.yaml` first, or `stratum serve --dev` for a lab founder", o.Data, o.Data)
+		}
+		cfg := cluster.DevDefaults()
+		if o.ConfigFile != "" {
+			c, err := cluster.LoadConfig(o.ConfigFile)
+			if err != nil {
+				return err
+			}
+			cfg = c
+		}
+		if _, err := Init(o.Data, cfg, true, time.Now()); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "initialized a new dev cluster in %s\n", o.Data)
+	}
+	startup.Phase("store")
+	db, err := o.Data.OpenStore(false)
+	if err != nil {
+		return err
+	}
+	f := &Founder{opts: o, db: db, startup: startup, log: o.Log}
+	defer f.close()
+	if err := db.View(func(tx *store.Tx) error {
+		var err error
+		if f.id, err = cluster.LoadIdentity(tx); err != nil {
+			return err
+		}
+		f.ca, err = cluster.LoadCA(tx)
+		return err
+	}); err != nil {
+		return err
+	}
+	startup.Phase("listeners")
+	return f.run(ctx)
+}
+
+func (f *Founder) close() {
+	for i := len(f.closers) - 1; i >= 0; i-- {
+		f.closers[i]()
+	}
+	f.db.Close()
+}
+
+func (f *Founder) run(ctx context.Context) error {
+	o := f.opts
+	var mgmt string
+	_ = f.db.View(func(tx *store.Tx) error {
+		m, _, _ := cluster.GetMember(tx, f.id.FounderNodeID)
+		mgmt = m.MgmtIP
+		return nil
+	})
+	cert, err := serverCertificate(f.ca, cluster.Hostname(), mgmt, time.Now())
+	if err != nil {
+		return err
+	}
+	apiLn, err := tls.Listen("tcp", o.APIAddr, adminTLS(cert, f.ca))
+	if err != nil {
+		return fmt.Errorf("admin API listener: %w", err)
+	}
+	joinLn, err := tls.Listen("tcp", o.JoinAddr, joinTLS(cert))
+	if err != nil {
+		apiLn.Close()
+		return fmt.Errorf("join listener: %w", err)
+	}
+	f.api = httpapi.New(httpapi.Deps{
+		DB: f.db, Log: f.log, Build: o.Build, Startup: f.startup, Registry: prometheus.NewRegistry(),
+		ClusterRelease: f.clusterRelease,
+		Mounts:         f.mounts(),
+	})
+	servers := []*http.Server{newServer(f.api.AdminHandler(), f.log), newServer(f.api.JoinHandler(), f.log)}
+	lns := []net.Listener{apiLn, joinLn}
+	errc := make(chan error, 2)
+	for i := range servers {
+		go func(s *http.Server, ln net.Listener) { errc <- s.Serve(ln) }(servers[i], lns[i])
+	}
+	stopControl, err := f.serveControl()
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	f.closers = append(f.closers, stopControl)
+	f.startBackground(ctx)
+	f.startup.Ready()
+	f.banner(apiLn.Addr().String(), joinLn.Addr().String())
+	if o.Ready != nil {
+		o.Ready(apiLn.Addr().String(), joinLn.Addr().String())
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			f.log.Error("listener failed", "err", err)
+		}
+	}
+	f.log.Info("shutting down: answering waiters, finishing in-flight requests")
+	f.beforeShutdown()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Add(1)
+		go func(s *http.Server) {
+			defer wg.Done()
+			if err := s.Shutdown(shutCtx); err != nil {
+				s.Close()
+			}
+		}(s)
+	}
+	wg.Wait()
+	return nil
+}
+
+func newServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		// ReadTimeout bounds slow bodies; long-polls and downloads write
+		// long after, so no WriteTimeout (handlers set their own).
+		ReadTimeout:    30 * time.Second,
+		IdleTimeout:    120 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+
+func (f *Founder) banner(apiAddr, joinAddr string) {
+	fmt.Fprintf(f.opts.Out, "stratum founder %s serving cluster %s (%s, %s)\n", f.opts.Build.Version, f.id.ClusterID, f.id.ParentDomain, f.id.Region)
+	fmt.Fprintf(f.opts.Out, "  admin API:      https://%s\n", apiAddr)
+	fmt.Fprintf(f.opts.Out, "  join listener:  https://%s\n", joinAddr)
+	fmt.Fprintf(f.opts.Out, "  CA certificate: %s\n", f.opts.Data.CACert())
+	fmt.Fprintf(f.opts.Out, "  CA pin:         %s\n", f.ca.Pin())
+	fmt.Fprintf(f.opts.Out, "  admin login:    %s\n", f.opts.Data.Credentials())
+	f.log.Info("serving", "api", apiAddr, "join", joinAddr, "caPin", f.ca.Pin(), "cluster", f.id.ClusterID)
+}

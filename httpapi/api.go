@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stratum/iam"
+	"stratum/store"
+)
+
+// BuildInfo names the running build.
+type BuildInfo struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+}
+
+// Deps are what the handlers call into.
+type Deps struct {
+	DB       *store.DB
+	Log      *slog.Logger
+	Build    BuildInfo
+	Startup  *Startup
+	Limiter  *iam.LoginLimiter
+	Registry *prometheus.Registry
+	Now      func() time.Time
+	// ClusterRelease answers the cluster's running release (/version).
+	ClusterRelease func() string
+	// Extra routes from domain wiring (join, release, release set).
+	Mounts []func(a *API)
+}
+
+// API holds the two listeners' handlers.
+type API struct {
+	Deps
+	log     *slog.Logger
+	metrics *metrics
+	admin   *mux
+	join    *mux
+}
+
+// New builds both routers.
+func New(d Deps) *API {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Registry == nil {
+		d.Registry = prometheus.NewRegistry()
+	}
+	if d.Limiter == nil {
+		d.Limiter = iam.NewLoginLimiter(5, time.Minute)
+	}
+	if d.Startup == nil {
+		d.Startup = NewStartup()
+	}
+	a := &API{Deps: d, log: d.Log}
+	a.metrics = newMetrics(d.Registry)
+	a.admin = a.newMux("admin")
+	a.join = a.newMux("join")
+	a.mountOps()
+	a.mountIAM()
+	a.mountAudit()
+	for _, m := range d.Mounts {
+		m(a)
+	}
+	return a
+}
+
+// AdminHandler serves the admin API listener.
+func (a *API) AdminHandler() http.Handler { return a.wrap("admin", a.admin.router) }
+
+// JoinHandler serves the join listener.
+func (a *API) JoinHandler() http.Handler { return a.wrap("join", a.join.router) }

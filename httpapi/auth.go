@@ -1,0 +1,55 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"stratum/apierr"
+	"stratum/crypto"
+	"stratum/iam"
+	"stratum/store"
+)
+
+// principal authenticates the bearer token of r.
+func (a *API) principal(r *http.Request) (iam.Principal, error) {
+	h := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || token == "" {
+		return iam.Principal{}, apierr.New(apierr.Unauthenticated, "missing bearer token: log in with POST /v1/auth/login")
+	}
+	var p iam.Principal
+	err := a.DB.View(func(tx *store.Tx) error {
+		var err error
+		p, err = iam.Authenticate(tx, token, a.Now())
+		return err
+	})
+	return p, err
+}
+
+// authorize authenticates r and checks action on resource: 401 before 403.
+func (a *API) authorize(r *http.Request, action, resource string) (iam.Principal, error) {
+	p, err := a.principal(r)
+	if err != nil {
+		return p, err
+	}
+	return p, p.Authorize(action, resource)
+}
+
+// nodeID returns the node id of a CA-issued client certificate (its
+// CommonName), or "" when the request carries none. The TLS layer has
+// already verified the chain against the cluster CA.
+func nodeID(r *http.Request) string {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return ""
+	}
+	return r.TLS.VerifiedChains[0][0].Subject.CommonName
+}
+
+// JoinerPin is the SHA-256 pin of the joiner's client certificate key,
+// the only identity on the join listener.
+func JoinerPin(r *http.Request) (string, error) {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return "", apierr.New(apierr.Unauthenticated, "the join listener needs a client certificate")
+	}
+	return crypto.SPKIPin(r.TLS.PeerCertificates[0]), nil
+}

@@ -1,0 +1,73 @@
+// Package httpapi is the HTTP layer: routes, request decoding and limits,
+// authentication, and the mapping of domain errors to the error envelope.
+// Handlers decode, call the domain, encode; the rules live elsewhere.
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"stratum/apierr"
+	"stratum/store"
+)
+
+// statusOf maps every error code to its HTTP status (SPEC section 2).
+var statusOf = map[apierr.Code]int{
+	apierr.InvalidInput:        http.StatusBadRequest,
+	apierr.InvalidPolicy:       http.StatusBadRequest,
+	apierr.Unauthenticated:     http.StatusUnauthorized,
+	apierr.JoinTokenInvalid:    http.StatusUnauthorized,
+	apierr.Forbidden:           http.StatusForbidden,
+	apierr.NotFound:            http.StatusNotFound,
+	apierr.MethodNotAllowed:    http.StatusMethodNotAllowed,
+	apierr.ReleaseMismatch:     http.StatusConflict,
+	apierr.JoinApprovalRefused: http.StatusConflict,
+	apierr.Conflict:            http.StatusConflict,
+	apierr.PayloadTooLarge:     http.StatusRequestEntityTooLarge,
+	apierr.RangeNotSatisfiable: http.StatusRequestedRangeNotSatisfiable,
+	apierr.TooManyRequests:     http.StatusTooManyRequests,
+	apierr.Internal:            http.StatusInternalServerError,
+	apierr.NotImplemented:      http.StatusNotImplemented,
+	apierr.ReleaseBusy:         http.StatusServiceUnavailable,
+	apierr.ReleaseCorrupt:      http.StatusServiceUnavailable,
+	apierr.Unavailable:         http.StatusServiceUnavailable,
+}
+
+// StatusOf returns the HTTP status for code.
+func StatusOf(code apierr.Code) int {
+	if s, ok := statusOf[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError answers with the envelope. An error that is not an
+// *apierr.Error is logged with the request id and answered as INTERNAL
+// with no detail, so no internal text (or secret) reaches the client.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	e, ok := apierr.As(err)
+	if !ok {
+		if errors.Is(err, store.ErrClosed) {
+			e = apierr.New(apierr.Unavailable, "Upstream temporarily unavailable: the founder is shutting down")
+		} else {
+			log.Error("internal error", "requestId", w.Header().Get("X-Request-Id"), "method", r.Method, "path", r.URL.Path, "err", err)
+			e = apierr.New(apierr.Internal, "internal error; the founder's log has the details under this request id")
+		}
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	writeJSON(w, StatusOf(e.Code), e)
+}
+
+// writeJSON encodes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,172 @@
+package iam
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"stratum/apierr"
+)
+
+// PolicyVersion is the only policy language version.
+const PolicyVersion = "2026-01-01"
+
+// Policy is an identity policy document.
+type Policy struct {
+	Version   string      `json:"version"`
+	Statement []Statement `json:"statement"`
+}
+
+// Statement is one allow or deny rule.
+type Statement struct {
+	Effect   string   `json:"effect"`
+	Action   []string `json:"action"`
+	Resource []string `json:"resource"`
+}
+
+// AdminPolicy allows everything; the bootstrap admin's sessions carry it.
+func AdminPolicy() Policy {
+	return Policy{Version: PolicyVersion, Statement: []Statement{{Effect: "allow", Action: []string{"*"}, Resource: []string{"*"}}}}
+}
+
+// Finding codes.
+const (
+	FindingInvalidDocument     = "INVALID_DOCUMENT"
+	FindingUnknownAction       = "UNKNOWN_ACTION"
+	FindingActionNotApplicable = "ACTION_NOT_APPLICABLE"
+)
+
+// ParsePolicy decodes and validates a policy document, returning every
+// finding at once as INVALID_POLICY.
+func ParsePolicy(raw []byte) (Policy, error) {
+	var p Policy
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return p, invalidPolicy([]apierr.Issue{{Code: FindingInvalidDocument, Statement: -1}}, "the policy document is not valid JSON of the policy shape: "+jsonProblem(err))
+	}
+	if dec.More() {
+		return p, invalidPolicy([]apierr.Issue{{Code: FindingInvalidDocument, Statement: -1}}, "the policy document has data after its end")
+	}
+	return p, p.Validate()
+}
+
+func jsonProblem(err error) string {
+	msg := err.Error()
+	return strings.TrimPrefix(msg, "json: ")
+}
+
+func invalidPolicy(issues []apierr.Issue, msg string) error {
+	return &apierr.Error{Code: apierr.InvalidPolicy, Message: msg, Issues: issues}
+}
+
+// Validate lists every finding of p.
+func (p Policy) Validate() error {
+	var issues []apierr.Issue
+	if p.Version != PolicyVersion {
+		issues = append(issues, apierr.Issue{Code: FindingInvalidDocument, Statement: -1})
+	}
+	if len(p.Statement) == 0 {
+		issues = append(issues, apierr.Issue{Code: FindingInvalidDocument, Statement: -1})
+	}
+	for i, s := range p.Statement {
+		issues = append(issues, s.findings(i)...)
+	}
+	if len(issues) == 0 {
+		return nil
+	}
+	return invalidPolicy(issues, fmt.Sprintf("the policy document has %d findings; fix them all and send it again", len(issues)))
+}
+
+func (s Statement) findings(i int) []apierr.Issue {
+	var out []apierr.Issue
+	if s.Effect != "allow" && s.Effect != "deny" {
+		out = append(out, apierr.Issue{Code: FindingInvalidDocument, Statement: i})
+	}
+	if len(s.Action) == 0 || len(s.Resource) == 0 {
+		out = append(out, apierr.Issue{Code: FindingInvalidDocument, Statement: i})
+	}
+	badResource := false
+	var resTypes []ResourceType
+	for _, r := range s.Resource {
+		if r == "*" {
+			resTypes = nil
+			break
+		}
+		t, ok := resourceTypeOf(r)
+		if !ok {
+			badResource = true
+			continue
+		}
+		resTypes = append(resTypes, t)
+	}
+	if badResource {
+		out = append(out, apierr.Issue{Code: FindingInvalidDocument, Statement: i})
+	}
+	for _, a := range s.Action {
+		matched := matchingActions(a)
+		if len(matched) == 0 {
+			out = append(out, apierr.Issue{Code: FindingUnknownAction, Statement: i, Action: a})
+			continue
+		}
+		if len(resTypes) > 0 && !anyApplies(matched, resTypes) {
+			out = append(out, apierr.Issue{Code: FindingActionNotApplicable, Statement: i, Action: a})
+		}
+	}
+	return out
+}
+
+func matchingActions(pattern string) []string {
+	var out []string
+	for a := range Actions {
+		if matchPattern(pattern, a) {
+			out = append(out, a)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func anyApplies(actions []string, types []ResourceType) bool {
+	for _, a := range actions {
+		for _, t := range types {
+			if Actions[a] == t {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Allows evaluates p for action on resource: an explicit deny wins over
+// any allow; nothing allowed is denied.
+func (p Policy) Allows(action, resource string) bool {
+	allowed := false
+	for _, s := range p.Statement {
+		if !s.matches(action, resource) {
+			continue
+		}
+		if s.Effect == "deny" {
+			return false
+		}
+		if s.Effect == "allow" {
+			allowed = true
+		}
+	}
+	return allowed
+}
+
+func (s Statement) matches(action, resource string) bool {
+	return anyMatch(s.Action, action) && anyMatch(s.Resource, resource)
+}
+
+func anyMatch(patterns []string, s string) bool {
+	for _, p := range patterns {
+		if matchPattern(p, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,91 @@
+package iam
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"stratum/apierr"
+	"stratum/crypto"
+	"stratum/store"
+)
+
+const bucketUsers = "iam-users"
+
+// SessionTTL is how long a login token lives.
+const SessionTTL = 12 * time.Hour
+
+// User is an operator who logs in with a password.
+type User struct {
+	Email        string    `json:"email"`
+	PasswordHash string    `json:"passwordHash"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+type jsonRawOrPolicy = json.RawMessage
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// CreateBootstrapAdmin stores the admin with an argon2id hash of password.
+func CreateBootstrapAdmin(tx *store.Tx, email, password string, now time.Time) error {
+	u := User{Email: strings.ToLower(email), PasswordHash: crypto.HashPassword(password), CreatedAt: now.UTC()}
+	if err := tx.PutJSON(bucketUsers, u.Email, u); err != nil {
+		return err
+	}
+	return tx.Audit("iam.user.created", "init", u.Email, nil)
+}
+
+// dummyHash keeps a login for an unknown email as slow as a real one.
+var dummyHash = crypto.HashPassword("stratum-dummy-password")
+
+// CheckLogin verifies the credentials (read-only).
+func CheckLogin(tx *store.Tx, email, password string) (User, error) {
+	fail := apierr.New(apierr.Unauthenticated, "wrong email or password")
+	var u User
+	found, err := tx.GetJSON(bucketUsers, strings.ToLower(email), &u)
+	if err != nil {
+		return u, err
+	}
+	hash := u.PasswordHash
+	if !found {
+		hash = dummyHash
+	}
+	ok, err := crypto.CheckPassword(password, hash)
+	if err != nil || !ok || !found {
+		return u, fail
+	}
+	return u, nil
+}
+
+// StartSession issues a login token carrying the admin policy.
+func StartSession(tx *store.Tx, u User, now time.Time) (string, time.Time, error) {
+	secret, t, err := issueToken(tx, Token{Name: "login", Kind: KindSession, Subject: u.Email, Policy: AdminPolicy(), CreatedAt: now.UTC(), ExpiresAt: now.Add(SessionTTL).UTC()})
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return secret, t.ExpiresAt, tx.Audit("iam.login", u.Email, t.ID, nil)
+}
+
+// PurgeExpiredSessions deletes session tokens past their expiry.
+func PurgeExpiredSessions(tx *store.Tx, now time.Time) error {
+	var dead []string
+	err := tx.ForEach(bucketTokens, func(k string, raw []byte) error {
+		var t Token
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return err
+		}
+		if t.Kind == KindSession && now.After(t.ExpiresAt) {
+			dead = append(dead, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range dead {
+		if err := tx.Delete(bucketTokens, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
