@@ -18,6 +18,7 @@ import (
 	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/httpapi"
+	"stratum/releaseset"
 	"stratum/store"
 )
 
@@ -50,6 +51,8 @@ type Founder struct {
 	startup *httpapi.Startup
 	log     *slog.Logger
 	closers []func()
+
+	releases *releaseset.Service
 }
 
 // Serve runs the founder until ctx ends, then shuts down gracefully.
@@ -96,6 +99,7 @@ func Serve(ctx context.Context, o Options) error {
 	}); err != nil {
 		return err
 	}
+	f.services()
 	startup.Phase("listeners")
 	return f.run(ctx)
 }

@@ -53,3 +53,21 @@ func JoinerPin(r *http.Request) (string, error) {
 	}
 	return crypto.SPKIPin(r.TLS.PeerCertificates[0]), nil
 }
+
+// nodeOrBearer authorizes a node endpoint: a CA-issued client certificate
+// whose CommonName is node, or a bearer token allowed action on resource.
+// A node certificate for another node is FORBIDDEN, never a fallback to
+// the bearer token. It returns the actor for the audit log.
+func (a *API) nodeOrBearer(r *http.Request, node, action, resource string) (string, error) {
+	if cn := nodeID(r); cn != "" {
+		if cn != node {
+			return "", apierr.New(apierr.Forbidden, "node %s may not act for node %s (%s)", cn, node, action)
+		}
+		return "node:" + cn, nil
+	}
+	p, err := a.authorize(r, action, resource)
+	if err != nil {
+		return "", err
+	}
+	return p.Subject, nil
+}

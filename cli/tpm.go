@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"stratum/tpm"
+)
+
+func init() {
+	Register(Command{
+		Name:    "tpm",
+		Summary: "seal a secret to this machine's TPM, or unseal it (tpm seal|unseal)",
+		Run:     runTPM,
+	})
+}
+
+const tpmUsage = `usage:
+  stratum tpm seal --in FILE|- --out FILE [--tpm PATH] [--pcrs 7]
+  stratum tpm unseal --in FILE [--tpm PATH]`
+
+func runTPM(_ context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, tpmUsage)
+		return errUsage
+	}
+	switch args[0] {
+	case "seal":
+		return runTPMSeal(args[1:])
+	case "unseal":
+		return runTPMUnseal(args[1:])
+	case "help", "-h", "--help":
+		fmt.Fprintln(os.Stderr, tpmUsage)
+		return nil
+	default:
+		fmt.Fprintf(os.Stderr, "stratum tpm: unknown subcommand %q\n%s\n", args[0], tpmUsage)
+		return errUsage
+	}
+}
+
+func runTPMSeal(args []string) error {
+	fs := newFlagSet("tpm seal")
+	in := fs.String("in", "", "file holding the secret, or - for stdin (one trailing newline is dropped)")
+	out := fs.String("out", "", "where to write the sealed blob (written atomically, mode 0600)")
+	path := fs.String("tpm", tpm.DefaultPath, "TPM character device or swtpm unix socket")
+	pcrFlag := fs.String("pcrs", "7", "comma-separated SHA-256 PCRs the secret is bound to")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *in == "" || *out == "" || fs.NArg() != 0 {
+		fmt.Fprintln(os.Stderr, "stratum tpm seal: --in and --out are required and no arguments are taken")
+		return errUsage
+	}
+	pcrs, err := tpm.ParsePCRs(*pcrFlag)
+	if err != nil {
+		return fmt.Errorf("--pcrs: %w", err)
+	}
+	secret, err := readSecret(*in)
+	if err != nil {
+		return err
+	}
+	defer clear(secret)
+	return tpm.SealToFile(*path, pcrs, secret, *out)
+}
+
+func runTPMUnseal(args []string) error {
+	fs := newFlagSet("tpm unseal")
+	in := fs.String("in", "", "sealed blob written by `stratum tpm seal` or the joiner")
+	path := fs.String("tpm", tpm.DefaultPath, "TPM character device or swtpm unix socket")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *in == "" || fs.NArg() != 0 {
+		fmt.Fprintln(os.Stderr, "stratum tpm unseal: --in is required and no arguments are taken")
+		return errUsage
+	}
+	secret, err := tpm.UnsealFile(*path, *in)
+	if err != nil {
+		return err
+	}
+	defer clear(secret)
+	line := append(secret, '\n')
+	defer clear(line)
+	_, err = os.Stdout.Write(line)
+	return err
+}
+
+// maxSecretInput is generous next to the TPM's 128-byte limit (Seal gives
+// the precise error) and stops a wrong --in from being read whole.
+const maxSecretInput = 4096
+
+// readSecret reads the secret and drops one trailing newline, since keys
+// are usually stored or piped with one and it is never part of the key.
+func readSecret(name string) ([]byte, error) {
+	var r io.Reader = os.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxSecretInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("read secret: %w", err)
+	}
+	if len(b) > maxSecretInput {
+		clear(b)
+		return nil, fmt.Errorf("secret input is over %d bytes; is --in the right file?", maxSecretInput)
+	}
+	if bytes.HasSuffix(b, []byte("\r\n")) {
+		b = b[:len(b)-2]
+	} else if bytes.HasSuffix(b, []byte("\n")) {
+		b = b[:len(b)-1]
+	}
+	return b, nil
+}

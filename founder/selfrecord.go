@@ -1,0 +1,76 @@
+package founder
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strings"
+
+	"stratum/releaseset"
+)
+
+// hostRecord is the founder's own release as it sees its host: os-release,
+// the kernel, its own build as the control plane and its store schema.
+func hostRecord(build releaseset.ControlPlane) releaseset.Record {
+	rec := releaseset.Record{ControlPlane: &build}
+	// The founder's host binaries are its own build.
+	commit := build.Commit
+	if !isHexCommit(commit) {
+		commit = releaseset.CommitUnknown
+	}
+	rec.HostBinaries = &releaseset.HostBinaries{Source: releaseset.SourceControlPlaneImage, Commit: commit}
+	osr := readOSRelease()
+	rec.OS = &releaseset.OS{
+		PrettyName:   osr["PRETTY_NAME"],
+		ID:           osr["ID"],
+		VersionID:    osr["VERSION_ID"],
+		ImageVersion: osr["IMAGE_VERSION"],
+		BuildID:      osr["BUILD_ID"],
+		Kernel:       readTrimmed("/proc/sys/kernel/osrelease"),
+	}
+	// bootc/ostree marks an image-mode boot with this file.
+	if _, err := os.Stat("/run/ostree-booted"); err == nil {
+		rec.ImageMode = true
+	}
+	return rec
+}
+
+func readOSRelease() map[string]string {
+	out := map[string]string{}
+	for _, p := range []string{"/etc/os-release", "/usr/lib/os-release"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			k, v, ok := strings.Cut(sc.Text(), "=")
+			if !ok || strings.HasPrefix(k, "#") {
+				continue
+			}
+			out[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+		return out
+	}
+	return out
+}
+
+func readTrimmed(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func isHexCommit(s string) bool {
+	if len(s) < 4 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}

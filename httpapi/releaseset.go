@@ -1,0 +1,49 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+
+	"stratum/iam"
+	"stratum/releaseset"
+)
+
+// MountReleaseSet adds the release set endpoints.
+func MountReleaseSet(svc *releaseset.Service) func(*API) {
+	return func(a *API) {
+		a.admin.handle(Route{Method: "GET", Path: "/v1/admin/upgrades/release", Summary: "The cluster's release set: every node's release, skew and drift (gzip/zstd when accepted).", Action: "upgrade:DescribeRelease", Auth: "bearer"},
+			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+				if _, err := a.authorize(r, "upgrade:DescribeRelease", iam.Resource(iam.ResRelease, "*")); err != nil {
+					return err
+				}
+				set, err := svc.Describe()
+				if err != nil {
+					return err
+				}
+				writeJSONCompressed(w, r, http.StatusOK, set)
+				return nil
+			})
+		a.admin.handle(Route{Method: "PUT", Path: "/v1/cluster/nodes/:nodeId/release", Summary: "Record a node's release (the node's transport leaf, or a bearer token with upgrade:RecordRelease).", Action: "upgrade:RecordRelease", Auth: "node-or-bearer"},
+			func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+				node := ps.ByName("nodeId")
+				actor, err := a.nodeOrBearer(r, node, "upgrade:RecordRelease", iam.Resource(iam.ResNode, node))
+				if err != nil {
+					return err
+				}
+				body, err := readBody(r, RecordBodyLimit)
+				if err != nil {
+					return err
+				}
+				req, err := releaseset.DecodeRecordRequest(body)
+				if err != nil {
+					return err
+				}
+				if err := svc.Record(actor, node, req); err != nil {
+					return err
+				}
+				w.WriteHeader(http.StatusNoContent)
+				return nil
+			})
+	}
+}

@@ -1,0 +1,106 @@
+package releaseset
+
+import "time"
+
+// RecentWindow is how old a record may be and still count as recent.
+const RecentWindow = 10 * time.Minute
+
+// Input is everything Describe needs; the caller reads it from the store.
+type Input struct {
+	// Now is the time records are aged against; injected so that the
+	// logic never reads the clock.
+	Now time.Time
+	// Node is the answering node (the founder).
+	Node string
+	// ControlPlane is the answering control plane's own build.
+	ControlPlane ControlPlane
+	// Members are the node ids in join order; duplicates are ignored.
+	Members []string
+	// Records are the last record of each node that recorded one. Records
+	// of nodes that are not members are ignored.
+	Records map[string]Stored
+}
+
+// Stored is one node's last record as the store keeps it.
+type Stored struct {
+	RunningRelease string
+	Release        Record
+}
+
+// Describe builds the release set. It is pure: the same Input gives the
+// same Set.
+func Describe(in Input) Set {
+	members := uniqueMembers(in.Members)
+	set := Set{
+		Node:           in.Node,
+		ControlPlane:   in.ControlPlane,
+		RunningRelease: RunningRelease(in),
+		Nodes:          make([]Node, 0, len(members)),
+	}
+	var recent []recentNode
+	for _, id := range members {
+		n := Node{NodeID: id}
+		if st, ok := in.Records[id]; ok {
+			rec := st.Release
+			n.Recorded = true
+			n.Release = &rec
+			n.RunningRelease = st.RunningRelease
+			n.Stale = in.Now.Sub(rec.RecordedAt) > RecentWindow
+			if !n.Stale {
+				recent = append(recent, recentNode{id: id, rec: n.Release})
+			}
+		}
+		set.Nodes = append(set.Nodes, n)
+	}
+	set.Summary = Summary{
+		Recent: len(recent),
+		Skew:   skewOf(recent),
+		Drift:  driftOf(set.Nodes),
+	}
+	// With no members nothing is known, which is not "consistent".
+	set.Summary.Consistent = len(members) > 0 && len(recent) == len(members) &&
+		len(set.Summary.Skew) == 0 && len(set.Summary.Drift) == 0
+	return set
+}
+
+// RunningRelease is the release the cluster runs: the oldest (semver) of
+// the members' recorded releases, stale records included (a node that
+// stopped reporting still runs what it ran). Empty when none is known.
+// /version and the update check use it without building the whole set.
+func RunningRelease(in Input) string {
+	var oldest string
+	var oldestV semver
+	for _, id := range uniqueMembers(in.Members) {
+		st, ok := in.Records[id]
+		if !ok {
+			continue
+		}
+		v, ok := parseSemver(st.RunningRelease)
+		if !ok {
+			continue
+		}
+		if oldest == "" || compareSemver(v, oldestV) < 0 {
+			oldest, oldestV = st.RunningRelease, v
+		}
+	}
+	return oldest
+}
+
+// recentNode is a member whose record counts for skew.
+type recentNode struct {
+	id  string
+	rec *Record
+}
+
+// uniqueMembers keeps the first of each id, in order.
+func uniqueMembers(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,64 @@
+package releaseset
+
+import "strconv"
+
+// driftOf lists the findings node by node, in member order; for each node
+// report first, then host (hostBinaries, then the staged deployment), then
+// pin (pins, then unpinned images, each in record order).
+//
+// A node that did not report recently gets only its report finding: its
+// last record says what it ran then, not what it runs now, so it is shown
+// in nodes[] but not judged.
+func driftOf(nodes []Node) []Drift {
+	out := []Drift{}
+	for _, n := range nodes {
+		if !n.Recorded || n.Stale {
+			d := Drift{NodeID: n.NodeID, Kind: DriftReport, Recorded: ptr(n.Recorded), Stale: ptr(n.Stale)}
+			if n.Stale {
+				d.RecordedAt = ptr(n.Release.RecordedAt)
+			}
+			out = append(out, d)
+			continue
+		}
+		out = appendHostDrift(out, n.NodeID, n.Release)
+		out = appendPinDrift(out, n.NodeID, n.Release)
+	}
+	return out
+}
+
+// appendHostDrift: host binaries that are not the build the node should
+// run, and an OS deployment staged for the next boot.
+func appendHostDrift(out []Drift, id string, r *Record) []Drift {
+	if h := r.HostBinaries; h != nil && h.Stale {
+		out = append(out, Drift{NodeID: id, Kind: DriftHost, Field: "hostBinaries",
+			Source: h.Source, Commit: h.Commit, Want: h.Want})
+	}
+	if r.Bootc != nil && r.Bootc.Staged != nil {
+		s := r.Bootc.Staged
+		out = append(out, Drift{NodeID: id, Kind: DriftHost, Field: "bootc.staged",
+			Image: s.Image, Digest: s.Digest, Version: s.Version})
+	}
+	return out
+}
+
+// appendPinDrift: a pinned image that runs something else, and an image no
+// pin names that runs containers. Pins in state current, absent (the role
+// does not run it) and self (compared between nodes as controlPlane) are
+// not drift.
+func appendPinDrift(out []Drift, id string, r *Record) []Drift {
+	for i, p := range r.Pins {
+		if p.State == PinDiffers {
+			out = append(out, Drift{NodeID: id, Kind: DriftPin, Field: "pins[" + strconv.Itoa(i) + "]",
+				Name: p.Name, Pinned: p.Pinned, Running: p.Running, Containers: ptr(p.Containers)})
+		}
+	}
+	for i, u := range r.Unpinned {
+		if u.Containers > 0 {
+			out = append(out, Drift{NodeID: id, Kind: DriftPin, Field: "unpinned[" + strconv.Itoa(i) + "]",
+				Image: u.Image, Containers: ptr(u.Containers)})
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

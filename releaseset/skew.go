@@ -1,0 +1,230 @@
+package releaseset
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// fieldValue is one node's value of a skew field: what is compared, and
+// how a person reads it.
+type fieldValue struct{ value, display string }
+
+// unknown is the value of a field a node's record does not carry.
+var unknown = fieldValue{"unknown", "unknown"}
+
+// absent is the value of a package component a node does not have.
+var absent = fieldValue{"absent", "absent"}
+
+// skewField is one of the fixed skew fields and how to read it.
+type skewField struct {
+	name string
+	of   func(*Record) fieldValue
+}
+
+// fixedFields are compared in this order, before the packages.
+var fixedFields = []skewField{
+	{SkewOS, osValue},
+	{SkewImageMode, imageModeValue},
+	{SkewKernel, kernelValue},
+	{SkewControlPlane, controlPlaneValue},
+	{SkewSchema, schemaValue},
+	{SkewHostBinaries, hostBinariesValue},
+	{SkewExtensions, extensionsValue},
+}
+
+// osValue: on an image-mode node, the booted image's manifest digest, shown
+// as os.imageVersion (else the deployment's version label); two builds
+// with one version label still differ. Otherwise os.prettyName, else
+// "id versionId".
+func osValue(r *Record) fieldValue {
+	if r.ImageMode && r.Bootc != nil && r.Bootc.Booted != nil && r.Bootc.Booted.Digest != "" {
+		b := r.Bootc.Booted
+		display := b.Digest
+		if r.OS != nil && r.OS.ImageVersion != "" {
+			display = r.OS.ImageVersion
+		} else if b.Version != "" {
+			display = b.Version
+		}
+		return fieldValue{b.Digest, display}
+	}
+	if r.OS == nil {
+		return unknown
+	}
+	if r.OS.PrettyName != "" {
+		return fieldValue{r.OS.PrettyName, r.OS.PrettyName}
+	}
+	if s := strings.TrimSpace(r.OS.ID + " " + r.OS.VersionID); s != "" {
+		return fieldValue{s, s}
+	}
+	return unknown
+}
+
+func imageModeValue(r *Record) fieldValue {
+	if r.ImageMode {
+		return fieldValue{"true", "stratum-os image"}
+	}
+	return fieldValue{"false", "dnf packages"}
+}
+
+func kernelValue(r *Record) fieldValue {
+	if r.OS == nil || r.OS.Kernel == "" {
+		return unknown
+	}
+	return fieldValue{r.OS.Kernel, r.OS.Kernel}
+}
+
+// controlPlaneValue compares the commit and shows the version.
+func controlPlaneValue(r *Record) fieldValue {
+	c := r.ControlPlane
+	if c == nil || c.Commit == "" {
+		return unknown
+	}
+	return fieldValue{c.Commit, cmp.Or(c.Version, c.Commit)}
+}
+
+// schemaValue is controlPlane.schemaLevel: the migrations a build carries
+// decide whether two control planes can share a database.
+func schemaValue(r *Record) fieldValue {
+	if r.ControlPlane == nil || r.ControlPlane.SchemaLevel == nil {
+		return unknown
+	}
+	s := strconv.Itoa(*r.ControlPlane.SchemaLevel)
+	return fieldValue{s, s}
+}
+
+// hostBinariesValue compares the commit ("mixed" and "unknown" included).
+func hostBinariesValue(r *Record) fieldValue {
+	if r.HostBinaries == nil || r.HostBinaries.Commit == "" {
+		return unknown
+	}
+	return fieldValue{r.HostBinaries.Commit, r.HostBinaries.Commit}
+}
+
+// extensionsValue is the set of merged name@version, sorted and joined by
+// ","; "none" when nothing is merged. Extensions found but not merged do
+// not change what runs, so they do not count.
+func extensionsValue(r *Record) fieldValue {
+	var merged []string
+	for _, e := range r.Extensions {
+		if e.Merged {
+			merged = append(merged, e.Name+"@"+e.Version)
+		}
+	}
+	if len(merged) == 0 {
+		return fieldValue{"none", "none"}
+	}
+	slices.Sort(merged)
+	merged = slices.Compact(merged)
+	s := strings.Join(merged, ",")
+	return fieldValue{s, s}
+}
+
+// packageValue is name@version of the node's package for component, or
+// "absent".
+func packageValue(r *Record, component string) fieldValue {
+	for _, p := range r.Packages {
+		if p.Component == component {
+			s := p.Name + "@" + p.Version
+			return fieldValue{s, s}
+		}
+	}
+	return absent
+}
+
+// components is the sorted union of the package components of recs.
+func components(recs []*Record) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range recs {
+		for _, p := range r.Packages {
+			if !seen[p.Component] {
+				seen[p.Component] = true
+				out = append(out, p.Component)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// skewOf compares the recent nodes field by field, in the order of SPEC
+// section 6, and keeps the fields with more than one value.
+func skewOf(nodes []recentNode) []Skew {
+	out := []Skew{}
+	if len(nodes) < 2 {
+		return out
+	}
+	vals := make([]fieldValue, len(nodes))
+	add := func(field string) {
+		if s, ok := group(field, nodes, vals); ok {
+			out = append(out, s)
+		}
+	}
+	for _, f := range fixedFields {
+		for i, n := range nodes {
+			vals[i] = f.of(n.rec)
+		}
+		add(f.name)
+	}
+	recs := make([]*Record, len(nodes))
+	for i, n := range nodes {
+		recs[i] = n.rec
+	}
+	for _, c := range components(recs) {
+		for i, n := range nodes {
+			vals[i] = packageValue(n.rec, c)
+		}
+		add(SkewPackagePrefix + c)
+	}
+	return out
+}
+
+// group gathers the nodes by value. Values are ordered by how many nodes
+// have them, most first, so the odd one out comes last; ties keep the
+// order in which members first show them. ok is false when all agree.
+func group(field string, nodes []recentNode, vals []fieldValue) (Skew, bool) {
+	at := map[string]int{}
+	var values []SkewValue
+	for i, n := range nodes {
+		j, seen := at[vals[i].value]
+		if !seen {
+			j = len(values)
+			at[vals[i].value] = j
+			values = append(values, SkewValue{Value: vals[i].value, Display: vals[i].display})
+		}
+		values[j].Nodes = append(values[j].Nodes, n.id)
+	}
+	if len(values) < 2 {
+		return Skew{}, false
+	}
+	slices.SortStableFunc(values, func(a, b SkewValue) int {
+		return cmp.Compare(len(b.Nodes), len(a.Nodes))
+	})
+	disambiguate(values)
+	return Skew{Field: field, Values: values}, true
+}
+
+// disambiguate appends the value to any display that two values share
+// (two OS builds with one version label), so the readable forms differ
+// whenever the values do.
+func disambiguate(values []SkewValue) {
+	count := map[string]int{}
+	for _, v := range values {
+		count[v.Display]++
+	}
+	for i, v := range values {
+		if count[v.Display] > 1 && v.Display != v.Value {
+			values[i].Display = v.Display + " (" + shortValue(v.Value) + ")"
+		}
+	}
+}
+
+// shortValue shortens a digest to its first 12 hex digits.
+func shortValue(v string) string {
+	if isDigest(v) {
+		return v[:len("sha256:")+12]
+	}
+	return v
+}

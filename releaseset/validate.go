@@ -1,0 +1,216 @@
+package releaseset
+
+import (
+	"path"
+	"strconv"
+	"strings"
+
+	"stratum/apierr"
+)
+
+// Value checks run on the decoded request; each adds to f and goes on, so
+// the node's author sees every problem in one answer.
+
+func (r *RecordRequest) validate(f *apierr.Fields) {
+	if r.RunningRelease != "" {
+		checkRelease(f, "runningRelease", r.RunningRelease)
+	}
+	r.Release.validate(f, "release")
+}
+
+func (r *Record) validate(f *apierr.Fields, at string) {
+	if r.OS != nil {
+		checkOptionalDigest(f, at+".os.baseDigest", r.OS.BaseDigest)
+		checkOptionalDigest(f, at+".os.kernelArgsDigest", r.OS.KernelArgsDigest)
+	}
+	if b := r.Bootc; b != nil {
+		b.Booted.validate(f, at+".bootc.booted")
+		b.Staged.validate(f, at+".bootc.staged")
+		b.Rollback.validate(f, at+".bootc.rollback")
+	}
+	if c := r.ControlPlane; c != nil {
+		checkLevel(f, at+".controlPlane.schemaLevel", c.SchemaLevel)
+		checkLevel(f, at+".controlPlane.compatSchemaLevel", c.CompatSchemaLevel)
+		checkLevel(f, at+".controlPlane.databaseSchemaLevel", c.DatabaseSchemaLevel)
+	}
+	if h := r.HostBinaries; h != nil {
+		h.validate(f, at+".hostBinaries")
+	}
+	for i, e := range r.Extensions {
+		e.validate(f, index(at+".extensions", i))
+	}
+	components := map[string]int{}
+	for i, p := range r.Packages {
+		p.validate(f, index(at+".packages", i))
+		if first, dup := components[p.Component]; dup && p.Component != "" {
+			f.Add(index(at+".packages", i)+".component",
+				"component %q is already listed at packages[%d]; a node lists one package per component", p.Component, first)
+		} else {
+			components[p.Component] = i
+		}
+	}
+	for i, p := range r.Pins {
+		p.validate(f, index(at+".pins", i))
+	}
+	for i, u := range r.Unpinned {
+		u.validate(f, index(at+".unpinned", i))
+	}
+	for i, p := range r.Payloads {
+		p.validate(f, index(at+".payloads", i))
+	}
+	if r.Stored != nil {
+		r.Stored.validate(f, at+".stored")
+	}
+}
+
+func (d *Deployment) validate(f *apierr.Fields, at string) {
+	if d == nil {
+		return
+	}
+	if d.Image == "" {
+		f.Add(at+".image", "is required")
+	}
+	checkDigest(f, at+".digest", d.Digest)
+}
+
+func (h *HostBinaries) validate(f *apierr.Fields, at string) {
+	switch h.Source {
+	case SourceOSImage, SourceOverlay, SourceControlPlaneImage:
+	case "":
+		f.Add(at+".source", "is required: os-image, overlay or control-plane-image")
+	default:
+		f.Add(at+".source", "must be os-image, overlay or control-plane-image, not %q", h.Source)
+	}
+	if h.Commit != CommitMixed && h.Commit != CommitUnknown && !isCommit(h.Commit) {
+		f.Add(at+".commit", "must be a commit (4 to 64 lowercase hex digits), mixed or unknown")
+	}
+	if h.Want != "" && !isCommit(h.Want) {
+		f.Add(at+".want", "must be a commit (4 to 64 lowercase hex digits) or empty")
+	}
+}
+
+func (e Extension) validate(f *apierr.Fields, at string) {
+	if e.Name == "" {
+		f.Add(at+".name", "is required")
+	}
+	if e.Release != "" {
+		checkRelease(f, at+".release", e.Release)
+	}
+	if e.RootHash != "" && !isHex(e.RootHash, 2, 128) {
+		f.Add(at+".rootHash", "must be a dm-verity root hash in lowercase hex")
+	}
+}
+
+func (p Package) validate(f *apierr.Fields, at string) {
+	for _, kv := range [...][2]string{{"component", p.Component}, {"name", p.Name}, {"version", p.Version}} {
+		if kv[1] == "" {
+			f.Add(at+"."+kv[0], "is required")
+		}
+	}
+}
+
+func (p Pin) validate(f *apierr.Fields, at string) {
+	if p.Name == "" {
+		f.Add(at+".name", "is required")
+	}
+	switch p.State {
+	case PinCurrent, PinDiffers, PinAbsent, PinSelf:
+	case "":
+		f.Add(at+".state", "is required: current, differs, absent or self")
+	default:
+		f.Add(at+".state", "must be current, differs, absent or self, not %q", p.State)
+	}
+	checkCount(f, at+".containers", p.Containers)
+}
+
+func (u Unpinned) validate(f *apierr.Fields, at string) {
+	if u.Image == "" {
+		f.Add(at+".image", "is required")
+	}
+	checkCount(f, at+".containers", u.Containers)
+}
+
+func (p Payload) validate(f *apierr.Fields, at string) {
+	checkRelease(f, at+".release", p.Release)
+	if !isHex(p.SHA256, 64, 64) {
+		f.Add(at+".sha256", "must be 64 lowercase hex digits")
+	}
+}
+
+func (s *Storage) validate(f *apierr.Fields, at string) {
+	for i, r := range s.Releases {
+		ra := index(at+".releases", i)
+		checkRelease(f, ra+".release", r.Release)
+		if r.Path != "" {
+			checkDir(f, ra+".path", r.Path)
+		}
+		if r.OS != "" {
+			checkDir(f, ra+".os", r.OS)
+		}
+	}
+	for i, l := range s.Leftovers {
+		checkDir(f, index(at+".leftovers", i)+".path", l.Path)
+	}
+}
+
+func index(at string, i int) string { return at + "[" + strconv.Itoa(i) + "]" }
+
+func checkRelease(f *apierr.Fields, at, v string) {
+	if v == "" {
+		f.Add(at, "is required")
+	} else if _, ok := parseSemver(v); !ok {
+		f.Add(at, "must be a semantic version such as 0.2.0, not %q", v)
+	}
+}
+
+func checkDigest(f *apierr.Fields, at, v string) {
+	if !isDigest(v) {
+		f.Add(at, "must be sha256: followed by 64 lowercase hex digits")
+	}
+}
+
+func checkOptionalDigest(f *apierr.Fields, at, v string) {
+	if v != "" {
+		checkDigest(f, at, v)
+	}
+}
+
+func checkLevel(f *apierr.Fields, at string, v *int) {
+	if v != nil && *v < 0 {
+		f.Add(at, "must not be negative")
+	}
+}
+
+func checkCount(f *apierr.Fields, at string, n int) {
+	if n < 0 {
+		f.Add(at, "must not be negative")
+	}
+}
+
+// checkDir accepts a clean relative path under the upgrade directory.
+func checkDir(f *apierr.Fields, at, p string) {
+	if p == "" || p == "." || strings.HasPrefix(p, "/") || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") {
+		f.Add(at, "must be a clean path relative to /var/lib/stratum/upgrade")
+	}
+}
+
+func isDigest(s string) bool {
+	h, ok := strings.CutPrefix(s, "sha256:")
+	return ok && isHex(h, 64, 64)
+}
+
+func isCommit(s string) bool { return isHex(s, 4, 64) }
+
+// isHex: between lo and hi lowercase hex digits.
+func isHex(s string, lo, hi int) bool {
+	if len(s) < lo || len(s) > hi {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

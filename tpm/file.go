@@ -1,0 +1,67 @@
+package tpm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// SealToFile seals secret to the TPM at tpmPath (see Open) under pcrs (see
+// Seal) and writes the blob to out atomically with mode 0600, creating out's
+// directory (0700) if needed. Without a TPM the error wraps ErrNoTPM.
+func SealToFile(tpmPath string, pcrs []int, secret []byte, out string) (err error) {
+	t, err := Open(tpmPath)
+	if err != nil {
+		return err
+	}
+	defer closeTPM(t, &err)
+	blob, err := Seal(t, secret, pcrs)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(out, blob, 0o600); err != nil {
+		return fmt.Errorf("write sealed blob: %w", err)
+	}
+	return nil
+}
+
+// UnsealFile reads a blob written by SealToFile and unseals it with the TPM
+// at tpmPath.
+func UnsealFile(tpmPath, in string) (secret []byte, err error) {
+	blob, err := readBlobFile(in)
+	if err != nil {
+		return nil, err
+	}
+	t, err := Open(tpmPath)
+	if err != nil {
+		return nil, err
+	}
+	defer closeTPM(t, &err)
+	secret, err = Unseal(t, blob)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", in, err)
+	}
+	return secret, nil
+}
+
+// readBlobFile reads at most one byte past maxBlobSize, so a huge file is
+// refused without being read whole.
+func readBlobFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxBlobSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
+}
+
+func closeTPM(t io.Closer, err *error) {
+	if cerr := t.Close(); cerr != nil {
+		*err = errors.Join(*err, fmt.Errorf("close TPM: %w", cerr))
+	}
+}
