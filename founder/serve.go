@@ -18,6 +18,8 @@ import (
 	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/httpapi"
+	"stratum/join"
+	"stratum/release"
 	"stratum/releaseset"
 	"stratum/store"
 )
@@ -53,6 +55,8 @@ type Founder struct {
 	closers []func()
 
 	releases *releaseset.Service
+	joins    *join.Service
+	mirror   *release.Mirror
 }
 
 // Serve runs the founder until ctx ends, then shuts down gracefully.
@@ -99,7 +103,6 @@ func Serve(ctx context.Context, o Options) error {
 	}); err != nil {
 		return err
 	}
-	f.services()
 	startup.Phase("listeners")
 	return f.run(ctx)
 }
@@ -132,6 +135,10 @@ func (f *Founder) run(ctx context.Context) error {
 		apiLn.Close()
 		return fmt.Errorf("join listener: %w", err)
 	}
+	if f.opts.JoinAdvertise == "" {
+		f.opts.JoinAdvertise = joinLn.Addr().String()
+	}
+	f.services()
 	f.api = httpapi.New(httpapi.Deps{
 		DB: f.db, Log: f.log, Build: o.Build, Startup: f.startup, Registry: prometheus.NewRegistry(),
 		ClusterRelease: f.clusterRelease,

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"stratum/httpapi"
+	"stratum/join"
+	"stratum/release"
 	"stratum/releaseset"
 	"stratum/store"
 )
@@ -19,11 +21,35 @@ func (f *Founder) services() {
 	schema := f.db.Schema()
 	cp.SchemaLevel = &schema
 	f.releases = &releaseset.Service{DB: f.db, Now: time.Now, Node: f.id.FounderNodeID, ControlPlane: cp}
+	concurrency := f.opts.ReleaseConcurrency
+	if concurrency <= 0 {
+		concurrency = 4
+	}
+	f.mirror = release.NewMirror(f.db, string(f.opts.Data), concurrency, f.log)
+	var payloads join.PayloadOfferer = f.mirror
+	if f.opts.ReleaseSource != "" {
+		// A configured mirror serves the release; the founder does not.
+		payloads = nil
+	}
+	f.joins = join.NewService(join.Config{
+		DB: f.db, Now: time.Now, JoinAddr: f.opts.JoinAdvertise, CAPin: f.ca.Pin(),
+		ClusterRelease: f.clusterReleaseTx, Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
+		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log,
+	})
 }
 
 // mounts returns the domain routes to add to the API.
 func (f *Founder) mounts() []func(*httpapi.API) {
-	return []func(*httpapi.API){httpapi.MountReleaseSet(f.releases)}
+	var serve httpapi.ReleaseServer = f.mirror
+	if f.opts.ReleaseSource != "" {
+		serve = nil
+	}
+	return []func(*httpapi.API){
+		httpapi.MountReleaseSet(f.releases),
+		httpapi.MountJoinAdmin(f.joins),
+		httpapi.MountJoinListener(f.joins, serve),
+		httpapi.MountReleaseImport(releaseCatalog{f}),
+	}
 }
 
 // clusterReleaseTx is the release the cluster runs: the release set's
@@ -49,6 +75,7 @@ func (f *Founder) clusterRelease() string {
 // startBackground starts the founder's background loops.
 func (f *Founder) startBackground(ctx context.Context) {
 	go f.recordOwnRelease(ctx)
+	go f.joins.Run(ctx)
 }
 
 // recordOwnRelease records what the founder runs at start and then every
@@ -73,4 +100,8 @@ func (f *Founder) recordOwnRelease(ctx context.Context) {
 }
 
 // beforeShutdown releases long-polls so Shutdown does not wait on them.
-func (f *Founder) beforeShutdown() {}
+// In-flight release reads are cut by the mirror's Close.
+func (f *Founder) beforeShutdown() {
+	f.joins.Close()
+	f.mirror.Close()
+}

@@ -71,3 +71,15 @@ func (a *API) nodeOrBearer(r *http.Request, node, action, resource string) (stri
 	}
 	return p.Subject, nil
 }
+
+// requireNode accepts only the transport leaf of node itself.
+func requireNode(r *http.Request, node string) error {
+	cn := nodeID(r)
+	if cn == "" {
+		return apierr.New(apierr.Unauthenticated, "this endpoint needs the node's transport certificate, issued by the cluster CA")
+	}
+	if cn != node {
+		return apierr.New(apierr.Forbidden, "node %s may not report for node %s", cn, node)
+	}
+	return nil
+}

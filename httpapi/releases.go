@@ -1,0 +1,64 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+
+	"stratum/apierr"
+	"stratum/iam"
+)
+
+// ReleaseCatalog imports and lists the releases the founder serves.
+type ReleaseCatalog interface {
+	// Import verifies and imports the release tree at a path on the
+	// founder's own file system.
+	Import(ctx context.Context, actor, path string) (any, error)
+	List() (any, error)
+}
+
+type importRequest struct {
+	Path string `json:"path"`
+}
+
+// MountReleaseImport adds the release catalog endpoints.
+func MountReleaseImport(cat ReleaseCatalog) func(*API) {
+	return func(a *API) {
+		a.admin.handle(Route{Method: "POST", Path: "/v1/admin/releases", Summary: "Import a signed release tree from a path on the founder (verified against DIR/release-keys).", Action: "upgrade:ImportRelease", Auth: "bearer"},
+			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+				p, err := a.authorize(r, "upgrade:ImportRelease", iam.Resource(iam.ResRelease, "*"))
+				if err != nil {
+					return err
+				}
+				var req importRequest
+				if err := decodeJSON(r, &req); err != nil {
+					return err
+				}
+				if req.Path == "" {
+					return apierr.WithFields(apierr.InvalidInput, "the release tree's path is required", []apierr.FieldError{{Field: "path", Message: "required"}})
+				}
+				// The import runs to its end (or failure) even when the client
+				// goes away: a half import is cleaned up by the domain, never
+				// left for the next one.
+				out, err := cat.Import(context.WithoutCancel(r.Context()), p.Subject, req.Path)
+				if err != nil {
+					return err
+				}
+				writeJSON(w, http.StatusCreated, out)
+				return nil
+			})
+		a.admin.handle(Route{Method: "GET", Path: "/v1/admin/releases", Summary: "List imported releases.", Action: "upgrade:DescribeRelease", Auth: "bearer"},
+			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+				if _, err := a.authorize(r, "upgrade:DescribeRelease", iam.Resource(iam.ResRelease, "*")); err != nil {
+					return err
+				}
+				out, err := cat.List()
+				if err != nil {
+					return err
+				}
+				writeJSON(w, http.StatusOK, map[string]any{"releases": out})
+				return nil
+			})
+	}
+}

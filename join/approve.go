@@ -1,0 +1,88 @@
+package join
+
+import (
+	"stratum/apierr"
+	"stratum/iam"
+)
+
+// Approve approves a pending registration with its assignment: it joins
+// the queue, and takes the delivery slot at once when the slot is free.
+func (s *Service) Approve(by iam.Principal, joinID string, a Assignment) (OperatorView, error) {
+	if err := a.problems().Err("the assignment has problems"); err != nil {
+		return OperatorView{}, err
+	}
+	a = a.normalized()
+	var out OperatorView
+	err := s.update(func(t *txn) error {
+		r, err := t.mustRecord(joinID)
+		if err != nil {
+			return err
+		}
+		if r.State != StatePending {
+			return notApprovable(r)
+		}
+		if a.MgmtIP == "" {
+			if r.MgmtIP == "" {
+				var f apierr.Fields
+				f.Add("mgmtIp", "required: the registration reported no management address")
+				return f.Err("the assignment has problems")
+			}
+			a.MgmtIP = r.MgmtIP
+		}
+		c, err := loadClaims(t.Tx, joinID)
+		if err != nil {
+			return err
+		}
+		if a.NodeID == "" {
+			if a.NodeID, err = c.newNodeID(); err != nil {
+				return err
+			}
+		}
+		if f := c.refusals(a); len(f) > 0 {
+			return apierr.WithFields(apierr.JoinApprovalRefused, "the assignment conflicts with the cluster; every conflict is listed", f)
+		}
+		r.State, r.Reason, r.Assignment, r.ApprovedBy, r.ApprovedAt = StateApproved, "", &a, actorOf(by), t.now
+		if err := t.enqueue(&r); err != nil {
+			return err
+		}
+		if err := t.putRecord(&r); err != nil {
+			return err
+		}
+		if err := t.Audit("join.approved", actorOf(by), joinID, map[string]string{"nodeId": a.NodeID, "mgmtIp": a.MgmtIP}); err != nil {
+			return err
+		}
+		if err := t.advance(); err != nil {
+			return err
+		}
+		if r, err = t.mustRecord(joinID); err != nil {
+			return err
+		}
+		out, err = operatorViewTx(t.Tx, r)
+		return err
+	})
+	return out, err
+}
+
+// notApprovable says why r cannot be approved, in terms the operator can
+// act on.
+func notApprovable(r record) error {
+	refuse := func(format string, args ...any) error {
+		return apierr.New(apierr.JoinApprovalRefused, format, args...)
+	}
+	switch r.State {
+	case StateNeedsUpgrade:
+		to := ""
+		if r.Upgrade != nil {
+			to = r.Upgrade.To
+		}
+		return refuse("join %s runs %s and is upgrading itself to %s: it is approvable only after it registers again on the cluster release", r.JoinID, r.Release, to)
+	case StateApproved:
+		return refuse("join %s is already approved and waits for its turn", r.JoinID)
+	case StateDelivering, StateInstalling:
+		return refuse("join %s is already approved and its delivery is under way", r.JoinID)
+	case StateJoined:
+		return refuse("join %s has already joined", r.JoinID)
+	default:
+		return refuse("join %s is %s (%s): the node must register again with a new token", r.JoinID, r.State, r.Reason)
+	}
+}

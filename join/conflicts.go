@@ -1,0 +1,124 @@
+package join
+
+import (
+	"fmt"
+	"sort"
+
+	"stratum/apierr"
+	"stratum/cluster"
+	"stratum/crypto"
+	"stratum/store"
+)
+
+// claims are the node ids and addresses already spoken for: by members,
+// and by approved joins that wait for their turn (two approvals must not
+// hand out one address just because neither node is a member yet).
+type claims struct {
+	nodes   map[string]string // node id -> who holds it
+	addrs   map[string]string // canonical IP -> what it is of whom
+	members []cluster.Member
+}
+
+func loadClaims(tx *store.Tx, self string) (claims, error) {
+	c := claims{nodes: map[string]string{}, addrs: map[string]string{}}
+	members, err := cluster.Members(tx)
+	if err != nil {
+		return c, err
+	}
+	c.members = members
+	for _, m := range members {
+		c.add("member "+m.NodeID, m.NodeID, m.MgmtIP, m.Networks)
+	}
+	ids, err := queueIDs(tx)
+	if err != nil {
+		return c, err
+	}
+	for _, id := range ids {
+		if id == self {
+			continue
+		}
+		r, found, err := getRecord(tx, id)
+		if err != nil {
+			return c, err
+		}
+		if found && r.Assignment != nil {
+			a := r.Assignment
+			c.add("approved join "+id, a.NodeID, a.MgmtIP, a.Networks)
+		}
+	}
+	return c, nil
+}
+
+func (c *claims) add(who, nodeID, mgmtIP string, nets map[string]cluster.Network) {
+	if _, taken := c.nodes[nodeID]; !taken {
+		c.nodes[nodeID] = who
+	}
+	c.claimAddr(normalIPOrEmpty(mgmtIP), "the management address of "+who)
+	for class, n := range nets {
+		c.claimAddr(normalIPOrEmpty(n.IP), fmt.Sprintf("the %s address of %s", class, who))
+	}
+}
+
+func (c *claims) claimAddr(ip, what string) {
+	if _, taken := c.addrs[ip]; ip != "" && !taken {
+		c.addrs[ip] = what
+	}
+}
+
+// newNodeID draws an id no member or approved join holds.
+func (c *claims) newNodeID() (string, error) {
+	for range 16 {
+		id := crypto.RandomID("n-", 8)
+		if _, taken := c.nodes[id]; !taken {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("no free node id after 16 draws")
+}
+
+// refusals lists every way a assignment conflicts with the cluster: taken
+// ids and addresses, a traffic class the cluster binds that this node
+// leaves out (its traffic would fall silently onto the management plane),
+// and a rack missing where members declare racks (a half-declared topology).
+func (c *claims) refusals(a Assignment) apierr.Fields {
+	var f apierr.Fields
+	if who, taken := c.nodes[a.NodeID]; taken {
+		f.Add("nodeId", "%s is already held by %s", a.NodeID, who)
+	}
+	if what, taken := c.addrs[a.MgmtIP]; taken {
+		f.Add("mgmtIp", "%s is already %s", a.MgmtIP, what)
+	}
+	classes := make([]string, 0, len(a.Networks))
+	for class := range a.Networks {
+		classes = append(classes, class)
+	}
+	sort.Strings(classes)
+	for _, class := range classes {
+		ip := a.Networks[class].IP
+		if what, taken := c.addrs[ip]; taken {
+			f.Add("networks."+class+".ip", "%s is already %s", ip, what)
+		}
+	}
+	bound := map[string]string{}
+	rackedBy := ""
+	for _, m := range c.members {
+		for class := range m.Networks {
+			if _, seen := bound[class]; !seen {
+				bound[class] = m.NodeID
+			}
+		}
+		if rackedBy == "" && m.Labels["topology.rack"] != "" {
+			rackedBy = m.NodeID
+		}
+	}
+	for _, class := range cluster.TrafficClasses {
+		holder, isBound := bound[class]
+		if _, has := a.Networks[class]; isBound && !has {
+			f.Add("networks."+class, "the cluster binds %s (member %s has it); without it this node's %s traffic would fall onto the management plane", class, holder, class)
+		}
+	}
+	if rackedBy != "" && a.Labels["topology.rack"] == "" {
+		f.Add("labels.topology.rack", "members declare topology.rack (member %s has one); this node must too, or the topology is half-declared", rackedBy)
+	}
+	return f
+}

@@ -1,0 +1,106 @@
+package join
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"stratum/cluster"
+	"stratum/crypto"
+)
+
+const (
+	leafValidity = 365 * 24 * time.Hour
+	rolePostgres = "postgres"
+)
+
+// deliver gives r its turn, all in the caller's transaction: admit the
+// node at g+1, issue its transport leaf, and store the delivery sealed
+// (the node key and cluster secrets never touch the file in plaintext).
+func (t *txn) deliver(r *record) error {
+	if r.Assignment == nil {
+		return fmt.Errorf("join %s is approved without an assignment", r.JoinID)
+	}
+	a := *r.Assignment
+	id, err := cluster.LoadIdentity(t.Tx)
+	if err != nil {
+		return err
+	}
+	sec, err := cluster.LoadSecrets(t.Tx)
+	if err != nil {
+		return err
+	}
+	ca, err := cluster.LoadCA(t.Tx)
+	if err != nil {
+		return err
+	}
+	m, err := cluster.Admit(t.Tx, cluster.Member{NodeID: a.NodeID, Role: r.Role, MgmtIP: a.MgmtIP, AZ: a.AZ,
+		Networks: a.Networks, Labels: a.Labels, JoinID: r.JoinID}, t.now)
+	if err != nil {
+		return err
+	}
+	leaf, err := ca.Issue(crypto.LeafRequest{CommonName: a.NodeID, DNSNames: []string{a.NodeID},
+		IPs: []net.IP{net.ParseIP(a.MgmtIP)}, Client: true, Server: true, Validity: leafValidity}, t.now)
+	if err != nil {
+		return err
+	}
+	members, err := cluster.Members(t.Tx)
+	if err != nil {
+		return err
+	}
+	nodeYAML, err := renderNodeYAML(id, r.Role, a)
+	if err != nil {
+		return err
+	}
+	d := Delivery{NodeYAML: nodeYAML, Bundle: buildBundle(id, sec, r.Role, members, string(ca.CertPEM()), string(leaf.CertPEM), string(leaf.KeyPEM), m.Generation)}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	if err := t.PutSealed(bucketDeliveries, r.JoinID, raw); err != nil {
+		return err
+	}
+	r.State, r.Reason, r.Generation, r.DeliveredAt = StateDelivering, "", m.Generation, t.now
+	if err := t.putRecord(r); err != nil {
+		return err
+	}
+	if err := t.setTurn(r.JoinID); err != nil {
+		return err
+	}
+	g := strconv.FormatUint(m.Generation, 10)
+	if err := t.Audit("cluster.member.admitted", systemActor, a.NodeID, map[string]string{"joinId": r.JoinID, "generation": g, "state": m.State}); err != nil {
+		return err
+	}
+	return t.Audit("join.delivering", systemActor, r.JoinID, map[string]string{"nodeId": a.NodeID, "generation": g, "certSerial": leaf.Cert.SerialNumber.Text(16)})
+}
+
+// systemActor is the founder acting on its own (turns, timeouts).
+const systemActor = "stratum"
+
+func buildBundle(id cluster.Identity, sec cluster.Secrets, role string, members []cluster.Member, caPEM, certPEM, keyPEM string, g uint64) Bundle {
+	dns := id.DNSUpstreamServers
+	if dns == nil {
+		dns = []string{}
+	}
+	b := Bundle{
+		ClusterID: id.ClusterID, Role: role, Nodes: bundleNodes(members),
+		ParentDomain: id.ParentDomain, Region: id.Region, DNSUpstreamServers: dns,
+		CABundle: caPEM, NodeCert: certPEM, NodeKey: keyPEM,
+		PostgresPassword: sec.PostgresPassword, AdminEmail: id.AdminEmail,
+		AxdnsdEncryptionKey: sec.AxdnsdEncryptionKey, Generation: g,
+	}
+	// A Postgres-only replica runs no control plane and no OpenBao: it
+	// gets none of their credentials.
+	if role != rolePostgres {
+		b.AdminPassword = sec.AdminPassword
+		b.OpenBaoToken = sec.OpenBaoToken
+		b.OpenBaoUnsealKey = sec.OpenBaoUnsealKey
+	}
+	if !id.VIPs.Empty() {
+		v := id.VIPs
+		b.VIPs = &v
+	}
+	return b
+}

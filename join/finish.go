@@ -1,0 +1,100 @@
+package join
+
+import (
+	"strconv"
+
+	"stratum/cluster"
+)
+
+// The two ways a turn ends. Both free the slot and hand it on in the same
+// transaction, and both delete the sealed delivery: the node key and the
+// cluster secrets it carries are not kept longer than the turn.
+
+// fail ends r, in its turn, as failed; its member is removed and the
+// generation bumped so the others re-apply without it.
+func (t *txn) fail(r *record, actor, kind, reason string) error {
+	r.State, r.Reason = StateFailed, reason
+	if err := t.putRecord(r); err != nil {
+		return err
+	}
+	if err := t.Audit(kind, actor, r.JoinID, map[string]string{"reason": reason}); err != nil {
+		return err
+	}
+	if r.Assignment != nil {
+		if _, found, err := cluster.GetMember(t.Tx, r.Assignment.NodeID); err != nil {
+			return err
+		} else if found {
+			if err := cluster.Remove(t.Tx, r.Assignment.NodeID); err != nil {
+				return err
+			}
+			g := strconv.FormatUint(cluster.Generation(t.Tx), 10)
+			if err := t.Audit("cluster.member.removed", actor, r.Assignment.NodeID, map[string]string{"joinId": r.JoinID, "generation": g}); err != nil {
+				return err
+			}
+		}
+	}
+	return t.endTurn(r)
+}
+
+// join ends r as joined: its member becomes active.
+func (t *txn) join(r *record) error {
+	nodeID := r.Assignment.NodeID
+	m, found, err := cluster.GetMember(t.Tx, nodeID)
+	if err != nil {
+		return err
+	}
+	if found {
+		m.State = cluster.MemberActive
+		if err := cluster.PutMember(t.Tx, m); err != nil {
+			return err
+		}
+		if err := t.Audit("cluster.member.activated", systemActor, nodeID, map[string]string{"joinId": r.JoinID}); err != nil {
+			return err
+		}
+	}
+	r.State, r.Reason = StateJoined, ""
+	if err := t.putRecord(r); err != nil {
+		return err
+	}
+	g := strconv.FormatUint(r.Generation, 10)
+	if err := t.Audit("join.joined", systemActor, r.JoinID, map[string]string{"nodeId": nodeID, "generation": g}); err != nil {
+		return err
+	}
+	return t.endTurn(r)
+}
+
+func (t *txn) endTurn(r *record) error {
+	if err := t.Delete(bucketDeliveries, r.JoinID); err != nil {
+		return err
+	}
+	if turn(t.Tx) == r.JoinID {
+		if err := t.setTurn(""); err != nil {
+			return err
+		}
+	}
+	return t.advance()
+}
+
+// settle makes the join in its turn joined once every member in joining
+// or active has applied the generation it was admitted at.
+func (t *txn) settle() error {
+	id := turn(t.Tx)
+	if id == "" {
+		return nil
+	}
+	r, err := t.mustRecord(id)
+	if err != nil {
+		return err
+	}
+	if !inTurn(r.State) || r.Generation == 0 {
+		return nil
+	}
+	members, err := cluster.Members(t.Tx)
+	if err != nil {
+		return err
+	}
+	if !cluster.AllApplied(members, r.Generation) {
+		return nil
+	}
+	return t.join(&r)
+}

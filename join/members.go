@@ -1,0 +1,99 @@
+package join
+
+import (
+	"time"
+
+	"stratum/apierr"
+	"stratum/cluster"
+	"stratum/store"
+)
+
+// MemberView is one member as GET /v1/admin/cluster/members lists it.
+type MemberView struct {
+	NodeID            string                     `json:"nodeId"`
+	Role              string                     `json:"role"`
+	State             string                     `json:"state"`
+	Generation        uint64                     `json:"generation"`
+	AppliedGeneration uint64                     `json:"appliedGeneration"`
+	MgmtIP            string                     `json:"mgmtIp"`
+	AZ                string                     `json:"az"`
+	Networks          map[string]cluster.Network `json:"networks"`
+	Labels            map[string]string          `json:"labels"`
+	JoinedAt          time.Time                  `json:"joinedAt"`
+}
+
+// MembersView is the membership with its current generation.
+type MembersView struct {
+	Generation uint64       `json:"generation"`
+	Members    []MemberView `json:"members"`
+}
+
+func memberView(m cluster.Member) MemberView {
+	return MemberView{NodeID: m.NodeID, Role: m.Role, State: m.State, Generation: m.Generation,
+		AppliedGeneration: m.AppliedGeneration, MgmtIP: m.MgmtIP, AZ: m.AZ,
+		Networks: orEmpty(m.Networks), Labels: orEmpty(m.Labels), JoinedAt: m.JoinedAt}
+}
+
+// Members lists the members in join order with the current generation.
+func (s *Service) Members() (MembersView, error) {
+	out := MembersView{Members: []MemberView{}}
+	err := s.view(func(tx *store.Tx) error {
+		members, err := cluster.Members(tx)
+		if err != nil {
+			return err
+		}
+		out.Generation = cluster.Generation(tx)
+		for _, m := range members {
+			out.Members = append(out.Members, memberView(m))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DecodeApplied decodes PUT /v1/cluster/members/{nodeId}/applied.
+func DecodeApplied(body []byte) (uint64, error) {
+	var f apierr.Fields
+	var g float64
+	m, ok := decodeObject(&f, "", body, "generation")
+	if ok {
+		if _, present := m["generation"]; !present {
+			f.Add("generation", "required")
+		} else if decodeField(&f, "", m, "generation", &g, "a number") && (g < 1 || g != float64(uint64(g)) || g > 1<<53) {
+			f.Add("generation", "must be a whole number of at least 1")
+		}
+	}
+	if err := f.Err("the applied report has problems"); err != nil {
+		return 0, err
+	}
+	return uint64(g), nil
+}
+
+// Applied records that nodeID applied generation (its own report, with
+// its transport leaf), and makes the join in its turn joined once every
+// member has applied the generation it was admitted at.
+func (s *Service) Applied(nodeID string, generation uint64) (MemberView, error) {
+	var out MemberView
+	err := s.update(func(t *txn) error {
+		if _, found, err := cluster.GetMember(t.Tx, nodeID); err != nil {
+			return err
+		} else if !found {
+			return apierr.New(apierr.NotFound, "no member %s", nodeID)
+		}
+		if cur := cluster.Generation(t.Tx); generation > cur {
+			var f apierr.Fields
+			f.Add("generation", "%d is ahead of the cluster's generation %d", generation, cur)
+			return f.Err("the applied report has problems")
+		}
+		if err := t.recordApplied(nodeID, generation, "node:"+nodeID); err != nil {
+			return err
+		}
+		if err := t.settle(); err != nil {
+			return err
+		}
+		m, _, err := cluster.GetMember(t.Tx, nodeID)
+		out = memberView(m)
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,153 @@
+package join
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"stratum/apierr"
+	"stratum/iam"
+	"stratum/store"
+)
+
+const maxReasonSize = 1024
+
+// List answers the operator's view of every registration, oldest first,
+// optionally only those in state.
+func (s *Service) List(state string) ([]OperatorView, error) {
+	if state != "" && !validState(state) {
+		var f apierr.Fields
+		f.Add("state", "must be one of %s", strings.Join(States, ", "))
+		return nil, f.Err("unknown state filter")
+	}
+	var recs []record
+	var pos map[string]int
+	err := s.view(func(tx *store.Tx) error {
+		var err error
+		if pos, err = queuePositions(tx); err != nil {
+			return err
+		}
+		return tx.ForEach(bucketRegistrations, func(_ string, raw []byte) error {
+			var r record
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return err
+			}
+			if state == "" || r.State == state {
+				recs = append(recs, r)
+			}
+			return nil
+		})
+	})
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
+	out := make([]OperatorView, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, operatorView(r, pos[r.JoinID]))
+	}
+	return out, err
+}
+
+// Get answers the operator's view of one registration.
+func (s *Service) Get(joinID string) (OperatorView, error) {
+	var out OperatorView
+	err := s.view(func(tx *store.Tx) error {
+		r, found, err := getRecord(tx, joinID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return notFound(joinID)
+		}
+		out, err = operatorViewTx(tx, r)
+		return err
+	})
+	return out, err
+}
+
+// DecodeReason decodes a reject or cancel body {"reason": "..."}; an
+// empty body is no reason.
+func DecodeReason(body []byte) (string, error) {
+	var f apierr.Fields
+	var reason string
+	if m, ok := decodeObject(&f, "", body, "reason"); ok {
+		decodeField(&f, "", m, "reason", &reason, "a string")
+		f = append(f, reasonProblems(reason)...)
+	}
+	return reason, f.Err("the request has problems")
+}
+
+func reasonProblems(reason string) apierr.Fields {
+	var f apierr.Fields
+	if len(reason) > maxReasonSize || !utf8.ValidString(reason) {
+		f.Add("reason", "at most %d bytes of UTF-8", maxReasonSize)
+	}
+	return f
+}
+
+// Reject ends a registration that has not had its turn (pending,
+// needs-upgrade or approved); an approved one leaves the queue.
+func (s *Service) Reject(by iam.Principal, joinID, reason string) (OperatorView, error) {
+	if err := reasonProblems(reason).Err("the request has problems"); err != nil {
+		return OperatorView{}, err
+	}
+	if reason == "" {
+		reason = "rejected by " + actorOf(by)
+	}
+	var out OperatorView
+	err := s.update(func(t *txn) error {
+		r, err := t.mustRecord(joinID)
+		if err != nil {
+			return err
+		}
+		switch r.State {
+		case StatePending, StateNeedsUpgrade, StateApproved:
+		case StateDelivering, StateInstalling:
+			return apierr.New(apierr.Conflict, "join %s is %s: its delivery is under way; cancel it instead", joinID, r.State)
+		default:
+			return apierr.New(apierr.Conflict, "join %s is already %s", joinID, r.State)
+		}
+		if err := t.dequeue(&r); err != nil {
+			return err
+		}
+		r.State, r.Reason = StateRejected, reason
+		if err := t.putRecord(&r); err != nil {
+			return err
+		}
+		if err := t.Audit("join.rejected", actorOf(by), joinID, map[string]string{"reason": reason}); err != nil {
+			return err
+		}
+		out, err = operatorViewTx(t.Tx, r)
+		return err
+	})
+	return out, err
+}
+
+// Cancel fails a join whose delivery is under way: its member is removed,
+// the generation bumped and the next approved join gets its turn.
+func (s *Service) Cancel(by iam.Principal, joinID, reason string) (OperatorView, error) {
+	if err := reasonProblems(reason).Err("the request has problems"); err != nil {
+		return OperatorView{}, err
+	}
+	if reason == "" {
+		reason = "cancelled by " + actorOf(by)
+	}
+	var out OperatorView
+	err := s.update(func(t *txn) error {
+		r, err := t.mustRecord(joinID)
+		if err != nil {
+			return err
+		}
+		if !inTurn(r.State) {
+			return apierr.New(apierr.Conflict, "join %s is %s: only a join in delivering or installing can be cancelled (reject one that has not had its turn)", joinID, r.State)
+		}
+		if err := t.fail(&r, actorOf(by), "join.cancelled", reason); err != nil {
+			return err
+		}
+		if r, err = t.mustRecord(joinID); err != nil {
+			return err
+		}
+		out, err = operatorViewTx(t.Tx, r)
+		return err
+	})
+	return out, err
+}

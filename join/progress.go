@@ -1,0 +1,138 @@
+package join
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"stratum/apierr"
+	"stratum/cluster"
+)
+
+// Phases a joiner reports.
+const (
+	PhaseInstalling = "installing"
+	PhaseDone       = "done"
+	PhaseFailed     = "failed"
+)
+
+var phases = []string{PhaseInstalling, PhaseDone, PhaseFailed}
+
+// ProgressRequest is the body of POST .../{joinId}/progress.
+type ProgressRequest struct {
+	Phase   string `json:"phase"`
+	Message string `json:"message"`
+}
+
+// DecodeProgress decodes strictly and validates.
+func DecodeProgress(body []byte) (ProgressRequest, error) {
+	var f apierr.Fields
+	var req ProgressRequest
+	if m, ok := decodeObject(&f, "", body, "phase", "message"); ok {
+		decodeField(&f, "", m, "phase", &req.Phase, "a string")
+		decodeField(&f, "", m, "message", &req.Message, "a string")
+		f = append(f, req.problems()...)
+	}
+	if err := f.Err("the progress report has problems"); err != nil {
+		return ProgressRequest{}, err
+	}
+	return req, nil
+}
+
+func (r ProgressRequest) problems() apierr.Fields {
+	var f apierr.Fields
+	if !contains(phases, r.Phase) {
+		f.Add("phase", "must be one of %s", strings.Join(phases, ", "))
+	}
+	if len(r.Message) > maxReasonSize || !utf8.ValidString(r.Message) {
+		f.Add("message", "at most %d bytes of UTF-8", maxReasonSize)
+	}
+	return f
+}
+
+// Progress records what the joiner reports in its turn. Reports repeated
+// after a lost answer (installing twice, done after joined, failed after
+// failed) answer the current view, so a retrying joiner is not refused.
+func (s *Service) Progress(keyPin, joinID string, req ProgressRequest) (JoinerView, error) {
+	if err := req.problems().Err("the progress report has problems"); err != nil {
+		return JoinerView{}, err
+	}
+	actor := keyActor(keyPin)
+	var out JoinerView
+	err := s.update(func(t *txn) error {
+		r, found, err := t.getRecord(joinID)
+		if err != nil {
+			return err
+		}
+		if !found || r.KeyPin != keyPin {
+			return notFound(joinID)
+		}
+		if err := s.progress(t, &r, req, actor); err != nil {
+			return err
+		}
+		if r, err = t.mustRecord(joinID); err != nil {
+			return err
+		}
+		out, err = joinerView(t.Tx, r)
+		return err
+	})
+	return out, err
+}
+
+func (s *Service) progress(t *txn, r *record, req ProgressRequest, actor string) error {
+	repeat := (req.Phase == PhaseInstalling && r.State == StateInstalling) ||
+		(req.Phase == PhaseDone && (r.State == StateJoined || (r.State == StateInstalling && !r.DoneAt.IsZero()))) ||
+		(req.Phase == PhaseFailed && r.State == StateFailed)
+	if repeat {
+		return nil
+	}
+	if !inTurn(r.State) {
+		return apierr.New(apierr.Conflict, "join %s is %s: progress is reported only in its turn (delivering or installing)", r.JoinID, r.State)
+	}
+	switch req.Phase {
+	case PhaseFailed:
+		reason := req.Message
+		if reason == "" {
+			reason = "the joiner reported a failure"
+		}
+		return t.fail(r, actor, "join.failed", reason)
+	case PhaseInstalling:
+		r.State = StateInstalling
+		if err := t.putRecord(r); err != nil {
+			return err
+		}
+		return t.Audit("join.installing", actor, r.JoinID, map[string]string{"message": req.Message})
+	}
+	// done: the joiner applied the generation it was admitted at. A done
+	// without installing first implies it.
+	r.State, r.DoneAt = StateInstalling, t.now
+	if err := t.putRecord(r); err != nil {
+		return err
+	}
+	if err := t.Audit("join.done", actor, r.JoinID, map[string]string{"message": req.Message, "generation": strconv.FormatUint(r.Generation, 10)}); err != nil {
+		return err
+	}
+	if err := t.recordApplied(r.Assignment.NodeID, r.Generation, actor); err != nil {
+		return err
+	}
+	return t.settle()
+}
+
+// recordApplied raises a member's applied generation; it never lowers it.
+func (t *txn) recordApplied(nodeID string, g uint64, actor string) error {
+	m, found, err := cluster.GetMember(t.Tx, nodeID)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return apierr.New(apierr.NotFound, "no member %s", nodeID)
+	}
+	if g <= m.AppliedGeneration {
+		return nil
+	}
+	m.AppliedGeneration = g
+	if err := cluster.PutMember(t.Tx, m); err != nil {
+		return err
+	}
+	return t.Audit("cluster.member.applied", actor, nodeID, map[string]string{"generation": strconv.FormatUint(g, 10)})
+}

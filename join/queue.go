@@ -1,0 +1,110 @@
+package join
+
+import (
+	"errors"
+
+	"stratum/store"
+)
+
+// The queue holds approved joins in approval order; the turn holds the
+// one join in delivering or installing. A slot that frees is handed on in
+// the same transaction that freed it, so the queue never stalls between
+// requests.
+
+var errStop = errors.New("stop")
+
+// queueIDs lists approved join ids, next first.
+func queueIDs(tx *store.Tx) ([]string, error) {
+	var ids []string
+	err := tx.ForEach(bucketQueue, func(_ string, raw []byte) error {
+		ids = append(ids, string(raw))
+		return nil
+	})
+	return ids, err
+}
+
+// queuePosition is 1 for the next approved join, 0 when r is not queued.
+func queuePosition(tx *store.Tx, r record) (int, error) {
+	if r.State != StateApproved {
+		return 0, nil
+	}
+	pos, n := 0, 0
+	err := tx.ForEach(bucketQueue, func(_ string, raw []byte) error {
+		n++
+		if string(raw) == r.JoinID {
+			pos = n
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return 0, err
+	}
+	return pos, nil
+}
+
+// queuePositions maps every queued join to its position, for listings.
+func queuePositions(tx *store.Tx) (map[string]int, error) {
+	ids, err := queueIDs(tx)
+	pos := make(map[string]int, len(ids))
+	for i, id := range ids {
+		pos[id] = i + 1
+	}
+	return pos, err
+}
+
+func (t *txn) enqueue(r *record) error {
+	seq, err := t.NextSequence(bucketQueue)
+	if err != nil {
+		return err
+	}
+	r.QueueSeq = seq
+	return t.PutRaw(bucketQueue, queueKey(seq), []byte(r.JoinID))
+}
+
+// dequeue removes r from the queue; every join behind it moves up, so all
+// the remaining ones are woken (their waiters answer a changed position).
+func (t *txn) dequeue(r *record) error {
+	if r.QueueSeq == 0 {
+		return nil
+	}
+	if err := t.Delete(bucketQueue, queueKey(r.QueueSeq)); err != nil {
+		return err
+	}
+	r.QueueSeq = 0
+	ids, err := queueIDs(t.Tx)
+	for _, id := range ids {
+		t.wake[id] = struct{}{}
+	}
+	return err
+}
+
+// turn is the join holding the delivery slot, "" when it is free.
+func turn(tx *store.Tx) string { return string(tx.GetRaw(bucketMeta, keyTurn)) }
+
+func (t *txn) setTurn(joinID string) error {
+	t.kick = true
+	if joinID == "" {
+		return t.Delete(bucketMeta, keyTurn)
+	}
+	return t.PutRaw(bucketMeta, keyTurn, []byte(joinID))
+}
+
+// advance hands a free slot to the next approved join.
+func (t *txn) advance() error {
+	if turn(t.Tx) != "" {
+		return nil
+	}
+	ids, err := queueIDs(t.Tx)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	r, err := t.mustRecord(ids[0])
+	if err != nil {
+		return err
+	}
+	if err := t.dequeue(&r); err != nil {
+		return err
+	}
+	return t.deliver(&r)
+}

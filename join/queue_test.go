@@ -1,0 +1,210 @@
+package join
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"stratum/apierr"
+	"stratum/cluster"
+)
+
+func TestQueue(t *testing.T) {
+	e := newEnv(t)
+	a, b, c := e.pending("a"), e.pending("b"), e.pending("c")
+	first := e.approve(a.JoinID, assignment(1))
+	e.approve(b.JoinID, assignment(2))
+	e.approve(c.JoinID, assignment(3))
+	if first.State != StateDelivering {
+		t.Fatalf("first: %s", first.State)
+	}
+	if v := e.view("b", b.JoinID); v.State != StateApproved || v.QueuePosition != 1 || v.Delivery != nil {
+		t.Fatalf("second: %s at %d", v.State, v.QueuePosition)
+	}
+	if v := e.view("c", c.JoinID); v.QueuePosition != 2 {
+		t.Fatalf("third at %d", v.QueuePosition)
+	}
+	if list, _ := e.svc.List(StateApproved); len(list) != 2 || list[0].QueuePosition != 1 || list[1].QueuePosition != 2 {
+		t.Fatalf("approved list %+v", list)
+	}
+
+	// The third's waiter is woken when it moves up, though its state does not change.
+	moved := make(chan JoinerView, 1)
+	go func() {
+		v, _ := e.svc.Wait(context.Background(), keyPin("c"), c.JoinID, StateApproved, 60*time.Second)
+		moved <- v
+	}()
+	waitFor(t, func() bool { return e.svc.Hub().Waiters() == 1 })
+
+	e.progress("a", a.JoinID, PhaseInstalling)
+	if v := e.view("b", b.JoinID); v.State != StateApproved || v.QueuePosition != 1 {
+		t.Fatalf("second while the first installs: %s at %d", v.State, v.QueuePosition)
+	}
+	if v := e.progress("a", a.JoinID, PhaseDone); v.State != StateJoined {
+		t.Fatalf("first: %s", v.State)
+	}
+	second := e.view("b", b.JoinID)
+	if second.State != StateDelivering || second.QueuePosition != 0 || second.Delivery == nil {
+		t.Fatalf("second after the first joined: %s", second.State)
+	}
+	select {
+	case v := <-moved:
+		if v.State != StateApproved || v.QueuePosition != 1 {
+			t.Errorf("third woke with %s at %d", v.State, v.QueuePosition)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the third's waiter was not woken by its new queue position")
+	}
+	// The first joiner is a member now: the second is joined only once
+	// it too reports the second's generation applied.
+	g := second.Delivery.Bundle.Generation
+	if len(second.Delivery.Bundle.Nodes) != 3 {
+		t.Errorf("second's bundle nodes %+v", second.Delivery.Bundle.Nodes)
+	}
+	if v := e.progress("b", b.JoinID, PhaseDone); v.State != StateInstalling {
+		t.Fatalf("second done before every member applied: %s", v.State)
+	}
+	_, err := e.svc.Applied(first.Assignment.NodeID, g+1)
+	wantCode(t, err, apierr.InvalidInput)
+	_, err = e.svc.Applied("n-nosuchnd", g)
+	wantCode(t, err, apierr.NotFound)
+	m, err := e.svc.Applied(first.Assignment.NodeID, g)
+	if err != nil || m.AppliedGeneration != g {
+		t.Fatalf("applied: %+v %v", m, err)
+	}
+	if v := e.view("b", b.JoinID); v.State != StateJoined {
+		t.Fatalf("second after every member applied: %s", v.State)
+	}
+	if v := e.view("c", c.JoinID); v.State != StateDelivering {
+		t.Fatalf("third: %s", v.State)
+	}
+	e.auditCount()
+}
+
+func TestDeliveryTimeout(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.pending("a"), e.pending("b")
+	first := e.approve(a.JoinID, assignment(1))
+	e.approve(b.JoinID, assignment(2))
+	g := e.generation()
+
+	e.clock.Add(DefaultDeliveryTimeout - time.Second)
+	if n, err := e.svc.ExpireDeliveries(); err != nil || n != 0 {
+		t.Fatalf("expired early: %d %v", n, err)
+	}
+	e.progress("a", a.JoinID, PhaseInstalling)
+	e.clock.Add(time.Second)
+	if n, err := e.svc.ExpireDeliveries(); err != nil || n != 1 {
+		t.Fatalf("expire: %d %v", n, err)
+	}
+	v := e.view("a", a.JoinID)
+	if v.State != StateFailed || !strings.Contains(v.Reason, "delivery timeout") || v.Delivery != nil {
+		t.Fatalf("timed out join: %s %q", v.State, v.Reason)
+	}
+	if _, found := e.member(first.Assignment.NodeID); found {
+		t.Error("the timed-out member is still a member")
+	}
+	// Removal bumped the generation; the next admission bumped it again.
+	if got := e.generation(); got != g+2 {
+		t.Errorf("generation %d, want %d", got, g+2)
+	}
+	if v := e.view("b", b.JoinID); v.State != StateDelivering || v.Delivery.Bundle.Generation != g+2 || len(v.Delivery.Bundle.Nodes) != 2 {
+		t.Fatalf("queue did not move: %s", v.State)
+	}
+	// A late report from the failed joiner is refused, its failure answered.
+	_, err := e.svc.Progress(keyPin("a"), a.JoinID, ProgressRequest{Phase: PhaseInstalling})
+	wantCode(t, err, apierr.Conflict)
+	if v := e.progress("a", a.JoinID, PhaseFailed); v.State != StateFailed {
+		t.Errorf("repeated failure: %s", v.State)
+	}
+}
+
+// Run sleeps until the deadline and fails the join without polling.
+func TestRunLoop(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Now = time.Now; c.DeliveryTimeout = 150 * time.Millisecond })
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.svc.Run(ctx) }()
+
+	v := e.pending("a")
+	start := time.Now()
+	e.approve(v.JoinID, assignment(1))
+	got, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, StateDelivering, 5*time.Second)
+	if err != nil || got.State != StateFailed {
+		t.Fatalf("after the timeout: %s %v", got.State, err)
+	}
+	if el := time.Since(start); el < 150*time.Millisecond || el > 2*time.Second {
+		t.Errorf("failed after %v, want about 150ms", el)
+	}
+	cancel()
+	if err := <-stopped; err != context.Canceled {
+		t.Errorf("Run returned %v", err)
+	}
+}
+
+func TestCancelAndReject(t *testing.T) {
+	e := newEnv(t)
+	a, b, c := e.pending("a"), e.pending("b"), e.pending("c")
+	first := e.approve(a.JoinID, assignment(1))
+	e.approve(b.JoinID, assignment(2))
+	g := e.generation()
+
+	_, err := e.svc.Cancel(e.admin, b.JoinID, "")
+	wantCode(t, err, apierr.Conflict)
+	_, err = e.svc.Reject(e.admin, a.JoinID, "")
+	wantCode(t, err, apierr.Conflict)
+	_, err = e.svc.Cancel(e.admin, "j-nosuchjn", "")
+	wantCode(t, err, apierr.NotFound)
+
+	got, err := e.svc.Cancel(e.admin, a.JoinID, "wrong cable")
+	if err != nil || got.State != StateFailed || got.Reason != "wrong cable" {
+		t.Fatalf("cancel: %+v %v", got, err)
+	}
+	if _, found := e.member(first.Assignment.NodeID); found {
+		t.Error("the cancelled member is still a member")
+	}
+	if e.generation() != g+2 {
+		t.Errorf("generation %d, want %d (removal, then the next admission)", e.generation(), g+2)
+	}
+	if v := e.view("b", b.JoinID); v.State != StateDelivering {
+		t.Fatalf("next: %s", v.State)
+	}
+	// Rejecting from the queue or before approval ends it with the reason.
+	e.approve(c.JoinID, assignment(3))
+	got, err = e.svc.Reject(e.admin, c.JoinID, "")
+	if err != nil || got.State != StateRejected || got.QueuePosition != 0 || !strings.Contains(got.Reason, "admin@cloud.internal") {
+		t.Fatalf("reject approved: %+v %v", got, err)
+	}
+	if v := e.view("c", c.JoinID); v.State != StateRejected || v.Reason == "" {
+		t.Errorf("joiner sees %s %q", v.State, v.Reason)
+	}
+	_, err = e.svc.Reject(e.admin, c.JoinID, "")
+	wantCode(t, err, apierr.Conflict)
+	_, err = e.svc.Reject(e.admin, c.JoinID, strings.Repeat("x", 2000))
+	wantCode(t, err, apierr.InvalidInput)
+	members, _ := e.svc.Members()
+	for _, m := range members.Members {
+		if m.State != cluster.MemberActive && m.State != cluster.MemberJoining {
+			t.Errorf("member %s in %s", m.NodeID, m.State)
+		}
+	}
+	e.auditCount()
+}
+
+func TestProgressRules(t *testing.T) {
+	e := newEnv(t)
+	v := e.pending("a")
+	_, err := e.svc.Progress(keyPin("a"), v.JoinID, ProgressRequest{Phase: PhaseInstalling})
+	wantCode(t, err, apierr.Conflict)
+	_, err = e.svc.Progress(keyPin("a"), v.JoinID, ProgressRequest{Phase: "finished"})
+	wantCode(t, err, apierr.InvalidInput)
+	if _, err := DecodeProgress([]byte(`{"phase":"done","msg":"x"}`)); apierr.CodeOf(err) != apierr.InvalidInput {
+		t.Errorf("unknown field accepted: %v", err)
+	}
+	e.approve(v.JoinID, assignment(1))
+	got, err := e.svc.Progress(keyPin("a"), v.JoinID, ProgressRequest{Phase: PhaseFailed, Message: "disk full"})
+	if err != nil || got.State != StateFailed || got.Reason != "disk full" {
+		t.Fatalf("failed: %+v %v", got, err)
+	}
+}

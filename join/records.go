@@ -1,0 +1,91 @@
+package join
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Buckets this package owns. The queue and the turn are kept as their own
+// small indexes so a view never scans every registration to learn its
+// queue position (10,000s of waiters read views).
+const (
+	bucketTokens        = "join-tokens"
+	bucketRegistrations = "join-registrations"
+	bucketKeys          = "join-keys"       // key pin -> its latest join id
+	bucketQueue         = "join-queue"      // approval sequence -> join id
+	bucketDeliveries    = "join-deliveries" // join id -> sealed delivery
+	bucketMeta          = "join-meta"
+	keyTurn             = "turn" // the join in delivering or installing
+)
+
+// Registration states (SPEC 4.3).
+const (
+	StatePending      = "pending"
+	StateNeedsUpgrade = "needs-upgrade"
+	StateApproved     = "approved"
+	StateDelivering   = "delivering"
+	StateInstalling   = "installing"
+	StateJoined       = "joined"
+	StateRejected     = "rejected"
+	StateFailed       = "failed"
+)
+
+// States lists every state, for filters and documentation.
+var States = []string{StatePending, StateNeedsUpgrade, StateApproved, StateDelivering, StateInstalling, StateJoined, StateRejected, StateFailed}
+
+func validState(s string) bool {
+	for _, st := range States {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}
+
+// final states end a registration: its key needs a new token to register again.
+func isFinal(state string) bool {
+	return state == StateJoined || state == StateRejected || state == StateFailed
+}
+
+// inTurn states hold the single delivery slot.
+func inTurn(state string) bool { return state == StateDelivering || state == StateInstalling }
+
+// Upgrade is what a needs-upgrade joiner must do before it is approvable.
+type Upgrade struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Source string `json:"source"`
+}
+
+// record is a registration as stored. Secrets never live here: the
+// delivery is sealed in its own bucket.
+type record struct {
+	// Seq orders registrations by creation: timestamps tie.
+	Seq         uint64          `json:"seq"`
+	JoinID      string          `json:"joinId"`
+	KeyPin      string          `json:"keyPin"`
+	State       string          `json:"state"`
+	Reason      string          `json:"reason"`
+	Role        string          `json:"role"`
+	Release     string          `json:"release"`
+	SelfUpgrade bool            `json:"selfUpgrade"`
+	Hostname    string          `json:"hostname"`
+	MgmtIP      string          `json:"mgmtIp"`
+	MachineID   string          `json:"machineId"`
+	Facts       json.RawMessage `json:"facts,omitempty"`
+	TokenID     string          `json:"tokenId"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	UpdatedAt   time.Time       `json:"updatedAt"`
+	Upgrade     *Upgrade        `json:"upgrade,omitempty"`
+	Assignment  *Assignment     `json:"assignment,omitempty"`
+	ApprovedBy  string          `json:"approvedBy,omitempty"`
+	ApprovedAt  time.Time       `json:"approvedAt,omitzero"`
+	QueueSeq    uint64          `json:"queueSeq,omitempty"`
+	Generation  uint64          `json:"generation,omitempty"` // admitted at
+	DeliveredAt time.Time       `json:"deliveredAt,omitzero"`
+	DoneAt      time.Time       `json:"doneAt,omitzero"`
+}
+
+// queueKey orders the queue bucket numerically under bbolt's byte order.
+func queueKey(seq uint64) string { return fmt.Sprintf("%020d", seq) }

@@ -1,0 +1,114 @@
+package join
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/netip"
+	"regexp"
+
+	"stratum/apierr"
+	"stratum/cluster"
+)
+
+const (
+	maxFactsSize   = 64 << 10
+	maxTokenLen    = 512
+	maxMachineID   = 128
+	maxHostnameLen = 253
+)
+
+var hostnamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+
+// RegisterRequest is the body of POST /v1/join/registrations.
+type RegisterRequest struct {
+	Token       string          `json:"token"`
+	Release     string          `json:"release"`
+	SelfUpgrade bool            `json:"selfUpgrade"`
+	Hostname    string          `json:"hostname"`
+	MgmtIP      string          `json:"mgmtIp"`
+	MachineID   string          `json:"machineId"`
+	Facts       json.RawMessage `json:"facts,omitempty"`
+}
+
+// DecodeRegisterRequest decodes strictly and validates every field at
+// once: unknown fields are named, wrong types and bad values listed.
+func DecodeRegisterRequest(body []byte) (RegisterRequest, error) {
+	var f apierr.Fields
+	var req RegisterRequest
+	m, ok := decodeObject(&f, "", body, "token", "release", "selfUpgrade", "hostname", "mgmtIp", "machineId", "facts")
+	if ok {
+		typed := map[string]bool{}
+		for key, dst := range map[string]*string{"token": &req.Token, "release": &req.Release, "hostname": &req.Hostname, "mgmtIp": &req.MgmtIP, "machineId": &req.MachineID} {
+			_, present := m[key]
+			typed[key] = !present || decodeField(&f, "", m, key, dst, "a string")
+		}
+		decodeField(&f, "", m, "selfUpgrade", &req.SelfUpgrade, "true or false")
+		if raw, present := m["facts"]; present {
+			req.Facts = raw
+		}
+		for _, p := range req.problems() {
+			if typed[p.Field] || p.Field == "facts" {
+				f = append(f, p)
+			}
+		}
+	}
+	if err := f.Err("the registration has problems"); err != nil {
+		return RegisterRequest{}, err
+	}
+	return req, nil
+}
+
+// problems lists every bad field. The token is only checked for presence:
+// a malformed token is JOIN_TOKEN_INVALID like any other bad one.
+func (r RegisterRequest) problems() apierr.Fields {
+	var f apierr.Fields
+	if r.Token == "" {
+		f.Add("token", "required")
+	} else if len(r.Token) > maxTokenLen {
+		f.Add("token", "longer than %d characters", maxTokenLen)
+	}
+	if r.Release == "" {
+		f.Add("release", "required")
+	} else if _, err := cluster.ParseVersion(r.Release); err != nil {
+		f.Add("release", "not a semantic version (e.g. 0.6.0)")
+	}
+	if r.Hostname == "" {
+		f.Add("hostname", "required")
+	} else if len(r.Hostname) > maxHostnameLen || !hostnamePattern.MatchString(r.Hostname) {
+		f.Add("hostname", "not a host name")
+	}
+	if r.MgmtIP != "" {
+		cluster.ValidateIP(&f, "mgmtIp", r.MgmtIP)
+	}
+	if len(r.MachineID) > maxMachineID || !printable(r.MachineID) {
+		f.Add("machineId", "at most %d printable ASCII characters", maxMachineID)
+	}
+	if facts := bytes.TrimSpace(r.Facts); len(facts) > 0 && string(facts) != "null" {
+		switch {
+		case len(facts) > maxFactsSize:
+			f.Add("facts", "larger than 64 KiB")
+		case facts[0] != '{' || !json.Valid(facts):
+			f.Add("facts", "must be a JSON object")
+		}
+	}
+	return f
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// normalIP is the canonical text of an IP, so 2001:db8::1 and
+// 2001:0db8::1 are one address.
+func normalIP(s string) string {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return s
+	}
+	return a.Unmap().String()
+}

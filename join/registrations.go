@@ -1,0 +1,126 @@
+package join
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"stratum/apierr"
+)
+
+// Register records a joiner's registration under its key pin (SPEC 4.2).
+// created is true for a new registration (201), false when the key's
+// open registration is answered again (200, no token use).
+func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView, created bool, err error) {
+	if keyPin == "" {
+		return JoinerView{}, false, apierr.New(apierr.Unauthenticated, "the join listener needs the joiner's client certificate")
+	}
+	if err := req.problems().Err("the registration has problems"); err != nil {
+		return JoinerView{}, false, err
+	}
+	actor := keyActor(keyPin)
+	err = s.update(func(t *txn) error {
+		if prev := t.GetRaw(bucketKeys, keyPin); prev != nil {
+			r, found, err := t.getRecord(string(prev))
+			if err != nil {
+				return err
+			}
+			if found && !isFinal(r.State) {
+				if err := s.reregister(t, &r, req, actor); err != nil {
+					return err
+				}
+				view, err = joinerView(t.Tx, r)
+				return err
+			}
+		}
+		// The token before the release: a RELEASE_MISMATCH tells the
+		// cluster's release, which only a token holder may learn.
+		tok, err := redeemable(t.Tx, req.Token, t.now)
+		if err != nil {
+			return err
+		}
+		state, upgrade, err := s.releaseRule(t.Tx, req.Release, req.SelfUpgrade)
+		if err != nil {
+			return err // the token is not spent: nothing was written
+		}
+		joinID, err := unusedKey(t.Tx, bucketRegistrations, "j-", 8)
+		if err != nil {
+			return err
+		}
+		seq, err := t.NextSequence(bucketRegistrations)
+		if err != nil {
+			return err
+		}
+		r := record{Seq: seq, JoinID: joinID, KeyPin: keyPin, State: state, Role: tok.Role, Release: req.Release,
+			SelfUpgrade: req.SelfUpgrade, Hostname: req.Hostname, MgmtIP: normalIPOrEmpty(req.MgmtIP), MachineID: req.MachineID,
+			Facts: compactFacts(req.Facts), TokenID: tok.ID, CreatedAt: t.now, Upgrade: upgrade}
+		if err := t.putRecord(&r); err != nil {
+			return err
+		}
+		if err := t.PutRaw(bucketKeys, keyPin, []byte(joinID)); err != nil {
+			return err
+		}
+		if err := t.useToken(tok, joinID, actor); err != nil {
+			return err
+		}
+		if err := t.Audit("join.registered", actor, joinID, map[string]string{"state": state, "role": r.Role, "release": r.Release, "hostname": r.Hostname, "tokenId": tok.ID}); err != nil {
+			return err
+		}
+		created = true
+		view, err = joinerView(t.Tx, r)
+		return err
+	})
+	return view, created, err
+}
+
+// reregister answers a key's open registration again. Only needs-upgrade
+// changes: on the cluster release it becomes pending (what the joiner
+// reports about itself is refreshed, since its OS changed); on another
+// older release its upgrade is recomputed. Past needs-upgrade the operator
+// has seen and judged the registration, so nothing is rewritten.
+func (s *Service) reregister(t *txn, r *record, req RegisterRequest, actor string) error {
+	if r.State != StateNeedsUpgrade {
+		return nil
+	}
+	state, upgrade, err := s.releaseRule(t.Tx, req.Release, req.SelfUpgrade)
+	if err != nil {
+		return err
+	}
+	from := r.Release
+	switch state {
+	case StatePending:
+		r.State, r.Upgrade, r.Release = StatePending, nil, req.Release
+		r.Hostname, r.MgmtIP, r.MachineID, r.Facts = req.Hostname, normalIPOrEmpty(req.MgmtIP), req.MachineID, compactFacts(req.Facts)
+	case StateNeedsUpgrade:
+		if r.Release == req.Release && r.Upgrade != nil && *r.Upgrade == *upgrade {
+			return nil
+		}
+		r.Release, r.Upgrade = req.Release, upgrade
+	}
+	if err := t.putRecord(r); err != nil {
+		return err
+	}
+	return t.Audit("join.reregistered", actor, r.JoinID, map[string]string{"state": r.State, "from": from, "release": r.Release})
+}
+
+func keyActor(keyPin string) string { return "key:" + keyPin }
+
+func normalIPOrEmpty(s string) string {
+	if s == "" {
+		return ""
+	}
+	return normalIP(s)
+}
+
+// compactFacts stores facts without insignificant whitespace; null and
+// absent are both "no facts".
+func compactFacts(raw json.RawMessage) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil
+	}
+	return buf.Bytes()
+}

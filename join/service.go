@@ -1,0 +1,166 @@
+package join
+
+import (
+	"log/slog"
+	"sort"
+	"time"
+
+	"stratum/apierr"
+	"stratum/cluster"
+	"stratum/store"
+)
+
+// DefaultDeliveryTimeout is --delivery-timeout's default.
+const DefaultDeliveryTimeout = 30 * time.Minute
+
+// PayloadOfferer tells whether the founder serves an imported release.
+type PayloadOfferer interface {
+	Offered(release string) bool
+}
+
+// Config wires a Service to the founder.
+type Config struct {
+	DB  *store.DB
+	Now func() time.Time
+	// JoinAddr is the advertised HOST:PORT of the join listener, for joinCommand.
+	JoinAddr string
+	// CAPin is the cluster CA pin; read from the store when empty.
+	CAPin string
+	// ClusterRelease answers the release set's runningRelease, else the
+	// configured one. Nil means the identity's configured release.
+	ClusterRelease func(tx *store.Tx) (string, error)
+	// Payloads is the founder's imported releases; may be nil.
+	Payloads PayloadOfferer
+	// MirrorURL is --release-source: when set, joiners fetch from it and
+	// the founder serves nothing.
+	MirrorURL       string
+	DeliveryTimeout time.Duration
+	Logger          *slog.Logger
+}
+
+// Service is the join domain over one store.
+type Service struct {
+	cfg  Config
+	db   *store.DB
+	now  func() time.Time
+	log  *slog.Logger
+	hub  *Hub
+	kick chan struct{} // wakes Run when the turn changes
+}
+
+// NewService fills defaults; it starts nothing (see Run).
+func NewService(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DeliveryTimeout <= 0 {
+		cfg.DeliveryTimeout = DefaultDeliveryTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{cfg: cfg, db: cfg.DB, now: cfg.Now, log: cfg.Logger, hub: NewHub(), kick: make(chan struct{}, 1)}
+}
+
+// Hub is the long-poll hub, for shutdown.
+func (s *Service) Hub() *Hub { return s.hub }
+
+// Close releases every waiter at once (they answer their current view).
+func (s *Service) Close() { s.hub.Close() }
+
+// txn is one store transaction plus what its commit must announce.
+type txn struct {
+	*store.Tx
+	s    *Service
+	now  time.Time
+	wake map[string]struct{}
+	kick bool
+}
+
+// update runs fn in one transaction; only after it is durable are the
+// touched registrations' waiters woken and the timeout loop told.
+func (s *Service) update(fn func(t *txn) error) error {
+	return s.db.Update(func(tx *store.Tx) error {
+		t := &txn{Tx: tx, s: s, now: s.now().UTC(), wake: map[string]struct{}{}}
+		if err := fn(t); err != nil {
+			return err
+		}
+		ids := make([]string, 0, len(t.wake))
+		for id := range t.wake {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		kick := t.kick
+		tx.OnCommit(func() {
+			s.hub.Notify(ids...)
+			if kick {
+				select {
+				case s.kick <- struct{}{}:
+				default:
+				}
+			}
+		})
+		return nil
+	})
+}
+
+func (s *Service) view(fn func(tx *store.Tx) error) error { return s.db.View(fn) }
+
+func (t *txn) getRecord(id string) (record, bool, error) {
+	return getRecord(t.Tx, id)
+}
+
+func getRecord(tx *store.Tx, id string) (record, bool, error) {
+	var r record
+	found, err := tx.GetJSON(bucketRegistrations, id, &r)
+	return r, found, err
+}
+
+// putRecord stores r and marks it for waking: every write is a change.
+func (t *txn) putRecord(r *record) error {
+	r.UpdatedAt = t.now
+	t.wake[r.JoinID] = struct{}{}
+	return t.PutJSON(bucketRegistrations, r.JoinID, r)
+}
+
+func notFound(joinID string) error {
+	return apierr.New(apierr.NotFound, "no join registration %s", joinID)
+}
+
+// mustRecord loads a registration or answers 404.
+func (t *txn) mustRecord(joinID string) (record, error) {
+	r, found, err := t.getRecord(joinID)
+	if err != nil {
+		return r, err
+	}
+	if !found {
+		return r, notFound(joinID)
+	}
+	return r, nil
+}
+
+// clusterRelease is the release joiners must run.
+func (s *Service) clusterRelease(tx *store.Tx) (string, error) {
+	if s.cfg.ClusterRelease != nil {
+		if rel, err := s.cfg.ClusterRelease(tx); err != nil || rel != "" {
+			return rel, err
+		}
+	}
+	id, err := cluster.LoadIdentity(tx)
+	if err != nil {
+		return "", err
+	}
+	return id.ClusterRelease, nil
+}
+
+// caPin is the configured pin, else the stored CA's.
+func (s *Service) caPin(tx *store.Tx) (string, error) {
+	if s.cfg.CAPin != "" {
+		return s.cfg.CAPin, nil
+	}
+	ca, err := cluster.LoadCA(tx)
+	if err != nil {
+		return "", err
+	}
+	return ca.Pin(), nil
+}

@@ -1,0 +1,72 @@
+package join
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"stratum/store"
+)
+
+// MaxWait caps a long-poll hold (SPEC 4.3: S above 60 is taken as 60).
+const MaxWait = 60 * time.Second
+
+// View answers the joiner's view of its registration. Another key gets
+// exactly what an unknown id gets: existence is not revealed.
+func (s *Service) View(keyPin, joinID string) (JoinerView, error) {
+	var out JoinerView
+	err := s.view(func(tx *store.Tx) error {
+		r, found, err := getRecord(tx, joinID)
+		if err != nil {
+			return err
+		}
+		if !found || r.KeyPin != keyPin || keyPin == "" {
+			return notFound(joinID)
+		}
+		out, err = joinerView(tx, r)
+		return err
+	})
+	return out, err
+}
+
+// Wait is the long-poll: it answers at once when lastState is empty or
+// differs from the current state; otherwise it holds until the state (or
+// the queue position) changes, wait (+0-5% jitter, so a fleet that
+// started together does not return together) passes, ctx ends or the hub
+// closes, and then answers the current view.
+//
+// The waiter holds no goroutine of its own: it selects on the
+// registration's broadcast channel, one timer and ctx.
+func (s *Service) Wait(ctx context.Context, keyPin, joinID, lastState string, wait time.Duration) (JoinerView, error) {
+	wait = min(wait, MaxWait)
+	// Subscribe before reading, so a change committed between the read
+	// and the select still wakes this waiter.
+	sub := s.hub.Subscribe(joinID)
+	defer sub.Cancel()
+	first, err := s.View(keyPin, joinID)
+	if err != nil || lastState == "" || first.State != lastState || wait <= 0 {
+		return first, err
+	}
+	timer := time.NewTimer(jittered(wait))
+	defer timer.Stop()
+	for {
+		select {
+		case <-sub.C():
+		case <-timer.C:
+			return s.View(keyPin, joinID)
+		case <-ctx.Done():
+			return s.View(keyPin, joinID)
+		case <-s.hub.Done():
+			return s.View(keyPin, joinID)
+		}
+		sub.Renew()
+		v, err := s.View(keyPin, joinID)
+		if err != nil || v.State != first.State || v.QueuePosition != first.QueuePosition {
+			return v, err
+		}
+	}
+}
+
+func jittered(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Float64()*0.05*float64(d))
+}
