@@ -1,0 +1,225 @@
+package release
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"stratum/store"
+)
+
+// releasesLeft lists what is in dataDir/releases: after a failed import
+// it must hold nothing new.
+func releasesLeft(t *testing.T, dataDir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dataDir, "releases"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func auditKinds(t *testing.T, db *store.DB) []string {
+	t.Helper()
+	evs, err := db.AuditEvents(0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind+":"+e.Subject)
+	}
+	return kinds
+}
+
+func TestImport(t *testing.T) {
+	src, blob, pub := signedTree(t, 5*ChunkSize+123, "0.6.0")
+	keys := testKeyring(t, 1, pub)
+	db, dataDir := openTestDB(t)
+
+	var calls int
+	var lastDone, lastTotal int64
+	start := time.Now()
+	m, err := Import(db, dataDir, src, keys, func(done, total int64, file string) {
+		calls++
+		if done < lastDone || done > total {
+			t.Errorf("progress %d of %d after %d", done, total, lastDone)
+		}
+		lastDone, lastTotal = done, total
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("import (%d bytes): %s", m.TotalSize(), time.Since(start))
+	if calls < 5 || lastDone != lastTotal {
+		t.Fatalf("progress: %d calls, %d of %d", calls, lastDone, lastTotal)
+	}
+
+	final := filepath.Join(dataDir, "releases", "0.6.0")
+	if _, err := Verify(final, keys); err != nil {
+		t.Fatalf("imported tree does not verify: %v", err)
+	}
+	filepath.WalkDir(final, func(p string, d fs.DirEntry, err error) error {
+		st, _ := os.Lstat(p)
+		want := os.FileMode(0o444)
+		if d.IsDir() {
+			want = 0o555
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, st.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if left := releasesLeft(t, dataDir); len(left) != 1 || left[0] != "0.6.0" {
+		t.Fatalf("releases dir holds %v", left)
+	}
+
+	list, err := List(db)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("List = %v, %v", list, err)
+	}
+	r := list[0]
+	if r.Release != "0.6.0" || r.Files != len(m.Files) || r.Bytes != m.TotalSize() || len(r.ManifestSHA256) != 64 || r.ImportID == "" {
+		t.Fatalf("record %+v", r)
+	}
+	var fi fileIndex
+	db.View(func(tx *store.Tx) error {
+		_, err := tx.GetJSON(bucketFiles, fileKey("0.6.0", blob), &fi)
+		return err
+	})
+	if fi.Size != 5*ChunkSize+123 || len(fi.Chunks) != 6*32 {
+		t.Fatalf("chunk index of %s: size %d, %d chunk bytes", blob, fi.Size, len(fi.Chunks))
+	}
+	if kinds := auditKinds(t, db); strings.Join(kinds, ",") != "release.imported:0.6.0" {
+		t.Fatalf("audit %v", kinds)
+	}
+
+	// A corrupt mark, then a re-import: the tree is replaced, the mark is
+	// cleared in the same transaction, the old tree is gone.
+	db.Update(func(tx *store.Tx) error {
+		return tx.PutJSON(bucketCorrupt, fileKey("0.6.0", blob), corruptMark{ImportID: r.ImportID})
+	})
+	if mirror := NewMirror(db, dataDir, 1, nil); mirror.Offered("0.6.0") {
+		t.Fatal("a release with a corrupt file is offered")
+	}
+	if _, err := Import(db, dataDir, src, keys, nil); err != nil {
+		t.Fatal(err)
+	}
+	r2, ok, err := Get(db, "0.6.0")
+	if err != nil || !ok || r2.ImportID == r.ImportID || len(r2.Corrupt) != 0 {
+		t.Fatalf("after re-import: %+v %v %v", r2, ok, err)
+	}
+	if left := releasesLeft(t, dataDir); len(left) != 1 {
+		t.Fatalf("releases dir holds %v after re-import", left)
+	}
+	if !NewMirror(db, dataDir, 1, nil).Offered("0.6.0") {
+		t.Fatal("re-imported release not offered")
+	}
+	var raw json.RawMessage
+	db.View(func(tx *store.Tx) error { _, err := tx.GetJSON(bucketReleases, "0.6.0", &raw); return err })
+	if strings.Contains(string(raw), "chunks") {
+		t.Fatal("release record holds chunk hashes: they belong to the per-file entries")
+	}
+}
+
+// TestImportFailureLeavesNothing: whatever fails, no directory and no
+// store record remain, and the error names the file and why.
+func TestImportFailureLeavesNothing(t *testing.T) {
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, src, blob string)
+		wants  []string
+	}{
+		{"flipped byte in the last chunk", func(t *testing.T, src, blob string) {
+			flipByte(t, filepath.Join(src, blob), 3*ChunkSize+5)
+		}, []string{"sha256", "manifest says"}},
+		{"file truncated", func(t *testing.T, src, blob string) {
+			os.Truncate(filepath.Join(src, "sysext/stratum-ovs_3.5.3-5.el10s.raw"), 10)
+		}, []string{"sysext/stratum-ovs_3.5.3-5.el10s.raw", "size 10 bytes"}},
+		{"extra file", func(t *testing.T, src, blob string) {
+			writeFile(t, src, "os/zz-extra", []byte("x"))
+		}, []string{"os/zz-extra", "not listed"}},
+		{"symlink", func(t *testing.T, src, blob string) {
+			os.Remove(filepath.Join(src, "os/index.json"))
+			os.Symlink("/etc/passwd", filepath.Join(src, "os/index.json"))
+		}, []string{"os/index.json", "symbolic link"}},
+		{"missing file", func(t *testing.T, src, blob string) {
+			os.Remove(filepath.Join(src, "os/index.json"))
+		}, []string{"os/index.json", "missing"}},
+		{"bad signature", func(t *testing.T, src, blob string) {
+			k, _, _ := testKey(t, t.TempDir(), "other")
+			os.Remove(filepath.Join(src, SignaturePath))
+			if _, err := Sign(src, k, "0.6.0", []string{"0.5.0"}); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{SignaturePath, "untrusted key"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src, blob, pub := signedTree(t, 4*ChunkSize, "0.6.0")
+			keys := testKeyring(t, 1, pub)
+			db, dataDir := openTestDB(t)
+			c.damage(t, src, blob)
+			_, err := Import(db, dataDir, src, keys, nil)
+			mustContain(t, err, c.wants...)
+			if left := releasesLeft(t, dataDir); len(left) != 0 {
+				t.Fatalf("failed import left %v", left)
+			}
+			if list, _ := List(db); len(list) != 0 {
+				t.Fatalf("failed import left records %v", list)
+			}
+			if kinds := auditKinds(t, db); len(kinds) != 0 {
+				t.Fatalf("failed import audited %v", kinds)
+			}
+		})
+	}
+}
+
+// TestImportCommitFailure: when the store refuses the record, the new tree
+// is removed and the previous import is put back untouched.
+func TestImportCommitFailure(t *testing.T) {
+	src, _, pub := signedTree(t, 2*ChunkSize, "0.6.0")
+	keys := testKeyring(t, 1, pub)
+	db, dataDir := openTestDB(t)
+	if _, err := Import(db, dataDir, src, keys, nil); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Import(db, dataDir, src, keys, nil); err == nil {
+		t.Fatal("import into a closed store succeeded")
+	}
+	if left := releasesLeft(t, dataDir); len(left) != 1 || left[0] != "0.6.0" {
+		t.Fatalf("releases dir holds %v", left)
+	}
+	if _, err := Verify(filepath.Join(dataDir, "releases", "0.6.0"), keys); err != nil {
+		t.Fatalf("previous import damaged: %v", err)
+	}
+}
+
+// TestImportCleansStale: directories left by a killed import are removed,
+// and a tree moved aside just before the kill is moved back.
+func TestImportCleansStale(t *testing.T) {
+	src, _, pub := signedTree(t, 1000, "0.6.0")
+	keys := testKeyring(t, 1, pub)
+	db, dataDir := openTestDB(t)
+	rel := filepath.Join(dataDir, "releases")
+	os.MkdirAll(filepath.Join(rel, ".import-0.6.0-123", "os"), 0o555)
+	os.MkdirAll(filepath.Join(rel, ".old-0.5.0-abcdef0123456789", "os"), 0o755)
+	os.MkdirAll(filepath.Join(rel, ".old-0.6.0-abcdef0123456789", "os"), 0o755)
+	os.MkdirAll(filepath.Join(rel, "0.6.0"), 0o755)
+	if _, err := Import(db, dataDir, src, keys, nil); err != nil {
+		t.Fatal(err)
+	}
+	left := strings.Join(releasesLeft(t, dataDir), ",")
+	if left != "0.5.0,0.6.0" {
+		t.Fatalf("releases dir holds %s", left)
+	}
+}

@@ -1,0 +1,137 @@
+package release
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"stratum/store"
+)
+
+// Store buckets of this package. A release's record is small; each file's
+// chunk index has its own key so serving one file reads only its index.
+const (
+	bucketReleases = "releases"        // release -> Imported
+	bucketFiles    = "release-files"   // release NUL path -> fileIndex
+	bucketCorrupt  = "release-corrupt" // release NUL path -> corruptMark
+)
+
+// Imported describes an imported release.
+type Imported struct {
+	Release        string `json:"release"`
+	ManifestSHA256 string `json:"manifestSha256"`
+	// ImportID tells one import of a release from the next, so a chunk
+	// mismatch seen while a re-import swaps the tree is not blamed on the
+	// new files.
+	ImportID     string    `json:"importId"`
+	ImportedAt   time.Time `json:"importedAt"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpgradesFrom []string  `json:"upgradesFrom"`
+	Files        int       `json:"files"` // listed files, payload files excluded
+	Bytes        int64     `json:"bytes"`
+	// Corrupt lists the files found corrupt while serving (filled on read).
+	Corrupt []string `json:"corrupt,omitempty"`
+}
+
+// fileIndex is what serving needs of one file: its size, its hash (the
+// ETag) and the SHA-256 of each 1 MiB chunk, concatenated.
+type fileIndex struct {
+	ImportID string `json:"importId"`
+	Size     int64  `json:"size"`
+	SHA256   string `json:"sha256"`
+	Chunks   []byte `json:"chunks"`
+}
+
+func (fi *fileIndex) chunkCount() int64 { return (fi.Size + ChunkSize - 1) / ChunkSize }
+
+func (fi *fileIndex) chunk(i int64) []byte { return fi.Chunks[i*32 : i*32+32] }
+
+// corruptMark records a file that failed verification while served.
+type corruptMark struct {
+	ImportID string    `json:"importId"`
+	At       time.Time `json:"at"`
+	Reason   string    `json:"reason"`
+}
+
+func fileKey(release, path string) string { return release + "\x00" + path }
+
+// keysWithPrefix collects the keys of bucket for release (deleting while
+// iterating a bbolt bucket is not allowed).
+func keysWithPrefix(tx *store.Tx, bucket, release string) ([]string, error) {
+	prefix := release + "\x00"
+	var keys []string
+	err := tx.ForEach(bucket, func(k string, _ []byte) error {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+		return nil
+	})
+	return keys, err
+}
+
+func deletePrefix(tx *store.Tx, bucket, release string) error {
+	keys, err := keysWithPrefix(tx, bucket, release)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := tx.Delete(bucket, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// List returns the imported releases, oldest version first, each with the
+// files found corrupt since its import.
+func List(db *store.DB) ([]Imported, error) {
+	var out []Imported
+	err := db.View(func(tx *store.Tx) error {
+		byRelease := map[string]int{}
+		err := tx.ForEach(bucketReleases, func(k string, raw []byte) error {
+			var r Imported
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("release record %s: %w", k, err)
+			}
+			r.Corrupt = nil
+			byRelease[r.Release] = len(out)
+			out = append(out, r)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return tx.ForEach(bucketCorrupt, func(k string, _ []byte) error {
+			rel, p, _ := strings.Cut(k, "\x00")
+			if i, ok := byRelease[rel]; ok {
+				out[i].Corrupt = append(out[i].Corrupt, p)
+			}
+			return nil
+		})
+	})
+	slices.SortFunc(out, func(a, b Imported) int { return compareVersions(a.Release, b.Release) })
+	return out, err
+}
+
+// Get returns one imported release.
+func Get(db *store.DB, release string) (*Imported, bool, error) {
+	var r Imported
+	var found bool
+	err := db.View(func(tx *store.Tx) error {
+		var err error
+		if found, err = tx.GetJSON(bucketReleases, release, &r); err != nil || !found {
+			return err
+		}
+		keys, err := keysWithPrefix(tx, bucketCorrupt, release)
+		for _, k := range keys {
+			r.Corrupt = append(r.Corrupt, strings.TrimPrefix(k, release+"\x00"))
+		}
+		return err
+	})
+	if err != nil || !found {
+		return nil, false, err
+	}
+	return &r, true, nil
+}

@@ -1,0 +1,231 @@
+package release
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const goodHash = "5819c8b565357d5d0318d7bca0d8e42def43b08884002cd91baaf62ac37b1451"
+
+func manifestJSON(files string) string {
+	return `{"schemaVersion":1,"release":"0.6.0","createdAt":"2025-01-02T03:04:05Z","upgradesFrom":["0.5.0"],` +
+		`"os":{"imageVersion":"v0.6.0","layout":"3f1c0d77"},"files":[` + files + `],"sysext":[]}`
+}
+
+func fileJSON(path string, size int, hash string) string {
+	return `{"path":"` + path + `","size":` + itoa(size) + `,"sha256":"` + hash + `"}`
+}
+
+func itoa(n int) string {
+	if n < 0 {
+		return "-" + itoa(-n)
+	}
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+func TestParseManifest(t *testing.T) {
+	good := fileJSON("os/a", 1, goodHash)
+	if _, err := ParseManifest([]byte(manifestJSON(good))); err != nil {
+		t.Fatalf("good manifest: %v", err)
+	}
+	sys := func(s string) string {
+		return strings.Replace(manifestJSON(good+","+fileJSON("sysext/x.raw", 2, goodHash)), `"sysext":[]`, `"sysext":[`+s+`]`, 1)
+	}
+	if _, err := ParseManifest([]byte(sys(`{"name":"x","version":"1","path":"sysext/x.raw","rootHash":"abcd"}`))); err != nil {
+		t.Fatalf("good sysext: %v", err)
+	}
+	cases := []struct {
+		name, doc, want string
+	}{
+		{"unknown field", strings.Replace(manifestJSON(good), `"release"`, `"extra":1,"release"`, 1), `unknown field "extra"`},
+		{"field in wrong place", strings.Replace(manifestJSON(good), `"release"`, `"path":"x","release"`, 1), `unknown field "path"`},
+		{"case-folded field", strings.Replace(manifestJSON(good), `"release"`, `"Release"`, 1), `unknown field "Release"`},
+		{"duplicate field", strings.Replace(manifestJSON(good), `"release":"0.6.0"`, `"release":"0.6.0","release":"9.9.9"`, 1), `duplicate field "release"`},
+		{"trailing data", manifestJSON(good) + "{}", "after the JSON value"},
+		{"schema 2", strings.Replace(manifestJSON(good), `"schemaVersion":1`, `"schemaVersion":2`, 1), "schemaVersion 2"},
+		{"release not semver", strings.Replace(manifestJSON(good), `"0.6.0"`, `"v0.6"`, 1), "release"},
+		{"release leading zero", strings.Replace(manifestJSON(good), `"0.6.0"`, `"0.06.0"`, 1), "leading zeros"},
+		{"upgradesFrom bad", strings.Replace(manifestJSON(good), `["0.5.0"]`, `["0.5"]`, 1), "upgradesFrom[0]"},
+		{"upgradesFrom self", strings.Replace(manifestJSON(good), `["0.5.0"]`, `["0.6.0"]`, 1), "release itself"},
+		{"no createdAt", strings.Replace(manifestJSON(good), `"createdAt":"2025-01-02T03:04:05Z",`, ``, 1), "createdAt"},
+		{"no files", manifestJSON(""), "no file"},
+		{"dotdot", manifestJSON(fileJSON("os/../etc/passwd", 1, goodHash)), `"os/../etc/passwd"`},
+		{"leading dotdot", manifestJSON(fileJSON("../x", 1, goodHash)), `".." element`},
+		{"absolute", manifestJSON(fileJSON("/etc/passwd", 1, goodHash)), "absolute"},
+		{"unclean", manifestJSON(fileJSON("os//a", 1, goodHash)), "not clean"},
+		{"dot", manifestJSON(fileJSON("./os/a", 1, goodHash)), "not clean"},
+		{"trailing slash", manifestJSON(fileJSON("os/a/", 1, goodHash)), "not clean"},
+		{"backslash", manifestJSON(fileJSON(`os\\a`, 1, goodHash)), "backslash"},
+		{"NUL", manifestJSON(fileJSON(`os/\u0000`, 1, goodHash)), "NUL"},
+		{"empty path", manifestJSON(fileJSON("", 1, goodHash)), "empty path"},
+		{"payload listed", manifestJSON(fileJSON(ManifestPath, 1, goodHash)), "payload file"},
+		{"duplicate path", manifestJSON(good + "," + good), "os/a listed twice"},
+		{"file and dir", manifestJSON(good + "," + fileJSON("os/a/b", 1, goodHash)), "both as a file and as a directory"},
+		{"negative size", manifestJSON(fileJSON("os/a", -1, goodHash)), "negative size"},
+		{"short hash", manifestJSON(fileJSON("os/a", 1, "abcd")), "os/a: sha256"},
+		{"upper hash", manifestJSON(fileJSON("os/a", 1, strings.ToUpper(goodHash))), "lowercase hex"},
+		{"size string", manifestJSON(`{"path":"os/a","size":"1","sha256":"` + goodHash + `"}`), "size"},
+		{"sysext path unlisted", sys(`{"name":"x","version":"1","path":"sysext/y.raw","rootHash":"abcd"}`), "not in files"},
+		{"sysext bad hash", sys(`{"name":"x","version":"1","path":"sysext/x.raw","rootHash":"xyz"}`), "rootHash"},
+		{"sysext no name", sys(`{"name":"","version":"1","path":"sysext/x.raw","rootHash":"abcd"}`), "name"},
+		{"not an object", `[1,2]`, "manifest.json"},
+		{"empty", ``, "manifest.json"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseManifest([]byte(c.doc))
+			mustContain(t, err, c.want)
+		})
+	}
+}
+
+func TestParseSignatures(t *testing.T) {
+	id := strings.Repeat("ab", 32)
+	sig := strings.Repeat("A", 86) + "=="
+	good := `{"signatures":[{"keyId":"` + id + `","algorithm":"ed25519","signature":"` + sig + `"}]}`
+	if _, err := ParseSignatures([]byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	other := `{"signatures":[{"keyId":"` + id + `","algorithm":"ml-dsa-65","signature":"AAAA"}]}`
+	if _, err := ParseSignatures([]byte(other)); err != nil {
+		t.Fatalf("another algorithm must parse (and not count): %v", err)
+	}
+	cases := []struct{ name, doc, want string }{
+		{"empty", `{"signatures":[]}`, "no signature"},
+		{"unknown field", strings.Replace(good, `"algorithm"`, `"x":1,"algorithm"`, 1), `unknown field "x"`},
+		{"short keyId", strings.Replace(good, id, "abcd", 1), "keyId"},
+		{"bad base64", strings.Replace(good, sig, "!!!", 1), "not base64"},
+		{"short signature", strings.Replace(good, sig, "AAAA", 1), "ed25519 signature of 3 bytes"},
+		{"twice", strings.Replace(good, `}]}`, `},{"keyId":"`+id+`","algorithm":"ed25519","signature":"`+sig+`"}]}`, 1), "signs twice"},
+		{"no algorithm", strings.Replace(good, `"ed25519"`, `""`, 1), "algorithm"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseSignatures([]byte(c.doc))
+			mustContain(t, err, c.want)
+		})
+	}
+}
+
+func TestValidPath(t *testing.T) {
+	for _, p := range []string{"a", "os/blobs/sha256/ab", "payload/manifest.json", "a..b", ".hidden", "x/...", "é/ü"} {
+		if err := ValidPath(p); err != nil {
+			t.Errorf("ValidPath(%q) = %v", p, err)
+		}
+	}
+	for _, p := range []string{"", "/", "/a", "..", "../a", "a/..", "a/../b", ".", "./a", "a/.", "a//b", "a/", `a\b`, "a\x00b",
+		"a\nb", "\xff", strings.Repeat("a", 256), strings.Repeat("a/", 600) + "a"} {
+		if err := ValidPath(p); err == nil {
+			t.Errorf("ValidPath(%q) accepted", p)
+		}
+	}
+}
+
+func TestVersions(t *testing.T) {
+	for _, v := range []string{"0.6.0", "1.2.3-rc.1", "1.2.3-rc.1+build.5", "10.20.30", "1.0.0-0A.is.legal", "1.0.0+0.build.1-rc.10000aaa-kk-0.1"} {
+		if err := ValidVersion(v); err != nil {
+			t.Errorf("ValidVersion(%q) = %v", v, err)
+		}
+	}
+	for _, v := range []string{"", "v1.0.0", "1.0", "1.0.0.0", "01.0.0", "1.0.0-", "1.0.0-01", "1.0.0+", "1.0.0-a..b", "1.0.0 ", "1.0.0-é"} {
+		if err := ValidVersion(v); err == nil {
+			t.Errorf("ValidVersion(%q) accepted", v)
+		}
+	}
+	order := []string{"1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.2.0", "1.10.0", "2.0.0"}
+	shuffled := slices.Clone(order)
+	slices.Reverse(shuffled)
+	slices.SortFunc(shuffled, compareVersions)
+	if !slices.Equal(order, shuffled) {
+		t.Fatalf("semver order %v", shuffled)
+	}
+}
+
+func TestParseRange(t *testing.T) {
+	const size = 1000
+	type r = ByteRange
+	cases := []struct {
+		header string
+		want   []ByteRange
+		err    error
+	}{
+		{"", nil, nil},
+		{"items=0-1", nil, nil},
+		{"bytes=0-0", []r{{0, 1}}, nil},
+		{"bytes=0-499", []r{{0, 500}}, nil},
+		{"BYTES=10-", []r{{10, 990}}, nil},
+		{"bytes=-10", []r{{990, 10}}, nil},
+		{"bytes=-5000", []r{{0, 1000}}, nil},
+		{"bytes=990-5000", []r{{990, 10}}, nil},
+		{"bytes=999-99999999999999999999999", []r{{999, 1}}, nil},
+		{"bytes= 5-6 ", []r{{5, 2}}, nil},
+		{"bytes=,5-6,", []r{{5, 2}}, nil},
+		{"bytes=1000-", nil, ErrRangeUnsatisfiable},
+		{"bytes=1000-1001", nil, ErrRangeUnsatisfiable},
+		{"bytes=99999999999999999999-", nil, ErrRangeUnsatisfiable},
+		{"bytes=-0", nil, ErrRangeUnsatisfiable},
+		{"bytes=5-4", nil, ErrRangeMalformed},
+		{"bytes=", nil, ErrRangeMalformed},
+		{"bytes=,,", nil, ErrRangeMalformed},
+		{"bytes", nil, ErrRangeMalformed},
+		{"bytes=a-b", nil, ErrRangeMalformed},
+		{"bytes=-", nil, ErrRangeMalformed},
+		{"bytes=+1-2", nil, ErrRangeMalformed},
+		{"bytes=1 -2", nil, ErrRangeMalformed},
+		{"bytes=0x10-", nil, ErrRangeMalformed},
+		{"bytes=0-1,5-6", []r{{0, 2}, {5, 2}}, nil},
+		{"bytes=0-1,2000-3000", []r{{0, 2}, {1000, 0}}, nil},
+		{"bytes=0-1,5-6,x-y", []r{{0, 2}, {5, 2}}, nil}, // parsing stops at two
+		{"bytes=0-1,x-y", nil, ErrRangeMalformed},
+	}
+	for _, c := range cases {
+		got, err := ParseRange(c.header, size)
+		if !errors.Is(err, c.err) || (c.err == nil && err != nil) || !slices.Equal(got, c.want) {
+			t.Errorf("ParseRange(%q) = %v, %v; want %v, %v", c.header, got, err, c.want, c.err)
+		}
+	}
+	if _, err := ParseRange("bytes=-1", 0); !errors.Is(err, ErrRangeUnsatisfiable) {
+		t.Errorf("empty file: %v", err)
+	}
+	if got := (ByteRange{990, 10}).ContentRange(size); got != "bytes 990-999/1000" {
+		t.Errorf("ContentRange = %q", got)
+	}
+	huge := "bytes=" + strings.Repeat("0-0,", 10000)
+	if got, err := ParseRange(huge, size); err != nil || len(got) != 2 {
+		t.Errorf("10,000 ranges: %v %v", got, err)
+	}
+}
+
+func BenchmarkParseRange10000(b *testing.B) {
+	huge := "bytes=" + strings.Repeat("0-0,", 10000)
+	for b.Loop() {
+		ParseRange(huge, 1000)
+	}
+}
+
+func TestETagMatch(t *testing.T) {
+	etag := `"sha256:abc"`
+	for list, want := range map[string]bool{
+		`"sha256:abc"`:            true,
+		`W/"sha256:abc"`:          true,
+		`"x", "sha256:abc"`:       true,
+		`*`:                       true,
+		`"x"`:                     false,
+		`sha256:abc`:              false,
+		`"sha256:abc`:             false,
+		`"a,b", "sha256:abc"`:     true,
+		` , ,"y",W/"sha256:abc" `: true,
+	} {
+		if got := etagListMatches(list, etag); got != want {
+			t.Errorf("etagListMatches(%q) = %v", list, got)
+		}
+	}
+	if !ifRangeAllows("", etag) || !ifRangeAllows(etag, etag) || ifRangeAllows(`W/`+etag, etag) || ifRangeAllows("Wed, 21 Oct 2015 07:28:00 GMT", etag) {
+		t.Error("If-Range")
+	}
+}
