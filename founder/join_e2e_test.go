@@ -1,0 +1,274 @@
+package founder
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"stratum/apierr"
+	"stratum/crypto"
+	"stratum/join"
+)
+
+func (f *testFounder) joinToken(role string, uses int) string {
+	f.t.Helper()
+	var out join.CreatedToken
+	f.admin("POST", "/v1/admin/join/tokens", map[string]any{"role": role, "ttl": "1h", "uses": uses}, 201, &out)
+	if !strings.Contains(out.JoinCommand, out.Token) || !strings.Contains(out.JoinCommand, "--ca-pin sha256:") {
+		f.t.Fatalf("joinCommand %q lacks the token or the CA pin", out.JoinCommand)
+	}
+	return out.Token
+}
+
+func register(t *testing.T, j *joinerKey, token, release, mgmt string, want int) (join.JoinerView, *apierr.Error) {
+	t.Helper()
+	var v join.JoinerView
+	e := j.do(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": release, "hostname": "lab-" + mgmt, "mgmtIp": mgmt}, want, &v)
+	return v, e
+}
+
+// TestJoinEndToEnd walks one join over real TLS: token, key-pinned
+// registration, a long-poll woken by the approval, the delivery, the
+// progress reports and membership.
+func TestJoinEndToEnd(t *testing.T) {
+	f := startFounder(t, nil, nil)
+	token := f.joinToken("worker", 1)
+	j := f.newJoiner()
+	v, _ := register(t, j, token, "0.1.0", "192.0.2.12", 201)
+	if v.State != join.StatePending {
+		t.Fatalf("state %q, want pending", v.State)
+	}
+	path := "/v1/join/registrations/" + v.JoinID
+
+	// Another key learns nothing: 404, exactly as for an unknown id.
+	other := f.newJoiner()
+	e1 := other.do(t, "GET", path, nil, 404, nil)
+	e2 := other.do(t, "GET", "/v1/join/registrations/j-00000000", nil, 404, nil)
+	if e1.Code != apierr.NotFound || e1.Message == "" || strings.Replace(e1.Message, v.JoinID, "j-00000000", 1) != e2.Message {
+		t.Fatalf("another key's 404 differs from an unknown id's: %q vs %q", e1.Message, e2.Message)
+	}
+
+	// The same key registering again gets its registration back (200).
+	again, _ := register(t, j, token, "0.1.0", "192.0.2.12", 200)
+	if again.JoinID != v.JoinID {
+		t.Fatalf("re-registration made %s, want %s", again.JoinID, v.JoinID)
+	}
+
+	type polled struct {
+		v       join.JoinerView
+		elapsed time.Duration
+	}
+	got := make(chan polled, 1)
+	go func() {
+		start := time.Now()
+		var pv join.JoinerView
+		j.do(t, "GET", path+"?wait=60&state=pending", nil, 200, &pv)
+		got <- polled{pv, time.Since(start)}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	f.admin("POST", "/v1/admin/join/registrations/"+v.JoinID+"/approve", map[string]any{}, 200, nil)
+	var p polled
+	select {
+	case p = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long-poll was not woken by the approval")
+	}
+	if p.elapsed > 5*time.Second {
+		t.Fatalf("long-poll answered after %v: the approval did not wake it", p.elapsed)
+	}
+	if p.v.State != join.StateDelivering || p.v.Delivery == nil {
+		t.Fatalf("after approval: state %q delivery %v, want delivering with a delivery", p.v.State, p.v.Delivery != nil)
+	}
+	b := p.v.Delivery.Bundle
+	nodeID := checkLeaf(t, b.CABundle, b.NodeCert, b.NodeKey, "192.0.2.12")
+	if !strings.Contains(p.v.Delivery.NodeYAML, "nodeId: "+nodeID) {
+		t.Fatalf("node.yaml does not name %s:\n%s", nodeID, p.v.Delivery.NodeYAML)
+	}
+	if b.PostgresPassword == "" || b.AdminPassword == "" || len(b.AxdnsdEncryptionKey) != 64 || b.DNSUpstreamServers == nil {
+		t.Fatalf("bundle misses cluster values: %+v", b)
+	}
+
+	var iv join.JoinerView
+	j.do(t, "POST", path+"/progress", map[string]string{"phase": "installing"}, 200, &iv)
+	if iv.State != join.StateInstalling || iv.Delivery == nil {
+		t.Fatalf("after installing: %q, delivery %v", iv.State, iv.Delivery != nil)
+	}
+	j.do(t, "POST", path+"/progress", map[string]string{"phase": "done"}, 200, nil)
+	var fv join.JoinerView
+	j.do(t, "GET", path, nil, 200, &fv)
+	if fv.State != join.StateJoined || fv.Delivery != nil {
+		t.Fatalf("after done: state %q, delivery present %v; want joined without delivery", fv.State, fv.Delivery != nil)
+	}
+	var members join.MembersView
+	f.admin("GET", "/v1/admin/cluster/members", nil, 200, &members)
+	if len(members.Members) != 2 || members.Members[1].NodeID != nodeID || members.Members[1].State != "active" {
+		t.Fatalf("members: %+v", members)
+	}
+
+	// The used-up token, a revoked one: one code for all.
+	_, e := register(t, f.newJoiner(), token, "0.1.0", "192.0.2.13", 401)
+	if e.Code != apierr.JoinTokenInvalid {
+		t.Fatalf("used-up token: %s", e.Code)
+	}
+	revoked := f.joinToken("worker", 1)
+	id := strings.Split(revoked, ".")[1]
+	f.admin("DELETE", "/v1/admin/join/tokens/"+id, nil, 204, nil)
+	if _, e := register(t, f.newJoiner(), revoked, "0.1.0", "192.0.2.13", 401); e.Code != apierr.JoinTokenInvalid {
+		t.Fatalf("revoked token: %s", e.Code)
+	}
+	if _, e := register(t, f.newJoiner(), "sjt1.jt-nope.nope", "0.1.0", "192.0.2.13", 401); e.Code != apierr.JoinTokenInvalid {
+		t.Fatalf("unknown token: %s", e.Code)
+	}
+
+	// Secrets of the delivery never reach the file.
+	f.shutdown()
+	raw, err := os.ReadFile(f.dir.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyBody := strings.Split(b.NodeKey, "\n")[1]
+	for name, secret := range map[string]string{"postgresPassword": b.PostgresPassword, "adminPassword": b.AdminPassword, "nodeKey": keyBody, "openBaoToken": b.OpenBaoToken, "axdnsdEncryptionKey": b.AxdnsdEncryptionKey} {
+		if bytes.Contains(raw, []byte(secret)) {
+			t.Errorf("%s appears in stratum.db", name)
+		}
+	}
+	f.stop = func() {}
+	f.done <- nil
+}
+
+// checkLeaf verifies the transport leaf against the CA bundle, its names
+// and that nodeKey is its key; it returns the node id.
+func checkLeaf(t *testing.T, caPEM, certPEM, keyPEM, mgmt string) string {
+	t.Helper()
+	pair, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
+	if err != nil {
+		t.Fatalf("nodeCert and nodeKey do not match: %v", err)
+	}
+	cert, err := crypto.ParseCertPEM([]byte(certPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(caPEM)) {
+		t.Fatal("caBundle holds no certificate")
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Fatalf("nodeCert does not verify against caBundle: %v", err)
+	}
+	if len(cert.DNSNames) != 1 || cert.DNSNames[0] != cert.Subject.CommonName || !strings.HasPrefix(cert.Subject.CommonName, "n-") {
+		t.Fatalf("leaf names: CN %q DNS %v", cert.Subject.CommonName, cert.DNSNames)
+	}
+	if len(cert.IPAddresses) != 1 || !cert.IPAddresses[0].Equal(net.ParseIP(mgmt)) {
+		t.Fatalf("leaf IPs %v, want %s", cert.IPAddresses, mgmt)
+	}
+	_ = pair
+	return cert.Subject.CommonName
+}
+
+func TestJoinRefusals(t *testing.T) {
+	f := startFounder(t, nil, nil)
+	token := f.joinToken("worker", 5)
+
+	// Newer, and older without selfUpgrade: RELEASE_MISMATCH with details,
+	// and the token is not used.
+	for _, rel := range []string{"0.2.0", "0.0.9"} {
+		_, e := register(t, f.newJoiner(), token, rel, "192.0.2.20", 409)
+		if e.Code != apierr.ReleaseMismatch || e.Details["joinerRelease"] != rel || e.Details["clusterRelease"] != "0.1.0" || e.Details["reason"] == "" {
+			t.Fatalf("release %s: %+v", rel, e)
+		}
+	}
+	var tokens struct{ Tokens []join.TokenView }
+	f.admin("GET", "/v1/admin/join/tokens", nil, 200, &tokens)
+	if len(tokens.Tokens) != 1 || tokens.Tokens[0].UsesLeft != 5 {
+		t.Fatalf("a refused registration used the token: %+v", tokens.Tokens)
+	}
+
+	// An approval with three bad fields lists three fields.
+	v, _ := register(t, f.newJoiner(), token, "0.1.0", "192.0.2.21", 201)
+	e := f.admin("POST", "/v1/admin/join/registrations/"+v.JoinID+"/approve", map[string]any{
+		"nodeId": "bad-id", "mgmtIp": "192.0.2.21/24", "networks": map[string]any{"storagex": map[string]string{"ip": "10.0.0.1"}},
+	}, 400, nil)
+	if e.Code != apierr.InvalidInput || len(e.Fields) != 3 {
+		t.Fatalf("three bad fields: %+v", e)
+	}
+
+	// Approving a taken address is refused; approving twice is refused.
+	if e := f.admin("POST", "/v1/admin/join/registrations/"+v.JoinID+"/approve", map[string]any{"mgmtIp": "127.0.0.1"}, 409, nil); e.Code != apierr.JoinApprovalRefused {
+		t.Fatalf("taken mgmt IP: %+v", e)
+	}
+	f.admin("POST", "/v1/admin/join/registrations/"+v.JoinID+"/approve", map[string]any{}, 200, nil)
+	if e := f.admin("POST", "/v1/admin/join/registrations/"+v.JoinID+"/approve", map[string]any{}, 409, nil); e.Code != apierr.JoinApprovalRefused {
+		t.Fatalf("second approval: %+v", e)
+	}
+
+	// Bad wait values.
+	j := f.newJoiner()
+	w, _ := register(t, j, token, "0.1.0", "192.0.2.22", 201)
+	for _, q := range []string{"wait=-1", "wait=abc", "wait=1e3", "wait="} {
+		if e := j.do(t, "GET", "/v1/join/registrations/"+w.JoinID+"?"+q, nil, 400, nil); e.Code != apierr.InvalidInput || e.Fields[0].Field != "wait" {
+			t.Fatalf("%s: %+v", q, e)
+		}
+	}
+	// A wait on a state the join is not in answers at once.
+	start := time.Now()
+	j.do(t, "GET", "/v1/join/registrations/"+w.JoinID+"?wait=60&state=approved", nil, 200, nil)
+	if time.Since(start) > 3*time.Second {
+		t.Fatal("a wait on another state held")
+	}
+}
+
+// TestJoinQueue: two approved joins; the second waits at queue position 1
+// until the first is joined, which needs every member's applied report.
+func TestJoinQueue(t *testing.T) {
+	f := startFounder(t, nil, nil)
+	token := f.joinToken("worker", 3)
+	j1, j2 := f.newJoiner(), f.newJoiner()
+	v1, _ := register(t, j1, token, "0.1.0", "192.0.2.31", 201)
+	v2, _ := register(t, j2, token, "0.1.0", "192.0.2.32", 201)
+	f.admin("POST", "/v1/admin/join/registrations/"+v1.JoinID+"/approve", map[string]any{}, 200, nil)
+	f.admin("POST", "/v1/admin/join/registrations/"+v2.JoinID+"/approve", map[string]any{}, 200, nil)
+	var s1, s2 join.JoinerView
+	j1.do(t, "GET", "/v1/join/registrations/"+v1.JoinID, nil, 200, &s1)
+	j2.do(t, "GET", "/v1/join/registrations/"+v2.JoinID, nil, 200, &s2)
+	if s1.State != join.StateDelivering || s2.State != join.StateApproved || s2.QueuePosition != 1 {
+		t.Fatalf("turns: first %s, second %s at %d", s1.State, s2.State, s2.QueuePosition)
+	}
+	j1.do(t, "POST", "/v1/join/registrations/"+v1.JoinID+"/progress", map[string]string{"phase": "installing"}, 200, nil)
+	j2.do(t, "GET", "/v1/join/registrations/"+v2.JoinID, nil, 200, &s2)
+	if s2.State != join.StateApproved || s2.QueuePosition != 1 {
+		t.Fatalf("second moved before the first joined: %s", s2.State)
+	}
+	j1.do(t, "POST", "/v1/join/registrations/"+v1.JoinID+"/progress", map[string]string{"phase": "done"}, 200, nil)
+	j2.do(t, "GET", "/v1/join/registrations/"+v2.JoinID, nil, 200, &s2)
+	if s2.State != join.StateDelivering {
+		t.Fatalf("second is %s after the first joined, want delivering", s2.State)
+	}
+	j2.do(t, "POST", "/v1/join/registrations/"+v2.JoinID+"/progress", map[string]string{"phase": "done"}, 200, nil)
+	j2.do(t, "GET", "/v1/join/registrations/"+v2.JoinID, nil, 200, &s2)
+	if s2.State != join.StateInstalling {
+		t.Fatalf("second is %s before the first node applied its generation, want installing", s2.State)
+	}
+
+	// The first node reports the generation with its transport leaf; a
+	// bearer token or another node's leaf is not enough.
+	leaf := s1.Delivery.Bundle
+	node1 := checkLeaf(t, leaf.CABundle, leaf.NodeCert, leaf.NodeKey, "192.0.2.31")
+	pair, _ := tls.X509KeyPair([]byte(leaf.NodeCert), []byte(leaf.NodeKey))
+	nodeCli := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.caPool, Certificates: []tls.Certificate{pair}}}}
+	gen := s2.Delivery.Bundle.Generation
+	if e := call(t, nodeCli, "PUT", f.api+"/v1/cluster/members/n-00000000/applied", "", map[string]uint64{"generation": gen}, 403, nil); e.Code != apierr.Forbidden {
+		t.Fatalf("another node's report: %+v", e)
+	}
+	f.admin("PUT", "/v1/cluster/members/"+node1+"/applied", map[string]uint64{"generation": gen}, 401, nil)
+	call(t, nodeCli, "PUT", f.api+"/v1/cluster/members/"+node1+"/applied", "", map[string]uint64{"generation": gen}, 200, nil)
+	j2.do(t, "GET", "/v1/join/registrations/"+v2.JoinID, nil, 200, &s2)
+	if s2.State != join.StateJoined {
+		t.Fatalf("second is %s after every member applied, want joined", s2.State)
+	}
+}
