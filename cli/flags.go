@@ -18,7 +18,7 @@ func newFlagSet(name string) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		env := "STRATUM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		env := envTwin(fs.Name(), f.Name)
 		if v, ok := os.LookupEnv(env); ok {
 			if err := f.Value.Set(v); err != nil && envErr == nil {
 				envErr = errors.New(env + ": " + err.Error())
@@ -69,4 +69,14 @@ func flagsFirst(fs *flag.FlagSet, args []string) []string {
 		}
 	}
 	return append(append(flags, "--"), positional...)
+}
+
+// envTwin names a flag's environment twin: STRATUM_ + the flag name. The
+// join token is STRATUM_JOIN_TOKEN, because STRATUM_TOKEN is the admin
+// commands' bearer token and an operator shell may hold both.
+func envTwin(command, flagName string) string {
+	if command == "stratum join" && flagName == "token" {
+		return "STRATUM_JOIN_TOKEN"
+	}
+	return "STRATUM_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }

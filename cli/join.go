@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"stratum/joiner"
+	"stratum/tpm"
+)
+
+func init() {
+	Register(Command{
+		Name:    "join",
+		Summary: "join this machine to a cluster: register, wait for approval, self-upgrade, install the delivery",
+		Run:     runJoin,
+	})
+}
+
+const joinUsage = `usage: stratum join --founder HOST:PORT --token T --ca-pin sha256:HEX [flags]
+
+exit codes: 0 joined, 1 error (fix it and run again: it resumes),
+            2 usage, 3 rejected by an operator, 4 join failed`
+
+func runJoin(ctx context.Context, args []string) error {
+	fs := newFlagSet("join")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), joinUsage)
+		fs.PrintDefaults()
+	}
+	var cfg joiner.Config
+	fs.StringVar(&cfg.Founder, "founder", "", "the founder's join listener, HOST:PORT")
+	fs.StringVar(&cfg.Token, "token", "", "join token (sjt1...), as printed by stratum token create")
+	fs.StringVar(&cfg.CAPin, "ca-pin", "", "cluster CA pin, sha256:<hex>: the only CA the joiner trusts")
+	fs.StringVar(&cfg.Release, "release", "", "the release this machine runs (default: the one recorded in STATE-DIR/release by a self-upgrade)")
+	fs.BoolVar(&cfg.SelfUpgrade, "self-upgrade", false, "upgrade this machine to the cluster's release when it runs an older one")
+	fs.StringVar(&cfg.UpgradeHook, "upgrade-hook", "", "executable run as HOOK <verified-tree-dir> <new-release> to switch the OS (exit 0 = upgraded)")
+	fs.StringVar(&cfg.ReleaseKeys, "release-keys", joiner.DefaultReleaseKeys, "directory of trusted release public keys (*.pub)")
+	fs.StringVar(&cfg.StateDir, "state-dir", joiner.DefaultStateDir, "identity key, registration state and downloads")
+	fs.StringVar(&cfg.Root, "root", joiner.DefaultRoot, "root of the node's file system: the delivery goes to ROOT/etc/stratum")
+	fs.StringVar(&cfg.TPMPath, "tpm", tpm.DefaultPath, "TPM character device or swtpm unix socket the unseal key is sealed to")
+	pcrFlag := fs.String("pcrs", "7", "comma-separated SHA-256 PCRs the unseal key is bound to")
+	fs.BoolVar(&cfg.InsecureStoreUnsealKey, "insecure-store-unseal-key", false, "without a TPM, store the OpenBao unseal key in plaintext (mode 0600) instead of failing")
+	fs.StringVar(&cfg.Hostname, "hostname", "", "host name to register (default: this machine's)")
+	fs.StringVar(&cfg.MgmtIP, "mgmt-ip", "", "management IP to register (default: the local address of the route to the founder)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(os.Stderr, "stratum join: unexpected argument %q\n%s\n", fs.Arg(0), joinUsage)
+		return errUsage
+	}
+	if cfg.Founder == "" || cfg.Token == "" || cfg.CAPin == "" {
+		fmt.Fprintf(os.Stderr, "stratum join: --founder, --token and --ca-pin are required\n%s\n", joinUsage)
+		return errUsage
+	}
+	pcrs, err := tpm.ParsePCRs(*pcrFlag)
+	if err != nil {
+		return fmt.Errorf("--pcrs: %w", err)
+	}
+	cfg.PCRs = pcrs
+	cfg.Out = os.Stdout
+	if err := joiner.Run(ctx, cfg); err != nil {
+		if code := joiner.ExitCode(err); code != 1 {
+			return &ExitError{Code: code, Err: err}
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package joiner
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"stratum/crypto"
+)
+
+// Where the delivery goes, relative to --root.
+const (
+	etcDir     = "etc/stratum"
+	secretsDir = "etc/stratum/secrets"
+)
+
+// outFile is one file of the delivery. A file whose content is empty is
+// one the delivery does not carry (a Postgres replica has no admin
+// password): a copy left from an earlier delivery is removed, so the node
+// never runs on a stale secret.
+type outFile struct {
+	rel  string
+	data []byte
+	mode os.FileMode
+}
+
+// persisted summarises a written delivery for the log.
+type persisted struct {
+	nodeID, clusterID, role string
+	generation              uint64
+}
+
+// persist writes the delivery under --root (SPEC 7 step 5). Everything is
+// checked and rendered before the first write, so a bad delivery writes
+// nothing; each file is then written atomically at its mode (temp file in
+// the same directory, fsync, rename). The unseal key goes first, sealed
+// to the TPM, as the seed demands "immediately on receipt".
+func (j *joiner) persist(d *delivery) (*persisted, error) {
+	b, all, err := parseBundle(d.Bundle)
+	if err != nil {
+		return nil, err
+	}
+	nodeID, err := b.check(j.cfg.CAPin, d.NodeYAML)
+	if err != nil {
+		return nil, err
+	}
+	public, err := publicBundle(all)
+	if err != nil {
+		return nil, err
+	}
+	cpEnv, err := renderEnv(controlPlaneEnv(b, nodeID))
+	if err != nil {
+		return nil, fmt.Errorf("controlplane.env: %w", err)
+	}
+	var axEnv []byte
+	if b.AxdnsdEncryptionKey != "" {
+		if axEnv, err = renderEnv([]envLine{{"ENCRYPTION_KEY", b.AxdnsdEncryptionKey}}); err != nil {
+			return nil, fmt.Errorf("axdnsd.env: %w", err)
+		}
+	} else {
+		j.log.printf("note: the bundle has no axdnsdEncryptionKey (a founder that predates it); axdnsd.env is not written")
+	}
+	nodeToken := ""
+	if b.OpenBaoNodeToken != nil {
+		nodeToken = *b.OpenBaoNodeToken
+	}
+	files := []outFile{
+		{etcDir + "/node.yaml", []byte(d.NodeYAML), 0o644},
+		{etcDir + "/bundle.json", public, 0o644},
+		{secretsDir + "/node.key", []byte(b.NodeKey), 0o600},
+		{secretsDir + "/node.crt", []byte(b.NodeCert), 0o644},
+		{secretsDir + "/ca.pem", []byte(b.CABundle), 0o644},
+		{secretsDir + "/postgres-password", []byte(b.PostgresPassword), 0o600},
+		{secretsDir + "/admin-password", []byte(b.AdminPassword), 0o600},
+		{secretsDir + "/openbao-token", []byte(b.OpenBaoToken), 0o600},
+		{secretsDir + "/axdnsd-encryption-key", []byte(b.AxdnsdEncryptionKey), 0o600},
+		{secretsDir + "/openbao-node.token", []byte(nodeToken), 0o600},
+		{etcDir + "/controlplane.env", cpEnv, 0o600},
+		{etcDir + "/axdnsd.env", axEnv, 0o600},
+		{etcDir + "/bootstrap-credentials.txt", bootstrapCredentials(b), 0o600},
+	}
+
+	root := j.cfg.Root
+	if err := os.MkdirAll(filepath.Join(root, etcDir), 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", filepath.Join(root, etcDir), err)
+	}
+	// MkdirAll leaves an existing directory's mode alone: set it, since
+	// the secrets' 0600 means little in a directory others can list.
+	sd := filepath.Join(root, secretsDir)
+	if err := os.MkdirAll(sd, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", sd, err)
+	}
+	if err := os.Chmod(sd, 0o700); err != nil {
+		return nil, err
+	}
+	if err := j.storeUnsealKey(sd, b.OpenBaoUnsealKey); err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		path := filepath.Join(root, filepath.FromSlash(f.rel))
+		if len(f.data) == 0 {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("remove stale %s: %w", path, err)
+			}
+			continue
+		}
+		if err := crypto.WriteFileAtomic(path, f.data, f.mode); err != nil {
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return &persisted{nodeID: nodeID, clusterID: b.ClusterID, role: b.Role, generation: b.Generation}, nil
+}

@@ -1,0 +1,77 @@
+package joiner
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Exit codes of `stratum join`. 0 means joined and 2 is a usage error (the
+// cli's convention); the two final outcomes other than joined get their own
+// codes so a unit file or an installer script can tell "an operator said
+// no" from "the join broke" without parsing text. Every other error
+// (unreachable founder at shutdown, a refused token, a bad release) is 1:
+// running again, after fixing what the message names, picks up where the
+// run stopped.
+const (
+	ExitRejected = 3
+	ExitFailed   = 4
+)
+
+// Sentinels for the two final outcomes other than joined; errors.Is works
+// on every error Run returns for them.
+var (
+	ErrRejected = errors.New("join rejected")
+	ErrFailed   = errors.New("join failed")
+)
+
+// ExitCode maps an error returned by Run to the process exit code.
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrRejected):
+		return ExitRejected
+	case errors.Is(err, ErrFailed):
+		return ExitFailed
+	default:
+		return 1
+	}
+}
+
+// outcome is the error for a registration that ended rejected or failed.
+type outcome struct {
+	sentinel error
+	joinID   string
+	reason   string
+	local    error // the local failure that made us report failed, if any
+}
+
+func (o *outcome) Error() string {
+	reason := o.reason
+	if reason == "" {
+		reason = "no reason given"
+	}
+	if o.local != nil {
+		return fmt.Sprintf("%v: %v", o.sentinel, o.local)
+	}
+	return fmt.Sprintf("%v (join %s): %s", o.sentinel, o.joinID, reason)
+}
+
+func (o *outcome) Unwrap() []error {
+	if o.local != nil {
+		return []error{o.sentinel, o.local}
+	}
+	return []error{o.sentinel}
+}
+
+// PinError is a founder whose certificate chain does not lead to the CA
+// named by --ca-pin. It is never retried: no amount of waiting makes an
+// impostor (or a typo in the pin) trustworthy.
+type PinError struct {
+	Want   string
+	Reason string
+}
+
+func (e *PinError) Error() string {
+	return fmt.Sprintf("refusing the founder: %s (--ca-pin %s); check the pin printed by `stratum serve` or in the token's joinCommand", e.Reason, e.Want)
+}

@@ -1,0 +1,188 @@
+package joiner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCompareVersions(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"0.6.0", "0.5.0", 1}, {"0.5.0", "0.6.0", -1}, {"0.10.0", "0.9.9", 1}, {"1.0.0", "1.0.0", 0},
+		{"1.0.0-rc.1", "1.0.0", -1}, {"1.0.0-rc.2", "1.0.0-rc.10", -1}, {"1.0.0-alpha", "1.0.0-1", 1},
+		{"1.0.0-alpha", "1.0.0-alpha.1", -1}, {"1.0.0+build.5", "1.0.0", 0},
+	} {
+		if got := compareVersions(c.a, c.b); got != c.want {
+			t.Errorf("compare(%s, %s) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+func TestResolveRelease(t *testing.T) {
+	dir := t.TempDir()
+	log := &printer{w: &strings.Builder{}}
+	if _, err := resolveRelease("", dir, log); err == nil || !strings.Contains(err.Error(), "--release is required") {
+		t.Errorf("no flag, no file: %v", err)
+	}
+	if v, err := resolveRelease("0.5.0", dir, log); err != nil || v != "0.5.0" {
+		t.Errorf("flag only: %q %v", v, err)
+	}
+	if err := writeReleaseFile(dir, "0.6.0"); err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{"": "0.6.0", "0.5.0": "0.6.0", "0.6.0": "0.6.0", "0.7.0": "0.7.0"} {
+		if v, err := resolveRelease(flag, dir, log); err != nil || v != want {
+			t.Errorf("flag %q with file 0.6.0: %q %v, want %s", flag, v, err, want)
+		}
+	}
+	if _, err := resolveRelease("six", dir, log); err == nil {
+		t.Error("a non-semver --release is accepted")
+	}
+	if err := os.WriteFile(filepath.Join(dir, releaseFile), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resolveRelease("0.5.0", dir, log); err == nil {
+		t.Error("a damaged release file is accepted")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	c := Config{Founder: "founder", CAPin: "sha256:xyz", SelfUpgrade: true}
+	err := c.validate()
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{"HOST:PORT", "--token is required", "--ca-pin", "--upgrade-hook"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	good := Config{Founder: "192.0.2.10:9443", Token: "t", CAPin: "sha256:" + strings.Repeat("AB", 32)}
+	if err := good.validate(); err != nil {
+		t.Errorf("valid config refused: %v", err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	b := backoff{base: 500 * time.Millisecond, max: 30 * time.Second}
+	for attempt := range 20 {
+		d := b.delay(attempt)
+		ceil := min(b.base<<min(attempt, 10), b.max)
+		if d < ceil/2 || d > ceil {
+			t.Errorf("attempt %d: %s outside [%s, %s]", attempt, d, ceil/2, ceil)
+		}
+	}
+	h := http.Header{}
+	now := time.Now()
+	if retryAfter(h, now) != 0 {
+		t.Error("absent Retry-After")
+	}
+	h.Set("Retry-After", "3")
+	if retryAfter(h, now) != 3*time.Second {
+		t.Error("seconds")
+	}
+	h.Set("Retry-After", now.Add(10*time.Second).UTC().Format(http.TimeFormat))
+	if d := retryAfter(h, now); d < 8*time.Second || d > 11*time.Second {
+		t.Errorf("date: %s", d)
+	}
+	h.Set("Retry-After", "999999")
+	if retryAfter(h, now) != maxRetryAfter {
+		t.Error("not capped")
+	}
+}
+
+func TestParseContentRange(t *testing.T) {
+	if s, tot, ok := parseContentRange("bytes 100-199/1000"); !ok || s != 100 || tot != 1000 {
+		t.Errorf("%d %d %v", s, tot, ok)
+	}
+	for _, bad := range []string{"", "bytes */1000", "items 1-2/3", "bytes 1-2", "bytes x-2/3"} {
+		if _, _, ok := parseContentRange(bad); ok {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestEnvFiles(t *testing.T) {
+	if _, err := renderEnv([]envLine{{"K", "a\nB=evil"}}); err == nil || strings.Contains(err.Error(), "evil") {
+		t.Errorf("a value with a newline: %v (and the value must not be in the message)", err)
+	}
+	// A Postgres replica: no admin or OpenBao lines when the founder sent none.
+	b := &bundle{Role: "postgres", ClusterID: "cl-1", ParentDomain: "d", Region: "r"}
+	b.VIPs = &struct {
+		OpenBao string `json:"openBao"`
+	}{OpenBao: "2001:db8::242"}
+	got, _ := renderEnv(controlPlaneEnv(b, "n-1"))
+	if want := "STRATUM_PARENT_DOMAIN=d\nSTRATUM_REGION=r\nSTRATUM_CLUSTER_ID=cl-1\nSTRATUM_NODE_ID=n-1\n"; string(got) != want {
+		t.Errorf("postgres env:\n%s", got)
+	}
+	if bootstrapCredentials(b) != nil {
+		t.Error("credentials written without a password")
+	}
+	// A worker with a token and an IPv6 VIP; a founder without adminEmail.
+	b.Role, b.OpenBaoToken, b.AdminPassword = "worker", "tok", "pw"
+	got, _ = renderEnv(controlPlaneEnv(b, "n-1"))
+	for _, want := range []string{"STRATUM_IAM_ADMIN_EMAIL=admin@stratum.local\n", "STRATUM_OPENBAO_ADDR=https://[2001:db8::242]:8200\n"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("env lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestIdentityPersists(t *testing.T) {
+	dir := t.TempDir()
+	a, err := LoadOrCreateIdentity(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadOrCreateIdentity(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Fingerprint != b.Fingerprint || !strings.HasPrefix(a.Fingerprint, "sha256:") || len(a.Fingerprint) != 71 {
+		t.Errorf("fingerprints %s %s", a.Fingerprint, b.Fingerprint)
+	}
+	cert, err := a.ClientCertificate(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := spkiPinOf(cert.Leaf.RawSubjectPublicKeyInfo); got != a.Fingerprint {
+		t.Errorf("the certificate's pin %s is not the fingerprint %s", got, a.Fingerprint)
+	}
+	if err := os.Chmod(filepath.Join(dir, identityFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateIdentity(dir); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a world-readable key is used: %v", err)
+	}
+}
+
+func TestMachineID(t *testing.T) {
+	root := t.TempDir()
+	derived := machineID(root, "sha256:abc")
+	if len(derived) != 32 || !isHex(derived) || derived != machineID(root, "sha256:abc") || derived == machineID(root, "sha256:abd") {
+		t.Errorf("derived id %q", derived)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.Repeat("0123456789abcdef", 2)
+	if err := os.WriteFile(filepath.Join(root, "etc/machine-id"), []byte(id+"\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if got := machineID(root, "sha256:abc"); got != id {
+		t.Errorf("machine-id %q, want %q", got, id)
+	}
+}
+
+func spkiPinOf(spki []byte) string {
+	sum := sha256.Sum256(spki)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
