@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -27,30 +26,30 @@ func acceptedEncoding(r *http.Request) string {
 	return ""
 }
 
-// writeJSONCompressed encodes v, compressed when the client accepts it:
-// release sets of large clusters are megabytes of repetitive JSON.
-func writeJSONCompressed(w http.ResponseWriter, r *http.Request, status int, v any) {
+// writeCompressed answers 200 with the JSON that write produces,
+// compressed when the client accepts it: release sets of large clusters
+// are megabytes of repetitive JSON.
+func writeCompressed(w http.ResponseWriter, r *http.Request, write func(io.Writer) error) error {
 	enc := acceptedEncoding(r)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Add("Vary", "Accept-Encoding")
 	if enc == "" {
-		writeJSON(w, status, v)
-		return
+		return write(w)
 	}
 	w.Header().Set("Content-Encoding", enc)
-	w.WriteHeader(status)
 	var zw io.WriteCloser
 	if enc == "zstd" {
 		z, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 		if err != nil {
-			return
+			return err
 		}
 		zw = z
 	} else {
 		zw, _ = gzip.NewWriterLevel(w, gzip.BestSpeed)
 	}
-	je := json.NewEncoder(zw)
-	je.SetEscapeHTML(false)
-	_ = je.Encode(v)
-	_ = zw.Close()
+	if err := write(zw); err != nil {
+		zw.Close()
+		return err
+	}
+	return zw.Close()
 }

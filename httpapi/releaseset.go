@@ -21,7 +21,10 @@ func MountReleaseSet(svc *releaseset.Service) func(*API) {
 				if err != nil {
 					return err
 				}
-				writeJSONCompressed(w, r, http.StatusOK, set)
+				// Once the body started, a failed write can only be logged.
+				if err := writeCompressed(w, r, set.WriteJSON); err != nil {
+					a.log.Debug("release set answer cut", "err", err)
+				}
 				return nil
 			})
 		a.admin.handle(Route{Method: "PUT", Path: "/v1/cluster/nodes/:nodeId/release", Summary: "Record a node's release (the node's transport leaf, or a bearer token with upgrade:RecordRelease).", Action: "upgrade:RecordRelease", Auth: "node-or-bearer"},
