@@ -139,8 +139,10 @@ func (f *Founder) run(ctx context.Context) error {
 		f.opts.JoinAdvertise = joinLn.Addr().String()
 	}
 	f.services()
+	reg := prometheus.NewRegistry()
+	f.registerDomainMetrics(reg)
 	f.api = httpapi.New(httpapi.Deps{
-		DB: f.db, Log: f.log, Build: o.Build, Startup: f.startup, Registry: prometheus.NewRegistry(),
+		DB: f.db, Log: f.log, Build: o.Build, Startup: f.startup, Registry: reg,
 		ClusterRelease: f.clusterRelease,
 		Mounts:         f.mounts(),
 	})

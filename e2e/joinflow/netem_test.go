@@ -1,0 +1,116 @@
+package joinflow
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cuttingProxy forwards TCP to target and cuts the first connection that
+// has carried more than cutAfter bytes towards the client: a download
+// interrupted in the middle, below TLS, as a flaky network does it.
+type cuttingProxy struct {
+	ln       net.Listener
+	target   string
+	cutAfter int64
+	cut      atomic.Bool
+	toClient atomic.Int64
+	wg       sync.WaitGroup
+}
+
+func startCuttingProxy(t *testing.T, target string, cutAfter int64) *cuttingProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cuttingProxy{ln: ln, target: target, cutAfter: cutAfter}
+	go p.serve()
+	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
+	return p
+}
+
+func (p *cuttingProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cuttingProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.pipe(c)
+		}()
+	}
+}
+
+func (p *cuttingProxy) pipe(client net.Conn) {
+	defer client.Close()
+	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	if err != nil {
+		return
+	}
+	defer server.Close()
+	go func() {
+		io.Copy(server, client)
+		server.Close()
+	}()
+	buf := make([]byte, 64<<10)
+	var sent int64
+	for {
+		n, err := server.Read(buf)
+		if n > 0 {
+			if _, werr := client.Write(buf[:n]); werr != nil {
+				return
+			}
+			sent += int64(n)
+			p.toClient.Add(int64(n))
+			if sent > p.cutAfter && p.cut.CompareAndSwap(false, true) {
+				return // the interruption
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// slotHolder holds one release slot: a needs-upgrade registration reading
+// a large file through a tiny receive window, so the founder's write
+// blocks and its slot stays taken.
+type slotHolder struct {
+	resp *http.Response
+}
+
+func selfSignedClient(t *testing.T, pool *x509.CertPool, rcvbuf int) *http.Client {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "holder"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, priv.Public(), priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialer := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		if rcvbuf == 0 {
+			return nil
+		}
+		var serr error
+		c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
+		return serr
+	}}
+	return &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
+		DialContext:     dialer.DialContext,
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}}},
+	}}
+}

@@ -1,0 +1,23 @@
+package founder
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// registerDomainMetrics exposes the mirror's and the hub's counters.
+func (f *Founder) registerDomainMetrics(reg *prometheus.Registry) {
+	counter := func(name, help string, v func() uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v()) })
+	}
+	gauge := func(name, help string, v func() int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return float64(v()) })
+	}
+	reg.MustRegister(
+		counter("stratum_release_busy_total", "Release reads refused with RELEASE_BUSY.", f.mirror.BusyCount),
+		counter("stratum_release_corrupt_total", "Release chunks that failed verification while serving.", f.mirror.CorruptCount),
+		counter("stratum_release_responses_total", "Release file responses started.", f.mirror.Responses),
+		counter("stratum_release_bytes_sent_total", "Verified release bytes sent.", f.mirror.BytesSent),
+		gauge("stratum_release_reads_in_flight", "Release reads holding a slot.", f.mirror.InFlight),
+		gauge("stratum_join_waiters", "Long-polls waiting on a registration.", f.joins.Hub().Waiters),
+	)
+}
