@@ -62,7 +62,9 @@ func TestReleaseRecords(t *testing.T) {
 	v, _ := register(t, j, token, "0.1.0", "192.0.2.41", 201)
 	f.admin("POST", "/v1/admin/join/registrations/"+v.JoinID+"/approve", map[string]any{}, 200, nil)
 	var d struct {
-		Delivery struct{ Bundle struct{ NodeCert, NodeKey, CABundle string } }
+		Delivery struct {
+			Bundle struct{ NodeCert, NodeKey, CABundle string }
+		}
 	}
 	j.do(t, "GET", "/v1/join/registrations/"+v.JoinID, nil, 200, &d)
 	b := d.Delivery.Bundle

@@ -131,7 +131,9 @@ func TestSelfUpgradeJoin(t *testing.T) {
 	// Approve once it re-registers on the cluster's release.
 	var joinID string
 	waitFor(t, 2*time.Minute, "the upgraded joiner to be pending\n"+jout.String(), func() bool {
-		var list struct{ Registrations []struct{ JoinID, State, Release, Hostname string } }
+		var list struct {
+			Registrations []struct{ JoinID, State, Release, Hostname string }
+		}
 		f.do(t, "GET", "/v1/admin/join/registrations?state=pending", nil, 200, &list)
 		for _, r := range list.Registrations {
 			if r.Hostname == "lab-2" && r.Release == "0.2.0" {
