@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/go-tpm/tpm2"
 
+	"stratum/release"
 	"stratum/tpm"
 	"stratum/tpm/tpmtest"
 )
@@ -184,6 +185,7 @@ func TestSelfUpgradeJoin(t *testing.T) {
 	}
 
 	checkRoot(t, root, state, unsealKey)
+	untrustedKey(t, f, work, hook)
 
 	// The boot-time unseal service gets the key back from the same TPM,
 	// and not once PCR 7 has changed.
@@ -317,4 +319,48 @@ func post(t *testing.T, c *http.Client, url string, body any, want int, out any)
 	if out != nil {
 		json.Unmarshal(raw, out)
 	}
+}
+
+// untrustedKey: a joiner whose release keys do not include the signer
+// refuses the manifest, names the key, and never runs its hook.
+func untrustedKey(t *testing.T, f *founder, work, hook string) {
+	t.Helper()
+	other := filepath.Join(work, "other-keys")
+	os.MkdirAll(other, 0o700)
+	mustRun(t, "release", "keygen", "--out", filepath.Join(other, "other"))
+	os.Remove(filepath.Join(other, "other.key"))
+	var tok struct{ Token string }
+	f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker"}, 201, &tok)
+	marker := filepath.Join(work, "hook.out")
+	os.Remove(marker)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "join", "--founder", f.join, "--token", tok.Token, "--ca-pin", f.pin,
+		"--release", "0.1.0", "--self-upgrade", "--upgrade-hook", hook, "--release-keys", other,
+		"--state-dir", filepath.Join(work, "state2"), "--root", filepath.Join(work, "root2"), "--hostname", "lab-3", "--mgmt-ip", "192.0.2.13")
+	cmd.Env = cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("a manifest signed by an untrusted key was accepted:\n%s", out)
+	}
+	signer := keyIDOf(t, filepath.Join(work, "pub", "release.pub"))
+	if !strings.Contains(string(out), signer) {
+		t.Fatalf("the refusal does not name the signing key %s:\n%s", signer, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the hook ran on an unverified release")
+	}
+}
+
+// keyIDOf is the release key id: SHA-256 of the raw ed25519 public key.
+func keyIDOf(t *testing.T, pubFile string) string {
+	raw, err := os.ReadFile(pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := release.ParsePublicKey(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return release.KeyID(pub)
 }
