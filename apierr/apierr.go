@@ -7,6 +7,7 @@ package apierr
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Code is one of the error codes of SPEC section 2.
@@ -58,11 +59,19 @@ type Error struct {
 	RetryAfter int `json:"-"`
 }
 
+// Error names the code, the message and each field problem; field
+// messages never quote the values they judge, so this is safe to log.
 func (e *Error) Error() string {
-	if len(e.Fields) > 0 {
-		return fmt.Sprintf("%s: %s (%d field problems)", e.Code, e.Message, len(e.Fields))
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", e.Code, e.Message)
+	for i, f := range e.Fields {
+		sep := "; "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%s%s: %s", sep, f.Field, f.Message)
 	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+	return b.String()
 }
 
 // New returns an error with code and message.

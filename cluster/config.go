@@ -3,12 +3,10 @@
 package cluster
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
+	"reflect"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -74,12 +72,61 @@ func DevDefaults() Config {
 // naming it.
 func ParseConfig(b []byte) (Config, error) {
 	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return Config{}, fmt.Errorf("cluster file: %w", err)
+	}
+	if len(root.Content) == 0 {
+		return c, nil
+	}
+	var f apierr.Fields
+	unknownKeys(&f, root.Content[0], reflect.TypeOf(c), "")
+	if err := f.Err("the cluster file has keys stratum does not know"); err != nil {
+		return Config{}, err
+	}
+	if err := root.Decode(&c); err != nil {
 		return Config{}, fmt.Errorf("cluster file: %w", err)
 	}
 	return c, nil
+}
+
+// unknownKeys names every mapping key of n that t has no field for, by
+// its path in the file (founder.networks.storage.mask), not by Go type.
+func unknownKeys(f *apierr.Fields, n *yaml.Node, t reflect.Type, path string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i].Value, n.Content[i+1]
+		at := key
+		if path != "" {
+			at = path + "." + key
+		}
+		switch t.Kind() {
+		case reflect.Map:
+			unknownKeys(f, val, t.Elem(), at)
+		case reflect.Struct:
+			ft, ok := yamlField(t, key)
+			if !ok {
+				f.Add(at, "unknown key")
+				continue
+			}
+			unknownKeys(f, val, ft, at)
+		}
+	}
+}
+
+func yamlField(t reflect.Type, key string) (reflect.Type, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name == key {
+			return t.Field(i).Type, true
+		}
+	}
+	return nil, false
 }
 
 // LoadConfig reads and parses the cluster file at path.
@@ -125,9 +172,12 @@ func (c *Config) Validate(dev bool) error {
 	}
 	ValidateNetworks(&f, "founder.networks", c.Founder.Networks)
 	ValidateLabels(&f, "founder.labels", c.Founder.Labels)
-	for name, v := range map[string]string{"api": c.VIPs.API, "postgres": c.VIPs.Postgres, "openBao": c.VIPs.OpenBao, "ovnNb": c.VIPs.OvnNb, "ovnSb": c.VIPs.OvnSb, "vmselect": c.VIPs.Vmselect, "floatingNextHop": c.VIPs.FloatingNextHop} {
-		if v != "" {
-			ValidateIP(&f, "vips."+name, v)
+	for _, v := range []struct{ name, ip string }{
+		{"api", c.VIPs.API}, {"postgres", c.VIPs.Postgres}, {"openBao", c.VIPs.OpenBao}, {"ovnNb", c.VIPs.OvnNb},
+		{"ovnSb", c.VIPs.OvnSb}, {"vmselect", c.VIPs.Vmselect}, {"floatingNextHop", c.VIPs.FloatingNextHop},
+	} {
+		if v.ip != "" {
+			ValidateIP(&f, "vips."+v.name, v.ip)
 		}
 	}
 	if k := c.Secrets.AxdnsdEncryptionKey; k != "" && !isHex64(k) {

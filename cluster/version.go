@@ -17,14 +17,17 @@ func ParseVersion(s string) (Version, error) {
 	orig := s
 	s = strings.TrimPrefix(s, "v")
 	if i := strings.IndexByte(s, '+'); i >= 0 {
+		if !validIdents(s[i+1:], false) {
+			return Version{}, fmt.Errorf("%q: bad build metadata", orig)
+		}
 		s = s[:i]
 	}
 	var v Version
 	if i := strings.IndexByte(s, '-'); i >= 0 {
 		v.Pre = s[i+1:]
 		s = s[:i]
-		if v.Pre == "" {
-			return Version{}, fmt.Errorf("%q: empty pre-release", orig)
+		if !validIdents(v.Pre, true) {
+			return Version{}, fmt.Errorf("%q: bad pre-release", orig)
 		}
 	}
 	parts := strings.Split(s, ".")
@@ -106,4 +109,18 @@ func CompareVersions(a, b string) int {
 		return strings.Compare(a, b)
 	}
 	return va.Compare(vb)
+}
+
+// validIdents checks dot-separated identifiers of [0-9A-Za-z-]; numeric
+// pre-release identifiers carry no leading zero (semver 2.0 items 9, 10).
+func validIdents(s string, pre bool) bool {
+	for _, id := range strings.Split(s, ".") {
+		if id == "" || strings.Trim(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-") != "" {
+			return false
+		}
+		if pre && len(id) > 1 && id[0] == '0' && strings.Trim(id, "0123456789") == "" {
+			return false
+		}
+	}
+	return true
 }

@@ -91,27 +91,30 @@ func Init(d DataDir, cfg cluster.Config, dev bool, now time.Time) (InitResult, e
 	}
 	defer db.Close()
 	var res InitResult
-	var adminPassword string
 	var caPEM []byte
 	err = db.Update(func(tx *store.Tx) error {
 		id, sec, ca, err := cluster.Init(tx, cfg, dev, now)
 		if err != nil {
 			return err
 		}
-		res.Identity, res.CAPin, caPEM, adminPassword = id, ca.Pin(), ca.CertPEM(), sec.AdminPassword
-		return iam.CreateBootstrapAdmin(tx, id.AdminEmail, sec.AdminPassword, now)
+		res.Identity, res.CAPin, caPEM = id, ca.Pin(), ca.CertPEM()
+		if err := iam.CreateBootstrapAdmin(tx, id.AdminEmail, sec.AdminPassword, now); err != nil {
+			return err
+		}
+		// The credentials reach the disk before the cluster commits: a
+		// crash between the two leaves no cluster whose admin password is
+		// lost (init runs again and overwrites the file).
+		creds := fmt.Sprintf("email=%s\npassword=%s\n", id.AdminEmail, sec.AdminPassword)
+		return crypto.WriteFileAtomic(d.Credentials(), []byte(creds), 0o600)
 	})
 	if err != nil {
 		db.Close()
 		os.Remove(d.DB())
 		os.Remove(d.DataKey())
+		os.Remove(d.Credentials())
 		return InitResult{}, err
 	}
 	if err := crypto.WriteFileAtomic(d.CACert(), caPEM, 0o644); err != nil {
-		return res, err
-	}
-	creds := fmt.Sprintf("email=%s\npassword=%s\n", res.Identity.AdminEmail, adminPassword)
-	if err := crypto.WriteFileAtomic(d.Credentials(), []byte(creds), 0o600); err != nil {
 		return res, err
 	}
 	res.CredentialsPath = d.Credentials()

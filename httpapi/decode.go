@@ -1,15 +1,11 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"stratum/apierr"
+	"stratum/strictjson"
 )
 
 // Body limits (SPEC section 2).
@@ -43,50 +39,6 @@ func decodeJSON(r *http.Request, v any) error {
 	return DecodeStrict(b, v)
 }
 
-// DecodeStrict decodes b into v, refusing unknown fields.
-func DecodeStrict(b []byte, v any) error {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return apierr.WithFields(apierr.InvalidInput, "the request body is empty; a JSON object is expected", []apierr.FieldError{{Field: "", Message: "required"}})
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
-	}
-	if dec.More() {
-		return apierr.WithFields(apierr.InvalidInput, "the request body has data after the JSON value", []apierr.FieldError{{Field: "", Message: "trailing data"}})
-	}
-	return nil
-}
-
-func jsonError(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		return apierr.WithFields(apierr.InvalidInput, "a field has the wrong type", []apierr.FieldError{{Field: field, Message: fmt.Sprintf("must be %s", jsonKind(typeErr.Type.Kind().String()))}})
-	case errors.As(err, &syntaxErr):
-		return apierr.WithFields(apierr.InvalidInput, "the request body is not valid JSON", []apierr.FieldError{{Field: "", Message: fmt.Sprintf("syntax error at byte %d", syntaxErr.Offset)}})
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return apierr.WithFields(apierr.InvalidInput, "the request has an unknown field", []apierr.FieldError{{Field: name, Message: "unknown field"}})
-	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		return apierr.WithFields(apierr.InvalidInput, "the request body is truncated JSON", []apierr.FieldError{{Field: "", Message: "unexpected end of JSON"}})
-	}
-	return apierr.WithFields(apierr.InvalidInput, "the request body is not valid JSON", []apierr.FieldError{{Field: "", Message: "malformed JSON"}})
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "struct", "map":
-		return "an object"
-	case "slice", "array":
-		return "an array"
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	}
-	return "a number"
-}
+// DecodeStrict decodes b into v: unknown, duplicate and mis-cased keys
+// are INVALID_INPUT naming each field's path.
+func DecodeStrict(b []byte, v any) error { return strictjson.Decode(b, v) }

@@ -20,6 +20,9 @@ func (a *API) mountIAM() {
 	m.handle(Route{Method: "DELETE", Path: "/v1/iam/tokens/:tokenId", Summary: "Revoke an API token.", Action: "iam:RevokeToken", Auth: "bearer"}, a.revokeAPIToken)
 }
 
+// passwordChecks bounds concurrent argon2id verifications.
+var passwordChecks = make(chan struct{}, 2)
+
 type loginRequest struct {
 	Email    string `json:"email"`
 	Password string `json:"password"`
@@ -39,13 +42,28 @@ func (a *API) login(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
+	// The argon2id check (64 MiB, tens of ms) runs outside the write
+	// transaction and at most two at a time, so a flood of logins neither
+	// holds the store's one writer nor exhausts memory.
+	select {
+	case passwordChecks <- struct{}{}:
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
+	var u iam.User
+	err = a.DB.View(func(tx *store.Tx) error {
+		var err error
+		u, err = iam.CheckLogin(tx, req.Email, req.Password)
+		return err
+	})
+	<-passwordChecks
+	if err != nil {
+		return err
+	}
 	var token string
 	var expires time.Time
 	err = a.DB.Update(func(tx *store.Tx) error {
-		u, err := iam.CheckLogin(tx, req.Email, req.Password)
-		if err != nil {
-			return err
-		}
+		var err error
 		token, expires, err = iam.StartSession(tx, u, a.Now())
 		return err
 	})

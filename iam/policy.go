@@ -1,13 +1,15 @@
 package iam
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"stratum/apierr"
+	"stratum/strictjson"
 )
 
 // PolicyVersion is the only policy language version.
@@ -42,20 +44,41 @@ const (
 // finding at once as INVALID_POLICY.
 func ParsePolicy(raw []byte) (Policy, error) {
 	var p Policy
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return p, invalidPolicy([]apierr.Issue{{Code: FindingInvalidDocument, Statement: -1}}, "the policy document is not valid JSON of the policy shape: "+jsonProblem(err))
+	var problems apierr.Fields
+	if err := strictjson.Check(raw, reflect.TypeOf(p), &problems); err != nil {
+		return p, invalidPolicy([]apierr.Issue{{Code: FindingInvalidDocument, Statement: -1}}, "the policy document is not valid JSON: "+err.Error())
 	}
-	if dec.More() {
-		return p, invalidPolicy([]apierr.Issue{{Code: FindingInvalidDocument, Statement: -1}}, "the policy document has data after its end")
+	// Unknown, duplicate or mis-cased keys make a document ambiguous: a
+	// second "effect" or a "Statement" beside "statement" would silently
+	// win. Each is a finding of its statement.
+	var issues []apierr.Issue
+	seen := map[int]bool{}
+	for _, f := range problems {
+		if n := statementOf(f.Field); !seen[n] {
+			seen[n] = true
+			issues = append(issues, apierr.Issue{Code: FindingInvalidDocument, Statement: n})
+		}
+	}
+	if len(issues) > 0 {
+		return p, invalidPolicy(issues, fmt.Sprintf("the policy document has %d findings: unknown, repeated or mis-cased keys, or values of the wrong type", len(issues)))
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return p, invalidPolicy([]apierr.Issue{{Code: FindingInvalidDocument, Statement: -1}}, "the policy document does not have the policy shape")
 	}
 	return p, p.Validate()
 }
 
-func jsonProblem(err error) string {
-	msg := err.Error()
-	return strings.TrimPrefix(msg, "json: ")
+// statementOf returns N for a path under statement[N], else -1.
+func statementOf(path string) int {
+	rest, ok := strings.CutPrefix(path, "statement[")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ']')])
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 func invalidPolicy(issues []apierr.Issue, msg string) error {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -58,6 +59,9 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 // AuditEvents returns events with seq > after, at most limit of them.
 func (db *DB) AuditEvents(after uint64, limit int) ([]AuditEvent, error) {
 	var out []AuditEvent
+	if after == math.MaxUint64 {
+		return out, nil
+	}
 	err := db.View(func(tx *Tx) error {
 		b := tx.btx.Bucket([]byte(AuditBucket))
 		if b == nil {

@@ -13,10 +13,14 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrClosed is returned once the store is closed (shutdown).
 var ErrClosed = errors.New("store: closed")
+
+// errNoSealer: a store opened read-only has no data key.
+var errNoSealer = errors.New("store: opened without the data key; sealed values stay sealed")
 
 // Sealer encrypts secrets before they reach the file.
 type Sealer interface {
@@ -39,7 +43,7 @@ type DB struct {
 func Open(path string, sealer Sealer) (*DB, error) {
 	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("open %s: another process holds the store (is a founder already running?)", path)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -72,10 +76,23 @@ func (db *DB) Close() error {
 // transaction is committed (and fsynced) before the OnCommit hooks run;
 // when it returns an error nothing it wrote is kept.
 func (db *DB) Update(fn func(tx *Tx) error) error {
+	hooks, err := db.update(fn)
+	if err != nil {
+		return err
+	}
+	for _, h := range hooks {
+		h()
+	}
+	return nil
+}
+
+// update holds the close lock only around the transaction, released even
+// when fn panics, so a recovered handler panic never blocks Close.
+func (db *DB) update(fn func(tx *Tx) error) ([]func(), error) {
 	db.mu.RLock()
+	defer db.mu.RUnlock()
 	if db.closed {
-		db.mu.RUnlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	var hooks []func()
 	err := db.bolt.Update(func(btx *bolt.Tx) error {
@@ -86,14 +103,7 @@ func (db *DB) Update(fn func(tx *Tx) error) error {
 		hooks = tx.hooks
 		return nil
 	})
-	db.mu.RUnlock()
-	if err != nil {
-		return err
-	}
-	for _, h := range hooks {
-		h()
-	}
-	return nil
+	return hooks, err
 }
 
 // View runs fn in a read-only transaction.
@@ -127,7 +137,7 @@ func (tx *Tx) bucket(name string) (*bolt.Bucket, error) {
 		return b, nil
 	}
 	if !tx.btx.Writable() {
-		return nil, nil
+		return nil, berrors.ErrTxNotWritable
 	}
 	return tx.btx.CreateBucket([]byte(name))
 }
@@ -202,6 +212,9 @@ func (tx *Tx) NextSequence(bucket string) (uint64, error) {
 // and key are bound as additional data, so a sealed value moved elsewhere
 // in the file does not open.
 func (tx *Tx) PutSealed(bucket, key string, plaintext []byte) error {
+	if tx.db.sealer == nil {
+		return errNoSealer
+	}
 	ct, err := tx.db.sealer.Seal(plaintext, []byte(bucket+"/"+key))
 	if err != nil {
 		return fmt.Errorf("store: seal %s/%s: %w", bucket, key, err)
@@ -214,6 +227,9 @@ func (tx *Tx) GetSealed(bucket, key string) ([]byte, bool, error) {
 	ct := tx.GetRaw(bucket, key)
 	if ct == nil {
 		return nil, false, nil
+	}
+	if tx.db.sealer == nil {
+		return nil, true, errNoSealer
 	}
 	pt, err := tx.db.sealer.Open(ct, []byte(bucket+"/"+key))
 	if err != nil {
@@ -239,7 +255,7 @@ func OpenReadOnly(path string) (*DB, error) {
 	}
 	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("open %s: a running founder holds the store; ask it instead (the command does so through DIR/control.sock when it can)", path)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)

@@ -1,0 +1,753 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"stratum/crypto"
+)
+
+// testKey returns a fresh data key.
+func testKey(t *testing.T) *crypto.DataKey {
+	t.Helper()
+	k, err := crypto.NewDataKey(bytes.Repeat([]byte{byte(len(t.Name()))}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func otherKey(t *testing.T) *crypto.DataKey {
+	t.Helper()
+	k, err := crypto.NewDataKey(bytes.Repeat([]byte{0xA5}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// openTemp opens a new store in a temp dir and closes it at cleanup.
+func openTemp(t *testing.T, sealer Sealer) (*DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "stratum.db")
+	db, err := Open(path, sealer)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, path
+}
+
+// rawUpdate edits a closed store file with bbolt directly.
+func rawUpdate(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
+	t.Helper()
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatalf("bolt.Open: %v", err)
+	}
+	defer b.Close()
+	if err := b.Update(fn); err != nil {
+		t.Fatalf("raw update: %v", err)
+	}
+}
+
+func TestMigrationsSetSchema(t *testing.T) {
+	db, path := openTemp(t, testKey(t))
+	if got := db.Schema(); got != SchemaVersion || SchemaVersion != 1 {
+		t.Fatalf("Schema() = %d, SchemaVersion = %d; want 1", got, SchemaVersion)
+	}
+	if db.Path() != path {
+		t.Errorf("Path() = %q, want %q", db.Path(), path)
+	}
+	db.Close()
+
+	// The file itself records schema 1 and has the buckets migration 0->1 makes.
+	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.View(func(tx *bolt.Tx) error {
+		for _, name := range []string{metaBucket, AuditBucket} {
+			if tx.Bucket([]byte(name)) == nil {
+				return fmt.Errorf("bucket %q missing after migrations", name)
+			}
+		}
+		v := tx.Bucket([]byte(metaBucket)).Get([]byte("schema"))
+		if len(v) != 8 || binary.BigEndian.Uint64(v) != 1 {
+			return fmt.Errorf("meta/schema = %x, want big-endian 1", v)
+		}
+		return nil
+	})
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Reopening runs no migration twice and keeps the level.
+	db2, err := Open(path, testKey(t))
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer db2.Close()
+	if got := db2.Schema(); got != 1 {
+		t.Fatalf("after reopen Schema() = %d, want 1", got)
+	}
+	if mode, err := FileMode(path); err != nil || mode != 0o600 {
+		t.Errorf("store file mode = %v (%v), want 0600", mode, err)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	db, path := openTemp(t, testKey(t))
+	db.Close()
+	rawUpdate(t, path, func(tx *bolt.Tx) error {
+		var buf [8]byte
+		binary.BigEndian.PutUint64(buf[:], 99)
+		return tx.Bucket([]byte(metaBucket)).Put([]byte("schema"), buf[:])
+	})
+	for name, open := range map[string]func() (*DB, error){
+		"Open":         func() (*DB, error) { return Open(path, testKey(t)) },
+		"OpenReadOnly": func() (*DB, error) { return OpenReadOnly(path) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			db, err := open()
+			if err == nil {
+				db.Close()
+				t.Fatal("a store with schema 99 was opened")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "99") || !strings.Contains(msg, fmt.Sprint(SchemaVersion)) || !strings.Contains(msg, "newer") {
+				t.Fatalf("error does not name both versions: %q", msg)
+			}
+		})
+	}
+	// The refusal must not have "migrated" the file down.
+	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	_ = b.View(func(tx *bolt.Tx) error {
+		if v := schemaOf(tx); v != 99 {
+			t.Errorf("schema after refused open = %d, want 99 untouched", v)
+		}
+		return nil
+	})
+}
+
+func TestSealedValues(t *testing.T) {
+	db, _ := openTemp(t, testKey(t))
+	secret := []byte("correct horse battery staple")
+	if err := db.Update(func(tx *Tx) error { return tx.PutSealed("secrets", "pg", secret) }); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Update(func(tx *Tx) error {
+		raw := tx.GetRaw("secrets", "pg")
+		if raw == nil {
+			return errors.New("sealed value not stored")
+		}
+		if bytes.Contains(raw, secret) {
+			return errors.New("sealed value holds the plaintext")
+		}
+		got, found, err := tx.GetSealed("secrets", "pg")
+		if err != nil || !found || !bytes.Equal(got, secret) {
+			return fmt.Errorf("GetSealed = %q, %v, %v; want the plaintext", got, found, err)
+		}
+		// Copy the sealed bytes elsewhere: the bucket/key binding must refuse them.
+		cp := append([]byte(nil), raw...)
+		if err := tx.PutRaw("secrets", "other", cp); err != nil {
+			return err
+		}
+		if err := tx.PutRaw("elsewhere", "pg", cp); err != nil {
+			return err
+		}
+		for _, at := range [][2]string{{"secrets", "other"}, {"elsewhere", "pg"}} {
+			pt, found, err := tx.GetSealed(at[0], at[1])
+			if err == nil {
+				return fmt.Errorf("a sealed value copied to %s/%s opened: %q", at[0], at[1], pt)
+			}
+			if !found || pt != nil {
+				return fmt.Errorf("copied value at %s/%s: found=%v pt=%q", at[0], at[1], found, pt)
+			}
+			if !strings.Contains(err.Error(), at[0]+"/"+at[1]) {
+				return fmt.Errorf("error does not name %s/%s: %v", at[0], at[1], err)
+			}
+		}
+		if _, found, err := tx.GetSealed("secrets", "absent"); found || err != nil {
+			return fmt.Errorf("absent sealed value: found=%v err=%v", found, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSealedValueUnderAnotherDataKey(t *testing.T) {
+	db, path := openTemp(t, testKey(t))
+	if err := db.Update(func(tx *Tx) error { return tx.PutSealed("secrets", "ca-key", []byte("PEM")) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db2, err := Open(path, otherKey(t))
+	if err != nil {
+		t.Fatalf("open with another key: %v", err)
+	}
+	defer db2.Close()
+	err = db2.View(func(tx *Tx) error {
+		pt, found, err := tx.GetSealed("secrets", "ca-key")
+		if err == nil {
+			return fmt.Errorf("opened under another data key: %q", pt)
+		}
+		if !found || len(pt) != 0 {
+			return fmt.Errorf("found=%v pt=%q: a wrong key must not look like an empty or absent value", found, pt)
+		}
+		if !strings.Contains(err.Error(), "data.key") || !strings.Contains(err.Error(), "secrets/ca-key") {
+			return fmt.Errorf("error is not clear about the key: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUpdateOnCommitAndRollback(t *testing.T) {
+	db, _ := openTemp(t, testKey(t))
+
+	var sawCommitted bool
+	hookRuns := 0
+	err := db.Update(func(tx *Tx) error {
+		tx.OnCommit(func() {
+			hookRuns++
+			// A hook sees the committed state from a new transaction.
+			_ = db.View(func(tx *Tx) error {
+				sawCommitted = string(tx.GetRaw("b", "k")) == "v1"
+				return nil
+			})
+		})
+		if hookRuns != 0 {
+			t.Error("OnCommit ran before the transaction ended")
+		}
+		return tx.PutRaw("b", "k", []byte("v1"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hookRuns != 1 || !sawCommitted {
+		t.Fatalf("hook runs = %d, saw committed value = %v; want 1, true", hookRuns, sawCommitted)
+	}
+
+	boom := errors.New("boom")
+	hookRuns = 0
+	err = db.Update(func(tx *Tx) error {
+		tx.OnCommit(func() { hookRuns++ })
+		if err := tx.PutRaw("b", "k", []byte("v2")); err != nil {
+			return err
+		}
+		if err := tx.PutRaw("b", "new", []byte("x")); err != nil {
+			return err
+		}
+		if err := tx.Audit("test.failed", "t", "s", nil); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update returned %v, want fn's error", err)
+	}
+	if hookRuns != 0 {
+		t.Fatalf("OnCommit ran %d times for a failed Update", hookRuns)
+	}
+	_ = db.View(func(tx *Tx) error {
+		if got := string(tx.GetRaw("b", "k")); got != "v1" {
+			t.Errorf("failed Update changed b/k to %q", got)
+		}
+		if tx.GetRaw("b", "new") != nil {
+			t.Error("failed Update left b/new")
+		}
+		return nil
+	})
+	if evs, err := db.AuditEvents(0, 10); err != nil || len(evs) != 0 {
+		t.Errorf("failed Update left audit events: %v %v", evs, err)
+	}
+}
+
+// A panic inside an Update (a handler bug recovered by the router's panic
+// handler) must not leave the store's lock held: Close at shutdown would
+// then wait forever and every later Update and View would block.
+func TestUpdatePanicReleasesLock(t *testing.T) {
+	// No Close at cleanup: on failure it would hang the test binary.
+	db, err := Open(filepath.Join(t.TempDir(), "stratum.db"), testKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() { _ = recover() }()
+		_ = db.Update(func(tx *Tx) error { panic("handler bug") })
+	}()
+	done := make(chan error, 1)
+	go func() {
+		if err := db.Update(func(tx *Tx) error { return tx.PutRaw("b", "k", []byte("v")) }); err != nil {
+			done <- err
+			return
+		}
+		done <- db.Close()
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("after a panicking Update the store is stuck: Update/Close did not return (DB.Update does not release db.mu on panic)")
+	}
+}
+
+func TestClosedStore(t *testing.T) {
+	db, _ := openTemp(t, testKey(t))
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := db.Update(func(*Tx) error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Errorf("Update after Close = %v, want ErrClosed", err)
+	}
+	if err := db.View(func(*Tx) error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Errorf("View after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestJSONValues(t *testing.T) {
+	db, _ := openTemp(t, testKey(t))
+	type rec struct {
+		A string `json:"a"`
+		N int    `json:"n"`
+	}
+	err := db.Update(func(tx *Tx) error {
+		for i, k := range []string{"b", "a", "c"} {
+			if err := tx.PutJSON("recs", k, rec{A: k, N: i}); err != nil {
+				return err
+			}
+		}
+		return tx.PutRaw("recs", "z", []byte("{not json"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.View(func(tx *Tx) error {
+		var r rec
+		if found, err := tx.GetJSON("recs", "a", &r); !found || err != nil || r != (rec{"a", 1}) {
+			t.Errorf("GetJSON a = %+v %v %v", r, found, err)
+		}
+		if found, err := tx.GetJSON("recs", "missing", &r); found || err != nil {
+			t.Errorf("GetJSON missing: found=%v err=%v", found, err)
+		}
+		if found, err := tx.GetJSON("nobucket", "a", &r); found || err != nil {
+			t.Errorf("GetJSON in absent bucket: found=%v err=%v", found, err)
+		}
+		if _, err := tx.GetJSON("recs", "z", &r); err == nil || !strings.Contains(err.Error(), "recs/z") {
+			t.Errorf("GetJSON of bad JSON = %v, want an error naming recs/z", err)
+		}
+		var keys []string
+		_ = tx.ForEach("recs", func(k string, _ []byte) error { keys = append(keys, k); return nil })
+		if strings.Join(keys, ",") != "a,b,c,z" {
+			t.Errorf("ForEach order = %v", keys)
+		}
+		return nil
+	})
+	if err := db.Update(func(tx *Tx) error {
+		if err := tx.Delete("recs", "a"); err != nil {
+			return err
+		}
+		return tx.Delete("nobucket", "x")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.View(func(tx *Tx) error {
+		if tx.GetRaw("recs", "a") != nil {
+			t.Error("Delete left recs/a")
+		}
+		return nil
+	})
+}
+
+// A write attempted in a read-only transaction must be an error, not a
+// nil-pointer panic (Tx.bucket returns a nil bucket and a nil error).
+func TestWriteInViewIsAnError(t *testing.T) {
+	db, _ := openTemp(t, testKey(t))
+	cases := map[string]func(tx *Tx) error{
+		"PutRaw new bucket":   func(tx *Tx) error { return tx.PutRaw("never-created", "k", []byte("v")) },
+		"PutSealed":           func(tx *Tx) error { return tx.PutSealed("never-created", "k", []byte("v")) },
+		"NextSequence":        func(tx *Tx) error { _, err := tx.NextSequence("never-created"); return err },
+		"PutRaw existing":     func(tx *Tx) error { return tx.PutRaw(metaBucket, "k", []byte("v")) },
+		"Audit (bucket made)": func(tx *Tx) error { return tx.Audit("k", "a", "s", nil) },
+	}
+	for name, write := range cases {
+		t.Run(name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("write in a View panicked: %v", r)
+					}
+				}()
+				err = db.View(write)
+			}()
+			if err == nil {
+				t.Fatal("write in a View returned no error")
+			}
+		})
+	}
+}
+
+func appendEvents(t *testing.T, db *DB, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		err := db.Update(func(tx *Tx) error {
+			return tx.Audit("test.event", "tester", fmt.Sprintf("subject-%d", i), map[string]string{"i": fmt.Sprint(i)})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAuditChain(t *testing.T) {
+	db, _ := openTemp(t, testKey(t))
+	if n, err := db.VerifyAudit(); n != 0 || err != nil {
+		t.Fatalf("empty chain: %d, %v", n, err)
+	}
+	appendEvents(t, db, 5)
+	n, err := db.VerifyAudit()
+	if n != 5 || err != nil {
+		t.Fatalf("VerifyAudit = %d, %v; want 5, nil", n, err)
+	}
+	evs, err := db.AuditEvents(0, 100)
+	if err != nil || len(evs) != 5 {
+		t.Fatalf("AuditEvents = %d events, %v", len(evs), err)
+	}
+	if evs[0].Prev != strings.Repeat("0", 64) {
+		t.Errorf("first event's prev = %q, want 64 zeros", evs[0].Prev)
+	}
+	for i, ev := range evs {
+		if ev.Seq != uint64(i+1) || ev.Kind != "test.event" || ev.Actor != "tester" || ev.Subject != fmt.Sprintf("subject-%d", i) || ev.Data["i"] != fmt.Sprint(i) || ev.Time.IsZero() {
+			t.Errorf("event %d = %+v", i, ev)
+		}
+		if i > 0 && ev.Prev == evs[i-1].Prev {
+			t.Errorf("event %d repeats the previous prev hash", ev.Seq)
+		}
+	}
+	page, err := db.AuditEvents(2, 2)
+	if err != nil || len(page) != 2 || page[0].Seq != 3 || page[1].Seq != 4 {
+		t.Fatalf("AuditEvents(2, 2) = %+v, %v; want seq 3 and 4", page, err)
+	}
+	if page, err := db.AuditEvents(5, 10); err != nil || len(page) != 0 {
+		t.Errorf("AuditEvents after the last = %+v, %v", page, err)
+	}
+}
+
+// after+1 must not wrap around: asking for events after the largest
+// sequence returns none, not the whole log from the start.
+func TestAuditEventsAfterMaxUint64(t *testing.T) {
+	db, _ := openTemp(t, testKey(t))
+	appendEvents(t, db, 3)
+	evs, err := db.AuditEvents(math.MaxUint64, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 0 {
+		t.Fatalf("AuditEvents(MaxUint64) returned %d events starting at seq %d; want none", len(evs), evs[0].Seq)
+	}
+}
+
+func TestAuditTamperDetected(t *testing.T) {
+	cases := []struct {
+		name   string
+		tamper func(b *bolt.Bucket) error
+		want   []string // substrings of the VerifyAudit error
+	}{
+		{
+			name: "edit event 3's kind",
+			tamper: func(b *bolt.Bucket) error {
+				var ev AuditEvent
+				if err := json.Unmarshal(b.Get(seqKey(3)), &ev); err != nil {
+					return err
+				}
+				ev.Kind = "nothing.happened"
+				raw, _ := json.Marshal(ev)
+				return b.Put(seqKey(3), raw)
+			},
+			want: []string{"event 3", "altered"},
+		},
+		{
+			name: "edit event 3's bytes, even whitespace",
+			tamper: func(b *bolt.Bucket) error {
+				raw := append(append([]byte(nil), b.Get(seqKey(3))...), ' ')
+				return b.Put(seqKey(3), raw)
+			},
+			want: []string{"event 3"},
+		},
+		{
+			name: "event 2 replaced by garbage",
+			tamper: func(b *bolt.Bucket) error {
+				return b.Put(seqKey(2), []byte("not json"))
+			},
+			want: []string{"event 2"},
+		},
+		{
+			name:   "delete middle event 3",
+			tamper: func(b *bolt.Bucket) error { return b.Delete(seqKey(3)) },
+			want:   []string{"from event 2 to 4"},
+		},
+		{
+			name:   "delete the first event",
+			tamper: func(b *bolt.Bucket) error { return b.Delete(seqKey(1)) },
+			want:   []string{"to 2"},
+		},
+		{
+			name: "event 5's bytes copied over event 4",
+			tamper: func(b *bolt.Bucket) error {
+				return b.Put(seqKey(4), append([]byte(nil), b.Get(seqKey(5))...))
+			},
+			want: []string{"event 5", "key 4"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db, path := openTemp(t, testKey(t))
+			appendEvents(t, db, 5)
+			db.Close()
+			rawUpdate(t, path, func(tx *bolt.Tx) error { return tc.tamper(tx.Bucket([]byte(AuditBucket))) })
+			db2, err := OpenReadOnly(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db2.Close()
+			_, err = db2.VerifyAudit()
+			if err == nil {
+				t.Fatal("VerifyAudit passed a tampered chain")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("VerifyAudit error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func fill(t *testing.T, db *DB) {
+	t.Helper()
+	err := db.Update(func(tx *Tx) error {
+		for i := 0; i < 50; i++ {
+			if err := tx.PutJSON("items", fmt.Sprintf("k%03d", i), map[string]int{"i": i}); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutSealed("secrets", "s", []byte("sealed-secret")); err != nil {
+			return err
+		}
+		return tx.Audit("filled", "t", "items", nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkFilled(t *testing.T, db *DB) {
+	t.Helper()
+	err := db.View(func(tx *Tx) error {
+		n := 0
+		if err := tx.ForEach("items", func(string, []byte) error { n++; return nil }); err != nil {
+			return err
+		}
+		if n != 50 {
+			return fmt.Errorf("%d items, want 50", n)
+		}
+		var v map[string]int
+		if found, err := tx.GetJSON("items", "k042", &v); !found || err != nil || v["i"] != 42 {
+			return fmt.Errorf("items/k042 = %v %v %v", v, found, err)
+		}
+		pt, found, err := tx.GetSealed("secrets", "s")
+		if err != nil || !found || string(pt) != "sealed-secret" {
+			return fmt.Errorf("sealed value after restore: %q %v %v", pt, found, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.VerifyAudit(); n != 1 || err != nil {
+		t.Fatalf("VerifyAudit after restore = %d, %v", n, err)
+	}
+	if db.Schema() != SchemaVersion {
+		t.Fatalf("schema after restore = %d", db.Schema())
+	}
+}
+
+func TestBackupRestoreRoundTrip(t *testing.T) {
+	key := testKey(t)
+	db, _ := openTemp(t, key)
+	fill(t, db)
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "snap.zst")
+	f, err := os.Create(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := db.Backup(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || n <= 0 {
+		t.Fatalf("Backup = %d, %v", n, err)
+	}
+	// The snapshot is compressed: the zstd magic number starts it.
+	raw, _ := os.ReadFile(snap)
+	if !bytes.HasPrefix(raw, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+		t.Errorf("snapshot does not start with the zstd magic: % x", raw[:4])
+	}
+	// The store keeps serving while and after it was backed up.
+	if err := db.Update(func(tx *Tx) error { return tx.PutRaw("items", "after", []byte("1")) }); err != nil {
+		t.Fatal(err)
+	}
+
+	restored := filepath.Join(dir, "restored", "stratum.db")
+	if err := os.MkdirAll(filepath.Dir(restored), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rn, err := Restore(snap, restored)
+	if err != nil || rn != n {
+		t.Fatalf("Restore = %d, %v; want %d bytes", rn, err, n)
+	}
+	if mode, _ := FileMode(restored); mode != 0o600 {
+		t.Errorf("restored file mode = %v, want 0600", mode)
+	}
+	db2, err := Open(restored, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	checkFilled(t, db2)
+	_ = db2.View(func(tx *Tx) error {
+		if tx.GetRaw("items", "after") != nil {
+			t.Error("the snapshot holds a write made after it")
+		}
+		return nil
+	})
+}
+
+func TestRestoreRefusesExistingPath(t *testing.T) {
+	db, path := openTemp(t, testKey(t))
+	fill(t, db)
+	snap := filepath.Join(t.TempDir(), "snap.zst")
+	f, _ := os.Create(snap)
+	if _, err := db.Backup(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	db.Close()
+
+	target := filepath.Join(t.TempDir(), "stratum.db")
+	if err := os.WriteFile(target, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Restore(snap, target); err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Fatalf("Restore over an existing file = %v, want an error saying it exists", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "precious" {
+		t.Fatalf("Restore overwrote the existing file: %q", b)
+	}
+	if _, err := Restore(snap, path); err == nil {
+		t.Fatal("Restore over the live store file succeeded")
+	}
+
+	// A file that is not a snapshot leaves nothing behind.
+	bad := filepath.Join(t.TempDir(), "bad.zst")
+	_ = os.WriteFile(bad, []byte("this is not zstd"), 0o600)
+	out := filepath.Join(t.TempDir(), "stratum.db")
+	if _, err := Restore(bad, out); err == nil {
+		t.Fatal("Restore of garbage succeeded")
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Restore of garbage left %s (%v)", out, err)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(out))
+	if len(entries) != 0 {
+		t.Fatalf("Restore of garbage left files: %v", entries)
+	}
+}
+
+func TestBackupFileOfClosedStore(t *testing.T) {
+	key := testKey(t)
+	db, path := openTemp(t, key)
+	fill(t, db)
+	db.Close()
+	out := filepath.Join(t.TempDir(), "snap.zst")
+	n, err := BackupFile(path, out)
+	if err != nil || n <= 0 {
+		t.Fatalf("BackupFile = %d, %v", n, err)
+	}
+	if mode, _ := FileMode(out); mode != 0o600 {
+		t.Errorf("snapshot mode = %v, want 0600", mode)
+	}
+	restored := filepath.Join(t.TempDir(), "stratum.db")
+	if _, err := Restore(out, restored); err != nil {
+		t.Fatal(err)
+	}
+	db2, err := Open(restored, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	checkFilled(t, db2)
+
+	if _, err := BackupFile(filepath.Join(t.TempDir(), "absent.db"), filepath.Join(t.TempDir(), "x.zst")); err == nil {
+		t.Error("BackupFile of a missing store succeeded")
+	}
+}
+
+func TestOpenReadOnlyHasNoKey(t *testing.T) {
+	db, path := openTemp(t, testKey(t))
+	fill(t, db)
+	db.Close()
+	ro, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if n, err := ro.VerifyAudit(); n != 1 || err != nil {
+		t.Fatalf("VerifyAudit read-only = %d, %v", n, err)
+	}
+	// Without a data key a sealed value stays sealed: an error, not a panic.
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("GetSealed on a store opened without a key panicked: %v", r)
+			}
+		}()
+		_ = ro.View(func(tx *Tx) error {
+			if pt, _, err := tx.GetSealed("secrets", "s"); err == nil {
+				t.Errorf("GetSealed without a key returned %q", pt)
+			}
+			return nil
+		})
+	}()
+	if _, err := OpenReadOnly(filepath.Join(t.TempDir(), "absent.db")); err == nil {
+		t.Fatal("OpenReadOnly of a missing file succeeded (it must not create one)")
+	}
+}

@@ -1,0 +1,103 @@
+package strictjson
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"stratum/apierr"
+)
+
+type network struct {
+	IP        string `json:"ip"`
+	Interface string `json:"interface,omitempty"`
+}
+
+type embedded struct {
+	Zone string `json:"zone"`
+}
+
+type request struct {
+	embedded
+	Name     string             `json:"name"`
+	Networks map[string]network `json:"networks"`
+	Items    []network          `json:"items"`
+	Facts    json.RawMessage    `json:"facts"`
+	Any      any                `json:"any"`
+	Ptr      *network           `json:"ptr"`
+	Skipped  string             `json:"-"`
+}
+
+func TestDecodeNamesEveryProblemByPath(t *testing.T) {
+	cases := []struct {
+		name, body string
+		fields     []string
+	}{
+		{"clean", `{"name":"a","zone":"z","networks":{"storage":{"ip":"1.2.3.4"}},"items":[{"ip":"x"}],"facts":{"Any":{"Thing":1}},"any":{"x":1},"ptr":{"ip":"y"}}`, nil},
+		{"unknown top", `{"name":"a","bogus":1}`, []string{"bogus"}},
+		{"unknown nested in map", `{"networks":{"storage":{"ip":"1","mask":"24"}}}`, []string{"networks.storage.mask"}},
+		{"unknown in array", `{"items":[{"ip":"1"},{"ipp":"2"}]}`, []string{"items[1].ipp"}},
+		{"unknown in pointer", `{"ptr":{"nope":true}}`, []string{"ptr.nope"}},
+		{"duplicate", `{"name":"a","name":"b"}`, []string{"name"}},
+		{"case clash", `{"name":"a","Name":"b"}`, []string{"Name", "Name"}},
+		{"mis-cased alone", `{"Name":"b"}`, []string{"Name"}},
+		{"json dash field", `{"Skipped":"x"}`, []string{"Skipped"}},
+		{"several at once", `{"a":1,"b":2,"networks":{"s":{"c":3}}}`, []string{"a", "b", "networks.s.c"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var r request
+			err := Decode([]byte(c.body), &r)
+			if c.fields == nil {
+				if err != nil {
+					t.Fatalf("clean body refused: %v", err)
+				}
+				if r.Networks["storage"].IP != "1.2.3.4" || r.Zone != "z" {
+					t.Fatalf("decoded %+v", r)
+				}
+				return
+			}
+			e, ok := apierr.As(err)
+			if !ok || e.Code != apierr.InvalidInput {
+				t.Fatalf("got %v, want INVALID_INPUT", err)
+			}
+			var got []string
+			for _, f := range e.Fields {
+				got = append(got, f.Field)
+			}
+			if !reflect.DeepEqual(got, c.fields) {
+				t.Fatalf("fields %v, want %v", got, c.fields)
+			}
+		})
+	}
+}
+
+func TestDecodeRefusesMalformed(t *testing.T) {
+	for _, body := range []string{``, `{`, `{"name":}`, `{"name":"a"} {}`, `[1,2`, `{"name":"a"}x`} {
+		var r request
+		if _, ok := apierr.As(Decode([]byte(body), &r)); !ok {
+			t.Errorf("%q: not refused with the envelope", body)
+		}
+	}
+	var r request
+	e, _ := apierr.As(Decode([]byte(`{"name":5}`), &r))
+	if e == nil || e.Fields[0].Field != "name" || e.Fields[0].Message != "must be a string" {
+		t.Fatalf("wrong type: %+v", e)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"name":"a","networks":{"s":{"ip":"1"}}}`, `{"items":[{"ip":"1"},{}]}`, `{"a":{"b":[1,{"c":2}]}}`, `{"name":"a","Name":"b"}`, `[]`, `"x"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r request
+		err := Decode(b, &r)
+		if err == nil {
+			return
+		}
+		if _, ok := apierr.As(err); !ok {
+			t.Fatalf("a refusal outside the envelope: %v", err)
+		}
+	})
+}
