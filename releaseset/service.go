@@ -37,7 +37,7 @@ func (s *Service) Record(actor, nodeID string, req RecordRequest) error {
 		} else if !found {
 			return apierr.New(apierr.NotFound, "no member %s", nodeID)
 		}
-		stored := Stored{RunningRelease: req.RunningRelease, Release: req.Release}
+		stored := Stored(req)
 		var prev Stored
 		found, err := tx.GetJSON(bucketRecords, nodeID, &prev)
 		if err != nil {

@@ -87,13 +87,8 @@ func (p *cuttingProxy) pipe(client net.Conn) {
 	}
 }
 
-// slotHolder holds one release slot: a needs-upgrade registration reading
-// a large file through a tiny receive window, so the founder's write
-// blocks and its slot stays taken.
-type slotHolder struct {
-	resp *http.Response
-}
-
+// selfSignedClient is a joiner's client with its own key; a small rcvbuf
+// lets a test hold a release slot, the founder's write blocking on it.
 func selfSignedClient(t *testing.T, pool *x509.CertPool, rcvbuf int) *http.Client {
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "holder"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
