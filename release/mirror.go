@@ -35,6 +35,7 @@ type Mirror struct {
 
 	done      chan struct{}
 	closeOnce sync.Once
+	indexes   indexCache
 
 	corrupt   atomic.Uint64
 	busy      atomic.Uint64

@@ -44,14 +44,19 @@ func (m *Mirror) ServeFile(w http.ResponseWriter, r *http.Request, release, path
 	default:
 	}
 
-	var fi fileIndex
+	var fi *fileIndex
 	var found, marked bool
 	err := m.db.View(func(tx *store.Tx) error {
 		var err error
 		if tx.GetRaw(bucketReleases, release) == nil {
 			return nil
 		}
-		if found, err = tx.GetJSON(bucketFiles, fileKey(release, path), &fi); err != nil || !found {
+		raw := tx.GetRaw(bucketFiles, fileKey(release, path))
+		if raw == nil {
+			return nil
+		}
+		found = true
+		if fi, err = m.indexes.decode(fileKey(release, path), raw); err != nil {
 			return err
 		}
 		var mark corruptMark
@@ -111,7 +116,7 @@ func (m *Mirror) ServeFile(w http.ResponseWriter, r *http.Request, release, path
 		return m.busyError()
 	}
 	defer m.releaseSlot()
-	return m.stream(w, r, release, path, &fi, part, writeHeader)
+	return m.stream(w, r, release, path, fi, part, writeHeader)
 }
 
 // stream sends part of the file, verifying each chunk before writing any
