@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"stratum/crypto"
-	"stratum/release"
+	"stratum/semver"
 )
 
 // Files of the state dir besides the identity key.
@@ -83,7 +83,7 @@ func readReleaseFile(dir string) (string, error) {
 		return "", fmt.Errorf("release file: %w", err)
 	}
 	v := strings.TrimSpace(string(b))
-	if err := release.ValidVersion(v); err != nil {
+	if err := semver.Valid(v); err != nil {
 		return "", fmt.Errorf("%s holds %q: %v", filepath.Join(dir, releaseFile), v, err)
 	}
 	return v, nil
@@ -104,7 +104,7 @@ func resolveRelease(flag, dir string, log *printer) (string, error) {
 		return "", err
 	}
 	if flag != "" {
-		if err := release.ValidVersion(flag); err != nil {
+		if err := semver.Valid(flag); err != nil {
 			return "", fmt.Errorf("--release %q: %v", flag, err)
 		}
 	}
@@ -115,7 +115,7 @@ func resolveRelease(flag, dir string, log *printer) (string, error) {
 		return file, nil
 	case file == "" || file == flag:
 		return flag, nil
-	case compareVersions(file, flag) > 0:
+	case semver.Compare(file, flag) > 0:
 		log.printf("using release %s recorded by a past self-upgrade (%s), not --release %s", file, filepath.Join(dir, releaseFile), flag)
 		return file, nil
 	default:

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"stratum/semver"
 )
 
 func TestCompareVersions(t *testing.T) {
@@ -20,7 +22,7 @@ func TestCompareVersions(t *testing.T) {
 		{"1.0.0-rc.1", "1.0.0", -1}, {"1.0.0-rc.2", "1.0.0-rc.10", -1}, {"1.0.0-alpha", "1.0.0-1", 1},
 		{"1.0.0-alpha", "1.0.0-alpha.1", -1}, {"1.0.0+build.5", "1.0.0", 0},
 	} {
-		if got := compareVersions(c.a, c.b); got != c.want {
+		if got := semver.Compare(c.a, c.b); got != c.want {
 			t.Errorf("compare(%s, %s) = %d, want %d", c.a, c.b, got, c.want)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"stratum/crypto"
 	"stratum/release"
+	"stratum/semver"
 )
 
 // Payload file size limits: generous next to real ones (the founder's
@@ -78,7 +79,7 @@ func (j *joiner) selfUpgrade(ctx context.Context, v *view) (*view, error) {
 	if !j.cfg.SelfUpgrade {
 		return nil, fmt.Errorf("the founder asks for a self-upgrade to %s, but --self-upgrade was not given", u.To)
 	}
-	if err := release.ValidVersion(u.To); err != nil {
+	if err := semver.Valid(u.To); err != nil {
 		return nil, fmt.Errorf("the founder offers release %q: %v", u.To, err)
 	}
 	if u.To == j.release {

@@ -18,6 +18,7 @@ import (
 
 	sha256 "github.com/minio/sha256-simd"
 
+	"stratum/semver"
 	"stratum/store"
 )
 
@@ -391,7 +392,7 @@ func removeStale(releasesDir string) {
 	for _, e := range entries {
 		name := e.Name()
 		if rest, ok := strings.CutPrefix(name, ".old-"); ok {
-			if i := strings.LastIndexByte(rest, '-'); i > 0 && ValidVersion(rest[:i]) == nil {
+			if i := strings.LastIndexByte(rest, '-'); i > 0 && semver.Valid(rest[:i]) == nil {
 				final := filepath.Join(releasesDir, rest[:i])
 				if _, err := os.Lstat(final); errors.Is(err, fs.ErrNotExist) {
 					os.Rename(filepath.Join(releasesDir, name), final)

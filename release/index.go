@@ -1,12 +1,14 @@
 package release
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"stratum/semver"
 	"stratum/store"
 )
 
@@ -111,7 +113,9 @@ func List(db *store.DB) ([]Imported, error) {
 			return nil
 		})
 	})
-	slices.SortFunc(out, func(a, b Imported) int { return compareVersions(a.Release, b.Release) })
+	slices.SortFunc(out, func(a, b Imported) int {
+		return cmp.Or(semver.Compare(a.Release, b.Release), strings.Compare(a.Release, b.Release))
+	})
 	return out, err
 }
 

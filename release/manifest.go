@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"stratum/semver"
 )
 
 // The two payload files are the only files of a release tree that the
@@ -80,7 +82,7 @@ func (m *Manifest) validate() error {
 	if m.SchemaVersion != SchemaVersion {
 		return fmt.Errorf("schemaVersion %d is not supported (want %d)", m.SchemaVersion, SchemaVersion)
 	}
-	if err := ValidVersion(m.Release); err != nil {
+	if err := semver.Valid(m.Release); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
 	if m.CreatedAt.IsZero() {
@@ -88,7 +90,7 @@ func (m *Manifest) validate() error {
 	}
 	seenFrom := map[string]bool{}
 	for i, v := range m.UpgradesFrom {
-		if err := ValidVersion(v); err != nil {
+		if err := semver.Valid(v); err != nil {
 			return fmt.Errorf("upgradesFrom[%d]: %w", i, err)
 		}
 		if v == m.Release {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/semver"
 	"stratum/store"
 )
 
@@ -68,7 +69,7 @@ func (m *Mirror) Close() { m.closeOnce.Do(func() { close(m.done) }) }
 // Offered reports whether release is imported and none of its files has
 // been found corrupt: only then can a joiner upgrade from this founder.
 func (m *Mirror) Offered(release string) bool {
-	if ValidVersion(release) != nil {
+	if semver.Valid(release) != nil {
 		return false
 	}
 	ok := false

@@ -1,10 +1,13 @@
 package release
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"stratum/semver"
 )
 
 const goodHash = "5819c8b565357d5d0318d7bca0d8e42def43b08884002cd91baaf62ac37b1451"
@@ -128,19 +131,19 @@ func TestValidPath(t *testing.T) {
 
 func TestVersions(t *testing.T) {
 	for _, v := range []string{"0.6.0", "1.2.3-rc.1", "1.2.3-rc.1+build.5", "10.20.30", "1.0.0-0A.is.legal", "1.0.0+0.build.1-rc.10000aaa-kk-0.1"} {
-		if err := ValidVersion(v); err != nil {
-			t.Errorf("ValidVersion(%q) = %v", v, err)
+		if err := semver.Valid(v); err != nil {
+			t.Errorf("semver.Valid(%q) = %v", v, err)
 		}
 	}
 	for _, v := range []string{"", "v1.0.0", "1.0", "1.0.0.0", "01.0.0", "1.0.0-", "1.0.0-01", "1.0.0+", "1.0.0-a..b", "1.0.0 ", "1.0.0-é"} {
-		if err := ValidVersion(v); err == nil {
-			t.Errorf("ValidVersion(%q) accepted", v)
+		if err := semver.Valid(v); err == nil {
+			t.Errorf("semver.Valid(%q) accepted", v)
 		}
 	}
 	order := []string{"1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.2.0", "1.10.0", "2.0.0"}
 	shuffled := slices.Clone(order)
 	slices.Reverse(shuffled)
-	slices.SortFunc(shuffled, compareVersions)
+	slices.SortFunc(shuffled, func(a, b string) int { return cmp.Or(semver.Compare(a, b), strings.Compare(a, b)) })
 	if !slices.Equal(order, shuffled) {
 		t.Fatalf("semver order %v", shuffled)
 	}

@@ -16,6 +16,7 @@ import (
 	sha256 "github.com/minio/sha256-simd"
 
 	"stratum/apierr"
+	"stratum/semver"
 	"stratum/store"
 )
 
@@ -35,7 +36,7 @@ func (m *Mirror) ServeFile(w http.ResponseWriter, r *http.Request, release, path
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return apierr.New(apierr.MethodNotAllowed, "release files are read with GET or HEAD")
 	}
-	if ValidVersion(release) != nil || ValidPath(path) != nil {
+	if semver.Valid(release) != nil || ValidPath(path) != nil {
 		return notFound(release, path)
 	}
 	select {

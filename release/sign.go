@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"stratum/crypto"
+	"stratum/semver"
 )
 
 // SignResult tells what Sign did.
@@ -37,7 +38,7 @@ type SignResult struct {
 // signature is added to the existing ones, so several keys can sign one
 // release in turn; a signer that signs again replaces its own signature.
 func Sign(dir, keyFile, release string, upgradesFrom []string) (*SignResult, error) {
-	if err := ValidVersion(release); err != nil {
+	if err := semver.Valid(release); err != nil {
 		return nil, fmt.Errorf("--release: %w", err)
 	}
 	priv, err := LoadPrivateKey(keyFile)
@@ -141,7 +142,7 @@ func buildManifest(root *os.Root, release string, upgradesFrom []string) (*Manif
 		if v == "" {
 			continue
 		}
-		if err := ValidVersion(v); err != nil {
+		if err := semver.Valid(v); err != nil {
 			return nil, fmt.Errorf("--upgrades-from: %w", err)
 		}
 		if !slices.Contains(from, v) {

@@ -1,6 +1,10 @@
 package releaseset
 
-import "time"
+import (
+	"time"
+
+	"stratum/semver"
+)
 
 // RecentWindow is how old a record may be and still count as recent.
 const RecentWindow = 10 * time.Minute
@@ -69,18 +73,13 @@ func Describe(in Input) Set {
 // /version and the update check use it without building the whole set.
 func RunningRelease(in Input) string {
 	var oldest string
-	var oldestV semver
 	for _, id := range uniqueMembers(in.Members) {
 		st, ok := in.Records[id]
-		if !ok {
+		if !ok || semver.Valid(st.RunningRelease) != nil {
 			continue
 		}
-		v, ok := parseSemver(st.RunningRelease)
-		if !ok {
-			continue
-		}
-		if oldest == "" || compareSemver(v, oldestV) < 0 {
-			oldest, oldestV = st.RunningRelease, v
+		if oldest == "" || semver.Compare(st.RunningRelease, oldest) < 0 {
+			oldest = st.RunningRelease
 		}
 	}
 	return oldest

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"stratum/apierr"
+	"stratum/semver"
 )
 
 // Value checks run on the decoded request; each adds to f and goes on, so
@@ -158,7 +159,7 @@ func index(at string, i int) string { return at + "[" + strconv.Itoa(i) + "]" }
 func checkRelease(f *apierr.Fields, at, v string) {
 	if v == "" {
 		f.Add(at, "is required")
-	} else if _, ok := parseSemver(v); !ok {
+	} else if semver.Valid(v) != nil {
 		f.Add(at, "must be a semantic version such as 0.2.0, not %q", v)
 	}
 }
