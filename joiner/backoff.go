@@ -43,6 +43,10 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 	}
 	var d time.Duration
 	if secs, err := strconv.Atoi(v); err == nil {
+		// Compare in seconds first: a huge value would overflow Duration.
+		if secs > int(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
 		d = time.Duration(secs) * time.Second
 	} else if t, err := http.ParseTime(v); err == nil {
 		d = t.Sub(now)
