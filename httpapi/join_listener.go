@@ -120,13 +120,15 @@ func waitParams(r *http.Request) (time.Duration, string, error) {
 	var f apierr.Fields
 	var wait time.Duration
 	if s, ok := q["wait"]; ok {
+		// Digits only; a value too long to parse is still "above 60".
+		digits := strings.TrimLeft(s[0], "0")
 		switch {
 		case s[0] == "" || strings.Trim(s[0], "0123456789") != "":
 			f.Add("wait", "must be a whole, non-negative number of seconds")
-		case len(s[0]) > 3:
+		case len(digits) > 3:
 			wait = join.MaxWait
 		default:
-			n, _ := strconv.Atoi(s[0])
+			n, _ := strconv.Atoi("0" + digits)
 			wait = min(time.Duration(n)*time.Second, join.MaxWait)
 		}
 	}
