@@ -7,7 +7,7 @@ DATA      ?= ./data
 FUZZTIME  ?= 10s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test bench fuzz lint clean
+.PHONY: build run test bench fuzz fuzz-ci crash abuse soak lint clean
 
 ## build: the static release binary (CGO_ENABLED=0) at bin/stratum
 build:
@@ -27,11 +27,27 @@ bench: build
 
 ## fuzz: each fuzz target for FUZZTIME
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	@for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for t in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+	    echo "== $$dir $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$dir || exit 1; \
 	  done; \
 	done
+
+## fuzz-ci: every fuzz target for a few seconds (CI)
+fuzz-ci:
+	$(MAKE) fuzz FUZZTIME=3s
+
+## crash: the SIGKILL harness at full length (60 kills) and the disk-full run
+crash:
+	CRASH_KILLS=60 $(GO) test -count=1 -v -timeout 30m ./reliability/crash/
+
+## abuse: hostile clients against the real binary, full counts
+abuse:
+	ABUSE_FULL=1 $(GO) test -count=1 -v -timeout 20m ./reliability/abuse/
+
+## soak: 30 minutes of mixed traffic, sampling RSS, goroutines and fds
+soak:
+	SOAK_DURATION=30m $(GO) test -count=1 -v -timeout 45m ./reliability/soak/
 
 ## lint: gofmt, go vet, staticcheck
 lint:
