@@ -96,11 +96,19 @@ func unknownKeys(f *apierr.Fields, n *yaml.Node, t reflect.Type, path string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
 	if n.Kind != yaml.MappingNode {
 		return
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i].Value, n.Content[i+1]
+		if key == "<<" && n.Content[i].Tag == "!!merge" {
+			// A merge brings another mapping's keys in: check them here.
+			unknownKeys(f, val, t, path)
+			continue
+		}
 		at := key
 		if path != "" {
 			at = path + "." + key

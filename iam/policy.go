@@ -74,10 +74,11 @@ func statementOf(path string) int {
 	if !ok {
 		return -1
 	}
-	n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ']')])
-	if err != nil {
+	num, tail, ok := strings.Cut(rest, "]")
+	if !ok || (tail != "" && tail[0] != '.') || num == "" || strings.Trim(num, "0123456789") != "" || len(num) > 6 {
 		return -1
 	}
+	n, _ := strconv.Atoi(num)
 	return n
 }
 

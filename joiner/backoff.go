@@ -42,9 +42,11 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	var d time.Duration
-	if secs, err := strconv.Atoi(v); err == nil {
-		// Compare in seconds first: a huge value would overflow Duration.
-		if secs > int(maxRetryAfter/time.Second) {
+	if strings.Trim(v, "0123456789") == "" {
+		// Seconds, compared as seconds first: a huge value would overflow
+		// Duration, and one too large for an int is still "later".
+		secs, err := strconv.Atoi(v)
+		if err != nil || secs > int(maxRetryAfter/time.Second) {
 			return maxRetryAfter
 		}
 		d = time.Duration(secs) * time.Second

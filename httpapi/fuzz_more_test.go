@@ -1,0 +1,215 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"stratum/apierr"
+	"stratum/cluster"
+	"stratum/crypto"
+	"stratum/httpapi"
+	"stratum/iam"
+	"stratum/join"
+	"stratum/releaseset"
+	"stratum/store"
+)
+
+// refusingCatalog answers every import with NOT_FOUND: the target checks
+// the request body's decoding, not the importer.
+type refusingCatalog struct{}
+
+func (refusingCatalog) Import(_ context.Context, _, path string) (any, error) {
+	return nil, apierr.New(apierr.NotFound, "no release tree at %s", path)
+}
+func (refusingCatalog) List() (any, error) { return []string{}, nil }
+
+// bodyRoute is one body-taking endpoint of either listener.
+type bodyRoute struct {
+	method, path string
+	join         bool // the join listener (client certificate), else admin
+	bearer       bool // the admin session token
+	node         bool // the founder node's transport leaf
+}
+
+// FuzzHTTPBodies posts fuzzed bodies through the real handlers of every
+// body-taking endpoint, built once over a temporary store with the admin
+// session, a node leaf and a joiner certificate. Every answer must be 2xx
+// or the JSON error envelope with a known code whose status it carries;
+// never INTERNAL / 500.
+func FuzzHTTPBodies(f *testing.F) {
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	key, err := crypto.NewDataKey(raw)
+	if err != nil {
+		f.Fatal(err)
+	}
+	db, err := store.Open(filepath.Join(f.TempDir(), "stratum.db"), key)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { db.Close() })
+	now := time.Now()
+	var id cluster.Identity
+	var sec cluster.Secrets
+	var ca *crypto.CA
+	err = db.Update(func(tx *store.Tx) error {
+		var err error
+		if id, sec, ca, err = cluster.Init(tx, cluster.DevDefaults(), true, now); err != nil {
+			return err
+		}
+		return iam.CreateBootstrapAdmin(tx, id.AdminEmail, sec.AdminPassword, now)
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	joins := join.NewService(join.Config{DB: db, Now: time.Now, JoinAddr: "127.0.0.1:8443", Logger: quiet})
+	f.Cleanup(joins.Close)
+	schema := db.Schema()
+	sets := &releaseset.Service{DB: db, Now: time.Now, Node: id.FounderNodeID, ControlPlane: releaseset.ControlPlane{Version: "v0.1.0", Commit: "abc1234", SchemaLevel: &schema}}
+	api := httpapi.New(httpapi.Deps{
+		DB: db, Log: quiet, Build: httpapi.BuildInfo{Version: "v9.9.9-test", Commit: "abc1234"},
+		Limiter:        iam.NewLoginLimiter(1<<30, time.Minute),
+		ClusterRelease: func() string { return id.ClusterRelease },
+		Mounts: []func(*httpapi.API){
+			httpapi.MountReleaseSet(sets), httpapi.MountJoinAdmin(joins),
+			httpapi.MountJoinListener(joins, nil), httpapi.MountReleaseImport(refusingCatalog{}),
+		},
+	})
+	admin, joinH := api.AdminHandler(), api.JoinHandler()
+
+	leafOf := func(cn string) *x509.Certificate {
+		l, err := ca.Issue(crypto.LeafRequest{CommonName: cn, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Client: true, Validity: time.Hour}, now)
+		if err != nil {
+			f.Fatal(err)
+		}
+		pair, err := tls.X509KeyPair(l.CertPEM, l.KeyPEM)
+		if err != nil {
+			f.Fatal(err)
+		}
+		c, err := x509.ParseCertificate(pair.Certificate[0])
+		if err != nil {
+			f.Fatal(err)
+		}
+		return c
+	}
+	nodeLeaf, joinerLeaf := leafOf(id.FounderNodeID), leafOf("joiner")
+
+	// One pending registration, for approve, cancel and progress.
+	jt, err := joins.CreateToken(iam.Principal{Subject: "user:" + id.AdminEmail}, join.CreateTokenRequest{Role: "worker", Uses: 1000})
+	if err != nil {
+		f.Fatal(err)
+	}
+	view, _, err := joins.Register(crypto.SPKIPin(joinerLeaf), join.RegisterRequest{Token: jt.Token, Release: id.ClusterRelease, Hostname: "node-a", MgmtIP: "10.0.0.9"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	jid := view.JoinID
+
+	serve := func(h http.Handler, method, path, token string, body []byte, tlsState *tls.ConnectionState) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, path, bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		r.TLS = tlsState
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	lw := serve(admin, "POST", "/v1/auth/login", "", []byte(`{"email":"`+id.AdminEmail+`","password":"`+sec.AdminPassword+`"}`), nil)
+	var login struct {
+		Token string `json:"token"`
+	}
+	if lw.Code != 200 || json.Unmarshal(lw.Body.Bytes(), &login) != nil || login.Token == "" {
+		f.Fatalf("login: %d %s", lw.Code, lw.Body)
+	}
+
+	routes := []bodyRoute{
+		{method: "POST", path: "/v1/auth/login"},
+		{method: "POST", path: "/v1/iam/tokens", bearer: true},
+		{method: "POST", path: "/v1/admin/join/tokens", bearer: true},
+		{method: "POST", path: "/v1/admin/join/registrations/" + jid + "/approve", bearer: true},
+		{method: "POST", path: "/v1/admin/join/registrations/j-nosuchjoin/reject", bearer: true},
+		{method: "POST", path: "/v1/admin/join/registrations/" + jid + "/cancel", bearer: true},
+		{method: "PUT", path: "/v1/cluster/nodes/" + id.FounderNodeID + "/release", bearer: true},
+		{method: "POST", path: "/v1/admin/releases", bearer: true},
+		{method: "PUT", path: "/v1/cluster/members/" + id.FounderNodeID + "/applied", node: true},
+		{method: "POST", path: "/v1/join/registrations", join: true},
+		{method: "POST", path: "/v1/join/registrations/" + jid + "/progress", join: true},
+	}
+	for i, s := range [][]string{
+		{`{"email":"a@b.c","password":"x"}`, `{"email":1}`, `{"email":"a@b.c","password":"x","x":1}`},
+		{`{"name":"ci","ttl":"1h","policy":` + describeOnly + `}`, `{"name":"ci","ttl":"1h","policy":{"version":"2026-01-01","statement":[{"effect":"allow","action":["nope:Nope"],"resource":["*"]}]}}`, `{"name":"","ttl":"-1h"}`},
+		{`{"role":"worker","ttl":"7d","uses":2}`, `{"role":"worker","uses":0}`},
+		{`{}`, `{"nodeId":"n-abcd1234","az":"az-1","networks":{"storage":{"ip":"10.1.0.7"}}}`, `{"networks":{"storage":{"ipp":"x"}}}`},
+		{``, `{"reason":"wrong rack"}`},
+		{`{"reason":"\ud800"}`},
+		{`{"runningRelease":"0.1.0","release":{}}`, `{"release":null}`},
+		{`{"path":"/srv/release"}`, `{"path":""}`, `{"path":1}`},
+		{`{"generation":1}`, `{"generation":0}`},
+		{`{"token":"` + jt.Token + `","release":"0.1.0","hostname":"node-b"}`, `{"token":"sjt1.x","release":"9.9.9","hostname":"h"}`},
+		{`{"phase":"installing"}`, `{"phase":"failed","message":"x"}`},
+	} {
+		for _, b := range s {
+			f.Add(uint8(i), []byte(b))
+		}
+	}
+	f.Fuzz(func(t *testing.T, sel uint8, body []byte) {
+		rt := routes[int(sel)%len(routes)]
+		h, token := admin, ""
+		var state *tls.ConnectionState
+		switch {
+		case rt.join:
+			h = joinH
+			state = &tls.ConnectionState{HandshakeComplete: true, PeerCertificates: []*x509.Certificate{joinerLeaf}}
+		case rt.node:
+			state = &tls.ConnectionState{HandshakeComplete: true, PeerCertificates: []*x509.Certificate{nodeLeaf}, VerifiedChains: [][]*x509.Certificate{{nodeLeaf}}}
+		case rt.bearer:
+			token = login.Token
+		}
+		w := serve(h, rt.method, rt.path, token, body, state)
+		if w.Code >= 200 && w.Code < 300 {
+			return
+		}
+		if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+			t.Fatalf("%s %s -> %d with Content-Type %q", rt.method, rt.path, w.Code, ct)
+		}
+		var env apierr.Error
+		dec := json.NewDecoder(bytes.NewReader(w.Body.Bytes()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&env); err != nil || env.Code == "" || env.Message == "" {
+			t.Fatalf("%s %s -> %d: not the error envelope (%v): %s", rt.method, rt.path, w.Code, err, w.Body)
+		}
+		if env.Code == apierr.Internal && knownBug(rt.path, body) {
+			t.Skip("known bug: iam.statementOf panics on a policy key \"statement[\" (reported)")
+		}
+		if env.Code == apierr.Internal || w.Code == http.StatusInternalServerError {
+			t.Fatalf("%s %s body %q -> %d %s", rt.method, rt.path, body, w.Code, w.Body)
+		}
+		if httpapi.StatusOf(env.Code) != w.Code {
+			t.Fatalf("%s %s: code %s answered with %d", rt.method, rt.path, env.Code, w.Code)
+		}
+	})
+}
+
+// knownBug lets a long fuzzing run (STRATUM_FUZZ_SKIP_KNOWN=1) look past
+// the reported iam.statementOf panic, answered as 500 on POST
+// /v1/iam/tokens. Without the variable, go test replays the kept input
+// in testdata/fuzz/FuzzHTTPBodies and fails until the bug is fixed.
+func knownBug(path string, body []byte) bool {
+	return os.Getenv("STRATUM_FUZZ_SKIP_KNOWN") != "" && path == "/v1/iam/tokens" && bytes.Contains(body, []byte("statement["))
+}
