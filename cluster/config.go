@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"stratum/apierr"
+	"stratum/semver"
 )
 
 // Network is one traffic class's binding on a node.
@@ -158,7 +159,7 @@ func (c *Config) Validate(dev bool) error {
 		f.Add("region", "required")
 	}
 	if c.ClusterRelease != "" {
-		if _, err := ParseVersion(c.ClusterRelease); err != nil {
+		if semver.Valid(c.ClusterRelease) != nil {
 			f.Add("clusterRelease", "not a semantic version")
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/cluster"
+	"stratum/semver"
 )
 
 const (
@@ -69,7 +70,7 @@ func (r RegisterRequest) problems() apierr.Fields {
 	}
 	if r.Release == "" {
 		f.Add("release", "required")
-	} else if _, err := cluster.ParseVersion(r.Release); err != nil {
+	} else if semver.Valid(r.Release) != nil {
 		f.Add("release", "not a semantic version (e.g. 0.6.0)")
 	}
 	if r.Hostname == "" {

@@ -20,7 +20,6 @@ func TestRegisterReleaseRule(t *testing.T) {
 		source      string
 	}{
 		{name: "equal", release: "0.6.0", state: StatePending},
-		{name: "equal with v prefix", release: "v0.6.0", state: StatePending},
 		{name: "older with self-upgrade, founder serves", release: "0.5.0", selfUpgrade: true, state: StateNeedsUpgrade},
 		{name: "older with self-upgrade, mirror", opts: []option{func(c *Config) { c.MirrorURL = "https://mirror.example/releases/stratum/" }},
 			release: "0.5.0", selfUpgrade: true, state: StateNeedsUpgrade, source: "https://mirror.example/releases/stratum/0.6.0"},
@@ -134,6 +133,7 @@ func TestDecodeRegisterRequest(t *testing.T) {
 		{"wrong types", `{"token":5,"release":"0.6.0","hostname":"h","selfUpgrade":"yes"}`, []string{"token", "selfUpgrade"}},
 		{"empty body", ``, []string{"token", "release", "hostname"}},
 		{"malformed", `{"token":"t",}`, []string{""}},
+		{"a v prefix is not a release", `{"token":"t","release":"v0.6.0","hostname":"h"}`, []string{"release"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"stratum/apierr"
-	"stratum/cluster"
+	"stratum/semver"
 	"stratum/store"
 )
 
@@ -25,12 +25,10 @@ func (s *Service) releaseRule(tx *store.Tx, joiner string, selfUpgrade bool) (st
 	if err != nil {
 		return "", nil, err
 	}
-	jv, errJ := cluster.ParseVersion(joiner)
-	cv, errC := cluster.ParseVersion(cr)
-	if errJ != nil || errC != nil {
+	if semver.Valid(joiner) != nil || semver.Valid(cr) != nil {
 		return "", nil, mismatch(joiner, cr, ReasonNotComparable, "the cluster release %q is not a semantic version", cr)
 	}
-	switch c := jv.Compare(cv); {
+	switch c := semver.Compare(joiner, cr); {
 	case c == 0:
 		return StatePending, nil, nil
 	case c > 0:
