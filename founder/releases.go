@@ -20,6 +20,11 @@ func (c releaseCatalog) Import(ctx context.Context, actor, path string) (any, er
 		if _, ok := apierr.As(err); ok {
 			return nil, err
 		}
+		if release.IsIOError(err) {
+			// The founder's disk, not the release: INTERNAL, logged with
+			// the request id, no path in the answer.
+			return nil, err
+		}
 		// Verification failures name the file and why: that is the answer
 		// the operator needs, and it holds no secret.
 		return nil, apierr.New(apierr.InvalidInput, "release not imported: %v", err)

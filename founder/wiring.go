@@ -25,6 +25,12 @@ func (f *Founder) services() {
 	if concurrency <= 0 {
 		concurrency = 4
 	}
+	if err := release.Recover(f.db, string(f.opts.Data)); err != nil {
+		f.log.Error("settling an interrupted release import failed", "err", err)
+	}
+	if err := f.releases.Load(); err != nil {
+		f.log.Error("loading release records failed", "err", err)
+	}
 	f.mirror = release.NewMirror(f.db, string(f.opts.Data), concurrency, f.log)
 	var payloads join.PayloadOfferer = f.mirror
 	if f.opts.ReleaseSource != "" {

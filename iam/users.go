@@ -3,6 +3,7 @@ package iam
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"time"
 
 	"stratum/apierr"
@@ -35,8 +36,10 @@ func CreateBootstrapAdmin(tx *store.Tx, email, password string, now time.Time) e
 	return tx.Audit("iam.user.created", "init", u.Email, nil)
 }
 
-// dummyHash keeps a login for an unknown email as slow as a real one.
-var dummyHash = crypto.HashPassword("stratum-dummy-password")
+// dummyHash keeps a login for an unknown email as slow as a real one. It
+// is made on first use: argon2id costs 64 MiB and a quarter second, which
+// every stratum process (audit verify, backup, a restart) paid at start.
+var dummyHash = sync.OnceValue(func() string { return crypto.HashPassword("stratum-dummy-password") })
 
 // CheckLogin verifies the credentials (read-only).
 func CheckLogin(tx *store.Tx, email, password string) (User, error) {
@@ -48,7 +51,7 @@ func CheckLogin(tx *store.Tx, email, password string) (User, error) {
 	}
 	hash := u.PasswordHash
 	if !found {
-		hash = dummyHash
+		hash = dummyHash()
 	}
 	ok, err := crypto.CheckPassword(password, hash)
 	if err != nil || !ok || !found {

@@ -81,7 +81,9 @@ func ImportContext(ctx context.Context, db *store.DB, dataDir, src string, keys 
 	if err := os.MkdirAll(releasesDir, 0o755); err != nil {
 		return nil, err
 	}
-	removeStale(releasesDir)
+	if err := removeStale(db, releasesDir); err != nil {
+		return nil, err
+	}
 	tmp, err := os.MkdirTemp(releasesDir, ".import-"+m.Release+"-")
 	if err != nil {
 		return nil, err
@@ -236,6 +238,13 @@ func copyTree(ctx context.Context, src *os.Root, dir string, m *Manifest, mb, sb
 // the release's fault, so not reported as a bad file.
 type ioError struct{ err error }
 
+// IsIOError reports whether err is the founder's own disk failing (full,
+// read-only, gone) rather than something wrong with the release.
+func IsIOError(err error) bool {
+	var e *ioError
+	return errors.As(err, &e)
+}
+
 func (e *ioError) Error() string { return e.err.Error() }
 func (e *ioError) Unwrap() error { return e.err }
 
@@ -379,31 +388,84 @@ func removeTree(dir string) {
 	os.RemoveAll(dir)
 }
 
-// removeStale removes what an import killed half-way left behind. It runs
-// under importMu, and the store lock keeps other processes out, so no
-// other import owns these directories. A tree moved aside whose release
-// directory is gone was killed between the two renames: it is still the
-// one the store describes, so it is moved back rather than removed.
-func removeStale(releasesDir string) {
+// removeStale settles what an import killed half-way left behind, by what
+// the store says committed: an import moves the previous tree aside as
+// .old-<release>-<new import id>, swaps the new tree in, then commits.
+//   - the record names the new import id: the commit happened, the aside
+//     is garbage;
+//   - otherwise the tree in place is the uncommitted one: it goes, and the
+//     aside (the tree the record describes) comes back;
+//   - a release directory with no record at all was never committed.
+//
+// It runs under importMu (or before serving), and the store lock keeps
+// other processes out, so no other import owns these directories.
+func removeStale(db *store.DB, releasesDir string) error {
 	entries, err := os.ReadDir(releasesDir)
 	if err != nil {
-		return
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	recorded := func(release string) (*Imported, error) {
+		r, found, err := Get(db, release)
+		if err != nil || !found {
+			return nil, err
+		}
+		return r, nil
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if rest, ok := strings.CutPrefix(name, ".old-"); ok {
-			if i := strings.LastIndexByte(rest, '-'); i > 0 && semver.Valid(rest[:i]) == nil {
-				final := filepath.Join(releasesDir, rest[:i])
-				if _, err := os.Lstat(final); errors.Is(err, fs.ErrNotExist) {
-					os.Rename(filepath.Join(releasesDir, name), final)
-					continue
-				}
-			}
+		rest, ok := strings.CutPrefix(name, ".old-")
+		if !ok {
+			continue
 		}
-		if strings.HasPrefix(name, ".import-") || strings.HasPrefix(name, ".old-") {
+		i := strings.LastIndexByte(rest, '-')
+		if i <= 0 || semver.Valid(rest[:i]) != nil {
 			removeTree(filepath.Join(releasesDir, name))
+			continue
+		}
+		release, newID := rest[:i], rest[i+1:]
+		rec, err := recorded(release)
+		if err != nil {
+			return err
+		}
+		if rec != nil && rec.ImportID == newID {
+			removeTree(filepath.Join(releasesDir, name))
+			continue
+		}
+		final := filepath.Join(releasesDir, release)
+		removeTree(final)
+		if err := os.Rename(filepath.Join(releasesDir, name), final); err != nil {
+			return fmt.Errorf("restore the committed tree of %s: %w", release, err)
 		}
 	}
+	entries, _ = os.ReadDir(releasesDir)
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, ".import-") || strings.HasPrefix(name, ".old-"):
+			removeTree(filepath.Join(releasesDir, name))
+		case semver.Valid(name) == nil:
+			rec, err := recorded(name)
+			if err != nil {
+				return err
+			}
+			if rec == nil {
+				removeTree(filepath.Join(releasesDir, name))
+			}
+		}
+	}
+	syncDir(releasesDir)
+	return nil
+}
+
+// Recover settles an import interrupted by a crash; the founder runs it
+// before serving, so a listed release is always served from its own tree.
+func Recover(db *store.DB, dataDir string) error {
+	importMu.Lock()
+	defer importMu.Unlock()
+	return removeStale(db, filepath.Join(dataDir, "releases"))
 }
 
 func syncDir(dir string) {

@@ -24,7 +24,14 @@ type Service struct {
 	// stored records on each GET was most of its cost. It is filled from
 	// the store once and then kept current by each committed Record.
 	mu      sync.RWMutex
-	records map[string]Stored
+	records map[string]cachedRecord
+}
+
+// cachedRecord carries the commit sequence of its record, so commit hooks
+// that run out of order never put an older record over a newer one.
+type cachedRecord struct {
+	stored Stored
+	seq    uint64
 }
 
 // Record stores nodeID's release, stamping recordedAt. A node that is not
@@ -46,7 +53,11 @@ func (s *Service) Record(actor, nodeID string, req RecordRequest) error {
 		if err := tx.PutJSON(bucketRecords, nodeID, stored); err != nil {
 			return err
 		}
-		tx.OnCommit(func() { s.remember(nodeID, stored) })
+		seq, err := tx.NextSequence(bucketRecords)
+		if err != nil {
+			return err
+		}
+		tx.OnCommit(func() { s.remember(nodeID, stored, seq) })
 		// Periodic re-records of an unchanged release would flood the
 		// audit log; a change of release is what an auditor looks for.
 		if !found || prev.RunningRelease != stored.RunningRelease {
@@ -64,35 +75,42 @@ func (s *Service) input(tx *store.Tx) (Input, error) {
 	if err != nil {
 		return in, err
 	}
-	if err := s.load(tx); err != nil {
+	if err := s.loadFrom(tx); err != nil {
 		return in, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, m := range members {
 		in.Members = append(in.Members, m.NodeID)
-		if st, ok := s.records[m.NodeID]; ok {
-			in.Records[m.NodeID] = st
+		if c, ok := s.records[m.NodeID]; ok {
+			in.Records[m.NodeID] = c.stored
 		}
 	}
 	return in, nil
 }
 
-// load fills the cache from the store the first time it is needed.
-func (s *Service) load(tx *store.Tx) error {
+// Load fills the cache from the store. The founder calls it before it
+// serves or records anything, so no commit can fall between the read and
+// the hooks that keep the cache current.
+func (s *Service) Load() error {
+	return s.DB.View(s.loadFrom)
+}
+
+// loadFrom fills the cache from tx unless it is already filled.
+func (s *Service) loadFrom(tx *store.Tx) error {
 	s.mu.RLock()
 	loaded := s.records != nil
 	s.mu.RUnlock()
 	if loaded {
 		return nil
 	}
-	all := map[string]Stored{}
+	all := map[string]cachedRecord{}
 	err := tx.ForEach(bucketRecords, func(node string, raw []byte) error {
 		var st Stored
 		if err := json.Unmarshal(raw, &st); err != nil {
 			return err
 		}
-		all[node] = st
+		all[node] = cachedRecord{stored: st}
 		return nil
 	})
 	if err != nil {
@@ -106,12 +124,16 @@ func (s *Service) load(tx *store.Tx) error {
 	return nil
 }
 
-func (s *Service) remember(node string, st Stored) {
+func (s *Service) remember(node string, st Stored, seq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.records != nil {
-		s.records[node] = st
+	if s.records == nil {
+		return
 	}
+	if cur, ok := s.records[node]; ok && cur.seq > seq {
+		return
+	}
+	s.records[node] = cachedRecord{stored: st, seq: seq}
 }
 
 // Describe answers the release set.

@@ -1,0 +1,461 @@
+// Package crash kills a real founder (`stratum serve`, a child process)
+// with SIGKILL at random moments while a stream of writes is in flight,
+// and checks after every restart that each acknowledged write is there,
+// that nothing unacknowledged is half-applied, that the audit chain
+// verifies and that waiting joiners resume. TestDiskFull runs the founder
+// on a small tmpfs until it is full.
+//
+// The binary is built once, statically (CGO_ENABLED=0), as the e2e tests
+// do. CRASH_KILLS sets the number of kills (default 8; the full run uses
+// 60), CRASH_SEED the random seed, CRASH_RELEASE_MB the size of the
+// release blob (default 64).
+package crash
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// bin is the stratum binary TestMain built.
+var bin string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "stratum-crash-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	bin = filepath.Join(tmp, "stratum")
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	build := exec.Command("go", "build", "-o", bin, "stratum")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "crash: building stratum (CGO_ENABLED=0): %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// moduleRoot is the directory holding go.mod above the test's directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("crash: no go.mod above the test directory")
+		}
+		dir = parent
+	}
+}
+
+// cleanEnv is the environment without STRATUM_* twins that would steer flags.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "STRATUM_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// result is a finished command.
+type result struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// stratum runs the binary to completion (at most two minutes: the host
+// may be loaded).
+func stratum(t testing.TB, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = cleanEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	default:
+		t.Fatalf("stratum %v: %v", args, err)
+	}
+	return r
+}
+
+func mustStratum(t testing.TB, args ...string) string {
+	t.Helper()
+	r := stratum(t, args...)
+	if r.code != 0 {
+		t.Fatalf("stratum %s: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// syncBuffer collects a child's output while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// proc is one running `stratum serve`.
+type proc struct {
+	cmd     *exec.Cmd
+	out     *syncBuffer
+	started time.Time
+	ready   chan struct{}
+	exited  chan struct{}
+	status  syscall.WaitStatus
+}
+
+// startServe runs `stratum serve --data dir` on fixed addresses and waits
+// for the banner. A port taken by someone else while the founder was down
+// is reported as errAddrInUse so the caller can pick others.
+func startServe(dir, apiAddr, joinAddr string, extra ...string) (*proc, error) {
+	args := append([]string{"serve", "--data", dir, "--api-addr", apiAddr, "--join-addr", joinAddr}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = cleanEnv()
+	p := &proc{cmd: cmd, out: &syncBuffer{}, ready: make(chan struct{}), exited: make(chan struct{})}
+	cmd.Stderr = p.out
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		signalled := false
+		for sc.Scan() {
+			line := sc.Text()
+			_, _ = p.out.Write([]byte(line + "\n"))
+			if !signalled && strings.Contains(line, "join listener:") {
+				signalled = true
+				close(p.ready)
+			}
+		}
+		_, _ = io.Copy(p.out, pipe)
+		_ = cmd.Wait()
+		p.status, _ = cmd.ProcessState.Sys().(syscall.WaitStatus)
+		close(p.exited)
+	}()
+	select {
+	case <-p.ready:
+		return p, nil
+	case <-p.exited:
+		if strings.Contains(p.out.String(), "address already in use") {
+			return nil, errAddrInUse
+		}
+		return nil, fmt.Errorf("founder exited (%v) before serving:\n%s", p.status, p.out)
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		<-p.exited
+		return nil, fmt.Errorf("founder did not print its listeners within 90s:\n%s", p.out)
+	}
+}
+
+var errAddrInUse = errors.New("address already in use")
+
+// kill sends SIGKILL and waits for the exit.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// term sends SIGTERM and waits at most within for a clean exit.
+func (p *proc) term(within time.Duration) (code int, took time.Duration, err error) {
+	start := time.Now()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(within):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return -1, time.Since(start), fmt.Errorf("no exit within %v of SIGTERM", within)
+	}
+	if p.status.Signaled() {
+		return -int(p.status.Signal()), time.Since(start), nil
+	}
+	return p.status.ExitStatus(), time.Since(start), nil
+}
+
+func (p *proc) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// freeAddr reserves nothing: it asks the kernel for a free port and
+// closes it, for a founder that must come back on the same address.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// caPool trusts only the cluster CA in dir/ca.pem.
+func caPool(dir string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s/ca.pem holds no certificate", dir)
+	}
+	return pool, nil
+}
+
+func httpClient(pool *x509.CertPool, certs []tls.Certificate, keepAlive bool) *http.Client {
+	return &http.Client{Timeout: 45 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{RootCAs: pool, Certificates: certs},
+		DisableKeepAlives:   !keepAlive,
+		MaxIdleConnsPerHost: 16,
+	}}
+}
+
+// joinerKey is a joiner's identity: an ed25519 key in a self-signed
+// certificate, and its pin as the founder computes it.
+type joinerKey struct {
+	cert tls.Certificate
+	pin  string
+}
+
+func newJoinerKey() (joinerKey, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return joinerKey{}, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "crash-joiner"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, priv.Public(), priv)
+	if err != nil {
+		return joinerKey{}, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return joinerKey{}, err
+	}
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return joinerKey{cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: priv}, pin: "sha256:" + hex.EncodeToString(sum[:])}, nil
+}
+
+// envelope is the error body (SPEC section 2).
+type envelope struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// call sends one JSON request; status 0 with err means no answer.
+func call(ctx context.Context, c *http.Client, method, url, bearer string, body any, hdr map[string]string) (int, []byte, http.Header, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		// A body cut short is no answer: the write is not acknowledged.
+		return 0, nil, nil, err
+	}
+	return resp.StatusCode, raw, resp.Header, nil
+}
+
+// credentials reads bootstrap-credentials.txt.
+func credentials(dir string) (email, password string, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, "bootstrap-credentials.txt"))
+	if err != nil {
+		return "", "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "email="); ok {
+			email = v
+		}
+		if v, ok := strings.CutPrefix(line, "password="); ok {
+			password = v
+		}
+	}
+	return email, password, nil
+}
+
+// unixClient talks HTTP over the founder's control socket.
+func unixClient(sock string) *http.Client {
+	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", sock)
+	}}}
+}
+
+// releaseTree is a signed release tree on disk: one random blob and a
+// small sysext file.
+type releaseTree struct {
+	dir         string
+	release     string
+	blobPath    string // relative to dir
+	blob        []byte
+	manifestSum string // hex SHA-256 of payload/manifest.json
+}
+
+// makeReleaseTree writes and signs a release tree with keyFile.
+func makeReleaseTree(t testing.TB, dir, release, upgradesFrom, keyFile string, size int) *releaseTree {
+	t.Helper()
+	blob := make([]byte, size)
+	if _, err := rand.Read(blob); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(blob)
+	rel := filepath.Join("os", "blobs", "sha256", hex.EncodeToString(sum[:]))
+	for _, d := range []string{filepath.Dir(filepath.Join(dir, rel)), filepath.Join(dir, "sysext")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, rel), blob, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sysext", "stratum-ovs.raw"), []byte("sysext "+dir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustStratum(t, "release", "sign", "--key", keyFile, "--release", release, "--upgrades-from", upgradesFrom, dir)
+	mb, err := os.ReadFile(filepath.Join(dir, "payload", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := sha256.Sum256(mb)
+	return &releaseTree{dir: dir, release: release, blobPath: filepath.ToSlash(rel), blob: blob, manifestSum: hex.EncodeToString(ms[:])}
+}
+
+// treeOnDisk describes an imported tree under DIR/releases/<release>:
+// the SHA-256 of its manifest and the problems found with its files.
+func treeOnDisk(dir string) (manifestSum string, problems []string) {
+	mb, err := os.ReadFile(filepath.Join(dir, "payload", "manifest.json"))
+	if err != nil {
+		return "", []string{"payload/manifest.json: " + err.Error()}
+	}
+	s := sha256.Sum256(mb)
+	var m struct {
+		Files []struct {
+			Path string `json:"path"`
+			Size int64  `json:"size"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(mb, &m); err != nil {
+		return hex.EncodeToString(s[:]), []string{"manifest does not decode: " + err.Error()}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "payload", "manifest.sig")); err != nil {
+		problems = append(problems, "payload/manifest.sig: "+err.Error())
+	}
+	for _, f := range m.Files {
+		st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		switch {
+		case err != nil:
+			problems = append(problems, f.Path+": "+err.Error())
+		case st.Size() != f.Size:
+			problems = append(problems, fmt.Sprintf("%s: %d bytes, manifest says %d", f.Path, st.Size(), f.Size))
+		}
+	}
+	return hex.EncodeToString(s[:]), problems
+}
+
+// writableTempDir is t.TempDir whose contents are made writable again
+// before removal: imported release trees are read-only.
+func writableTempDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Cleanup(func() {
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				_ = os.Chmod(p, 0o755)
+			}
+			return nil
+		})
+	})
+	return dir
+}
