@@ -1,43 +1,61 @@
 package crypto
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
-// WriteFileAtomic writes data to path through a temp file in the same
-// directory, fsyncs it, sets mode and renames it into place, so a crash
-// leaves either the old file or the new one, never a torn or world-readable
-// secret.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+// WriteFileAtomic replaces path with data so that a crash leaves either
+// the old file or the new one, never a torn or world-readable secret: a
+// temp file in the same (existing) directory at mode,
+// fsync, rename, fsync of the directory.
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
-	name := tmp.Name()
-	defer os.Remove(name)
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(mode); err != nil {
 		return err
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
+	return syncDir(dir)
+}
+
+// syncDir makes the rename itself durable. Some filesystems cannot fsync a
+// directory (EINVAL); the rename is then as durable as they allow.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
 		return err
 	}
-	if err := tmp.Close(); err != nil {
-		return err
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
 	}
-	if err := os.Rename(name, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+	if err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("fsync %s: %w", dir, err)
 	}
 	return nil
 }

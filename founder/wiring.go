@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"stratum/httpapi"
+	"stratum/iam"
 	"stratum/join"
 	"stratum/release"
 	"stratum/releaseset"
@@ -81,6 +82,7 @@ func (f *Founder) clusterRelease() string {
 // startBackground starts the founder's background loops.
 func (f *Founder) startBackground(ctx context.Context) {
 	go f.recordOwnRelease(ctx)
+	go f.purgeSessions(ctx)
 	go f.joins.Run(ctx)
 }
 
@@ -110,4 +112,21 @@ func (f *Founder) recordOwnRelease(ctx context.Context) {
 func (f *Founder) beforeShutdown() {
 	f.joins.Close()
 	f.mirror.Close()
+}
+
+// purgeSessions deletes expired login tokens every hour, so a founder that
+// runs for years keeps only live sessions in its store.
+func (f *Founder) purgeSessions(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if err := f.db.Update(func(tx *store.Tx) error { return iam.PurgeExpiredSessions(tx, time.Now()) }); err != nil {
+			f.log.Warn("purging expired sessions failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

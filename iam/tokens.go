@@ -1,6 +1,7 @@
 package iam
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -104,7 +105,7 @@ func (p Principal) Authorize(action, resource string) error {
 type CreateTokenRequest struct {
 	Name   string          `json:"name"`
 	TTL    string          `json:"ttl"`
-	Policy jsonRawOrPolicy `json:"policy"`
+	Policy json.RawMessage `json:"policy"`
 }
 
 // CreateToken validates the request and stores an API token.
@@ -147,7 +148,7 @@ func ListTokens(tx *store.Tx) ([]TokenView, error) {
 	out := []TokenView{}
 	err := tx.ForEach(bucketTokens, func(_ string, raw []byte) error {
 		var t Token
-		if err := jsonUnmarshal(raw, &t); err != nil {
+		if err := json.Unmarshal(raw, &t); err != nil {
 			return err
 		}
 		if t.Kind == KindAPI {

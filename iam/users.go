@@ -23,10 +23,6 @@ type User struct {
 	CreatedAt    time.Time `json:"createdAt"`
 }
 
-type jsonRawOrPolicy = json.RawMessage
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
 // CreateBootstrapAdmin stores the admin with an argon2id hash of password.
 func CreateBootstrapAdmin(tx *store.Tx, email, password string, now time.Time) error {
 	u := User{Email: strings.ToLower(email), PasswordHash: crypto.HashPassword(password), CreatedAt: now.UTC()}

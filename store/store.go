@@ -238,15 +238,6 @@ func (tx *Tx) GetSealed(bucket, key string) ([]byte, bool, error) {
 	return pt, true, nil
 }
 
-// FileMode checks the store file is not readable by others.
-func FileMode(path string) (os.FileMode, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	return st.Mode().Perm(), nil
-}
-
 // OpenReadOnly opens the file for reading only (backup, audit verify),
 // without a data key: sealed values stay sealed.
 func OpenReadOnly(path string) (*DB, error) {

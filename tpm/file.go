@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+
+	"stratum/crypto"
 )
 
 // SealToFile seals secret to the TPM at tpmPath (see Open) under pcrs (see
@@ -20,7 +23,10 @@ func SealToFile(tpmPath string, pcrs []int, secret []byte, out string) (err erro
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(out, blob, 0o600); err != nil {
+	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
+		return err
+	}
+	if err := crypto.WriteFileAtomic(out, blob, 0o600); err != nil {
 		return fmt.Errorf("write sealed blob: %w", err)
 	}
 	return nil

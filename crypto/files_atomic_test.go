@@ -1,4 +1,4 @@
-package tpm
+package crypto
 
 import (
 	"os"
@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-func TestWriteFileAtomic(t *testing.T) {
+func TestWriteFileAtomicReplaces(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "secrets", "openbao-unseal.tpm")
+	path := filepath.Join(dir, "openbao-unseal.tpm")
 	for _, content := range []string{"first", "second"} {
-		if err := writeFileAtomic(path, []byte(content), 0o600); err != nil {
+		if err := WriteFileAtomic(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(path)
