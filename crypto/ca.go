@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"time"
 )
 
@@ -100,6 +101,7 @@ type LeafRequest struct {
 	CommonName string
 	DNSNames   []string
 	IPs        []net.IP
+	URIs       []*url.URL
 	Client     bool
 	Server     bool
 	Validity   time.Duration
@@ -123,6 +125,7 @@ func (ca *CA) Issue(req LeafRequest, now time.Time) (*Leaf, error) {
 		Subject:      pkix.Name{CommonName: req.CommonName},
 		DNSNames:     req.DNSNames,
 		IPAddresses:  req.IPs,
+		URIs:         req.URIs,
 		NotBefore:    now.Add(-5 * time.Minute),
 		NotAfter:     now.Add(req.Validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,

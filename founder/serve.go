@@ -122,7 +122,7 @@ func (f *Founder) run(ctx context.Context) error {
 		mgmt = m.MgmtIP
 		return nil
 	})
-	cert, err := serverCertificate(f.ca, cluster.Hostname(), mgmt, time.Now())
+	cert, err := serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, time.Now())
 	if err != nil {
 		return err
 	}

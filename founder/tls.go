@@ -3,14 +3,16 @@ package founder
 import (
 	"crypto/tls"
 	"net"
+	"net/url"
 	"time"
 
 	"stratum/crypto"
 )
 
 // serverCertificate issues the listeners' certificate from the cluster CA
-// at each start: the names a client may dial the founder by.
-func serverCertificate(ca *crypto.CA, hostname, mgmtIP string, now time.Time) (tls.Certificate, error) {
+// at each start: the names a client may dial the founder by, and the
+// founder URI SAN by which joiners and agents tell it from a member.
+func serverCertificate(ca *crypto.CA, clusterID, hostname, mgmtIP string, now time.Time) (tls.Certificate, error) {
 	dns := []string{"localhost"}
 	if hostname != "" && hostname != "localhost" {
 		dns = append(dns, hostname)
@@ -19,7 +21,7 @@ func serverCertificate(ca *crypto.CA, hostname, mgmtIP string, now time.Time) (t
 	if ip := net.ParseIP(mgmtIP); ip != nil && !ip.IsLoopback() {
 		ips = append(ips, ip)
 	}
-	leaf, err := ca.Issue(crypto.LeafRequest{CommonName: "stratum founder", DNSNames: dns, IPs: ips, Server: true, Validity: 90 * 24 * time.Hour}, now)
+	leaf, err := ca.Issue(crypto.LeafRequest{CommonName: "stratum founder", DNSNames: dns, IPs: ips, URIs: []*url.URL{crypto.FounderURI(clusterID)}, Server: true, Validity: 90 * 24 * time.Hour}, now)
 	if err != nil {
 		return tls.Certificate{}, err
 	}

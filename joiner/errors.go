@@ -33,6 +33,9 @@ func ExitCode(err error) int {
 		return ExitRejected
 	case errors.Is(err, ErrFailed):
 		return ExitFailed
+	case errors.As(err, new(*PinError)):
+		// A founder we cannot trust is fatal, like a failed join.
+		return ExitFailed
 	default:
 		return 1
 	}

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,7 +85,7 @@ func newFakeFounder(t *testing.T, clusterRelease string) *fakeFounder {
 		t.Fatal(err)
 	}
 	leaf, err := ca.Issue(crypto.LeafRequest{CommonName: "stratum founder", DNSNames: []string{"localhost"},
-		IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true, Validity: time.Hour}, time.Now())
+		IPs: []net.IP{net.ParseIP("127.0.0.1")}, URIs: []*url.URL{crypto.FounderURI("cl-test1234")}, Server: true, Validity: time.Hour}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,8 +37,8 @@ func TestPinMismatchRefused(t *testing.T) {
 	if !strings.Contains(err.Error(), other.Pin()) || !strings.Contains(err.Error(), f.ca.Pin()) {
 		t.Errorf("the error should name the wanted pin and the CA presented: %v", err)
 	}
-	if ExitCode(err) != 1 {
-		t.Errorf("exit code %d, want 1", ExitCode(err))
+	if ExitCode(err) != ExitFailed {
+		t.Errorf("exit code %d, want %d (an untrusted founder is fatal)", ExitCode(err), ExitFailed)
 	}
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("a pin mismatch must not be retried (took %s)", time.Since(start))
@@ -61,7 +62,7 @@ func TestVerifyPinnedRejectsUnchainedLeaf(t *testing.T) {
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "does not verify") {
 		t.Fatalf("want a PinError about verification, got %v", err)
 	}
-	good, _ := ca.Issue(crypto.LeafRequest{CommonName: "founder", Server: true, Validity: time.Hour}, time.Now())
+	good, _ := ca.Issue(crypto.LeafRequest{CommonName: "founder", URIs: []*url.URL{crypto.FounderURI("cl-a")}, Server: true, Validity: time.Hour}, time.Now())
 	if err := verifyPinned([]*x509.Certificate{good.Cert, ca.Cert}, ca.Pin(), time.Now()); err != nil {
 		t.Fatalf("a leaf of the pinned CA is refused: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"strings"
 	"time"
 
 	"stratum/crypto"
@@ -22,8 +21,8 @@ import (
 // certificate whose SPKI hashes to the pin, and the leaf must verify up to
 // that CA (signature, validity, server-auth usage). The handshake itself
 // proves the server holds the leaf's key. Host names are not checked: a
-// server that chains to the pinned cluster CA is the founder by
-// definition, whatever address reached it.
+// server whose leaf chains to the pinned cluster CA and carries the
+// founder URI SAN is the founder, whatever address reached it.
 func pinnedTLS(pin string, client tls.Certificate, serverName string) *tls.Config {
 	pin = normalPin(pin)
 	return &tls.Config{
@@ -38,50 +37,15 @@ func pinnedTLS(pin string, client tls.Certificate, serverName string) *tls.Confi
 }
 
 // verifyPinned checks that chain (leaf first, as sent) leads to a CA whose
-// SPKI pin is pin.
+// SPKI pin is pin and that its leaf is the founder's (SPEC 10.3): a
+// member's leaf chains to the same CA and must not receive our token.
 func verifyPinned(chain []*x509.Certificate, pin string, now time.Time) error {
-	if len(chain) == 0 {
-		return &PinError{Want: pin, Reason: "the server presented no certificate"}
-	}
-	var anchor *x509.Certificate
-	var seen []string
-	for _, c := range chain {
-		p := crypto.SPKIPin(c)
-		if p == pin && c.IsCA {
-			anchor = c
-			break
+	if err := crypto.VerifyFounder(chain, pin, "", now); err != nil {
+		var fe *crypto.FounderTrustError
+		if errors.As(err, &fe) {
+			return &PinError{Want: pin, Reason: fe.Reason}
 		}
-		if c.IsCA {
-			seen = append(seen, p)
-		}
-	}
-	if anchor == nil {
-		reason := "its certificate chain holds no CA with that pin"
-		if len(seen) > 0 {
-			reason += " (it presented CA " + strings.Join(seen, ", ") + ")"
-		} else {
-			reason += " (it presented no CA certificate)"
-		}
-		return &PinError{Want: pin, Reason: reason}
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(anchor)
-	inter := x509.NewCertPool()
-	for _, c := range chain[1:] {
-		inter.AddCert(c)
-	}
-	_, err := chain[0].Verify(x509.VerifyOptions{
-		Roots:         roots,
-		Intermediates: inter,
-		CurrentTime:   now,
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
-	if err != nil {
-		var inv x509.CertificateInvalidError
-		if errors.As(err, &inv) && inv.Reason == x509.Expired {
-			return &PinError{Want: pin, Reason: "its certificate is outside its validity period (check this machine's clock): " + err.Error()}
-		}
-		return &PinError{Want: pin, Reason: "its certificate does not verify against the pinned CA: " + err.Error()}
+		return &PinError{Want: pin, Reason: err.Error()}
 	}
 	return nil
 }
