@@ -27,7 +27,9 @@ import (
 	"time"
 
 	"stratum/crypto"
+	"stratum/httpapi"
 	"stratum/release"
+	"stratum/release/repo"
 	"stratum/store"
 )
 
@@ -61,7 +63,7 @@ const (
 )
 
 // BenchmarkMirrorVsNginx compares the founder's release mirror
-// (release.Mirror.ServeFile, which reads and SHA-256-checks every 1 MiB
+// (httpapi.ServeReleaseFile over repo.Mirror, which reads and SHA-256-checks every 1 MiB
 // chunk it sends from) with nginx serving the same imported tree from the
 // same disk, both over TLS on loopback with the same certificate, both
 // read by Go clients in this process:
@@ -179,7 +181,7 @@ func newMirrorEnv(b *testing.B, nginx string) *mirrorEnv {
 		b.Fatal(err)
 	}
 	importStart := time.Now()
-	_, err = release.Import(db, dataDir, src, keys, nil)
+	_, err = repo.Import(context.Background(), db, dataDir, src, keys, repo.ImportOptions{})
 	importTook := time.Since(importStart)
 	// The founder's process opens the store next (bbolt locks it).
 	if cerr := db.Close(); err == nil {
@@ -352,7 +354,7 @@ func mirrorStart(b *testing.B, cmd *exec.Cmd, logPath string, byStdin bool) (sto
 }
 
 // TestMirrorFounderServer is the founder's process of
-// BenchmarkMirrorVsNginx (skipped otherwise): it serves ServeFile the way
+// BenchmarkMirrorVsNginx (skipped otherwise): it serves ServeReleaseFile the way
 // the founder's join listener does (tls.Listen with its TLS settings,
 // http.Server with its timeouts), minus the routing and the joiner checks:
 // GET /<path> is the file <path> of the release. An error before the body
@@ -375,7 +377,7 @@ func TestMirrorFounderServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	m := release.NewMirror(db, dataDir, mirrorSlots, slog.New(slog.DiscardHandler))
+	m := repo.NewMirror(repo.MirrorConfig{DB: db, DataDir: dataDir, Concurrency: mirrorSlots, Log: slog.New(slog.DiscardHandler)})
 	ln, err := tls.Listen("tcp", os.Getenv("MIRROR_FOUNDER_ADDR"), &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   tls.RequireAnyClientCert,
@@ -386,7 +388,7 @@ func TestMirrorFounderServer(t *testing.T) {
 	}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := m.ServeFile(w, r, mirrorRelease, strings.TrimPrefix(r.URL.Path, "/")); err != nil {
+			if err := httpapi.ServeReleaseFile(w, r, m, r.RemoteAddr, mirrorRelease, strings.TrimPrefix(r.URL.Path, "/")); err != nil {
 				http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			}
 		}),

@@ -19,6 +19,7 @@ import (
 	"stratum/apierr"
 	"stratum/crypto"
 	"stratum/release"
+	"stratum/release/repo"
 	"stratum/store"
 )
 
@@ -216,7 +217,7 @@ func releaseImport(ctx context.Context, args []string) error {
 	defer db.Close()
 	progress, finish := importProgress(os.Stderr)
 	start := time.Now()
-	m, err := release.ImportContext(ctx, db, *dataDir, pos[0], keys, progress, "cli")
+	m, err := repo.Import(ctx, db, *dataDir, pos[0], keys, repo.ImportOptions{Progress: progress, Actor: "cli"})
 	finish()
 	if err != nil {
 		return &ExitError{Code: 1, Err: fmt.Errorf("not imported: %w", releaseErr(err))}
@@ -228,7 +229,7 @@ func releaseImport(ctx context.Context, args []string) error {
 
 // importProgress shows a progress bar on a terminal and one plain line per
 // file otherwise (logs, CI), so a redirected output stays readable.
-func importProgress(out *os.File) (release.Progress, func()) {
+func importProgress(out *os.File) (repo.Progress, func()) {
 	if term.IsTerminal(int(out.Fd())) {
 		var bar *progressbar.ProgressBar
 		last := ""
@@ -283,14 +284,14 @@ func releaseList(args []string) error {
 		return err
 	}
 	defer db.Close()
-	list, err := release.List(db)
+	list, err := repo.List(db)
 	if err != nil {
 		return err
 	}
 	return printReleases(os.Stdout, list)
 }
 
-func printReleases(w io.Writer, list []release.Imported) error {
+func printReleases(w io.Writer, list []repo.Imported) error {
 	if len(list) == 0 {
 		_, err := fmt.Fprintln(w, "no release imported")
 		return err

@@ -19,7 +19,7 @@ import (
 	"stratum/crypto"
 	"stratum/httpapi"
 	"stratum/join"
-	"stratum/release"
+	"stratum/release/repo"
 	"stratum/releaseset"
 	"stratum/store"
 )
@@ -56,7 +56,7 @@ type Founder struct {
 
 	releases *releaseset.Service
 	joins    *join.Service
-	mirror   *release.Mirror
+	mirror   *repo.Mirror
 }
 
 // Serve runs the founder until ctx ends, then shuts down gracefully.

@@ -7,7 +7,7 @@ import (
 	"stratum/httpapi"
 	"stratum/iam"
 	"stratum/join"
-	"stratum/release"
+	"stratum/release/repo"
 	"stratum/releaseset"
 	"stratum/store"
 )
@@ -26,13 +26,13 @@ func (f *Founder) services() {
 	if concurrency <= 0 {
 		concurrency = 4
 	}
-	if err := release.Recover(f.db, string(f.opts.Data)); err != nil {
+	if err := repo.Recover(f.db, string(f.opts.Data)); err != nil {
 		f.log.Error("settling an interrupted release import failed", "err", err)
 	}
 	if err := f.releases.Load(); err != nil {
 		f.log.Error("loading release records failed", "err", err)
 	}
-	f.mirror = release.NewMirror(f.db, string(f.opts.Data), concurrency, f.log)
+	f.mirror = repo.NewMirror(repo.MirrorConfig{DB: f.db, DataDir: string(f.opts.Data), Concurrency: concurrency, Log: f.log})
 	var payloads join.PayloadOfferer = f.mirror
 	if f.opts.ReleaseSource != "" {
 		// A configured mirror serves the release; the founder does not.
@@ -47,7 +47,7 @@ func (f *Founder) services() {
 
 // mounts returns the domain routes to add to the API.
 func (f *Founder) mounts() []func(*httpapi.API) {
-	var serve httpapi.ReleaseServer = f.mirror
+	var serve httpapi.ReleaseFiles = f.mirror
 	if f.opts.ReleaseSource != "" {
 		serve = nil
 	}
@@ -55,7 +55,7 @@ func (f *Founder) mounts() []func(*httpapi.API) {
 		httpapi.MountReleaseSet(f.releases),
 		httpapi.MountJoinAdmin(f.joins),
 		httpapi.MountJoinListener(f.joins, serve),
-		httpapi.MountReleaseImport(releaseCatalog{f}),
+		httpapi.MountReleaseImport(&repo.Catalog{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys()}),
 	}
 }
 

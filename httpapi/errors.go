@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 
 	"stratum/apierr"
+	"stratum/release"
+	"stratum/release/repo"
 	"stratum/store"
 )
 
@@ -48,8 +51,22 @@ func StatusOf(code apierr.Code) int {
 // *apierr.Error is logged with the request id and answered as INTERNAL
 // with no detail, so no internal text (or secret) reaches the client.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	var badFile *release.FileError
+	var diskErr *repo.IOError
 	e, ok := apierr.As(err)
-	if !ok {
+	switch {
+	case ok:
+	case errors.As(err, &badFile):
+		// A release that fails verification: the file and why are what
+		// the operator needs, and they hold no secret.
+		e = apierr.WithFields(apierr.InvalidInput, "release not imported: "+badFile.Error(),
+			[]apierr.FieldError{{Field: cmp.Or(badFile.Path, "path"), Message: badFile.Reason}})
+	case errors.As(err, &diskErr):
+		// The founder's own disk, not the request: logged with the
+		// request id, no path in the answer.
+		log.Error("the founder's disk failed", "requestId", w.Header().Get("X-Request-Id"), "method", r.Method, "path", r.URL.Path, "err", err)
+		e = apierr.New(apierr.Internal, "the founder's own disk failed; its log has the details under this request id")
+	default:
 		if errors.Is(err, store.ErrClosed) {
 			e = apierr.New(apierr.Unavailable, "Upstream temporarily unavailable: the founder is shutting down")
 		} else {

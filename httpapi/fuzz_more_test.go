@@ -23,6 +23,8 @@ import (
 	"stratum/httpapi"
 	"stratum/iam"
 	"stratum/join"
+	"stratum/release"
+	"stratum/release/repo"
 	"stratum/releaseset"
 	"stratum/store"
 )
@@ -31,10 +33,10 @@ import (
 // the request body's decoding, not the importer.
 type refusingCatalog struct{}
 
-func (refusingCatalog) Import(_ context.Context, _, path string) (any, error) {
+func (refusingCatalog) Import(_ context.Context, path string, _ repo.ImportOptions) (*release.Manifest, error) {
 	return nil, apierr.New(apierr.NotFound, "no release tree at %s", path)
 }
-func (refusingCatalog) List() (any, error) { return []string{}, nil }
+func (refusingCatalog) List() ([]repo.Imported, error) { return nil, nil }
 
 // bodyRoute is one body-taking endpoint of either listener.
 type bodyRoute struct {

@@ -12,14 +12,9 @@ import (
 	"stratum/join"
 )
 
-// ReleaseServer serves an offered release's files (release.Mirror).
-type ReleaseServer interface {
-	ServeFile(w http.ResponseWriter, r *http.Request, release, path string) error
-}
-
 // MountJoinListener adds the joiner endpoints: every one is pinned to the
 // client certificate's key, the joiner's only identity.
-func MountJoinListener(svc *join.Service, releases ReleaseServer) func(*API) {
+func MountJoinListener(svc *join.Service, releases ReleaseFiles) func(*API) {
 	return func(a *API) {
 		m := a.join
 		m.handle(Route{Method: "POST", Path: "/v1/join/registrations", Summary: "Register with a join token; pinned to the client certificate's key.", Auth: "joiner-key"},
@@ -107,7 +102,8 @@ func MountJoinListener(svc *join.Service, releases ReleaseServer) func(*API) {
 			// Download time is bounded by the client, not by a timeout
 			// meant for small answers.
 			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-			return releases.ServeFile(w, r, release, strings.TrimPrefix(ps.ByName("path"), "/"))
+			// The registration holds the read slots (SPEC 10.8).
+			return ServeReleaseFile(w, r, releases, ps.ByName("joinId"), release, strings.TrimPrefix(ps.ByName("path"), "/"))
 		}
 		m.handle(Route{Method: "GET", Path: "/v1/join/registrations/:joinId/release/*path", Summary: "A file of the offered release, while needs-upgrade; ranges, ETag, hash-verified.", Auth: "joiner-key"}, serve)
 		m.handle(Route{Method: "HEAD", Path: "/v1/join/registrations/:joinId/release/*path", Summary: "Headers of a file of the offered release.", Auth: "joiner-key"}, serve)

@@ -8,14 +8,17 @@ import (
 
 	"stratum/apierr"
 	"stratum/iam"
+	"stratum/release"
+	"stratum/release/repo"
 )
 
-// ReleaseCatalog imports and lists the releases the founder serves.
+// ReleaseCatalog imports and lists the releases the founder serves
+// (repo.Catalog).
 type ReleaseCatalog interface {
 	// Import verifies and imports the release tree at a path on the
 	// founder's own file system.
-	Import(ctx context.Context, actor, path string) (any, error)
-	List() (any, error)
+	Import(ctx context.Context, src string, opts repo.ImportOptions) (*release.Manifest, error)
+	List() ([]repo.Imported, error)
 }
 
 type importRequest struct {
@@ -41,11 +44,11 @@ func MountReleaseImport(cat ReleaseCatalog) func(*API) {
 				// The import runs to its end (or failure) even when the client
 				// goes away: a half import is cleaned up by the domain, never
 				// left for the next one.
-				out, err := cat.Import(context.WithoutCancel(r.Context()), p.Subject, req.Path)
+				m, err := cat.Import(context.WithoutCancel(r.Context()), req.Path, repo.ImportOptions{Actor: p.Subject})
 				if err != nil {
 					return err
 				}
-				writeJSON(w, http.StatusCreated, out)
+				writeJSON(w, http.StatusCreated, map[string]any{"release": m.Release, "files": len(m.Files), "upgradesFrom": m.UpgradesFrom})
 				return nil
 			})
 		a.admin.handle(Route{Method: "GET", Path: "/v1/admin/releases", Summary: "List imported releases.", Action: "upgrade:DescribeRelease", Auth: "bearer"},

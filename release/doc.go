@@ -1,8 +1,8 @@
-// Package release owns Stratum releases end to end: the manifest and its
-// ed25519 signatures, verification of a release tree, signing, importing a
-// release into the founder's data directory with its chunk index, and
-// serving the imported files to joiners with ranges, a bounded semaphore and
-// per-chunk hash verification (SPEC section 5).
+// Package release is the signed-release format: the manifest and its
+// ed25519 signatures, release keys, verification of a release tree and
+// signing (SPEC 5.1). It touches no store: the joiner verifies releases
+// with it too. The founder's repository of imported releases is package
+// release/repo.
 //
 // Decisions taken where the specification is silent:
 //
@@ -22,11 +22,4 @@
 //   - os.imageVersion is "v" + release; os.layout is the first 8 hex digits
 //     of the SHA-256 over the sorted "path sha256\n" lines of the files under
 //     os/, so two releases with the same OS bytes share a layout id.
-//   - The store keeps one small record per release (bucket "releases") and
-//     one entry per file with its chunk index (bucket "release-files", key
-//     release NUL path), so serving one file reads one file's index, not the
-//     whole release. Corrupt marks live in "release-corrupt".
-//   - Re-importing a release replaces it: the new tree is swapped in, the
-//     store records replaced and the corrupt marks cleared in one
-//     transaction, then the old tree is removed.
 package release

@@ -2,35 +2,43 @@ package release
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
-
-	"stratum/apierr"
 )
 
-// badFile is the error for a release that fails verification: an
-// INVALID_INPUT whose message names the file and why, and whose one field
-// entry carries the same (Field is the file's path), so the joiner can
-// fetch that file again without parsing text.
-func badFile(path, release, reason string) *apierr.Error {
-	msg := fmt.Sprintf("%s: %s", path, reason)
-	if release != "" {
-		msg = fmt.Sprintf("release %s fails verification: %s", release, msg)
+// FileError is a release tree that fails verification: Path names the
+// file at fault (empty for the tree as a whole) and Reason says why, so a
+// joiner can fetch that one file again and an operator knows what to fix.
+// The HTTP layer answers it as INVALID_INPUT with Path as the field.
+type FileError struct {
+	Release string // the release, when known
+	Path    string
+	Reason  string
+}
+
+func (e *FileError) Error() string {
+	msg := e.Reason
+	if e.Path != "" {
+		msg = fmt.Sprintf("%s: %s", e.Path, e.Reason)
 	}
-	return &apierr.Error{
-		Code:    apierr.InvalidInput,
-		Message: msg,
-		Fields:  []apierr.FieldError{{Field: path, Message: reason}},
+	if e.Release != "" {
+		msg = fmt.Sprintf("release %s fails verification: %s", e.Release, msg)
 	}
+	return msg
+}
+
+func badFile(path, release, reason string) error {
+	return &FileError{Release: release, Path: path, Reason: reason}
 }
 
 // BadFile returns the file a verification error names and why.
 func BadFile(err error) (path, reason string, ok bool) {
-	e, ok := apierr.As(err)
-	if !ok || e.Code != apierr.InvalidInput || len(e.Fields) != 1 {
+	var fe *FileError
+	if !errors.As(err, &fe) {
 		return "", "", false
 	}
-	return e.Fields[0].Field, e.Fields[0].Message, true
+	return fe.Path, fe.Reason, true
 }
 
 func marshalIndent(v any) ([]byte, error) {

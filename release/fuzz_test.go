@@ -10,36 +10,6 @@ import (
 // The seed corpora live in testdata/fuzz/<Name>/; the f.Add seeds below
 // are the minimum each target starts from.
 
-func FuzzParseRange(f *testing.F) {
-	for _, h := range []string{"bytes=0-0", "bytes=-10", "bytes=5-", "bytes=0-1,5-6", "bytes=9-1", "bytes=99999999999999999999-", "items=1-2", "bytes=,,", "bytes= 1 - 2"} {
-		f.Add(h, int64(1000))
-	}
-	f.Add("bytes=-1", int64(0))
-	f.Fuzz(func(t *testing.T, header string, size int64) {
-		if size < 0 {
-			size = -(size + 1)
-		}
-		ranges, err := ParseRange(header, size)
-		if err != nil {
-			if ranges != nil {
-				t.Fatalf("ranges %v with error %v", ranges, err)
-			}
-			return
-		}
-		if len(ranges) > maxRangeSpecs {
-			t.Fatalf("%d ranges: parsing must stop at %d", len(ranges), maxRangeSpecs)
-		}
-		for _, r := range ranges {
-			if r.Start < 0 || r.Length < 0 || r.Start > size || r.Length > size-r.Start {
-				t.Fatalf("range %+v outside a file of %d bytes", r, size)
-			}
-		}
-		if len(ranges) == 1 && ranges[0].Length == 0 {
-			t.Fatalf("single empty range %+v", ranges[0])
-		}
-	})
-}
-
 func FuzzValidPath(f *testing.F) {
 	for _, p := range []string{"os/blobs/sha256/ab", "../etc/passwd", "/abs", "a//b", "a/./b", `a\b`, "a\x00b", "payload/manifest.json", "...", ".hidden/x"} {
 		f.Add(p)

@@ -1,19 +1,13 @@
 package release
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
-
-	"stratum/crypto"
-	"stratum/store"
 )
 
 // testKey makes a key pair NAME.key/NAME.pub in dir and returns the
@@ -80,7 +74,7 @@ func makeTree(t testing.TB, blobSize int) (dir, blobPath string) {
 	writeFile(t, dir, blobPath, blob)
 	writeFile(t, dir, "os/index.json", []byte(`{"layers":1}`))
 	writeFile(t, dir, "os/empty", nil)
-	writeFile(t, dir, "sysext/stratum-ovs_3.5.3-5.el10s.raw", randomBytes(3*ChunkSize+17, 2))
+	writeFile(t, dir, "sysext/stratum-ovs_3.5.3-5.el10s.raw", randomBytes(3<<20+17, 2))
 	writeFile(t, dir, "sysext/stratum-ovs_3.5.3-5.el10s.roothash", []byte(strings.Repeat("ab", 32)+"\n"))
 	return dir, blobPath
 }
@@ -95,21 +89,6 @@ func signedTree(t testing.TB, blobSize int, release string) (dir, blobPath, pubF
 		t.Fatal(err)
 	}
 	return dir, blobPath, pubFile
-}
-
-func openTestDB(t testing.TB) (*store.DB, string) {
-	t.Helper()
-	dataDir := t.TempDir()
-	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(filepath.Join(dataDir, "stratum.db"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db, dataDir
 }
 
 // flipByte inverts one byte of a file, making it writable first when it
@@ -131,26 +110,6 @@ func flipByte(t testing.TB, path string, off int64) {
 	b[0] ^= 0xff
 	if _, err := f.WriteAt(b, off); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitGoroutines fails the test when the goroutine count does not come
-// back to baseline: a serving path that leaks one per request would
-// exhaust a long-running founder.
-func waitGoroutines(t testing.TB, baseline int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= baseline {
-			return
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("%d goroutines, baseline %d:\n%s", n, baseline, buf)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -21,11 +21,11 @@ const (
 	maxSignatureSize = 1 << 20
 )
 
-// openRegular opens rel inside root without following a symbolic link at
+// OpenRegular opens rel inside root without following a symbolic link at
 // any step out of the tree (os.Root) nor at the last element (O_NOFOLLOW),
 // and refuses anything but a regular file. A release tree holds regular
 // files only; a link in it is either a mistake or an attack.
-func openRegular(root *os.Root, rel string) (*os.File, os.FileInfo, error) {
+func OpenRegular(root *os.Root, rel string) (*os.File, os.FileInfo, error) {
 	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, nil, describeOpenError(err)
@@ -61,7 +61,7 @@ func describeOpenError(err error) error {
 
 // readSmall reads a payload file of at most limit bytes.
 func readSmall(root *os.Root, rel string, limit int64) ([]byte, error) {
-	f, st, err := openRegular(root, rel)
+	f, st, err := OpenRegular(root, rel)
 	if err != nil {
 		return nil, badFile(rel, "", err.Error())
 	}
@@ -79,8 +79,8 @@ func readSmall(root *os.Root, rel string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// readPayload returns the exact bytes of manifest.json and manifest.sig.
-func readPayload(root *os.Root) (manifest, sig []byte, err error) {
+// ReadPayload returns the exact bytes of manifest.json and manifest.sig.
+func ReadPayload(root *os.Root) (manifest, sig []byte, err error) {
 	if manifest, err = readSmall(root, ManifestPath, maxManifestSize); err != nil {
 		return nil, nil, err
 	}
@@ -97,7 +97,7 @@ func walkTree(root *os.Root) ([]string, error) {
 	var files []string
 	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return badFile(p, "", fmt.Sprintf("cannot be read: %v", unwrapPath(err)))
+			return badFile(p, "", fmt.Sprintf("cannot be read: %v", UnwrapPath(err)))
 		}
 		switch {
 		case d.IsDir():
@@ -115,7 +115,9 @@ func walkTree(root *os.Root) ([]string, error) {
 	return files, err
 }
 
-func unwrapPath(err error) error {
+// UnwrapPath drops the path an fs.PathError adds: error messages name
+// files by their path in the release, not on the founder's disk.
+func UnwrapPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
@@ -123,9 +125,13 @@ func unwrapPath(err error) error {
 	return err
 }
 
+// hashBufferSize is the read size of hashFile: large enough that the
+// hash, not the system calls, sets the pace.
+const hashBufferSize = 1 << 20
+
 // hashFile hashes rel, refusing it early when its size is not want.
 func hashFile(root *os.Root, rel string, want int64) (string, error) {
-	f, st, err := openRegular(root, rel)
+	f, st, err := OpenRegular(root, rel)
 	if err != nil {
 		return "", err
 	}
@@ -133,12 +139,10 @@ func hashFile(root *os.Root, rel string, want int64) (string, error) {
 	if want >= 0 && st.Size() != want {
 		return "", fmt.Errorf("size %d bytes, manifest says %d", st.Size(), want)
 	}
-	buf := getChunk()
-	defer putChunk(buf)
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, io.LimitReader(f, st.Size()+1), *buf)
+	n, err := io.CopyBuffer(h, io.LimitReader(f, st.Size()+1), make([]byte, hashBufferSize))
 	if err != nil {
-		return "", fmt.Errorf("read failed: %v", unwrapPath(err))
+		return "", fmt.Errorf("read failed: %v", UnwrapPath(err))
 	}
 	if want >= 0 && n != want {
 		return "", fmt.Errorf("size changed while reading (%d bytes, manifest says %d)", n, want)
@@ -192,18 +196,8 @@ func VerifyTree(dir string, m *Manifest) error {
 }
 
 func verifyTree(root *os.Root, m *Manifest) error {
-	present, err := walkTree(root)
-	if err != nil {
-		return withRelease(err, m.Release)
-	}
-	listed := make(map[string]bool, len(m.Files))
-	for _, f := range m.Files {
-		listed[f.Path] = true
-	}
-	for _, p := range present {
-		if !listed[p] {
-			return badFile(p, m.Release, "not listed in the manifest")
-		}
+	if err := CheckUnlisted(root, m); err != nil {
+		return err
 	}
 	return forEachParallel(len(m.Files), func(i int) error {
 		f := m.Files[i]
@@ -226,7 +220,7 @@ func Verify(dir string, keys *Keyring) (*Manifest, error) {
 		return nil, fmt.Errorf("release tree: %w", err)
 	}
 	defer root.Close()
-	mb, sb, err := readPayload(root)
+	mb, sb, err := ReadPayload(root)
 	if err != nil {
 		return nil, err
 	}
@@ -240,10 +234,31 @@ func Verify(dir string, keys *Keyring) (*Manifest, error) {
 	return m, nil
 }
 
+// CheckUnlisted walks the tree without following any link and fails on
+// the first file that is not a regular file or that m does not list:
+// every file of a release tree but the two payload files is listed.
+func CheckUnlisted(root *os.Root, m *Manifest) error {
+	present, err := walkTree(root)
+	if err != nil {
+		return withRelease(err, m.Release)
+	}
+	listed := make(map[string]bool, len(m.Files))
+	for _, f := range m.Files {
+		listed[f.Path] = true
+	}
+	for _, p := range present {
+		if !listed[p] {
+			return badFile(p, m.Release, "not listed in the manifest")
+		}
+	}
+	return nil
+}
+
 // withRelease adds the release to a badFile error made without it.
 func withRelease(err error, release string) error {
-	if p, reason, ok := BadFile(err); ok && release != "" {
-		return badFile(p, release, reason)
+	var fe *FileError
+	if errors.As(err, &fe) && release != "" {
+		return badFile(fe.Path, release, fe.Reason)
 	}
 	return err
 }

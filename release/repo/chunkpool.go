@@ -1,9 +1,9 @@
-package release
+package repo
 
 import "sync"
 
-// ChunkSize is the unit of the chunk index: serving verifies whole chunks
-// of this size before sending any byte of them.
+// ChunkSize is the unit of the chunk index: a reader verifies whole
+// chunks of this size before returning any byte of them.
 const ChunkSize = 1 << 20
 
 // chunkPool recycles 1 MiB buffers so that hashing, copying and serving

@@ -1,13 +1,16 @@
-package release
+package repo
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"stratum/apierr"
+	"stratum/release"
 	"stratum/semver"
 	"stratum/store"
 )
@@ -37,7 +40,7 @@ type Imported struct {
 	Corrupt []string `json:"corrupt,omitempty"`
 }
 
-// fileIndex is what serving needs of one file: its size, its hash (the
+// fileIndex is what a reader needs of one file: its size, its hash (the
 // ETag) and the SHA-256 of each 1 MiB chunk, concatenated.
 type fileIndex struct {
 	ImportID string `json:"importId"`
@@ -139,3 +142,23 @@ func Get(db *store.DB, release string) (*Imported, bool, error) {
 	}
 	return &r, true, nil
 }
+
+// Catalog imports releases into one data directory and lists them,
+// trusting the release keys of KeysDir (one signature needed).
+type Catalog struct {
+	DB      *store.DB
+	DataDir string
+	KeysDir string
+}
+
+// Import loads the trusted keys and imports the tree at src (see Import).
+func (c *Catalog) Import(ctx context.Context, src string, opts ImportOptions) (*release.Manifest, error) {
+	keys, err := release.LoadKeyring(c.KeysDir, 1)
+	if err != nil {
+		return nil, apierr.New(apierr.Conflict, "the founder's release keys (%s) cannot be loaded: %v", c.KeysDir, err)
+	}
+	return Import(ctx, c.DB, c.DataDir, src, keys, opts)
+}
+
+// List returns the imported releases (see List).
+func (c *Catalog) List() ([]Imported, error) { return List(c.DB) }

@@ -1,4 +1,4 @@
-package release
+package httpapi
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"stratum/release/releasetest"
+	"stratum/release/repo"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +34,7 @@ func heapAfterGC() uint64 {
 func TestServeNoLeak(t *testing.T) {
 	// Large enough that a stalled reader's response does not fit in the
 	// socket buffers.
-	f := newFixture(t, 12*ChunkSize+12345, 2)
+	f := newFixture(t, 12*repo.ChunkSize+12345, 2)
 	// A small receive buffer: a reader that stops reading really holds its
 	// slot (the server's writes block), so RELEASE_BUSY can be provoked.
 	f.client.Transport.(*http.Transport).DialContext = (&net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
@@ -66,7 +68,7 @@ func TestServeNoLeak(t *testing.T) {
 		want("first chunks", resp, 206, body, 3<<20)
 		for range 12 {
 			a := rng.Int64N(size)
-			b := min(size-1, a+rng.Int64N(2*ChunkSize))
+			b := min(size-1, a+rng.Int64N(2*repo.ChunkSize))
 			resp, body, _ := f.do(t, "GET", f.url(f.blob), "Range", fmt.Sprintf("bytes=%d-%d", a, b))
 			want("range", resp, 206, body, b-a+1)
 		}
@@ -98,7 +100,7 @@ func TestServeNoLeak(t *testing.T) {
 		// A client whose context ends in the middle of a range.
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.url(f.blob), nil)
-		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", ChunkSize/2))
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", repo.ChunkSize/2))
 		if resp, err := f.client.Do(req); err == nil {
 			_, _ = io.ReadFull(resp.Body, make([]byte, 10<<10))
 			cancel()
@@ -117,7 +119,7 @@ func TestServeNoLeak(t *testing.T) {
 		round()
 	}
 	f.client.CloseIdleConnections()
-	waitGoroutines(t, goroutines)
+	releasetest.WaitGoroutines(t, goroutines)
 	after := heapAfterGC()
 	grown := int64(after) - int64(before)
 	t.Logf("live heap %d -> %d bytes (%+d) over %d rounds of 22 responses", before, after, grown, rounds)
@@ -130,7 +132,7 @@ func TestServeNoLeak(t *testing.T) {
 }
 
 // waitSlots waits for every release slot to be given back.
-func waitSlots(t *testing.T, m *Mirror) {
+func waitSlots(t *testing.T, m *repo.Mirror) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for m.InFlight() != 0 {

@@ -1,4 +1,4 @@
-package release
+package repo
 
 import (
 	"context"
@@ -7,18 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	sha256 "github.com/minio/sha256-simd"
 
-	"stratum/semver"
+	"stratum/release"
 	"stratum/store"
 )
 
@@ -31,62 +29,52 @@ type Progress func(done, total int64, file string)
 // bbolt locks.
 var importMu sync.Mutex
 
-// Import verifies the release tree src against keys and copies it into
-// dataDir/releases/<release>/ (read-only) with its chunk index in the
-// store. See ImportContext.
-func Import(db *store.DB, dataDir, src string, keys *Keyring, progress Progress) (*Manifest, error) {
-	return ImportContext(context.Background(), db, dataDir, src, keys, progress, "")
+// ImportOptions are the choices of one import.
+type ImportOptions struct {
+	Progress Progress // nil: none
+	Actor    string   // the principal recorded in the audit event
+	// Replace allows replacing an imported release of the same version
+	// whose content differs.
+	Replace bool
 }
 
-// ImportContext is Import with cancellation and the actor recorded in the
-// audit event. The manifest signature is checked first; then each file is
+// Import verifies the release tree src against keys and copies it into
+// dataDir/releases/<release>/ (read-only) with its chunk index in the
+// store. The manifest signature is checked first; then each file is
 // hashed as it is copied, so the bytes verified are the bytes kept, and
 // chunked for the index. The store record, the clearing of the release's
 // corrupt marks and the audit event "release.imported" are one
-// transaction. A release that was already imported is replaced. On any
-// failure nothing is left behind: no directory, no record; the error names
-// the first bad file and why.
-func ImportContext(ctx context.Context, db *store.DB, dataDir, src string, keys *Keyring, progress Progress, actor string) (*Manifest, error) {
+// transaction. On any failure nothing is left behind: no directory, no
+// record. A tree that fails verification is a *release.FileError naming
+// the first bad file and why; the founder's own disk failing is an
+// *IOError.
+func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *release.Keyring, opts ImportOptions) (*release.Manifest, error) {
 	importMu.Lock()
 	defer importMu.Unlock()
 
-	srcRoot, err := os.OpenRoot(src)
-	if err != nil {
-		return nil, fmt.Errorf("release source: %w", err)
-	}
-	defer srcRoot.Close()
-	mb, sb, err := readPayload(srcRoot)
+	mb, sb, srcRoot, err := openSource(src)
 	if err != nil {
 		return nil, err
 	}
+	defer srcRoot.Close()
 	m, err := keys.VerifyManifest(mb, sb)
 	if err != nil {
 		return nil, err
 	}
-	present, err := walkTree(srcRoot)
-	if err != nil {
-		return nil, withRelease(err, m.Release)
-	}
-	listed := make(map[string]bool, len(m.Files))
-	for _, f := range m.Files {
-		listed[f.Path] = true
-	}
-	for _, p := range present {
-		if !listed[p] {
-			return nil, badFile(p, m.Release, "not listed in the manifest")
-		}
+	if err := release.CheckUnlisted(srcRoot, m); err != nil {
+		return nil, err
 	}
 
 	releasesDir := filepath.Join(dataDir, "releases")
 	if err := os.MkdirAll(releasesDir, 0o755); err != nil {
-		return nil, err
+		return nil, ioError("create the releases directory", err)
 	}
 	if err := removeStale(db, releasesDir); err != nil {
 		return nil, err
 	}
 	tmp, err := os.MkdirTemp(releasesDir, ".import-"+m.Release+"-")
 	if err != nil {
-		return nil, err
+		return nil, ioError("create the import directory", err)
 	}
 	keep := false
 	defer func() {
@@ -95,17 +83,17 @@ func ImportContext(ctx context.Context, db *store.DB, dataDir, src string, keys 
 		}
 	}()
 
-	index, err := copyTree(ctx, srcRoot, tmp, m, mb, sb, progress)
+	index, err := copyTree(ctx, srcRoot, tmp, m, mb, sb, opts.Progress)
 	if err != nil {
 		return nil, err
 	}
 	if err := sealTree(tmp); err != nil {
-		return nil, err
+		return nil, ioError("seal the imported tree", err)
 	}
 
 	rec := Imported{
 		Release:        m.Release,
-		ManifestSHA256: hexSum(sha256Sum(mb)),
+		ManifestSHA256: hex.EncodeToString(sha256Sum(mb)),
 		ImportID:       randomID(),
 		ImportedAt:     time.Now().UTC(),
 		CreatedAt:      m.CreatedAt,
@@ -125,7 +113,7 @@ func ImportContext(ctx context.Context, db *store.DB, dataDir, src string, keys 
 	if _, err := os.Lstat(final); err == nil {
 		aside = filepath.Join(releasesDir, ".old-"+m.Release+"-"+rec.ImportID)
 		if err := os.Rename(final, aside); err != nil {
-			return nil, fmt.Errorf("move the previous import of %s aside: %w", m.Release, err)
+			return nil, ioError("move the previous import of "+m.Release+" aside", err)
 		}
 	}
 	undo := func() {
@@ -141,7 +129,7 @@ func ImportContext(ctx context.Context, db *store.DB, dataDir, src string, keys 
 		if aside != "" {
 			os.Rename(aside, final)
 		}
-		return nil, fmt.Errorf("install release %s: %w", m.Release, err)
+		return nil, ioError("install release "+m.Release, err)
 	}
 	syncDir(releasesDir)
 
@@ -165,7 +153,7 @@ func ImportContext(ctx context.Context, db *store.DB, dataDir, src string, keys 
 		if err := deletePrefix(tx, bucketCorrupt, m.Release); err != nil {
 			return err
 		}
-		return tx.Audit("release.imported", actor, m.Release, map[string]string{
+		return tx.Audit("release.imported", opts.Actor, m.Release, map[string]string{
 			"manifestSha256": rec.ManifestSHA256,
 			"importId":       rec.ImportID,
 			"files":          strconv.Itoa(rec.Files),
@@ -187,10 +175,10 @@ func ImportContext(ctx context.Context, db *store.DB, dataDir, src string, keys 
 // copyTree copies every listed file of m from src into dir, verifying
 // each as it goes, writes the two payload files, and returns the chunk
 // index of every file it wrote (payload files included: they are served).
-func copyTree(ctx context.Context, src *os.Root, dir string, m *Manifest, mb, sb []byte, progress Progress) (map[string]*fileIndex, error) {
+func copyTree(ctx context.Context, src *os.Root, dir string, m *release.Manifest, mb, sb []byte, progress Progress) (map[string]*fileIndex, error) {
 	dst, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, err
+		return nil, ioError("open the import directory", err)
 	}
 	defer dst.Close()
 	total := m.TotalSize() + int64(len(mb)) + int64(len(sb))
@@ -211,19 +199,19 @@ func copyTree(ctx context.Context, src *os.Root, dir string, m *Manifest, mb, sb
 				return nil, fmt.Errorf("import of %s cancelled: %w", m.Release, ctx.Err())
 			}
 			if isIOError(err) {
-				return nil, fmt.Errorf("release %s: %s: %w", m.Release, f.Path, err)
+				return nil, err
 			}
-			return nil, badFile(f.Path, m.Release, err.Error())
+			return nil, &release.FileError{Release: m.Release, Path: f.Path, Reason: err.Error()}
 		}
 		index[f.Path] = fi
 	}
 	for _, p := range []struct {
 		path string
 		b    []byte
-	}{{ManifestPath, mb}, {SignaturePath, sb}} {
+	}{{release.ManifestPath, mb}, {release.SignaturePath, sb}} {
 		fi, err := writeBytes(dst, p.path, p.b)
 		if err != nil {
-			return nil, fmt.Errorf("write %s: %w", p.path, err)
+			return nil, ioError("write "+p.path, err)
 		}
 		index[p.path] = fi
 		done += int64(len(p.b))
@@ -234,30 +222,11 @@ func copyTree(ctx context.Context, src *os.Root, dir string, m *Manifest, mb, sb
 	return index, nil
 }
 
-// ioError marks a failure of the destination (disk full, I/O error): not
-// the release's fault, so not reported as a bad file.
-type ioError struct{ err error }
-
-// IsIOError reports whether err is the founder's own disk failing (full,
-// read-only, gone) rather than something wrong with the release.
-func IsIOError(err error) bool {
-	var e *ioError
-	return errors.As(err, &e)
-}
-
-func (e *ioError) Error() string { return e.err.Error() }
-func (e *ioError) Unwrap() error { return e.err }
-
-func isIOError(err error) bool {
-	var e *ioError
-	return errors.As(err, &e)
-}
-
 // copyFile copies one listed file chunk by chunk: each chunk is hashed for
 // the index (on another core) while the whole-file hash and the write
 // proceed, and the file is accepted only when size and hash match.
-func copyFile(ctx context.Context, src, dst *os.Root, f File, advance func(int64)) (*fileIndex, error) {
-	in, st, err := openRegular(src, f.Path)
+func copyFile(ctx context.Context, src, dst *os.Root, f release.File, advance func(int64)) (*fileIndex, error) {
+	in, st, err := release.OpenRegular(src, f.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -267,12 +236,12 @@ func copyFile(ctx context.Context, src, dst *os.Root, f File, advance func(int64
 	}
 	if d := path.Dir(f.Path); d != "." {
 		if err := dst.MkdirAll(d, 0o755); err != nil {
-			return nil, &ioError{err}
+			return nil, ioError("create the directory of "+f.Path, err)
 		}
 	}
 	out, err := dst.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return nil, &ioError{err}
+		return nil, ioError("create "+f.Path, err)
 	}
 	defer out.Close()
 
@@ -292,14 +261,14 @@ func copyFile(ctx context.Context, src, dst *os.Root, f File, advance func(int64
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 				return nil, fmt.Errorf("shorter than its %d bytes (changed while importing?)", f.Size)
 			}
-			return nil, fmt.Errorf("read failed: %v", unwrapPath(err))
+			return nil, fmt.Errorf("read failed: %v", release.UnwrapPath(err))
 		}
 		wg.Go(func() { chunkSum = sha256.Sum256(b) })
 		whole.Write(b)
 		_, werr := out.Write(b)
 		wg.Wait()
 		if werr != nil {
-			return nil, &ioError{werr}
+			return nil, ioError("write "+f.Path, werr)
 		}
 		fi.Chunks = append(fi.Chunks, chunkSum[:]...)
 		off += int64(len(b))
@@ -308,14 +277,14 @@ func copyFile(ctx context.Context, src, dst *os.Root, f File, advance func(int64
 	if n, _ := in.Read((*buf)[:1]); n > 0 {
 		return nil, fmt.Errorf("longer than its %d bytes (changed while importing?)", f.Size)
 	}
-	if sum := hexSum(whole.Sum(nil)); sum != f.SHA256 {
+	if sum := hex.EncodeToString(whole.Sum(nil)); sum != f.SHA256 {
 		return nil, fmt.Errorf("sha256 %s, manifest says %s", sum, f.SHA256)
 	}
 	if err := out.Sync(); err != nil {
-		return nil, &ioError{err}
+		return nil, ioError("sync "+f.Path, err)
 	}
 	if err := out.Close(); err != nil {
-		return nil, &ioError{err}
+		return nil, ioError("close "+f.Path, err)
 	}
 	return fi, nil
 }
@@ -336,7 +305,7 @@ func writeBytes(dst *os.Root, p string, b []byte) (*fileIndex, error) {
 	if err := out.Sync(); err != nil {
 		return nil, err
 	}
-	fi := &fileIndex{Size: int64(len(b)), SHA256: hexSum(sha256Sum(b))}
+	fi := &fileIndex{Size: int64(len(b)), SHA256: hex.EncodeToString(sha256Sum(b))}
 	for off := 0; off < len(b); off += ChunkSize {
 		s := sha256.Sum256(b[off:min(off+ChunkSize, len(b))])
 		fi.Chunks = append(fi.Chunks, s[:]...)
@@ -349,134 +318,28 @@ func sha256Sum(b []byte) []byte {
 	return s[:]
 }
 
-// sealTree makes the imported tree read-only (files 0444, directories
-// 0555, deepest first) and syncs every directory so the tree is durable
-// before the store says it exists.
-func sealTree(dir string) error {
-	var dirs []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			dirs = append(dirs, p)
-			return nil
-		}
-		return os.Chmod(p, 0o444)
-	})
-	if err != nil {
-		return err
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		syncDir(dirs[i])
-		if err := os.Chmod(dirs[i], 0o555); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// removeTree removes a read-only tree: directories are made writable
-// first, since removing an entry needs write permission on its parent.
-func removeTree(dir string) {
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	os.RemoveAll(dir)
-}
-
-// removeStale settles what an import killed half-way left behind, by what
-// the store says committed: an import moves the previous tree aside as
-// .old-<release>-<new import id>, swaps the new tree in, then commits.
-//   - the record names the new import id: the commit happened, the aside
-//     is garbage;
-//   - otherwise the tree in place is the uncommitted one: it goes, and the
-//     aside (the tree the record describes) comes back;
-//   - a release directory with no record at all was never committed.
-//
-// It runs under importMu (or before serving), and the store lock keeps
-// other processes out, so no other import owns these directories.
-func removeStale(db *store.DB, releasesDir string) error {
-	entries, err := os.ReadDir(releasesDir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	recorded := func(release string) (*Imported, error) {
-		r, found, err := Get(db, release)
-		if err != nil || !found {
-			return nil, err
-		}
-		return r, nil
-	}
-	for _, e := range entries {
-		name := e.Name()
-		rest, ok := strings.CutPrefix(name, ".old-")
-		if !ok {
-			continue
-		}
-		i := strings.LastIndexByte(rest, '-')
-		if i <= 0 || semver.Valid(rest[:i]) != nil {
-			removeTree(filepath.Join(releasesDir, name))
-			continue
-		}
-		release, newID := rest[:i], rest[i+1:]
-		rec, err := recorded(release)
-		if err != nil {
-			return err
-		}
-		if rec != nil && rec.ImportID == newID {
-			removeTree(filepath.Join(releasesDir, name))
-			continue
-		}
-		final := filepath.Join(releasesDir, release)
-		removeTree(final)
-		if err := os.Rename(filepath.Join(releasesDir, name), final); err != nil {
-			return fmt.Errorf("restore the committed tree of %s: %w", release, err)
-		}
-	}
-	entries, _ = os.ReadDir(releasesDir)
-	for _, e := range entries {
-		name := e.Name()
-		switch {
-		case strings.HasPrefix(name, ".import-") || strings.HasPrefix(name, ".old-"):
-			removeTree(filepath.Join(releasesDir, name))
-		case semver.Valid(name) == nil:
-			rec, err := recorded(name)
-			if err != nil {
-				return err
-			}
-			if rec == nil {
-				removeTree(filepath.Join(releasesDir, name))
-			}
-		}
-	}
-	syncDir(releasesDir)
-	return nil
-}
-
-// Recover settles an import interrupted by a crash; the founder runs it
-// before serving, so a listed release is always served from its own tree.
-func Recover(db *store.DB, dataDir string) error {
-	importMu.Lock()
-	defer importMu.Unlock()
-	return removeStale(db, filepath.Join(dataDir, "releases"))
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-}
-
 func randomID() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// noReleaseThere is the one answer for a source that cannot be read as a
+// signed release tree, whatever the reason: telling "no such path" from
+// "permission denied" or "not a directory" would let an API caller map
+// the founder's disk.
+const noReleaseThere = "no readable signed release tree there (a directory holding payload/manifest.json and payload/manifest.sig, readable by the founder)"
+
+// openSource opens the release tree at src and reads its payload files.
+func openSource(src string) (manifest, sig []byte, root *os.Root, err error) {
+	root, err = os.OpenRoot(src)
+	if err != nil {
+		return nil, nil, nil, &release.FileError{Reason: src + ": " + noReleaseThere}
+	}
+	manifest, sig, err = release.ReadPayload(root)
+	if err != nil {
+		root.Close()
+		return nil, nil, nil, &release.FileError{Reason: src + ": " + noReleaseThere}
+	}
+	return manifest, sig, root, nil
 }

@@ -1,6 +1,7 @@
-package release
+package repo
 
 import (
+	"context"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"stratum/release"
+	"stratum/release/releasetest"
 	"stratum/store"
 )
 
@@ -41,20 +44,20 @@ func auditKinds(t *testing.T, db *store.DB) []string {
 }
 
 func TestImport(t *testing.T) {
-	src, blob, pub := signedTree(t, 5*ChunkSize+123, "0.6.0")
-	keys := testKeyring(t, 1, pub)
-	db, dataDir := openTestDB(t)
+	src, blob, pub := releasetest.SignedTree(t, 5*ChunkSize+123, "0.6.0")
+	keys := releasetest.Keyring(t, 1, pub)
+	db, dataDir := releasetest.OpenDB(t)
 
 	var calls int
 	var lastDone, lastTotal int64
 	start := time.Now()
-	m, err := Import(db, dataDir, src, keys, func(done, total int64, file string) {
+	m, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{Progress: func(done, total int64, file string) {
 		calls++
 		if done < lastDone || done > total {
 			t.Errorf("progress %d of %d after %d", done, total, lastDone)
 		}
 		lastDone, lastTotal = done, total
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +67,7 @@ func TestImport(t *testing.T) {
 	}
 
 	final := filepath.Join(dataDir, "releases", "0.6.0")
-	if _, err := Verify(final, keys); err != nil {
+	if _, err := release.Verify(final, keys); err != nil {
 		t.Fatalf("imported tree does not verify: %v", err)
 	}
 	filepath.WalkDir(final, func(p string, d fs.DirEntry, err error) error {
@@ -107,10 +110,10 @@ func TestImport(t *testing.T) {
 	db.Update(func(tx *store.Tx) error {
 		return tx.PutJSON(bucketCorrupt, fileKey("0.6.0", blob), corruptMark{ImportID: r.ImportID})
 	})
-	if mirror := NewMirror(db, dataDir, 1, nil); mirror.Offered("0.6.0") {
+	if mirror := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 1}); mirror.Offered("0.6.0") {
 		t.Fatal("a release with a corrupt file is offered")
 	}
-	if _, err := Import(db, dataDir, src, keys, nil); err != nil {
+	if _, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r2, ok, err := Get(db, "0.6.0")
@@ -120,7 +123,7 @@ func TestImport(t *testing.T) {
 	if left := releasesLeft(t, dataDir); len(left) != 1 {
 		t.Fatalf("releases dir holds %v after re-import", left)
 	}
-	if !NewMirror(db, dataDir, 1, nil).Offered("0.6.0") {
+	if !NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 1}).Offered("0.6.0") {
 		t.Fatal("re-imported release not offered")
 	}
 	var raw json.RawMessage
@@ -139,13 +142,13 @@ func TestImportFailureLeavesNothing(t *testing.T) {
 		wants  []string
 	}{
 		{"flipped byte in the last chunk", func(t *testing.T, src, blob string) {
-			flipByte(t, filepath.Join(src, blob), 3*ChunkSize+5)
+			releasetest.FlipByte(t, filepath.Join(src, blob), 3*ChunkSize+5)
 		}, []string{"sha256", "manifest says"}},
 		{"file truncated", func(t *testing.T, src, blob string) {
 			os.Truncate(filepath.Join(src, "sysext/stratum-ovs_3.5.3-5.el10s.raw"), 10)
 		}, []string{"sysext/stratum-ovs_3.5.3-5.el10s.raw", "size 10 bytes"}},
 		{"extra file", func(t *testing.T, src, blob string) {
-			writeFile(t, src, "os/zz-extra", []byte("x"))
+			releasetest.WriteFile(t, src, "os/zz-extra", []byte("x"))
 		}, []string{"os/zz-extra", "not listed"}},
 		{"symlink", func(t *testing.T, src, blob string) {
 			os.Remove(filepath.Join(src, "os/index.json"))
@@ -155,21 +158,21 @@ func TestImportFailureLeavesNothing(t *testing.T) {
 			os.Remove(filepath.Join(src, "os/index.json"))
 		}, []string{"os/index.json", "missing"}},
 		{"bad signature", func(t *testing.T, src, blob string) {
-			k, _, _ := testKey(t, t.TempDir(), "other")
-			os.Remove(filepath.Join(src, SignaturePath))
-			if _, err := Sign(src, k, "0.6.0", []string{"0.5.0"}); err != nil {
+			k, _, _ := releasetest.Key(t, t.TempDir(), "other")
+			os.Remove(filepath.Join(src, release.SignaturePath))
+			if _, err := release.Sign(src, k, "0.6.0", []string{"0.5.0"}); err != nil {
 				t.Fatal(err)
 			}
-		}, []string{SignaturePath, "untrusted key"}},
+		}, []string{release.SignaturePath, "untrusted key"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			src, blob, pub := signedTree(t, 4*ChunkSize, "0.6.0")
-			keys := testKeyring(t, 1, pub)
-			db, dataDir := openTestDB(t)
+			src, blob, pub := releasetest.SignedTree(t, 4*ChunkSize, "0.6.0")
+			keys := releasetest.Keyring(t, 1, pub)
+			db, dataDir := releasetest.OpenDB(t)
 			c.damage(t, src, blob)
-			_, err := Import(db, dataDir, src, keys, nil)
-			mustContain(t, err, c.wants...)
+			_, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{})
+			releasetest.MustContain(t, err, c.wants...)
 			if left := releasesLeft(t, dataDir); len(left) != 0 {
 				t.Fatalf("failed import left %v", left)
 			}
@@ -186,20 +189,20 @@ func TestImportFailureLeavesNothing(t *testing.T) {
 // TestImportCommitFailure: when the store refuses the record, the new tree
 // is removed and the previous import is put back untouched.
 func TestImportCommitFailure(t *testing.T) {
-	src, _, pub := signedTree(t, 2*ChunkSize, "0.6.0")
-	keys := testKeyring(t, 1, pub)
-	db, dataDir := openTestDB(t)
-	if _, err := Import(db, dataDir, src, keys, nil); err != nil {
+	src, _, pub := releasetest.SignedTree(t, 2*ChunkSize, "0.6.0")
+	keys := releasetest.Keyring(t, 1, pub)
+	db, dataDir := releasetest.OpenDB(t)
+	if _, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := Import(db, dataDir, src, keys, nil); err == nil {
+	if _, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{}); err == nil {
 		t.Fatal("import into a closed store succeeded")
 	}
 	if left := releasesLeft(t, dataDir); len(left) != 1 || left[0] != "0.6.0" {
 		t.Fatalf("releases dir holds %v", left)
 	}
-	if _, err := Verify(filepath.Join(dataDir, "releases", "0.6.0"), keys); err != nil {
+	if _, err := release.Verify(filepath.Join(dataDir, "releases", "0.6.0"), keys); err != nil {
 		t.Fatalf("previous import damaged: %v", err)
 	}
 }
@@ -208,15 +211,15 @@ func TestImportCommitFailure(t *testing.T) {
 // by the store: a tree the store has no record of (0.5.0 here) was never
 // committed and goes; the new import is in place.
 func TestImportCleansStale(t *testing.T) {
-	src, _, pub := signedTree(t, 1000, "0.6.0")
-	keys := testKeyring(t, 1, pub)
-	db, dataDir := openTestDB(t)
+	src, _, pub := releasetest.SignedTree(t, 1000, "0.6.0")
+	keys := releasetest.Keyring(t, 1, pub)
+	db, dataDir := releasetest.OpenDB(t)
 	rel := filepath.Join(dataDir, "releases")
 	os.MkdirAll(filepath.Join(rel, ".import-0.6.0-123", "os"), 0o555)
 	os.MkdirAll(filepath.Join(rel, ".old-0.5.0-abcdef0123456789", "os"), 0o755)
 	os.MkdirAll(filepath.Join(rel, ".old-0.6.0-abcdef0123456789", "os"), 0o755)
 	os.MkdirAll(filepath.Join(rel, "0.6.0"), 0o755)
-	if _, err := Import(db, dataDir, src, keys, nil); err != nil {
+	if _, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	left := strings.Join(releasesLeft(t, dataDir), ",")

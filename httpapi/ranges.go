@@ -1,4 +1,4 @@
-package release
+package httpapi
 
 import (
 	"errors"

@@ -1,7 +1,8 @@
-package release
+package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,42 +24,24 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/release"
+	"stratum/release/releasetest"
+	"stratum/release/repo"
 	"stratum/store"
 )
 
-// testStatus is this test's own mapping of codes to statuses (the real
-// one belongs to the HTTP layer).
-var testStatus = map[apierr.Code]int{
-	apierr.NotFound:            http.StatusNotFound,
-	apierr.MethodNotAllowed:    http.StatusMethodNotAllowed,
-	apierr.RangeNotSatisfiable: http.StatusRequestedRangeNotSatisfiable,
-	apierr.ReleaseBusy:         http.StatusServiceUnavailable,
-	apierr.ReleaseCorrupt:      http.StatusServiceUnavailable,
-	apierr.Unavailable:         http.StatusServiceUnavailable,
-}
-
-func testHandler(m *Mirror) http.Handler {
+// releaseHandler serves GET /r/<release>/<path> the way the join
+// listener does, minus the joiner checks; holder is the reading
+// registration, "reg" unless the X-Holder header names another.
+func releaseHandler(m *repo.Mirror) http.Handler {
+	log := slog.New(slog.DiscardHandler)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rest, _ := strings.CutPrefix(r.URL.Path, "/r/")
 		rel, p, _ := strings.Cut(rest, "/")
-		err := m.ServeFile(w, r, rel, p)
-		if err == nil {
-			return
+		holder := cmp.Or(r.Header.Get("X-Holder"), "reg")
+		if err := ServeReleaseFile(w, r, m, holder, rel, p); err != nil {
+			writeError(w, r, log, err)
 		}
-		e, ok := apierr.As(err)
-		if !ok {
-			e = apierr.New(apierr.Internal, "internal error")
-		}
-		status, ok := testStatus[e.Code]
-		if !ok {
-			status = http.StatusInternalServerError
-		}
-		if e.RetryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(e)
 	})
 }
 
@@ -66,8 +49,8 @@ type fixture struct {
 	db      *store.DB
 	dataDir string
 	src     string
-	keys    *Keyring
-	mirror  *Mirror
+	keys    *release.Keyring
+	mirror  *repo.Mirror
 	ts      *httptest.Server
 	client  *http.Client
 	blob    string // manifest path of the big file
@@ -79,29 +62,28 @@ type fixture struct {
 // it over real TLS. Its cleanup checks that no goroutine outlives it.
 func newFixture(t *testing.T, blobSize, concurrency int) *fixture {
 	t.Helper()
-	return newFixtureProto(t, blobSize, concurrency, false)
+	return newFixtureWith(t, blobSize, false, repo.MirrorConfig{Concurrency: concurrency})
 }
 
-func newFixtureProto(t *testing.T, blobSize, concurrency int, http2 bool) *fixture {
+func newFixtureWith(t *testing.T, blobSize int, http2 bool, cfg repo.MirrorConfig) *fixture {
 	t.Helper()
 	baseline := runtime.NumGoroutine()
-	t.Cleanup(func() { waitGoroutines(t, baseline) })
+	t.Cleanup(func() { releasetest.WaitGoroutines(t, baseline) })
 	f := &fixture{}
 	var pub string
-	f.src, f.blob, pub = signedTree(t, blobSize, "0.6.0")
-	f.keys = testKeyring(t, 1, pub)
-	f.db, f.dataDir = openTestDB(t)
-	if _, err := Import(f.db, f.dataDir, f.src, f.keys, nil); err != nil {
-		t.Fatal(err)
-	}
+	f.src, f.blob, pub = releasetest.SignedTree(t, blobSize, "0.6.0")
+	f.keys = releasetest.Keyring(t, 1, pub)
+	f.db, f.dataDir = releasetest.OpenDB(t)
+	f.reimport(t)
 	var err error
 	if f.data, err = os.ReadFile(filepath.Join(f.src, f.blob)); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(f.data)
 	f.etag = `"sha256:` + hex.EncodeToString(sum[:]) + `"`
-	f.mirror = NewMirror(f.db, f.dataDir, concurrency, slog.New(slog.NewTextHandler(t.Output(), nil)))
-	f.ts = httptest.NewUnstartedServer(testHandler(f.mirror))
+	cfg.DB, cfg.DataDir, cfg.Log = f.db, f.dataDir, slog.New(slog.NewTextHandler(t.Output(), nil))
+	f.mirror = repo.NewMirror(cfg)
+	f.ts = httptest.NewUnstartedServer(releaseHandler(f.mirror))
 	f.ts.EnableHTTP2 = http2
 	f.ts.StartTLS()
 	f.client = f.ts.Client()
@@ -110,6 +92,32 @@ func newFixtureProto(t *testing.T, blobSize, concurrency int, http2 bool) *fixtu
 		f.ts.Close()
 	})
 	return f
+}
+
+// reimport imports the fixture's tree (again).
+func (f *fixture) reimport(t testing.TB) {
+	t.Helper()
+	if _, err := repo.Import(context.Background(), f.db, f.dataDir, f.src, f.keys, repo.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// onDisk is the imported copy of the blob.
+func (f *fixture) onDisk() string {
+	return filepath.Join(f.dataDir, "releases", "0.6.0", filepath.FromSlash(f.blob))
+}
+
+func auditKinds(t *testing.T, db *store.DB) []string {
+	t.Helper()
+	evs, err := db.AuditEvents(0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind+":"+e.Subject)
+	}
+	return kinds
 }
 
 func (f *fixture) url(path string) string { return f.ts.URL + "/r/0.6.0/" + path }
@@ -153,7 +161,7 @@ func hashOf(b []byte) string {
 // TestServeResume: a download cut half-way resumes with Range + If-Range
 // and the joined bytes hash right; a changed ETag restarts from zero.
 func TestServeResume(t *testing.T) {
-	f := newFixture(t, 8*ChunkSize+1234, 4)
+	f := newFixture(t, 8*repo.ChunkSize+1234, 4)
 	size := len(f.data)
 
 	// First attempt: cut after 3.5 MiB and some.
@@ -168,7 +176,7 @@ func TestServeResume(t *testing.T) {
 		resp.Header.Get("Accept-Ranges") != "bytes" || resp.Header.Get("Content-Type") != "application/octet-stream" {
 		t.Fatalf("first response %d %v", resp.StatusCode, resp.Header)
 	}
-	part := make([]byte, 3*ChunkSize+ChunkSize/2+77)
+	part := make([]byte, 3*repo.ChunkSize+repo.ChunkSize/2+77)
 	if _, err := io.ReadFull(resp.Body, part); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +207,7 @@ func TestServeResume(t *testing.T) {
 }
 
 func TestServeRanges(t *testing.T) {
-	f := newFixture(t, 2*ChunkSize+10, 4)
+	f := newFixture(t, 2*repo.ChunkSize+10, 4)
 	size := len(f.data)
 	sz := strconv.Itoa(size)
 	cases := []struct {
@@ -216,7 +224,7 @@ func TestServeRanges(t *testing.T) {
 		{"suffix", "GET", []string{"Range", "bytes=-10"}, 206, f.data[size-10:], "bytes " + strconv.Itoa(size-10) + "-" + strconv.Itoa(size-1) + "/" + sz, "", false},
 		{"first byte", "GET", []string{"Range", "bytes=0-0"}, 206, f.data[:1], "bytes 0-0/" + sz, "", false},
 		{"across chunks", "GET", []string{"Range", "bytes=1048570-2097160"}, 206, f.data[1048570:2097161], "bytes 1048570-2097160/" + sz, "", false},
-		{"open end", "GET", []string{"Range", "bytes=" + strconv.Itoa(2*ChunkSize) + "-"}, 206, f.data[2*ChunkSize:], "bytes 2097152-" + strconv.Itoa(size-1) + "/" + sz, "", false},
+		{"open end", "GET", []string{"Range", "bytes=" + strconv.Itoa(2*repo.ChunkSize) + "-"}, 206, f.data[2*repo.ChunkSize:], "bytes 2097152-" + strconv.Itoa(size-1) + "/" + sz, "", false},
 		{"unsatisfiable", "GET", []string{"Range", "bytes=" + sz + "-"}, 416, nil, "bytes */" + sz, apierr.RangeNotSatisfiable, false},
 		{"malformed", "GET", []string{"Range", "bytes=9-1"}, 416, nil, "bytes */" + sz, apierr.RangeNotSatisfiable, false},
 		{"multi", "GET", []string{"Range", "bytes=0-1,5-6"}, 200, f.data, "", "", false},
@@ -274,11 +282,11 @@ func TestServeRanges(t *testing.T) {
 	}
 
 	// The payload files are served too, and the empty file.
-	resp, body, _ := f.do(t, "GET", f.url(ManifestPath))
+	resp, body, _ := f.do(t, "GET", f.url(release.ManifestPath))
 	if resp.StatusCode != 200 {
 		t.Fatalf("manifest: %d", resp.StatusCode)
 	}
-	if _, err := ParseManifest(body); err != nil {
+	if _, err := release.ParseManifest(body); err != nil {
 		t.Fatal(err)
 	}
 	if resp, body, _ := f.do(t, "GET", f.url("os/empty")); resp.StatusCode != 200 || len(body) != 0 || resp.ContentLength != 0 {
@@ -328,7 +336,7 @@ func TestServeNotFound(t *testing.T) {
 		t.Fatalf("listed file: %d", resp.StatusCode)
 	}
 	rec := httptest.NewRecorder()
-	err := f.mirror.ServeFile(rec, httptest.NewRequest("POST", "/", nil), "0.6.0", "os/index.json")
+	err := ServeReleaseFile(rec, httptest.NewRequest("POST", "/", nil), f.mirror, "reg", "0.6.0", "os/index.json")
 	if apierr.CodeOf(err) != apierr.MethodNotAllowed {
 		t.Fatalf("POST: %v", err)
 	}
@@ -367,7 +375,7 @@ func TestServeSymlinkRefused(t *testing.T) {
 // TestServeBusy: 8 slow readers against 4 slots: exactly 4 are served,
 // 4 are told RELEASE_BUSY at once with Retry-After in 1..5, none hangs.
 func TestServeBusy(t *testing.T) {
-	f := newFixture(t, 16*ChunkSize, 4)
+	f := newFixture(t, 16*repo.ChunkSize, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	// A small fixed receive buffer (no autotuning) makes a reader that
@@ -465,9 +473,9 @@ func TestServeCorrupt(t *testing.T) {
 }
 
 func testServeCorrupt(t *testing.T, http2 bool) {
-	f := newFixtureProto(t, 8*ChunkSize, 4, http2)
-	onDisk := filepath.Join(f.dataDir, "releases", "0.6.0", filepath.FromSlash(f.blob))
-	flipByte(t, onDisk, 3*ChunkSize+100)
+	f := newFixtureWith(t, 8*repo.ChunkSize, http2, repo.MirrorConfig{Concurrency: 4})
+	onDisk := f.onDisk()
+	releasetest.FlipByte(t, onDisk, 3*repo.ChunkSize+100)
 
 	resp, body, err := f.do(t, "GET", f.url(f.blob))
 	if resp.StatusCode != 200 || resp.ProtoMajor != map[bool]int{false: 1, true: 2}[http2] {
@@ -476,9 +484,9 @@ func testServeCorrupt(t *testing.T, http2 bool) {
 	if err == nil {
 		t.Fatal("the cut response read as complete")
 	}
-	if len(body) != 3*ChunkSize || !bytes.Equal(body, f.data[:len(body)]) {
+	if len(body) != 3*repo.ChunkSize || !bytes.Equal(body, f.data[:len(body)]) {
 		t.Fatalf("client got %d bytes (want the %d before the bad chunk), equal prefix: %v",
-			len(body), 3*ChunkSize, bytes.Equal(body, f.data[:min(len(body), len(f.data))]))
+			len(body), 3*repo.ChunkSize, bytes.Equal(body, f.data[:min(len(body), len(f.data))]))
 	}
 
 	for _, headers := range [][]string{nil, {"Range", "bytes=0-10"}} {
@@ -493,7 +501,7 @@ func testServeCorrupt(t *testing.T, http2 bool) {
 	if f.mirror.CorruptCount() != 1 || f.mirror.Offered("0.6.0") {
 		t.Fatalf("count %d, offered %v", f.mirror.CorruptCount(), f.mirror.Offered("0.6.0"))
 	}
-	r, _, _ := Get(f.db, "0.6.0")
+	r, _, _ := repo.Get(f.db, "0.6.0")
 	if len(r.Corrupt) != 1 || r.Corrupt[0] != f.blob {
 		t.Fatalf("corrupt files %v", r.Corrupt)
 	}
@@ -502,14 +510,12 @@ func testServeCorrupt(t *testing.T, http2 bool) {
 	}
 
 	// A bad first chunk: nothing was written, so the error is clean.
-	flipByte(t, onDisk, 3*ChunkSize+100) // repair, then re-import to clear
-	if _, err := Import(f.db, f.dataDir, f.src, f.keys, nil); err != nil {
-		t.Fatal(err)
-	}
+	releasetest.FlipByte(t, onDisk, 3*repo.ChunkSize+100) // repair, then re-import to clear
+	f.reimport(t)
 	if resp, body, err := f.do(t, "GET", f.url(f.blob)); resp.StatusCode != 200 || err != nil || !bytes.Equal(body, f.data) {
 		t.Fatalf("after re-import: %d %v", resp.StatusCode, err)
 	}
-	flipByte(t, onDisk, 7)
+	releasetest.FlipByte(t, onDisk, 7)
 	resp, body, _ = f.do(t, "GET", f.url(f.blob), "Range", "bytes=5-9")
 	if resp.StatusCode != 503 || errorCode(t, body) != apierr.ReleaseCorrupt {
 		t.Fatalf("bad first chunk: %d %s", resp.StatusCode, body)
@@ -521,7 +527,7 @@ func testServeCorrupt(t *testing.T, http2 bool) {
 
 // TestServeClose: Close cuts a response in flight and refuses new ones.
 func TestServeClose(t *testing.T) {
-	f := newFixture(t, 32*ChunkSize, 4)
+	f := newFixture(t, 32*repo.ChunkSize, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.url(f.blob), nil)
@@ -549,7 +555,7 @@ func TestServeClose(t *testing.T) {
 // nothing is marked corrupt, and a mismatch seen against an index that
 // has since been replaced is not blamed on the new import.
 func TestServeDuringReimport(t *testing.T) {
-	f := newFixture(t, 16*ChunkSize, 4)
+	f := newFixture(t, 16*repo.ChunkSize, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.url(f.blob), nil)
@@ -558,27 +564,16 @@ func TestServeDuringReimport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	head := make([]byte, ChunkSize)
+	head := make([]byte, repo.ChunkSize)
 	if _, err := io.ReadFull(resp.Body, head); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Import(f.db, f.dataDir, f.src, f.keys, nil); err != nil {
-		t.Fatal(err)
-	}
+	f.reimport(t)
 	rest, err := io.ReadAll(resp.Body)
 	if err != nil || !bytes.Equal(append(head, rest...), f.data) {
 		t.Fatalf("download across a re-import: %d bytes, %v", len(head)+len(rest), err)
 	}
 	if f.mirror.CorruptCount() != 0 || !f.mirror.Offered("0.6.0") {
 		t.Fatal("re-import while serving marked the release corrupt")
-	}
-
-	stale := &fileIndex{ImportID: "an-earlier-import"}
-	err = f.mirror.broken("0.6.0", f.blob, stale, errors.New("chunk 0: mismatch"))
-	if apierr.CodeOf(err) != apierr.ReleaseCorrupt {
-		t.Fatalf("broken: %v", err)
-	}
-	if f.mirror.CorruptCount() != 0 || !f.mirror.Offered("0.6.0") {
-		t.Fatal("a mismatch against a replaced index marked the new import corrupt")
 	}
 }

@@ -1,8 +1,8 @@
-package release
+package httpapi
 
 import (
 	"bytes"
-	"io"
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +13,39 @@ import (
 	"testing"
 
 	"stratum/apierr"
+	"stratum/release/releasetest"
+	"stratum/release/repo"
 )
+
+func FuzzParseRange(f *testing.F) {
+	for _, h := range []string{"bytes=0-0", "bytes=-10", "bytes=5-", "bytes=0-1,5-6", "bytes=9-1", "bytes=99999999999999999999-", "items=1-2", "bytes=,,", "bytes= 1 - 2"} {
+		f.Add(h, int64(1000))
+	}
+	f.Add("bytes=-1", int64(0))
+	f.Fuzz(func(t *testing.T, header string, size int64) {
+		if size < 0 {
+			size = -(size + 1)
+		}
+		ranges, err := ParseRange(header, size)
+		if err != nil {
+			if ranges != nil {
+				t.Fatalf("ranges %v with error %v", ranges, err)
+			}
+			return
+		}
+		if len(ranges) > maxRangeSpecs {
+			t.Fatalf("%d ranges: parsing must stop at %d", len(ranges), maxRangeSpecs)
+		}
+		for _, r := range ranges {
+			if r.Start < 0 || r.Length < 0 || r.Start > size || r.Length > size-r.Start {
+				t.Fatalf("range %+v outside a file of %d bytes", r, size)
+			}
+		}
+		if len(ranges) == 1 && ranges[0].Length == 0 {
+			t.Fatalf("single empty range %+v", ranges[0])
+		}
+	})
+}
 
 // FuzzETagHeaders checks the If-None-Match and If-Range helpers alone:
 // a match needs "*" or the tag itself in the list; the tag listed first,
@@ -49,13 +81,13 @@ func FuzzETagHeaders(f *testing.F) {
 // Content-Range, 200 with the whole file, 416 with "bytes */size",
 // 404 for a path not in the release; never another error.
 func FuzzServeHeaders(f *testing.F) {
-	src, blob, pub := signedTree(f, 2*ChunkSize+5, "0.6.0")
-	keys := testKeyring(f, 1, pub)
-	db, dataDir := openTestDB(f)
-	if _, err := Import(db, dataDir, src, keys, nil); err != nil {
+	src, blob, pub := releasetest.SignedTree(f, 2*repo.ChunkSize+5, "0.6.0")
+	keys := releasetest.Keyring(f, 1, pub)
+	db, dataDir := releasetest.OpenDB(f)
+	if _, err := repo.Import(context.Background(), db, dataDir, src, keys, repo.ImportOptions{}); err != nil {
 		f.Fatal(err)
 	}
-	m := NewMirror(db, dataDir, 4, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m := repo.NewMirror(repo.MirrorConfig{DB: db, DataDir: dataDir, Log: slog.New(slog.DiscardHandler)})
 	f.Cleanup(m.Close)
 	files := []string{blob, "os/index.json", "os/empty", "sysext/stratum-ovs_3.5.3-5.el10s.raw"}
 	data := map[string][]byte{}
@@ -96,7 +128,7 @@ func FuzzServeHeaders(f *testing.F) {
 			r.Header.Set("If-None-Match", inm)
 		}
 		w := httptest.NewRecorder()
-		err := m.ServeFile(w, r, "0.6.0", path)
+		err := ServeReleaseFile(w, r, m, "reg", "0.6.0", path)
 		content, known := data[path]
 		if err != nil {
 			e, ok := apierr.As(err)

@@ -1,4 +1,4 @@
-package release
+package httpapi
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"stratum/release/releasetest"
+	"stratum/release/repo"
 	"testing"
 	"time"
 )
@@ -15,17 +17,17 @@ import (
 // TLS, through ServeFile (per-chunk verification) and, for the ratio,
 // through http.ServeContent on the same file with no verification.
 func BenchmarkServe(b *testing.B) {
-	src, blob, pub := signedTree(b, 64<<20, "0.6.0")
-	keys := testKeyring(b, 1, pub)
-	db, dataDir := openTestDB(b)
-	if _, err := Import(db, dataDir, src, keys, nil); err != nil {
+	src, blob, pub := releasetest.SignedTree(b, 64<<20, "0.6.0")
+	keys := releasetest.Keyring(b, 1, pub)
+	db, dataDir := releasetest.OpenDB(b)
+	if _, err := repo.Import(context.Background(), db, dataDir, src, keys, repo.ImportOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	m := NewMirror(db, dataDir, 4, nil)
+	m := repo.NewMirror(repo.MirrorConfig{DB: db, DataDir: dataDir})
 	onDisk := filepath.Join(dataDir, "releases", "0.6.0", filepath.FromSlash(blob))
 	handlers := map[string]http.Handler{
 		"ServeFile": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := m.ServeFile(w, r, "0.6.0", blob); err != nil {
+			if err := ServeReleaseFile(w, r, m, "bench", "0.6.0", blob); err != nil {
 				http.Error(w, err.Error(), 500)
 			}
 		}),

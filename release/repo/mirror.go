@@ -1,4 +1,4 @@
-package release
+package repo
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"stratum/apierr"
 	"stratum/semver"
@@ -17,22 +16,24 @@ import (
 // DefaultConcurrency is the default number of release files read at once.
 const DefaultConcurrency = 4
 
-// Mirror serves imported releases to joiners (SPEC 5.3). It owns the
-// semaphore that bounds how many files are read at once across all
-// joiners, and the counters of what it refused or found corrupt.
+// MirrorConfig configures a Mirror.
+type MirrorConfig struct {
+	DB      *store.DB
+	DataDir string // the founder's data directory; releases live in DataDir/releases
+	// Concurrency is how many files are read at once across all joiners
+	// (<= 0: DefaultConcurrency).
+	Concurrency int
+	Log         *slog.Logger
+}
+
+// Mirror hands joiners the files of imported releases (SPEC 5.3). It owns
+// the semaphore that bounds how many files are read at once, and the
+// counters of what it refused or found corrupt.
 type Mirror struct {
 	db    *store.DB
 	dir   string // dataDir/releases
 	log   *slog.Logger
 	slots chan struct{}
-
-	// ChunkWriteTimeout bounds the write of one chunk to the client, so a
-	// reader that stops reading gives its slot back instead of holding it
-	// until the server's own timeouts (it replaces the server's write
-	// deadline for the rest of the response, which lets a large file take
-	// as long as it needs while it keeps moving). Zero means 60 s. Set it
-	// before serving.
-	ChunkWriteTimeout time.Duration
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -40,31 +41,39 @@ type Mirror struct {
 
 	corrupt   atomic.Uint64
 	busy      atomic.Uint64
-	responses atomic.Uint64
+	reads     atomic.Uint64
 	bytesSent atomic.Uint64
 }
 
-// NewMirror returns a mirror of the releases imported under dataDir with
-// concurrency slots (<= 0 means DefaultConcurrency).
-func NewMirror(db *store.DB, dataDir string, concurrency int, logger *slog.Logger) *Mirror {
-	if concurrency <= 0 {
-		concurrency = DefaultConcurrency
+// NewMirror returns a mirror of the releases imported under cfg.DataDir.
+func NewMirror(cfg MirrorConfig) *Mirror {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
 	}
-	if logger == nil {
-		logger = slog.Default()
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
 	return &Mirror{
-		db:    db,
-		dir:   filepath.Join(dataDir, "releases"),
-		log:   logger,
-		slots: make(chan struct{}, concurrency),
+		db:    cfg.DB,
+		dir:   filepath.Join(cfg.DataDir, "releases"),
+		log:   cfg.Log,
+		slots: make(chan struct{}, cfg.Concurrency),
 		done:  make(chan struct{}),
 	}
 }
 
-// Close cuts the responses in flight at their next chunk and refuses new
-// ones (UNAVAILABLE): shutdown must not wait for a slow download.
+// Close cuts the reads in flight at their next chunk and refuses new ones
+// (UNAVAILABLE): shutdown must not wait for a slow download.
 func (m *Mirror) Close() { m.closeOnce.Do(func() { close(m.done) }) }
+
+func (m *Mirror) closed() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
 
 // Offered reports whether release is imported and none of its files has
 // been found corrupt: only then can a joiner upgrade from this founder.
@@ -87,19 +96,20 @@ func (m *Mirror) Offered(release string) bool {
 // CorruptCount is the number of files found corrupt while serving.
 func (m *Mirror) CorruptCount() uint64 { return m.corrupt.Load() }
 
-// BusyCount is the number of requests refused because every slot was taken.
+// BusyCount is the number of reads refused because every slot was taken.
 func (m *Mirror) BusyCount() uint64 { return m.busy.Load() }
 
-// Responses is the number of 200/206 responses started.
-func (m *Mirror) Responses() uint64 { return m.responses.Load() }
+// Reads is the number of file reads started (a slot taken).
+func (m *Mirror) Reads() uint64 { return m.reads.Load() }
 
-// BytesSent is the number of file bytes written to clients.
+// BytesSent is the number of verified bytes the readers' callers report
+// having sent.
 func (m *Mirror) BytesSent() uint64 { return m.bytesSent.Load() }
 
 // InFlight is the number of slots taken now.
 func (m *Mirror) InFlight() int { return len(m.slots) }
 
-// tryAcquire takes a slot if one is free, at once: a request waits for no
+// tryAcquire takes a slot if one is free, at once: a read waits for no
 // slot (the client is told to come back instead).
 func (m *Mirror) tryAcquire() bool {
 	select {
@@ -121,13 +131,4 @@ func (m *Mirror) busyError() *apierr.Error {
 		// Jittered so that joiners refused together do not return together.
 		RetryAfter: 1 + rand.IntN(5),
 	}
-}
-
-func notFound(release, path string) *apierr.Error {
-	return apierr.New(apierr.NotFound, "release %q has no file %q", release, path)
-}
-
-func corruptError(release, path string) *apierr.Error {
-	return apierr.New(apierr.ReleaseCorrupt,
-		"file %s of release %s failed verification on the founder; an operator must re-import the release", path, release)
 }

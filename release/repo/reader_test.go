@@ -1,0 +1,76 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"stratum/apierr"
+	"stratum/release/releasetest"
+)
+
+func importedMirror(t *testing.T, blobSize, concurrency int) (m *Mirror, blob string, data []byte, reimport func()) {
+	t.Helper()
+	src, blob, pub := releasetest.SignedTree(t, blobSize, "0.6.0")
+	keys := releasetest.Keyring(t, 1, pub)
+	db, dataDir := releasetest.OpenDB(t)
+	reimport = func() {
+		if _, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reimport()
+	data, err := os.ReadFile(filepath.Join(src, blob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: concurrency})
+	t.Cleanup(m.Close)
+	return m, blob, data, reimport
+}
+
+// TestReader: ReadAt returns exactly the file's bytes at any offset, the
+// slot is held until Close, and a stale mismatch (against an index a
+// re-import has replaced) marks nothing corrupt.
+func TestReader(t *testing.T) {
+	m, blob, data, reimport := importedMirror(t, 3*ChunkSize+77, 1)
+	fi, err := m.Stat("0.6.0", blob)
+	if err != nil || fi.Size != int64(len(data)) || fi.ETag() != `"sha256:`+fi.SHA256+`"` {
+		t.Fatalf("Stat: %+v %v", fi, err)
+	}
+	rd, err := m.Open("a", fi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(io.NewSectionReader(rd, 0, rd.Size()))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("whole read: %d bytes, %v", len(got), err)
+	}
+	p := make([]byte, 100)
+	if n, err := rd.ReadAt(p, ChunkSize-50); n != 100 || err != nil || !bytes.Equal(p, data[ChunkSize-50:ChunkSize+50]) {
+		t.Fatalf("across a chunk boundary: %d %v", n, err)
+	}
+	if n, err := rd.ReadAt(p, int64(len(data))-10); n != 10 || !errors.Is(err, io.EOF) {
+		t.Fatalf("past the end: %d %v", n, err)
+	}
+	if _, err := m.Open("b", fi); apierr.CodeOf(err) != apierr.ReleaseBusy {
+		t.Fatalf("second read with one slot: %v", err)
+	}
+	rd.Close()
+	rd.Close() // twice is harmless and gives back one slot
+	if m.InFlight() != 0 {
+		t.Fatalf("%d slots taken after Close", m.InFlight())
+	}
+
+	reimport()
+	if err := m.broken(fi, errors.New("chunk 0: mismatch")); apierr.CodeOf(err) != apierr.ReleaseCorrupt {
+		t.Fatalf("broken: %v", err)
+	}
+	if m.CorruptCount() != 0 || !m.Offered("0.6.0") {
+		t.Fatal("a mismatch against a replaced index marked the new import corrupt")
+	}
+}
