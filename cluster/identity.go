@@ -10,11 +10,9 @@ import (
 )
 
 const (
-	bucketCluster = "cluster"
-	bucketSecrets = "secrets"
-	keyIdentity   = "identity"
-	keyCACert     = "ca-cert"
-	keyCAKey      = "ca-key"
+	keyIdentity = "identity"
+	keyCACert   = "ca-cert"
+	keyCAKey    = "ca-key"
 )
 
 // ErrNotInitialized is returned for a data directory without a cluster.

@@ -9,10 +9,7 @@ import (
 	"stratum/store"
 )
 
-const (
-	bucketMembers = "members"
-	keyGeneration = "generation"
-)
+const keyGeneration = "generation"
 
 // Member states.
 const (
@@ -93,7 +90,7 @@ func Admit(tx *store.Tx, m Member, now time.Time) (Member, error) {
 	if err != nil {
 		return m, err
 	}
-	order, err := tx.NextSequence(bucketMembers + "-order")
+	order, err := tx.NextSequence(bucketMemberOrder)
 	if err != nil {
 		return m, err
 	}

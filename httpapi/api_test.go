@@ -261,7 +261,7 @@ func TestOpsEndpoints(t *testing.T) {
 	r = f.json("GET", "/version", "", nil)
 	var v map[string]any
 	_ = json.Unmarshal(r.body, &v)
-	if r.status != 200 || v["version"] != "v9.9.9-test" || v["commit"] != "abc1234" || v["schemaLevel"] != float64(store.SchemaVersion) || v["runningRelease"] != "0.1.0" {
+	if r.status != 200 || v["version"] != "v9.9.9-test" || v["commit"] != "abc1234" || v["schemaLevel"] != float64(store.SchemaVersion()) || v["runningRelease"] != "0.1.0" {
 		t.Fatalf("/version = %d %s", r.status, r.body)
 	}
 	r = f.json("GET", "/startupz", "", nil)

@@ -10,8 +10,6 @@ import (
 	"stratum/store"
 )
 
-const bucketTokens = "iam-tokens"
-
 // Token kinds.
 const (
 	KindSession = "session"

@@ -11,8 +11,6 @@ import (
 	"stratum/store"
 )
 
-const bucketUsers = "iam-users"
-
 // SessionTTL is how long a login token lives.
 const SessionTTL = 12 * time.Hour
 

@@ -6,18 +6,7 @@ import (
 	"time"
 )
 
-// Buckets this package owns. The queue and the turn are kept as their own
-// small indexes so a view never scans every registration to learn its
-// queue position (10,000s of waiters read views).
-const (
-	bucketTokens        = "join-tokens"
-	bucketRegistrations = "join-registrations"
-	bucketKeys          = "join-keys"       // key pin -> its latest join id
-	bucketQueue         = "join-queue"      // approval sequence -> join id
-	bucketDeliveries    = "join-deliveries" // join id -> sealed delivery
-	bucketMeta          = "join-meta"
-	keyTurn             = "turn" // the join in delivering or installing
-)
+const keyTurn = "turn" // bucketMeta: the join in delivering or installing
 
 // Registration states (SPEC 4.3).
 const (

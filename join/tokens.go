@@ -275,7 +275,7 @@ func (t *txn) useToken(rec tokenRecord, joinID, actor string) error {
 }
 
 // unusedKey draws prefix + n of [a-z0-9] until the id is free in bucket.
-func unusedKey(tx *store.Tx, bucket, prefix string, n int) (string, error) {
+func unusedKey(tx *store.Tx, bucket store.Keyspace, prefix string, n int) (string, error) {
 	for range 16 {
 		id := crypto.RandomID(prefix, n)
 		if tx.GetRaw(bucket, id) == nil {

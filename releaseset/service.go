@@ -10,8 +10,6 @@ import (
 	"stratum/store"
 )
 
-const bucketRecords = "release-records"
-
 // Service keeps node release records in the store and answers the set.
 type Service struct {
 	DB  *store.DB

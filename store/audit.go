@@ -11,9 +11,6 @@ import (
 	"time"
 )
 
-// AuditBucket holds the append-only audit chain, keyed by sequence.
-const AuditBucket = "audit"
-
 // AuditEvent is one state change. Data never holds a secret.
 type AuditEvent struct {
 	Seq     uint64            `json:"seq"`
@@ -35,16 +32,16 @@ func seqKey(n uint64) []byte {
 
 // Audit appends an event to the chain inside tx.
 func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
-	b, err := tx.bucket(AuditBucket)
+	prev := make([]byte, sha256.Size)
+	k, v, err := tx.kv.last(AuditBucket.Name())
 	if err != nil {
 		return err
 	}
-	prev := make([]byte, sha256.Size)
-	if k, v := b.Cursor().Last(); k != nil {
+	if k != nil {
 		sum := sha256.Sum256(v)
 		prev = sum[:]
 	}
-	seq, err := b.NextSequence()
+	seq, err := tx.kv.nextSequence(AuditBucket.Name())
 	if err != nil {
 		return err
 	}
@@ -53,7 +50,7 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 	if err != nil {
 		return err
 	}
-	return b.Put(seqKey(seq), raw)
+	return tx.kv.put(AuditBucket.Name(), seqKey(seq), raw)
 }
 
 // AuditEvents returns events with seq > after, at most limit of them.
@@ -63,19 +60,17 @@ func (db *DB) AuditEvents(after uint64, limit int) ([]AuditEvent, error) {
 		return out, nil
 	}
 	err := db.View(func(tx *Tx) error {
-		b := tx.btx.Bucket([]byte(AuditBucket))
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+		return tx.kv.scan(AuditBucket.Name(), seqKey(after+1), func(k, v []byte) (bool, error) {
+			if len(out) >= limit {
+				return false, nil
+			}
 			var ev AuditEvent
 			if err := json.Unmarshal(v, &ev); err != nil {
-				return fmt.Errorf("audit event %x: %w", k, err)
+				return false, fmt.Errorf("audit event %x: %w", k, err)
 			}
 			out = append(out, ev)
-		}
-		return nil
+			return true, nil
+		})
 	})
 	return out, err
 }
@@ -83,31 +78,27 @@ func (db *DB) AuditEvents(after uint64, limit int) ([]AuditEvent, error) {
 // VerifyAudit walks the whole chain and reports the first broken link.
 func (db *DB) VerifyAudit() (events int, err error) {
 	err = db.View(func(tx *Tx) error {
-		b := tx.btx.Bucket([]byte(AuditBucket))
-		if b == nil {
-			return nil
-		}
 		prev := make([]byte, sha256.Size)
 		var lastSeq uint64
-		return b.ForEach(func(k, v []byte) error {
+		return tx.kv.scan(AuditBucket.Name(), nil, func(k, v []byte) (bool, error) {
 			var ev AuditEvent
 			if err := json.Unmarshal(v, &ev); err != nil {
-				return fmt.Errorf("audit event %d does not decode: %w", binary.BigEndian.Uint64(k), err)
+				return false, fmt.Errorf("audit event %d does not decode: %w", binary.BigEndian.Uint64(k), err)
 			}
 			if !bytes.Equal(k, seqKey(ev.Seq)) {
-				return fmt.Errorf("audit event %d is stored under key %d", ev.Seq, binary.BigEndian.Uint64(k))
+				return false, fmt.Errorf("audit event %d is stored under key %d", ev.Seq, binary.BigEndian.Uint64(k))
 			}
 			if ev.Seq != lastSeq+1 {
-				return fmt.Errorf("audit chain skips from event %d to %d", lastSeq, ev.Seq)
+				return false, fmt.Errorf("audit chain skips from event %d to %d", lastSeq, ev.Seq)
 			}
 			if ev.Prev != hex.EncodeToString(prev) {
-				return fmt.Errorf("audit event %d does not chain to event %d: the log was altered", ev.Seq, lastSeq)
+				return false, fmt.Errorf("audit event %d does not chain to event %d: the log was altered", ev.Seq, lastSeq)
 			}
 			sum := sha256.Sum256(v)
 			prev = sum[:]
 			lastSeq = ev.Seq
 			events++
-			return nil
+			return true, nil
 		})
 	})
 	return events, err

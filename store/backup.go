@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,8 +21,12 @@ func (db *DB) Backup(w io.Writer) (int64, error) {
 	}
 	var n int64
 	err = db.View(func(tx *Tx) error {
+		btx := boltOf(tx)
+		if btx == nil {
+			return errNotAFile
+		}
 		var werr error
-		n, werr = tx.btx.WriteTo(zw)
+		n, werr = btx.WriteTo(zw)
 		return werr
 	})
 	if err != nil {
@@ -30,6 +35,9 @@ func (db *DB) Backup(w io.Writer) (int64, error) {
 	}
 	return n, zw.Close()
 }
+
+// errNotAFile: a database has its own backup tools (docs/HA.md).
+var errNotAFile = errors.New("store: backup writes a bbolt file; back up a PostgreSQL store with pg_dump or the cluster's PITR")
 
 // BackupFile opens the store at path read-only-compatible and writes a
 // snapshot to out atomically. A running founder holds the file lock, so a

@@ -3,72 +3,71 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
-const metaBucket = "meta"
+const schemaKey = "schema"
 
-// SchemaVersion is the newest schema this binary writes.
-const SchemaVersion = 1
-
-// migrations[i] brings a store from schema i to i+1, in one transaction.
-var migrations = []func(tx *bolt.Tx) error{
-	// 0 -> 1: the buckets every founder has.
-	func(tx *bolt.Tx) error {
-		for _, name := range []string{metaBucket, AuditBucket} {
-			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
-				return err
-			}
-		}
-		return nil
-	},
-}
-
-// SchemaOf returns the schema version recorded in tx.
-func schemaOf(tx *bolt.Tx) uint64 {
-	b := tx.Bucket([]byte(metaBucket))
-	if b == nil {
-		return 0
-	}
-	v := b.Get([]byte("schema"))
+// schemaOf returns the schema version recorded in tx.
+func schemaOf(tx *Tx) uint64 {
+	v := tx.GetRaw(metaBucket, schemaKey)
 	if len(v) != 8 {
 		return 0
 	}
 	return binary.BigEndian.Uint64(v)
 }
 
-func (db *DB) migrate() error {
+func (db *DB) newerSchemaError(current uint64) error {
+	return fmt.Errorf("store %s has schema %d, newer than this binary's %d: run a newer stratum", db.Where(), current, SchemaVersion())
+}
+
+func (db *DB) checkNotNewer() error {
 	var current uint64
-	if err := db.bolt.View(func(tx *bolt.Tx) error { current = schemaOf(tx); return nil }); err != nil {
+	if err := db.View(func(tx *Tx) error { current = schemaOf(tx); return nil }); err != nil {
 		return err
 	}
-	if current > SchemaVersion {
-		return fmt.Errorf("store %s has schema %d, newer than this binary's %d: run a newer stratum", db.path, current, SchemaVersion)
-	}
-	for v := current; v < SchemaVersion; v++ {
-		err := db.bolt.Update(func(tx *bolt.Tx) error {
-			if err := migrations[v](tx); err != nil {
-				return err
-			}
-			b, err := tx.CreateBucketIfNotExists([]byte(metaBucket))
-			if err != nil {
-				return err
-			}
-			var buf [8]byte
-			binary.BigEndian.PutUint64(buf[:], v+1)
-			return b.Put([]byte("schema"), buf[:])
-		})
-		if err != nil {
-			return fmt.Errorf("store: migration %d -> %d: %w", v, v+1, err)
-		}
+	if current > uint64(SchemaVersion()) {
+		return db.newerSchemaError(current)
 	}
 	return nil
+}
+
+// migrate runs every registered migration above the store's version, each
+// in its own transaction that also records the new version. Write
+// transactions are serialized, so replicas starting together migrate once.
+func (db *DB) migrate() error {
+	var start uint64
+	if err := db.View(func(tx *Tx) error { start = schemaOf(tx); return nil }); err != nil {
+		return err
+	}
+	for _, m := range Migrations() {
+		if uint64(m.Version) <= start {
+			continue // a read first: a write transaction fsyncs even when it changes nothing
+		}
+		err := db.Update(func(tx *Tx) error {
+			current := schemaOf(tx)
+			if current > uint64(SchemaVersion()) {
+				return db.newerSchemaError(current)
+			}
+			if current >= uint64(m.Version) {
+				return nil
+			}
+			if err := m.Apply(tx); err != nil {
+				return fmt.Errorf("store: migration %d (%s): %w", m.Version, m.Name, err)
+			}
+			var buf [8]byte
+			binary.BigEndian.PutUint64(buf[:], uint64(m.Version))
+			return tx.PutRaw(metaBucket, schemaKey, buf[:])
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return db.checkNotNewer()
 }
 
 // Schema returns the store's schema version.
 func (db *DB) Schema() int {
 	var v uint64
-	_ = db.View(func(tx *Tx) error { v = schemaOf(tx.btx); return nil })
+	_ = db.View(func(tx *Tx) error { v = schemaOf(tx); return nil })
 	return int(v)
 }

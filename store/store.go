@@ -1,19 +1,17 @@
-// Package store keeps the founder's state in one bbolt file: typed JSON
-// values in named buckets, sealed secrets, the schema version with its
-// migrations, the hash-chained audit log and consistent backups. It knows
-// transactions, not the rules of the domains that use it.
+// Package store keeps the founder's state: typed JSON values in declared
+// buckets, sealed secrets, the schema version with its migrations, the
+// hash-chained audit log and consistent backups. The bytes live in one
+// bbolt file (the default) or in a PostgreSQL database shared by several
+// founder replicas; see backend.go. It knows transactions, not the rules
+// of the domains that use it.
 package store
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"strings"
 	"sync"
-	"time"
-
-	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrClosed is returned once the store is closed (shutdown).
@@ -30,38 +28,80 @@ type Sealer interface {
 
 // DB is an open store.
 type DB struct {
-	bolt   *bolt.DB
+	be     backend
 	sealer Sealer
 	path   string
 
 	mu     sync.RWMutex
 	closed bool
+
+	bus bus
 }
 
-// Open opens (creating when absent) the bbolt file at path, runs pending
-// migrations and refuses a file written by a newer binary.
-func Open(path string, sealer Sealer) (*DB, error) {
-	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("open %s: another process holds the store (is a founder already running?)", path)
-		}
-		return nil, fmt.Errorf("open %s: %w", path, err)
+// IsPostgres reports whether target names a PostgreSQL database rather
+// than a bbolt file.
+func IsPostgres(target string) bool {
+	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
+}
+
+// Open opens the store at target: a bbolt file path (created when absent)
+// or a postgres:// DSN. It runs pending migrations and refuses a store
+// written by a newer binary.
+func Open(target string, sealer Sealer) (*DB, error) {
+	var be backend
+	var err error
+	if IsPostgres(target) {
+		be, err = openPostgres(target)
+	} else {
+		be, err = openBolt(target, false)
 	}
-	// Every commit is fsynced: acknowledged writes must survive kill -9.
-	b.NoSync = false
-	db := &DB{bolt: b, sealer: sealer, path: path}
+	if err != nil {
+		return nil, err
+	}
+	db := newDB(be, sealer, target)
 	if err := db.migrate(); err != nil {
-		b.Close()
+		db.Close()
+		return nil, err
+	}
+	db.start()
+	return db, nil
+}
+
+// OpenReadOnly opens the store for reading only (backup, audit verify),
+// without a data key: sealed values stay sealed.
+func OpenReadOnly(target string) (*DB, error) {
+	var be backend
+	var err error
+	if IsPostgres(target) {
+		be, err = openPostgres(target)
+	} else {
+		be, err = openBolt(target, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	db := newDB(be, nil, target)
+	if err := db.checkNotNewer(); err != nil {
+		db.Close()
 		return nil, err
 	}
 	return db, nil
 }
 
-// Path is the file the store lives in.
+func newDB(be backend, sealer Sealer, target string) *DB {
+	db := &DB{be: be, sealer: sealer, path: target}
+	db.bus.init()
+	return db
+}
+
+// Path is where the store lives: the bbolt file, or the DSN.
 func (db *DB) Path() string { return db.path }
 
-// Close waits for running transactions and closes the file.
+// Where names the store for messages: the file, or the database host
+// (never its password).
+func (db *DB) Where() string { return db.be.where() }
+
+// Close waits for running transactions and closes the store.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -69,41 +109,52 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.closed = true
-	return db.bolt.Close()
+	db.bus.close()
+	return db.be.close()
 }
 
 // Update runs fn in a read-write transaction. When fn returns nil the
-// transaction is committed (and fsynced) before the OnCommit hooks run;
-// when it returns an error nothing it wrote is kept.
+// transaction is committed (and durable) before the OnCommit hooks run;
+// when it returns an error nothing it wrote is kept. Write transactions
+// run one at a time, across every replica of a shared database.
 func (db *DB) Update(fn func(tx *Tx) error) error {
-	hooks, err := db.update(fn)
+	tx, err := db.update(fn)
 	if err != nil {
 		return err
 	}
-	for _, h := range hooks {
+	for _, h := range tx.hooks {
 		h()
 	}
+	db.bus.deliver(tx.notes)
 	return nil
 }
 
 // update holds the close lock only around the transaction, released even
 // when fn panics, so a recovered handler panic never blocks Close.
-func (db *DB) update(fn func(tx *Tx) error) ([]func(), error) {
+func (db *DB) update(fn func(tx *Tx) error) (*Tx, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.closed {
 		return nil, ErrClosed
 	}
-	var hooks []func()
-	err := db.bolt.Update(func(btx *bolt.Tx) error {
-		tx := &Tx{btx: btx, db: db}
+	var done *Tx
+	err := db.be.update(func(k kv) error {
+		// A fresh Tx per attempt: a retried transaction keeps no hooks
+		// from the attempt that failed.
+		tx := &Tx{kv: k, db: db}
 		if err := fn(tx); err != nil {
 			return err
 		}
-		hooks = tx.hooks
+		if tx.err != nil {
+			return tx.err
+		}
+		if err := tx.publish(); err != nil {
+			return err
+		}
+		done = tx
 		return nil
 	})
-	return hooks, err
+	return done, err
 }
 
 // View runs fn in a read-only transaction.
@@ -113,148 +164,130 @@ func (db *DB) View(fn func(tx *Tx) error) error {
 	if db.closed {
 		return ErrClosed
 	}
-	return db.bolt.View(func(btx *bolt.Tx) error {
-		return fn(&Tx{btx: btx, db: db})
+	return db.be.view(func(k kv) error {
+		tx := &Tx{kv: k, db: db}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.err
 	})
 }
 
 // Tx is one transaction.
 type Tx struct {
-	btx   *bolt.Tx
+	kv    kv
 	db    *DB
 	hooks []func()
+	notes []note
+	// err is the first backend failure a method without an error result
+	// (GetRaw) met; the transaction then fails as a whole.
+	err error
 }
 
-// OnCommit runs fn after the transaction has been committed to disk, so
-// that waiters are woken only by state that is durable.
+// OnCommit runs fn after the transaction has been committed and is
+// durable, so that waiters are woken only by state that is durable. It
+// runs on this replica only; see Notify for every replica.
 func (tx *Tx) OnCommit(fn func()) { tx.hooks = append(tx.hooks, fn) }
 
 // Writable reports whether tx may write.
-func (tx *Tx) Writable() bool { return tx.btx.Writable() }
+func (tx *Tx) Writable() bool { return tx.kv.writable() }
 
-func (tx *Tx) bucket(name string) (*bolt.Bucket, error) {
-	if b := tx.btx.Bucket([]byte(name)); b != nil {
-		return b, nil
+func (tx *Tx) fail(err error) {
+	if tx.err == nil {
+		tx.err = err
 	}
-	if !tx.btx.Writable() {
-		return nil, berrors.ErrTxNotWritable
+}
+
+// createBuckets makes the named buckets (migrations).
+func (tx *Tx) createBuckets(names ...string) error {
+	for _, name := range names {
+		if err := tx.kv.createBucket(name); err != nil {
+			return err
+		}
 	}
-	return tx.btx.CreateBucket([]byte(name))
+	return nil
 }
 
 // GetJSON decodes the value at bucket/key into v; found is false when absent.
-func (tx *Tx) GetJSON(bucket, key string, v any) (found bool, err error) {
-	raw := tx.GetRaw(bucket, key)
-	if raw == nil {
-		return false, nil
+func (tx *Tx) GetJSON(b Keyspace, key string, v any) (found bool, err error) {
+	raw, err := tx.kv.get(b.Name(), []byte(key))
+	if err != nil || raw == nil {
+		return false, err
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return true, fmt.Errorf("store: decode %s/%s: %w", bucket, key, err)
+		return true, fmt.Errorf("store: decode %s/%s: %w", b.Name(), key, err)
 	}
 	return true, nil
 }
 
 // GetRaw returns the bytes at bucket/key (valid only inside tx), or nil.
-func (tx *Tx) GetRaw(bucket, key string) []byte {
-	b := tx.btx.Bucket([]byte(bucket))
-	if b == nil {
+// A backend failure fails the whole transaction.
+func (tx *Tx) GetRaw(b Keyspace, key string) []byte {
+	raw, err := tx.kv.get(b.Name(), []byte(key))
+	if err != nil {
+		tx.fail(err)
 		return nil
 	}
-	return b.Get([]byte(key))
+	return raw
 }
 
 // PutJSON stores v at bucket/key.
-func (tx *Tx) PutJSON(bucket, key string, v any) error {
+func (tx *Tx) PutJSON(b Keyspace, key string, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("store: encode %s/%s: %w", bucket, key, err)
+		return fmt.Errorf("store: encode %s/%s: %w", b.Name(), key, err)
 	}
-	return tx.PutRaw(bucket, key, raw)
+	return tx.PutRaw(b, key, raw)
 }
 
 // PutRaw stores raw bytes at bucket/key.
-func (tx *Tx) PutRaw(bucket, key string, raw []byte) error {
-	b, err := tx.bucket(bucket)
-	if err != nil {
-		return err
-	}
-	return b.Put([]byte(key), raw)
+func (tx *Tx) PutRaw(b Keyspace, key string, raw []byte) error {
+	return tx.kv.put(b.Name(), []byte(key), raw)
 }
 
 // Delete removes bucket/key; absent keys are not an error.
-func (tx *Tx) Delete(bucket, key string) error {
-	b := tx.btx.Bucket([]byte(bucket))
-	if b == nil {
-		return nil
-	}
-	return b.Delete([]byte(key))
+func (tx *Tx) Delete(b Keyspace, key string) error {
+	return tx.kv.del(b.Name(), []byte(key))
 }
 
 // ForEach calls fn for each key in bucket in key order.
-func (tx *Tx) ForEach(bucket string, fn func(key string, raw []byte) error) error {
-	b := tx.btx.Bucket([]byte(bucket))
-	if b == nil {
-		return nil
-	}
-	return b.ForEach(func(k, v []byte) error { return fn(string(k), v) })
+func (tx *Tx) ForEach(b Keyspace, fn func(key string, raw []byte) error) error {
+	return tx.kv.scan(b.Name(), nil, func(k, v []byte) (bool, error) {
+		return true, fn(string(k), v)
+	})
 }
 
 // NextSequence returns a monotonically increasing number for bucket.
-func (tx *Tx) NextSequence(bucket string) (uint64, error) {
-	b, err := tx.bucket(bucket)
-	if err != nil {
-		return 0, err
-	}
-	return b.NextSequence()
+func (tx *Tx) NextSequence(b Keyspace) (uint64, error) {
+	return tx.kv.nextSequence(b.Name())
 }
 
 // PutSealed seals plaintext under the data key and stores it. The bucket
 // and key are bound as additional data, so a sealed value moved elsewhere
-// in the file does not open.
-func (tx *Tx) PutSealed(bucket, key string, plaintext []byte) error {
+// in the store does not open.
+func (tx *Tx) PutSealed(b Keyspace, key string, plaintext []byte) error {
 	if tx.db.sealer == nil {
 		return errNoSealer
 	}
-	ct, err := tx.db.sealer.Seal(plaintext, []byte(bucket+"/"+key))
+	ct, err := tx.db.sealer.Seal(plaintext, []byte(b.Name()+"/"+key))
 	if err != nil {
-		return fmt.Errorf("store: seal %s/%s: %w", bucket, key, err)
+		return fmt.Errorf("store: seal %s/%s: %w", b.Name(), key, err)
 	}
-	return tx.PutRaw(bucket, key, ct)
+	return tx.PutRaw(b, key, ct)
 }
 
 // GetSealed opens the sealed value at bucket/key.
-func (tx *Tx) GetSealed(bucket, key string) ([]byte, bool, error) {
-	ct := tx.GetRaw(bucket, key)
-	if ct == nil {
-		return nil, false, nil
+func (tx *Tx) GetSealed(b Keyspace, key string) ([]byte, bool, error) {
+	ct, err := tx.kv.get(b.Name(), []byte(key))
+	if err != nil || ct == nil {
+		return nil, false, err
 	}
 	if tx.db.sealer == nil {
 		return nil, true, errNoSealer
 	}
-	pt, err := tx.db.sealer.Open(ct, []byte(bucket+"/"+key))
+	pt, err := tx.db.sealer.Open(ct, []byte(b.Name()+"/"+key))
 	if err != nil {
-		return nil, true, fmt.Errorf("store: open sealed %s/%s: %w (is data.key the one this store was created with?)", bucket, key, err)
+		return nil, true, fmt.Errorf("store: open sealed %s/%s: %w (is data.key the one this store was created with?)", b.Name(), key, err)
 	}
 	return pt, true, nil
-}
-
-// OpenReadOnly opens the file for reading only (backup, audit verify),
-// without a data key: sealed values stay sealed.
-func OpenReadOnly(path string) (*DB, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, err
-	}
-	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("open %s: a running founder holds the store; ask it instead (the command does so through DIR/control.sock when it can)", path)
-		}
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	db := &DB{bolt: b, path: path}
-	if v := db.Schema(); v > SchemaVersion {
-		b.Close()
-		return nil, fmt.Errorf("store %s has schema %d, newer than this binary's %d: run a newer stratum", path, v, SchemaVersion)
-	}
-	return db, nil
 }

@@ -64,28 +64,28 @@ func rawUpdate(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 
 func TestMigrationsSetSchema(t *testing.T) {
 	db, path := openTemp(t, testKey(t))
-	if got := db.Schema(); got != SchemaVersion || SchemaVersion != 1 {
-		t.Fatalf("Schema() = %d, SchemaVersion = %d; want 1", got, SchemaVersion)
+	if got := db.Schema(); got != SchemaVersion() || SchemaVersion() != 2 {
+		t.Fatalf("Schema() = %d, SchemaVersion = %d; want 2", got, SchemaVersion())
 	}
 	if db.Path() != path {
 		t.Errorf("Path() = %q, want %q", db.Path(), path)
 	}
 	db.Close()
 
-	// The file itself records schema 1 and has the buckets migration 0->1 makes.
+	// The file itself records schema 2 and has the buckets the migrations make, declared ones included.
 	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = b.View(func(tx *bolt.Tx) error {
-		for _, name := range []string{metaBucket, AuditBucket} {
+		for _, name := range []string{metaBucket.Name(), AuditBucket.Name(), declaredInTest.Name()} {
 			if tx.Bucket([]byte(name)) == nil {
 				return fmt.Errorf("bucket %q missing after migrations", name)
 			}
 		}
-		v := tx.Bucket([]byte(metaBucket)).Get([]byte("schema"))
-		if len(v) != 8 || binary.BigEndian.Uint64(v) != 1 {
-			return fmt.Errorf("meta/schema = %x, want big-endian 1", v)
+		v := tx.Bucket([]byte(metaBucket.Name())).Get([]byte("schema"))
+		if len(v) != 8 || binary.BigEndian.Uint64(v) != 2 {
+			return fmt.Errorf("meta/schema = %x, want big-endian 2", v)
 		}
 		return nil
 	})
@@ -100,8 +100,8 @@ func TestMigrationsSetSchema(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer db2.Close()
-	if got := db2.Schema(); got != 1 {
-		t.Fatalf("after reopen Schema() = %d, want 1", got)
+	if got := db2.Schema(); got != 2 {
+		t.Fatalf("after reopen Schema() = %d, want 2", got)
 	}
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("store file mode = %v (%v), want 0600", st.Mode().Perm(), err)
@@ -114,7 +114,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	rawUpdate(t, path, func(tx *bolt.Tx) error {
 		var buf [8]byte
 		binary.BigEndian.PutUint64(buf[:], 99)
-		return tx.Bucket([]byte(metaBucket)).Put([]byte("schema"), buf[:])
+		return tx.Bucket([]byte(metaBucket.Name())).Put([]byte("schema"), buf[:])
 	})
 	for name, open := range map[string]func() (*DB, error){
 		"Open":         func() (*DB, error) { return Open(path, testKey(t)) },
@@ -127,7 +127,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 				t.Fatal("a store with schema 99 was opened")
 			}
 			msg := err.Error()
-			if !strings.Contains(msg, "99") || !strings.Contains(msg, fmt.Sprint(SchemaVersion)) || !strings.Contains(msg, "newer") {
+			if !strings.Contains(msg, "99") || !strings.Contains(msg, fmt.Sprint(SchemaVersion())) || !strings.Contains(msg, "newer") {
 				t.Fatalf("error does not name both versions: %q", msg)
 			}
 		})
@@ -139,7 +139,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 	defer b.Close()
 	_ = b.View(func(tx *bolt.Tx) error {
-		if v := schemaOf(tx); v != 99 {
+		if v := binary.BigEndian.Uint64(tx.Bucket([]byte(metaBucket.Name())).Get([]byte(schemaKey))); v != 99 {
 			t.Errorf("schema after refused open = %d, want 99 untouched", v)
 		}
 		return nil
@@ -149,31 +149,31 @@ func TestNewerSchemaRefused(t *testing.T) {
 func TestSealedValues(t *testing.T) {
 	db, _ := openTemp(t, testKey(t))
 	secret := []byte("correct horse battery staple")
-	if err := db.Update(func(tx *Tx) error { return tx.PutSealed("secrets", "pg", secret) }); err != nil {
+	if err := db.Update(func(tx *Tx) error { return tx.PutSealed(Named("secrets"), "pg", secret) }); err != nil {
 		t.Fatal(err)
 	}
 	err := db.Update(func(tx *Tx) error {
-		raw := tx.GetRaw("secrets", "pg")
+		raw := tx.GetRaw(Named("secrets"), "pg")
 		if raw == nil {
 			return errors.New("sealed value not stored")
 		}
 		if bytes.Contains(raw, secret) {
 			return errors.New("sealed value holds the plaintext")
 		}
-		got, found, err := tx.GetSealed("secrets", "pg")
+		got, found, err := tx.GetSealed(Named("secrets"), "pg")
 		if err != nil || !found || !bytes.Equal(got, secret) {
 			return fmt.Errorf("GetSealed = %q, %v, %v; want the plaintext", got, found, err)
 		}
 		// Copy the sealed bytes elsewhere: the bucket/key binding must refuse them.
 		cp := append([]byte(nil), raw...)
-		if err := tx.PutRaw("secrets", "other", cp); err != nil {
+		if err := tx.PutRaw(Named("secrets"), "other", cp); err != nil {
 			return err
 		}
-		if err := tx.PutRaw("elsewhere", "pg", cp); err != nil {
+		if err := tx.PutRaw(Named("elsewhere"), "pg", cp); err != nil {
 			return err
 		}
 		for _, at := range [][2]string{{"secrets", "other"}, {"elsewhere", "pg"}} {
-			pt, found, err := tx.GetSealed(at[0], at[1])
+			pt, found, err := tx.GetSealed(Named(at[0]), at[1])
 			if err == nil {
 				return fmt.Errorf("a sealed value copied to %s/%s opened: %q", at[0], at[1], pt)
 			}
@@ -184,7 +184,7 @@ func TestSealedValues(t *testing.T) {
 				return fmt.Errorf("error does not name %s/%s: %v", at[0], at[1], err)
 			}
 		}
-		if _, found, err := tx.GetSealed("secrets", "absent"); found || err != nil {
+		if _, found, err := tx.GetSealed(Named("secrets"), "absent"); found || err != nil {
 			return fmt.Errorf("absent sealed value: found=%v err=%v", found, err)
 		}
 		return nil
@@ -196,7 +196,7 @@ func TestSealedValues(t *testing.T) {
 
 func TestSealedValueUnderAnotherDataKey(t *testing.T) {
 	db, path := openTemp(t, testKey(t))
-	if err := db.Update(func(tx *Tx) error { return tx.PutSealed("secrets", "ca-key", []byte("PEM")) }); err != nil {
+	if err := db.Update(func(tx *Tx) error { return tx.PutSealed(Named("secrets"), "ca-key", []byte("PEM")) }); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -206,7 +206,7 @@ func TestSealedValueUnderAnotherDataKey(t *testing.T) {
 	}
 	defer db2.Close()
 	err = db2.View(func(tx *Tx) error {
-		pt, found, err := tx.GetSealed("secrets", "ca-key")
+		pt, found, err := tx.GetSealed(Named("secrets"), "ca-key")
 		if err == nil {
 			return fmt.Errorf("opened under another data key: %q", pt)
 		}
@@ -233,14 +233,14 @@ func TestUpdateOnCommitAndRollback(t *testing.T) {
 			hookRuns++
 			// A hook sees the committed state from a new transaction.
 			_ = db.View(func(tx *Tx) error {
-				sawCommitted = string(tx.GetRaw("b", "k")) == "v1"
+				sawCommitted = string(tx.GetRaw(Named("b"), "k")) == "v1"
 				return nil
 			})
 		})
 		if hookRuns != 0 {
 			t.Error("OnCommit ran before the transaction ended")
 		}
-		return tx.PutRaw("b", "k", []byte("v1"))
+		return tx.PutRaw(Named("b"), "k", []byte("v1"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -253,10 +253,10 @@ func TestUpdateOnCommitAndRollback(t *testing.T) {
 	hookRuns = 0
 	err = db.Update(func(tx *Tx) error {
 		tx.OnCommit(func() { hookRuns++ })
-		if err := tx.PutRaw("b", "k", []byte("v2")); err != nil {
+		if err := tx.PutRaw(Named("b"), "k", []byte("v2")); err != nil {
 			return err
 		}
-		if err := tx.PutRaw("b", "new", []byte("x")); err != nil {
+		if err := tx.PutRaw(Named("b"), "new", []byte("x")); err != nil {
 			return err
 		}
 		if err := tx.Audit("test.failed", "t", "s", nil); err != nil {
@@ -271,10 +271,10 @@ func TestUpdateOnCommitAndRollback(t *testing.T) {
 		t.Fatalf("OnCommit ran %d times for a failed Update", hookRuns)
 	}
 	_ = db.View(func(tx *Tx) error {
-		if got := string(tx.GetRaw("b", "k")); got != "v1" {
+		if got := string(tx.GetRaw(Named("b"), "k")); got != "v1" {
 			t.Errorf("failed Update changed b/k to %q", got)
 		}
-		if tx.GetRaw("b", "new") != nil {
+		if tx.GetRaw(Named("b"), "new") != nil {
 			t.Error("failed Update left b/new")
 		}
 		return nil
@@ -299,7 +299,7 @@ func TestUpdatePanicReleasesLock(t *testing.T) {
 	}()
 	done := make(chan error, 1)
 	go func() {
-		if err := db.Update(func(tx *Tx) error { return tx.PutRaw("b", "k", []byte("v")) }); err != nil {
+		if err := db.Update(func(tx *Tx) error { return tx.PutRaw(Named("b"), "k", []byte("v")) }); err != nil {
 			done <- err
 			return
 		}
@@ -339,46 +339,46 @@ func TestJSONValues(t *testing.T) {
 	}
 	err := db.Update(func(tx *Tx) error {
 		for i, k := range []string{"b", "a", "c"} {
-			if err := tx.PutJSON("recs", k, rec{A: k, N: i}); err != nil {
+			if err := tx.PutJSON(Named("recs"), k, rec{A: k, N: i}); err != nil {
 				return err
 			}
 		}
-		return tx.PutRaw("recs", "z", []byte("{not json"))
+		return tx.PutRaw(Named("recs"), "z", []byte("{not json"))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = db.View(func(tx *Tx) error {
 		var r rec
-		if found, err := tx.GetJSON("recs", "a", &r); !found || err != nil || r != (rec{"a", 1}) {
+		if found, err := tx.GetJSON(Named("recs"), "a", &r); !found || err != nil || r != (rec{"a", 1}) {
 			t.Errorf("GetJSON a = %+v %v %v", r, found, err)
 		}
-		if found, err := tx.GetJSON("recs", "missing", &r); found || err != nil {
+		if found, err := tx.GetJSON(Named("recs"), "missing", &r); found || err != nil {
 			t.Errorf("GetJSON missing: found=%v err=%v", found, err)
 		}
-		if found, err := tx.GetJSON("nobucket", "a", &r); found || err != nil {
+		if found, err := tx.GetJSON(Named("nobucket"), "a", &r); found || err != nil {
 			t.Errorf("GetJSON in absent bucket: found=%v err=%v", found, err)
 		}
-		if _, err := tx.GetJSON("recs", "z", &r); err == nil || !strings.Contains(err.Error(), "recs/z") {
+		if _, err := tx.GetJSON(Named("recs"), "z", &r); err == nil || !strings.Contains(err.Error(), "recs/z") {
 			t.Errorf("GetJSON of bad JSON = %v, want an error naming recs/z", err)
 		}
 		var keys []string
-		_ = tx.ForEach("recs", func(k string, _ []byte) error { keys = append(keys, k); return nil })
+		_ = tx.ForEach(Named("recs"), func(k string, _ []byte) error { keys = append(keys, k); return nil })
 		if strings.Join(keys, ",") != "a,b,c,z" {
 			t.Errorf("ForEach order = %v", keys)
 		}
 		return nil
 	})
 	if err := db.Update(func(tx *Tx) error {
-		if err := tx.Delete("recs", "a"); err != nil {
+		if err := tx.Delete(Named("recs"), "a"); err != nil {
 			return err
 		}
-		return tx.Delete("nobucket", "x")
+		return tx.Delete(Named("nobucket"), "x")
 	}); err != nil {
 		t.Fatal(err)
 	}
 	_ = db.View(func(tx *Tx) error {
-		if tx.GetRaw("recs", "a") != nil {
+		if tx.GetRaw(Named("recs"), "a") != nil {
 			t.Error("Delete left recs/a")
 		}
 		return nil
@@ -390,9 +390,9 @@ func TestJSONValues(t *testing.T) {
 func TestWriteInViewIsAnError(t *testing.T) {
 	db, _ := openTemp(t, testKey(t))
 	cases := map[string]func(tx *Tx) error{
-		"PutRaw new bucket":   func(tx *Tx) error { return tx.PutRaw("never-created", "k", []byte("v")) },
-		"PutSealed":           func(tx *Tx) error { return tx.PutSealed("never-created", "k", []byte("v")) },
-		"NextSequence":        func(tx *Tx) error { _, err := tx.NextSequence("never-created"); return err },
+		"PutRaw new bucket":   func(tx *Tx) error { return tx.PutRaw(Named("never-created"), "k", []byte("v")) },
+		"PutSealed":           func(tx *Tx) error { return tx.PutSealed(Named("never-created"), "k", []byte("v")) },
+		"NextSequence":        func(tx *Tx) error { _, err := tx.NextSequence(Named("never-created")); return err },
 		"PutRaw existing":     func(tx *Tx) error { return tx.PutRaw(metaBucket, "k", []byte("v")) },
 		"Audit (bucket made)": func(tx *Tx) error { return tx.Audit("k", "a", "s", nil) },
 	}
@@ -531,7 +531,7 @@ func TestAuditTamperDetected(t *testing.T) {
 			db, path := openTemp(t, testKey(t))
 			appendEvents(t, db, 5)
 			db.Close()
-			rawUpdate(t, path, func(tx *bolt.Tx) error { return tc.tamper(tx.Bucket([]byte(AuditBucket))) })
+			rawUpdate(t, path, func(tx *bolt.Tx) error { return tc.tamper(tx.Bucket([]byte(AuditBucket.Name()))) })
 			db2, err := OpenReadOnly(path)
 			if err != nil {
 				t.Fatal(err)
@@ -554,11 +554,11 @@ func fill(t *testing.T, db *DB) {
 	t.Helper()
 	err := db.Update(func(tx *Tx) error {
 		for i := 0; i < 50; i++ {
-			if err := tx.PutJSON("items", fmt.Sprintf("k%03d", i), map[string]int{"i": i}); err != nil {
+			if err := tx.PutJSON(Named("items"), fmt.Sprintf("k%03d", i), map[string]int{"i": i}); err != nil {
 				return err
 			}
 		}
-		if err := tx.PutSealed("secrets", "s", []byte("sealed-secret")); err != nil {
+		if err := tx.PutSealed(Named("secrets"), "s", []byte("sealed-secret")); err != nil {
 			return err
 		}
 		return tx.Audit("filled", "t", "items", nil)
@@ -572,17 +572,17 @@ func checkFilled(t *testing.T, db *DB) {
 	t.Helper()
 	err := db.View(func(tx *Tx) error {
 		n := 0
-		if err := tx.ForEach("items", func(string, []byte) error { n++; return nil }); err != nil {
+		if err := tx.ForEach(Named("items"), func(string, []byte) error { n++; return nil }); err != nil {
 			return err
 		}
 		if n != 50 {
 			return fmt.Errorf("%d items, want 50", n)
 		}
 		var v map[string]int
-		if found, err := tx.GetJSON("items", "k042", &v); !found || err != nil || v["i"] != 42 {
+		if found, err := tx.GetJSON(Named("items"), "k042", &v); !found || err != nil || v["i"] != 42 {
 			return fmt.Errorf("items/k042 = %v %v %v", v, found, err)
 		}
-		pt, found, err := tx.GetSealed("secrets", "s")
+		pt, found, err := tx.GetSealed(Named("secrets"), "s")
 		if err != nil || !found || string(pt) != "sealed-secret" {
 			return fmt.Errorf("sealed value after restore: %q %v %v", pt, found, err)
 		}
@@ -594,7 +594,7 @@ func checkFilled(t *testing.T, db *DB) {
 	if n, err := db.VerifyAudit(); n != 1 || err != nil {
 		t.Fatalf("VerifyAudit after restore = %d, %v", n, err)
 	}
-	if db.Schema() != SchemaVersion {
+	if db.Schema() != SchemaVersion() {
 		t.Fatalf("schema after restore = %d", db.Schema())
 	}
 }
@@ -622,7 +622,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 		t.Errorf("snapshot does not start with the zstd magic: % x", raw[:4])
 	}
 	// The store keeps serving while and after it was backed up.
-	if err := db.Update(func(tx *Tx) error { return tx.PutRaw("items", "after", []byte("1")) }); err != nil {
+	if err := db.Update(func(tx *Tx) error { return tx.PutRaw(Named("items"), "after", []byte("1")) }); err != nil {
 		t.Fatal(err)
 	}
 
@@ -644,7 +644,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	defer db2.Close()
 	checkFilled(t, db2)
 	_ = db2.View(func(tx *Tx) error {
-		if tx.GetRaw("items", "after") != nil {
+		if tx.GetRaw(Named("items"), "after") != nil {
 			t.Error("the snapshot holds a write made after it")
 		}
 		return nil
@@ -741,7 +741,7 @@ func TestOpenReadOnlyHasNoKey(t *testing.T) {
 			}
 		}()
 		_ = ro.View(func(tx *Tx) error {
-			if pt, _, err := tx.GetSealed("secrets", "s"); err == nil {
+			if pt, _, err := tx.GetSealed(Named("secrets"), "s"); err == nil {
 				t.Errorf("GetSealed without a key returned %q", pt)
 			}
 			return nil

@@ -15,14 +15,6 @@ import (
 	"stratum/store"
 )
 
-// Store buckets of this package. A release's record is small; each file's
-// chunk index has its own key so serving one file reads only its index.
-const (
-	bucketReleases = "releases"        // release -> Imported
-	bucketFiles    = "release-files"   // release NUL path -> fileIndex
-	bucketCorrupt  = "release-corrupt" // release NUL path -> corruptMark
-)
-
 // Imported describes an imported release.
 type Imported struct {
 	Release        string `json:"release"`
@@ -64,7 +56,7 @@ func fileKey(release, path string) string { return release + "\x00" + path }
 
 // keysWithPrefix collects the keys of bucket for release (deleting while
 // iterating a bbolt bucket is not allowed).
-func keysWithPrefix(tx *store.Tx, bucket, release string) ([]string, error) {
+func keysWithPrefix(tx *store.Tx, bucket store.Keyspace, release string) ([]string, error) {
 	prefix := release + "\x00"
 	var keys []string
 	err := tx.ForEach(bucket, func(k string, _ []byte) error {
@@ -76,7 +68,7 @@ func keysWithPrefix(tx *store.Tx, bucket, release string) ([]string, error) {
 	return keys, err
 }
 
-func deletePrefix(tx *store.Tx, bucket, release string) error {
+func deletePrefix(tx *store.Tx, bucket store.Keyspace, release string) error {
 	keys, err := keysWithPrefix(tx, bucket, release)
 	if err != nil {
 		return err

@@ -1042,7 +1042,7 @@ func (h *harness) checkBackup(b backupRun) {
 	var missing []string
 	_ = db.View(func(tx *store.Tx) error {
 		for _, id := range b.tokensAt {
-			if tx.GetRaw("join-tokens", id) == nil { // join.bucketTokens
+			if tx.GetRaw(store.Named("join-tokens"), id) == nil { // join.bucketTokens
 				missing = append(missing, id)
 			}
 		}

@@ -1,0 +1,15 @@
+package join
+
+import "stratum/store"
+
+// Buckets this package owns. The queue and the turn are kept as their own
+// small indexes so a view never scans every registration to learn its
+// queue position (10,000s of waiters read views).
+var (
+	bucketTokens        = store.NewBucket[tokenRecord]("join-tokens")
+	bucketRegistrations = store.NewBucket[record]("join-registrations")
+	bucketKeys          = store.NewBucket[[]byte]("join-keys")       // key pin -> its latest join id (raw)
+	bucketQueue         = store.NewBucket[[]byte]("join-queue")      // approval sequence -> join id (raw)
+	bucketDeliveries    = store.NewBucket[[]byte]("join-deliveries") // join id -> sealed delivery
+	bucketMeta          = store.NewBucket[[]byte]("join-meta")       // keyTurn -> join id (raw)
+)

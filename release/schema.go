@@ -1,0 +1,11 @@
+package release
+
+import "stratum/store"
+
+// Store buckets of this package. A release's record is small; each file's
+// chunk index has its own key so serving one file reads only its index.
+var (
+	bucketReleases = store.NewBucket[Imported]("releases")           // release -> Imported
+	bucketFiles    = store.NewBucket[fileIndex]("release-files")     // release NUL path -> fileIndex
+	bucketCorrupt  = store.NewBucket[corruptMark]("release-corrupt") // release NUL path -> corruptMark
+)

@@ -1,0 +1,145 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// boltBackend is the embedded default: one file, fsync on every commit.
+type boltBackend struct {
+	db   *bolt.DB
+	path string
+}
+
+func openBolt(path string, readOnly bool) (*boltBackend, error) {
+	opts := &bolt.Options{Timeout: 5 * time.Second}
+	busy := "another process holds the store (is a founder already running?)"
+	if readOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, err
+		}
+		opts = &bolt.Options{ReadOnly: true, Timeout: time.Second}
+		busy = "a running founder holds the store; ask it instead (the command does so through DIR/control.sock when it can)"
+	}
+	b, err := bolt.Open(path, 0o600, opts)
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("open %s: %s", path, busy)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// Every commit is fsynced: acknowledged writes must survive kill -9.
+	b.NoSync = false
+	return &boltBackend{db: b, path: path}, nil
+}
+
+func (b *boltBackend) update(fn func(kv) error) error {
+	return b.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+func (b *boltBackend) view(fn func(kv) error) error {
+	return b.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+func (b *boltBackend) close() error  { return b.db.Close() }
+func (b *boltBackend) where() string { return b.path }
+
+type boltTx struct{ tx *bolt.Tx }
+
+func (t boltTx) writable() bool { return t.tx.Writable() }
+
+// bucketForWrite creates a bucket on first write, as every store before
+// the schema registry did.
+func (t boltTx) bucketForWrite(name string) (*bolt.Bucket, error) {
+	if b := t.tx.Bucket([]byte(name)); b != nil {
+		return b, nil
+	}
+	if !t.tx.Writable() {
+		return nil, ErrReadOnly
+	}
+	return t.tx.CreateBucket([]byte(name))
+}
+
+func (t boltTx) createBucket(name string) error {
+	_, err := t.tx.CreateBucketIfNotExists([]byte(name))
+	return err
+}
+
+func (t boltTx) get(bucket string, key []byte) ([]byte, error) {
+	b := t.tx.Bucket([]byte(bucket))
+	if b == nil {
+		return nil, nil
+	}
+	return b.Get(key), nil
+}
+
+func (t boltTx) put(bucket string, key, value []byte) error {
+	b, err := t.bucketForWrite(bucket)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, value)
+}
+
+func (t boltTx) del(bucket string, key []byte) error {
+	b := t.tx.Bucket([]byte(bucket))
+	if b == nil {
+		return nil
+	}
+	if !t.tx.Writable() {
+		return ErrReadOnly
+	}
+	return b.Delete(key)
+}
+
+func (t boltTx) scan(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error {
+	b := t.tx.Bucket([]byte(bucket))
+	if b == nil {
+		return nil
+	}
+	c := b.Cursor()
+	var k, v []byte
+	if from == nil {
+		k, v = c.First()
+	} else {
+		k, v = c.Seek(from)
+	}
+	for ; k != nil; k, v = c.Next() {
+		more, err := fn(k, v)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t boltTx) last(bucket string) ([]byte, []byte, error) {
+	b := t.tx.Bucket([]byte(bucket))
+	if b == nil {
+		return nil, nil, nil
+	}
+	k, v := b.Cursor().Last()
+	return k, v, nil
+}
+
+func (t boltTx) nextSequence(bucket string) (uint64, error) {
+	b, err := t.bucketForWrite(bucket)
+	if err != nil {
+		return 0, err
+	}
+	return b.NextSequence()
+}
+
+// boltOf returns the bbolt transaction under tx, for what only a file
+// can do (a byte-exact snapshot); nil on another backend.
+func boltOf(tx *Tx) *bolt.Tx {
+	if t, ok := tx.kv.(boltTx); ok {
+		return t.tx
+	}
+	return nil
+}
