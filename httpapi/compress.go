@@ -3,10 +3,13 @@ package httpapi
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"stratum/releaseset"
 )
 
 // acceptedEncoding picks zstd, then gzip, from Accept-Encoding; q=0 refuses.
@@ -26,20 +29,11 @@ func acceptedEncoding(r *http.Request) string {
 	return ""
 }
 
-// writeCompressed answers 200 with the JSON that write produces,
-// compressed when the client accepts it: release sets of large clusters
-// are megabytes of repetitive JSON.
-func writeCompressed(w http.ResponseWriter, r *http.Request, write func(io.Writer) error) error {
-	enc := acceptedEncoding(r)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Add("Vary", "Accept-Encoding")
-	if enc == "" {
-		return write(w)
-	}
-	w.Header().Set("Content-Encoding", enc)
+// compressTo writes src's bytes to w in the content coding enc.
+func compressTo(enc string, w io.Writer, src io.WriterTo) error {
 	var zw io.WriteCloser
 	if enc == "zstd" {
-		z, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		z, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest))
 		if err != nil {
 			return err
 		}
@@ -47,9 +41,65 @@ func writeCompressed(w http.ResponseWriter, r *http.Request, write func(io.Write
 	} else {
 		zw, _ = gzip.NewWriterLevel(w, gzip.BestSpeed)
 	}
-	if err := write(zw); err != nil {
+	if _, err := src.WriteTo(zw); err != nil {
 		zw.Close()
 		return err
 	}
 	return zw.Close()
+}
+
+// writeAnswer answers a cached release set: 304 when the client holds
+// this generation's bytes, else the identity bytes or their compressed
+// form (made once per generation), with an exact Content-Length. Each
+// coding has its own strong ETag, as representations of one resource.
+func writeAnswer(w http.ResponseWriter, r *http.Request, ans *releaseset.Answer) error {
+	enc := acceptedEncoding(r)
+	etag := ans.ETag
+	if enc != "" {
+		etag = strings.TrimSuffix(etag, `"`) + "-" + enc + `"`
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Add("Vary", "Accept-Encoding")
+	h.Set("ETag", etag)
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	if enc == "" {
+		h.Set("Content-Length", strconv.Itoa(ans.Size()))
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodHead {
+			return nil
+		}
+		_, err := ans.WriteTo(w)
+		return err
+	}
+	body, err := ans.Derived(enc, func(dst io.Writer, src io.WriterTo) error { return compressTo(enc, dst, src) })
+	if err != nil {
+		return err
+	}
+	h.Set("Content-Encoding", enc)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	_, err = w.Write(body)
+	return err
+}
+
+// etagMatches is If-None-Match's weak comparison (RFC 9110 13.1.2): "*",
+// or any listed tag equal to etag once W/ is set aside.
+func etagMatches(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
 }

@@ -17,12 +17,12 @@ func MountReleaseSet(svc *releaseset.Service) func(*API) {
 				if _, err := a.authorize(r, "upgrade:DescribeRelease", iam.Resource(iam.ResRelease, "*")); err != nil {
 					return err
 				}
-				set, err := svc.Describe()
+				ans, err := svc.Answer()
 				if err != nil {
 					return err
 				}
 				// Once the body started, a failed write can only be logged.
-				if err := writeCompressed(w, r, set.WriteJSON); err != nil {
+				if err := writeAnswer(w, r, ans); err != nil {
 					a.log.Debug("release set answer cut", "err", err)
 				}
 				return nil

@@ -3,6 +3,7 @@ package join
 import (
 	"bytes"
 	"encoding/json"
+	"stratum/store"
 
 	"stratum/apierr"
 )
@@ -17,8 +18,12 @@ func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView,
 	if err := req.problems().Err("the registration has problems"); err != nil {
 		return JoinerView{}, false, err
 	}
+	if err := s.precheck(keyPin, req); err != nil {
+		return JoinerView{}, false, err
+	}
 	actor := keyActor(keyPin)
-	err = s.update(func(t *txn) error {
+	err = s.batch(func(t *txn) error {
+		view, created = JoinerView{}, false
 		if prev := t.GetRaw(bucketKeys, keyPin); prev != nil {
 			r, found, err := t.getRecord(string(prev))
 			if err != nil {
@@ -70,6 +75,24 @@ func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView,
 		return err
 	})
 	return view, created, err
+}
+
+// precheck refuses, in a read-only transaction, what Register would
+// refuse for a new key (an unusable token, a release the cluster does not
+// admit): a call that fails inside a write batch makes bbolt run the
+// whole batch again, so a flood of bad tokens must not get that far. The
+// batch checks again; this only keeps the common refusals out of it.
+func (s *Service) precheck(keyPin string, req RegisterRequest) error {
+	return s.view(func(tx *store.Tx) error {
+		if prev := tx.GetRaw(bucketKeys, keyPin); prev != nil {
+			return nil // an open or final registration: Register decides
+		}
+		if _, err := redeemable(tx, req.Token, s.now().UTC()); err != nil {
+			return err
+		}
+		_, _, err := s.releaseRule(tx, req.Release, req.SelfUpgrade)
+		return err
+	})
 }
 
 // reregister answers a key's open registration again. Only needs-upgrade

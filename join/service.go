@@ -80,7 +80,18 @@ type txn struct {
 // update runs fn in one transaction; only after it is durable are the
 // touched registrations' waiters woken and the timeout loop told.
 func (s *Service) update(fn func(t *txn) error) error {
-	return s.db.Update(func(tx *store.Tx) error {
+	return s.db.Update(s.inTxn(fn))
+}
+
+// batch is update in a transaction shared with concurrent batch calls
+// (one fsync for a rack of joiners registering at once). fn may run more
+// than once: it must write only through t.
+func (s *Service) batch(fn func(t *txn) error) error {
+	return s.db.Batch(s.inTxn(fn))
+}
+
+func (s *Service) inTxn(fn func(t *txn) error) func(tx *store.Tx) error {
+	return func(tx *store.Tx) error {
 		t := &txn{Tx: tx, s: s, now: s.now().UTC(), wake: map[string]struct{}{}}
 		if err := fn(t); err != nil {
 			return err
@@ -101,7 +112,7 @@ func (s *Service) update(fn func(t *txn) error) error {
 			}
 		})
 		return nil
-	})
+	}
 }
 
 func (s *Service) view(fn func(tx *store.Tx) error) error { return s.db.View(fn) }

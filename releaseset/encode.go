@@ -2,38 +2,33 @@ package releaseset
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 )
 
 // WriteJSON writes s as JSON, one node at a time: the set of a large
 // cluster is ~11 KB per node, and encoding it whole held the entire answer
-// (over 100 MB at 10,000 nodes) in one growing buffer.
+// (over 100 MB at 10,000 nodes) in one growing buffer. Service.Answer
+// writes the same bytes from its cached fragments.
 func (s Set) WriteJSON(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	head := struct {
-		Node           string       `json:"node"`
-		ControlPlane   ControlPlane `json:"controlPlane"`
-		RunningRelease string       `json:"runningRelease"`
-		Summary        Summary      `json:"summary"`
-	}{s.Node, s.ControlPlane, s.RunningRelease, s.Summary}
-	raw, err := json.Marshal(head)
+	head, err := encodeHead(s)
 	if err != nil {
 		return err
 	}
-	// Reopen the head object to append "nodes".
-	bw.Write(raw[:len(raw)-1])
-	bw.WriteString(`,"nodes":[`)
+	bw.Write(head)
 	for i, n := range s.Nodes {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		if err := enc.Encode(n); err != nil {
+		frag, err := encodeNode(n)
+		if err != nil {
 			return err
 		}
+		bw.Write(frag)
 	}
-	bw.WriteString("]}\n")
+	bw.WriteString(setTail)
 	return bw.Flush()
 }
+
+// setTail closes nodes[] and the answer.
+const setTail = "]}\n"

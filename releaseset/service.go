@@ -23,6 +23,20 @@ type Service struct {
 	// the store once and then kept current by each committed Record.
 	mu      sync.RWMutex
 	records map[string]cachedRecord
+	// version counts remembered records: an Answer built at an older
+	// version is out of date.
+	version uint64
+	// members caches the member ids of membersGeneration.
+	members           []string
+	membersGeneration uint64
+	membersKnown      bool
+	answer            answerCache
+
+	// building serializes Answer builds; fragments (guarded by it) keeps
+	// each node's encoded entry between builds.
+	building  sync.Mutex
+	fragments map[string]fragment
+	builds    uint64
 }
 
 // cachedRecord carries the commit sequence of its record, so commit hooks
@@ -132,6 +146,7 @@ func (s *Service) remember(node string, st Stored, seq uint64) {
 		return
 	}
 	s.records[node] = cachedRecord{stored: st, seq: seq}
+	s.version++
 }
 
 // Describe answers the release set.

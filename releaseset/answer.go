@@ -1,0 +1,155 @@
+package releaseset
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Answer is one encoded release set: the exact bytes every GET of the same
+// generation writes, its strong ETag, and forms derived from those bytes
+// (compressed encodings) made once per generation.
+//
+// A 10,000-node set is over 100 MB of JSON; encoding it on every GET was
+// most of the endpoint's cost. Each node's fragment is encoded once per
+// record (and per stale flag) and kept; a new Answer only joins fragments
+// and re-derives the summary, and a GET of an unchanged set writes bytes.
+type Answer struct {
+	// ETag is the strong validator of the identity bytes, quoted.
+	ETag string
+
+	parts [][]byte
+	size  int
+
+	mu      sync.Mutex
+	derived map[string]*derivedForm
+}
+
+type derivedForm struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+// Size is the length of the identity encoding.
+func (a *Answer) Size() int { return a.size }
+
+// WriteTo writes the identity encoding, in writes of at least 256 KiB:
+// thousands of ~11 KB fragments written one by one cost a TLS record
+// flush and a system call each.
+func (a *Answer) WriteTo(w io.Writer) (int64, error) {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	var n int64
+	for _, p := range a.parts {
+		m, err := bw.Write(p)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, bw.Flush()
+}
+
+// Derived returns the form of the answer that derive makes from the
+// identity bytes (a compressed encoding), making it once per Answer;
+// concurrent callers of one form share one derivation.
+func (a *Answer) Derived(form string, derive func(w io.Writer, identity io.WriterTo) error) ([]byte, error) {
+	a.mu.Lock()
+	if a.derived == nil {
+		a.derived = map[string]*derivedForm{}
+	}
+	d := a.derived[form]
+	if d == nil {
+		d = &derivedForm{}
+		a.derived[form] = d
+	}
+	a.mu.Unlock()
+	d.once.Do(func() {
+		var buf bytes.Buffer
+		d.err = derive(&buf, a)
+		d.b = buf.Bytes()
+	})
+	return d.b, d.err
+}
+
+// answerCache is the last Answer and what it was built from: the
+// membership generation, the records' version and the time until which no
+// recent record turns stale.
+type answerCache struct {
+	ans        *Answer
+	generation uint64
+	version    uint64
+	validUntil time.Time
+}
+
+func (c *answerCache) fresh(generation, version uint64, now time.Time) bool {
+	return c.ans != nil && c.generation == generation && c.version == version && !now.After(c.validUntil)
+}
+
+// instanceTag makes ETags of different founder processes differ: record
+// versions restart at zero with the process.
+var instanceTag = func() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()
+
+// fragment is one node's encoded entry of nodes[]; it depends on the
+// record and on whether the record is stale.
+type fragment struct {
+	seq   uint64
+	stale bool
+	b     []byte
+}
+
+// encodeNode encodes n exactly as Set.WriteJSON does (an Encoder without
+// HTML escaping, so with its trailing newline).
+func encodeNode(n Node) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(n); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// encodeHead encodes everything before the nodes, as Set.WriteJSON does.
+func encodeHead(s Set) ([]byte, error) {
+	head := struct {
+		Node           string       `json:"node"`
+		ControlPlane   ControlPlane `json:"controlPlane"`
+		RunningRelease string       `json:"runningRelease"`
+		Summary        Summary      `json:"summary"`
+	}{s.Node, s.ControlPlane, s.RunningRelease, s.Summary}
+	raw, err := json.Marshal(head)
+	if err != nil {
+		return nil, err
+	}
+	// Reopen the head object to append "nodes".
+	return append(raw[:len(raw)-1], `,"nodes":[`...), nil
+}
+
+// validUntil is when the first record that counts as recent at now stops
+// counting: the set changes then without any write.
+func validUntil(set Set, now time.Time) time.Time {
+	until := now.Add(RecentWindow)
+	for _, n := range set.Nodes {
+		if n.Recorded && !n.Stale {
+			if t := n.Release.RecordedAt.Add(RecentWindow); t.Before(until) {
+				until = t
+			}
+		}
+	}
+	return until
+}
+
+func etagOf(generation, version, build uint64) string {
+	return fmt.Sprintf(`"rs-%s-%d-%d-%d"`, instanceTag, generation, version, build)
+}

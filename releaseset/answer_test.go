@@ -1,0 +1,118 @@
+package releaseset
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	membership "stratum/cluster"
+	"stratum/crypto"
+	"stratum/store"
+)
+
+// TestAnswerEqualsDescribe checks the cached answer against the pure
+// Describe+WriteJSON after each kind of change: a record, a new member, a
+// record turning stale with no write, and a removed member. Its ETag must
+// change exactly when the bytes do.
+func TestAnswerEqualsDescribe(t *testing.T) {
+	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	var founder string
+	err = db.Update(func(tx *store.Tx) error {
+		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, now)
+		founder = id.FounderNodeID
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admit := func(id string) {
+		t.Helper()
+		if err := db.Update(func(tx *store.Tx) error {
+			_, err := membership.Admit(tx, membership.Member{NodeID: id, MgmtIP: "192.0.2.1"}, now)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := &Service{DB: db, Now: clock, Node: founder, ControlPlane: ControlPlane{Version: "v1", Commit: "c1"}}
+	if err := svc.Load(); err != nil {
+		t.Fatal(err)
+	}
+	record := func(id string, i int) {
+		t.Helper()
+		r := SyntheticRecord(i, i%3)
+		if err := svc.Record("test", id, RecordRequest{RunningRelease: fmt.Sprintf("0.%d.0", 2+i%2), Release: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lastTag string
+	var lastBody []byte
+	check := func(step string, wantChange bool) {
+		t.Helper()
+		a, err := svc.Answer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if _, err := a.WriteTo(&got); err != nil {
+			t.Fatal(err)
+		}
+		set, err := svc.Describe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := set.WriteJSON(&want); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("%s: cached answer (%d bytes) differs from Describe (%d bytes)", step, got.Len(), want.Len())
+		}
+		if a.Size() != got.Len() {
+			t.Fatalf("%s: Size %d, wrote %d", step, a.Size(), got.Len())
+		}
+		changed := lastTag != a.ETag
+		if changed != wantChange {
+			t.Fatalf("%s: ETag changed=%v, want %v", step, changed, wantChange)
+		}
+		if !changed && !bytes.Equal(lastBody, got.Bytes()) {
+			t.Fatalf("%s: same ETag %s for different bytes", step, a.ETag)
+		}
+		lastTag, lastBody = a.ETag, got.Bytes()
+	}
+	check("empty", true)
+	check("unchanged", false)
+	for i := 1; i <= 5; i++ {
+		admit(fmt.Sprintf("n-%08d", i))
+	}
+	check("five members admitted", true)
+	record(founder, 0)
+	record("n-00000001", 1)
+	record("n-00000002", 2)
+	check("three records", true)
+	check("unchanged again", false)
+	now = now.Add(4 * time.Minute)
+	record("n-00000003", 3)
+	check("a fourth record later", true)
+	now = now.Add(6*time.Minute + time.Second)
+	check("the first three turned stale with no write", true)
+	check("stale, unchanged", false)
+	record("n-00000001", 4)
+	check("a stale node records again", true)
+	if err := db.Update(func(tx *store.Tx) error { return membership.Remove(tx, "n-00000002") }); err != nil {
+		t.Fatal(err)
+	}
+	check("a member removed", true)
+}
