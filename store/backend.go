@@ -12,6 +12,9 @@ type backend interface {
 	// returns nil. It may run fn again after a serialization failure,
 	// so fn must not keep state from an earlier attempt.
 	update(fn func(kv) error) error
+	// batch is update that may share one commit with concurrent batch
+	// calls; fn may run more than once.
+	batch(fn func(kv) error) error
 	// view runs fn in a read-only transaction on one snapshot.
 	view(fn func(kv) error) error
 	close() error

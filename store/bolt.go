@@ -42,6 +42,10 @@ func (b *boltBackend) update(fn func(kv) error) error {
 	return b.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
 }
 
+func (b *boltBackend) batch(fn func(kv) error) error {
+	return b.db.Batch(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+}
+
 func (b *boltBackend) view(fn func(kv) error) error {
 	return b.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
 }

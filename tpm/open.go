@@ -4,13 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
-	"time"
 
 	"github.com/google/go-tpm/tpm2/transport"
 	"github.com/google/go-tpm/tpm2/transport/linuxtpm"
-	"github.com/google/go-tpm/tpm2/transport/linuxudstpm"
 )
 
 // DefaultPath is the kernel's resource-managed TPM device. The resource
@@ -49,14 +46,10 @@ func Open(path string) (transport.TPMCloser, error) {
 // command is sent, and a stale socket file left by a dead swtpm must read as
 // "no TPM" rather than fail halfway through sealing.
 func openSocket(path string) (transport.TPMCloser, error) {
-	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	c, err := dialTPMSocket(path, socketDialPatience)
 	if err != nil {
 		return nil, fmt.Errorf("%w at %s: the TPM socket does not answer: %v", ErrNoTPM, path, err)
 	}
 	_ = c.Close()
-	t, err := linuxudstpm.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open TPM socket %s: %w", path, err)
-	}
-	return t, nil
+	return openSocketTransport(path), nil
 }

@@ -1,4 +1,4 @@
-package release
+package repo
 
 import "stratum/store"
 
