@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/url"
 	"strings"
-
 )
 
 // registrationPath is /v1/join/registrations/{joinId}.
