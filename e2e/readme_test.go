@@ -346,9 +346,14 @@ func (qs *quickStart) waitReady(i int, blocks []readmeBlock, deadline time.Time)
 // waitFor waits until some terminal printed re's first group.
 func (qs *quickStart) waitFor(what string, re *regexp.Regexp, deadline time.Time) string {
 	for {
-		for _, s := range qs.sessions {
+		for name, s := range qs.sessions {
 			if m := re.FindStringSubmatch(s.out.String()); m != nil {
 				return m[1]
+			}
+			select {
+			case <-s.exited: // a block failed: the value will not come
+				qs.t.Fatalf("%s: terminal %s ended (exit %d) first; the terminals printed:\n%s", what, name, s.cmd.ProcessState.ExitCode(), qs.all())
+			default:
 			}
 		}
 		if time.Now().After(deadline) {
