@@ -102,11 +102,14 @@ func (s *Service) inTxn(fn func(t *txn) error) func(tx *store.Tx) error {
 		if err := fn(t); err != nil {
 			return err
 		}
-		ids := make([]string, 0, len(t.wake))
+		ids := make([]string, 0, len(t.wake)+1)
 		for id := range t.wake {
 			ids = append(ids, id)
 		}
 		sort.Strings(ids)
+		if len(ids) > 0 {
+			ids = append(ids, listTopic)
+		}
 		kick := t.kick
 		tx.OnCommit(func() {
 			s.hub.Notify(ids...)

@@ -1,0 +1,70 @@
+package join
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// listTopic is the hub topic woken by every committed registration change,
+// for operators watching the whole list. Join ids start with "j-", so it
+// never names a registration.
+const listTopic = "*registrations"
+
+// ListIndex identifies one version of a registration list: the first 16
+// hex digits of the SHA-256 of its JSON. A digest rather than a counter
+// survives a restart and agrees between founders sharing one store, so a
+// client's index is never mistaken for a newer list.
+func ListIndex(list []OperatorView) (string, error) {
+	b, err := json.Marshal(list)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// WaitList is the operator's long-poll over the registration list, in the
+// manner of a blocking query: it answers at once when index is empty or
+// differs from the current list's, and otherwise holds until the list
+// changes, wait passes (at most MaxWait), ctx ends or the hub closes. It
+// answers the list (filtered by state as List is) and its index.
+func (s *Service) WaitList(ctx context.Context, state, index string, wait time.Duration) ([]OperatorView, string, error) {
+	wait = min(wait, MaxWait)
+	// Subscribe before reading, so a change committed between the read
+	// and the select still wakes this waiter.
+	sub := s.hub.Subscribe(listTopic)
+	defer sub.Cancel()
+	list, cur, err := s.indexedList(state)
+	if err != nil || index == "" || cur != index || wait <= 0 {
+		return list, cur, err
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-sub.C():
+		case <-timer.C:
+			return list, cur, nil
+		case <-ctx.Done():
+			return list, cur, nil
+		case <-s.hub.Done():
+			return list, cur, nil
+		}
+		sub.Renew()
+		if list, cur, err = s.indexedList(state); err != nil || cur != index {
+			return list, cur, err
+		}
+	}
+}
+
+func (s *Service) indexedList(state string) ([]OperatorView, string, error) {
+	list, err := s.List(state)
+	if err != nil {
+		return nil, "", err
+	}
+	idx, err := ListIndex(list)
+	return list, idx, err
+}
