@@ -60,16 +60,21 @@ func MountJoinAdmin(svc *join.Service) func(*API) {
 				w.WriteHeader(http.StatusNoContent)
 				return nil
 			})
-		m.handle(Route{Method: "GET", Path: "/v1/admin/join/registrations", Summary: "List registrations (state= filters).", Action: "join:ListRegistrations", Auth: "bearer"},
+		m.handle(Route{Method: "GET", Path: "/v1/admin/join/registrations", Summary: "List registrations (state= filters); with index (from an earlier answer) and wait (seconds, at most 60) it holds until the list differs from that index.", Action: "join:ListRegistrations", Auth: "bearer"},
 			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 				if _, err := a.authorize(r, "join:ListRegistrations", iam.Resource(iam.ResJoinRegistration, "*")); err != nil {
 					return err
 				}
-				list, err := svc.List(r.URL.Query().Get("state"))
+				wait, state, err := waitParams(r)
 				if err != nil {
 					return err
 				}
-				writeJSON(w, http.StatusOK, map[string]any{"registrations": list})
+				holdLongPoll(w, wait)
+				list, index, err := svc.WaitList(r.Context(), state, r.URL.Query().Get("index"), wait)
+				if err != nil {
+					return err
+				}
+				writeJSON(w, http.StatusOK, map[string]any{"registrations": list, "index": index})
 				return nil
 			})
 		m.handle(Route{Method: "GET", Path: "/v1/admin/join/registrations/:joinId", Summary: "One registration, the operator's view.", Action: "join:GetRegistration", Auth: "bearer"},

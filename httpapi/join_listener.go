@@ -53,12 +53,7 @@ func MountJoinListener(svc *join.Service, releases ReleaseFiles) func(*API) {
 				if err != nil {
 					return err
 				}
-				if wait > 0 {
-					// The hold outlives the server's read timeout; give the
-					// answer its own write deadline instead.
-					rc := http.NewResponseController(w)
-					_ = rc.SetWriteDeadline(time.Now().Add(wait + 30*time.Second))
-				}
+				holdLongPoll(w, wait)
 				view, err := svc.Wait(r.Context(), pin, ps.ByName("joinId"), state, wait)
 				if err != nil {
 					return err
@@ -107,6 +102,14 @@ func MountJoinListener(svc *join.Service, releases ReleaseFiles) func(*API) {
 		}
 		m.handle(Route{Method: "GET", Path: "/v1/join/registrations/:joinId/release/*path", Summary: "A file of the offered release, while needs-upgrade; ranges, ETag, hash-verified.", Auth: "joiner-key"}, serve)
 		m.handle(Route{Method: "HEAD", Path: "/v1/join/registrations/:joinId/release/*path", Summary: "Headers of a file of the offered release.", Auth: "joiner-key"}, serve)
+	}
+}
+
+// holdLongPoll gives a long-poll answer its own write deadline: the hold
+// outlives the server's read timeout.
+func holdLongPoll(w http.ResponseWriter, wait time.Duration) {
+	if wait > 0 {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + 30*time.Second))
 	}
 }
 

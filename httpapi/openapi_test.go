@@ -248,6 +248,8 @@ var queryParams = map[string][]map[string]any{
 	},
 	"GET /v1/admin/join/registrations": {
 		{"name": "state", "in": "query", "required": false, "description": "Only registrations in this state.", "schema": map[string]any{"type": "string"}},
+		{"name": "index", "in": "query", "required": false, "description": "The `index` of an earlier answer; with `wait`, the answer is held while the list is unchanged.", "schema": map[string]any{"type": "string"}},
+		{"name": "wait", "in": "query", "required": false, "description": "Seconds to hold the answer while the list's index equals `index` (at most 60).", "schema": map[string]any{"type": "integer", "minimum": 0}},
 	},
 }
 
