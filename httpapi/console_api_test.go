@@ -43,3 +43,23 @@ func TestSelf(t *testing.T) {
 		}
 	}
 }
+
+// GET /v1/admin/audit/verify reports the chain's status to a caller with
+// audit:ReadAudit and to no one else.
+func TestAuditVerify(t *testing.T) {
+	f := newFixture(t, bigLimiter)
+	admin := f.login()
+	limited := f.createToken(admin, "describe-only", describeOnly)
+	if r := f.json("GET", "/v1/admin/audit/verify", limited.Token, nil); r.status != 403 {
+		t.Errorf("limited token: %d %s", r.status, r.body)
+	}
+	r := f.json("GET", "/v1/admin/audit/verify", admin, nil)
+	var out struct {
+		Intact  bool   `json:"intact"`
+		Events  int    `json:"events"`
+		Problem string `json:"problem"`
+	}
+	if err := json.Unmarshal(r.body, &out); err != nil || r.status != 200 || !out.Intact || out.Events < 4 || out.Problem != "" {
+		t.Fatalf("verify = %d %s (%v)", r.status, r.body, err)
+	}
+}
