@@ -10,6 +10,7 @@ import (
 	"stratum/release/repo"
 	"stratum/releaseset"
 	"stratum/store"
+	"stratum/ui"
 )
 
 // selfRecordEvery is how often the founder records its own release; well
@@ -56,6 +57,7 @@ func (f *Founder) mounts() []func(*httpapi.API) {
 		httpapi.MountJoinAdmin(f.joins),
 		httpapi.MountJoinListener(f.joins, serve),
 		httpapi.MountReleaseImport(&repo.Catalog{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys()}),
+		httpapi.MountUI(ui.Handler()),
 	}
 }
 

@@ -25,6 +25,7 @@ var mounts = map[string]func(*httpapi.API){
 	"MountJoinListener":  httpapi.MountJoinListener(nil, nil),
 	"MountReleaseImport": httpapi.MountReleaseImport(nil),
 	"MountReleaseSet":    httpapi.MountReleaseSet(nil),
+	"MountUI":            httpapi.MountUI(nil),
 }
 
 // fullRoutes is every route of both listeners, domain mounts included.

@@ -1,0 +1,59 @@
+import { h } from './dom.js';
+
+// field builds a labelled input (or textarea/select) with the place its
+// error goes. name is the API's field name, so an envelope's fields[]
+// entry "networks.storage.ip" lands beside the input named "networks".
+export function field(label, control, hint) {
+  return h('div', { class: 'field', 'data-field': control.getAttribute('name') },
+    h('label', null, h('span', { class: 'label' }, label), control),
+    hint ? h('span', { class: 'hint' }, hint) : null,
+    h('div', { class: 'field-errors' }));
+}
+
+// clearErrors removes every error shown in form.
+export function clearErrors(form) {
+  form.querySelectorAll('[data-field-error]').forEach((el) => el.remove());
+  form.querySelectorAll('.invalid').forEach((el) => el.classList.remove('invalid'));
+  const general = form.querySelector('.form-error');
+  if (general) {
+    general.hidden = true;
+    general.replaceChildren();
+  }
+}
+
+// showFieldErrors puts each {field, message} beside the input it names
+// (by the first segment of its path) as [data-field-error="<path>"];
+// a field with no input is listed in the form's general error.
+export function showFieldErrors(form, fields) {
+  const general = form.querySelector('.form-error');
+  for (const f of fields) {
+    const path = String(f.field || '');
+    const name = path.split(/[.[]/)[0];
+    const box = form.querySelector(`.field[data-field="${CSS.escape(name)}"] .field-errors`);
+    const msg = h('p', { class: 'field-error', 'data-field-error': path },
+      box && path !== name ? path + ': ' + f.message : f.message);
+    if (box) {
+      box.append(msg);
+      const input = form.querySelector(`[name="${CSS.escape(name)}"]`);
+      if (input) input.classList.add('invalid');
+    } else if (general) {
+      msg.textContent = (path ? path + ': ' : '') + f.message;
+      general.append(msg);
+      general.hidden = false;
+    }
+  }
+}
+
+// showFormError shows the envelope's message (and fields) in form.
+export function showFormError(form, err, describe) {
+  const general = form.querySelector('.form-error');
+  if (general) {
+    general.prepend(h('p', null, ...describe(err)));
+    general.hidden = false;
+  }
+  if (err && err.fields) showFieldErrors(form, err.fields);
+}
+
+export function formError() {
+  return h('div', { class: 'form-error', role: 'alert', hidden: true });
+}

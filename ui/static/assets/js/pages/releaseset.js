@@ -1,0 +1,113 @@
+// Release set: what every node runs. The skew matrix has one row per
+// field whose value differs between recent nodes (the founder decides
+// which) and one column per node; each distinct value has its own colour,
+// and a node whose record is stale or missing is greyed.
+import { api } from '../api.js';
+import { h, page, table, empty } from '../dom.js';
+import { when } from '../format.js';
+
+const COLOURS = 8;
+
+export function mount(main) {
+  const p = page(main, 'Release set', 'Which release each node runs, where nodes differ (skew) and where a node differs from its own release (drift).');
+  const ctrl = new AbortController();
+  (async () => {
+    try {
+      const rs = await api('GET', '/v1/admin/upgrades/release', undefined, { signal: ctrl.signal });
+      p.body.append(summary(rs), h('h2', null, 'Skew'), skewMatrix(rs), h('h2', null, 'Drift'), driftTable(rs), h('h2', null, 'Nodes'), nodesTable(rs));
+    } catch (err) {
+      if (!ctrl.signal.aborted) p.showError(err);
+    }
+  })();
+  return { stop: () => ctrl.abort() };
+}
+
+function summary(rs) {
+  const s = rs.summary || {};
+  const nodes = rs.nodes || [];
+  return h('div', { class: 'cards' },
+    card('Consistent', h('span', { class: 'badge ' + (s.consistent ? 'ok' : 'warn'), 'data-consistent': String(!!s.consistent) }, s.consistent ? 'yes' : 'no')),
+    card('Running release', rs.runningRelease || 'unknown'),
+    card('Recent records', (s.recent ?? 0) + ' of ' + nodes.length),
+    card('Founder', rs.node),
+    card('Control plane', (rs.controlPlane && rs.controlPlane.version) || ''));
+}
+
+function card(label, value) {
+  return h('div', { class: 'card' }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, value));
+}
+
+function greyed(n) {
+  return !n.recorded || n.stale;
+}
+
+function skewMatrix(rs) {
+  const nodes = rs.nodes || [];
+  const skew = (rs.summary && rs.summary.skew) || [];
+  const tbl = h('table', { class: 'grid matrix', 'data-skew-matrix': '' },
+    h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Field'),
+      nodes.map((n) => h('th', { scope: 'col', class: greyed(n) ? 'stale' : '', title: greyed(n) ? (n.recorded ? 'stale record' : 'never recorded') : '' },
+        n.nodeId, greyed(n) ? h('div', { class: 'sub' }, n.recorded ? 'stale' : 'no record') : null)))));
+  const tbody = h('tbody');
+  tbl.append(tbody);
+  if (!skew.length) {
+    tbody.append(empty('No skew: every recent node reports the same values.', nodes.length + 1));
+    return tbl;
+  }
+  for (const s of skew) {
+    const byNode = new Map();
+    (s.values || []).forEach((v, i) => {
+      for (const id of v.nodes || []) byNode.set(id, { v, colour: i % COLOURS });
+    });
+    tbody.append(h('tr', { 'data-skew-field': s.field },
+      h('th', { scope: 'row' }, s.field),
+      nodes.map((n) => {
+        const hit = byNode.get(n.nodeId);
+        if (!hit) return h('td', { class: 'cell stale', title: 'not a recent record' }, '—');
+        return h('td', { class: 'cell v' + hit.colour + (greyed(n) ? ' stale' : ''), title: hit.v.value, 'data-value': hit.v.value },
+          hit.v.display || hit.v.value);
+      })));
+  }
+  return tbl;
+}
+
+function driftTable(rs) {
+  const drift = (rs.summary && rs.summary.drift) || [];
+  const tbl = table(['Node', 'Kind', 'Where', 'Finding']);
+  const tbody = h('tbody');
+  tbl.append(tbody);
+  if (!drift.length) tbody.append(empty('No drift.', 4));
+  for (const d of drift) {
+    tbody.append(h('tr', { 'data-drift-node': d.nodeId, 'data-drift-kind': d.kind },
+      h('td', null, h('code', null, d.nodeId)),
+      h('td', null, h('span', { class: 'badge warn' }, d.kind)),
+      h('td', null, d.field ? h('code', null, d.field) : ''),
+      h('td', null, finding(d))));
+  }
+  return tbl;
+}
+
+function finding(d) {
+  if (d.kind === 'report') return d.recorded === false ? 'never recorded its release' : 'record is stale' + (d.recordedAt ? ' (last ' + when(d.recordedAt) + ')' : '');
+  const parts = [];
+  for (const k of ['source', 'commit', 'want', 'image', 'digest', 'version', 'name', 'pinned', 'running', 'containers']) {
+    if (d[k] !== undefined && d[k] !== '') parts.push(k + ' ' + d[k]);
+  }
+  return parts.join(' · ');
+}
+
+function nodesTable(rs) {
+  const tbl = table(['Node', 'Running release', 'OS', 'Control plane', 'Recorded']);
+  const tbody = h('tbody');
+  tbl.append(tbody);
+  for (const n of rs.nodes || []) {
+    const r = n.release || {};
+    tbody.append(h('tr', { 'data-release-node': n.nodeId, class: greyed(n) ? 'stale' : '' },
+      h('td', null, h('code', null, n.nodeId)),
+      h('td', null, n.runningRelease || h('span', { class: 'muted' }, 'unknown')),
+      h('td', null, (r.os && (r.os.prettyName || r.os.id)) || ''),
+      h('td', null, (r.controlPlane && r.controlPlane.version) || ''),
+      h('td', null, n.recorded ? when(r.recordedAt) + (n.stale ? ' (stale)' : '') : 'never')));
+  }
+  return tbl;
+}
