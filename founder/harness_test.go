@@ -89,7 +89,8 @@ func (f *testFounder) shutdown() {
 	}
 }
 
-func (f *testFounder) login() string {
+// credentials reads the bootstrap admin's email and password.
+func (f *testFounder) credentials() (email, password string) {
 	b, err := os.ReadFile(f.dir.Credentials())
 	if err != nil {
 		f.t.Fatal(err)
@@ -99,8 +100,13 @@ func (f *testFounder) login() string {
 		k, v, _ := strings.Cut(line, "=")
 		creds[k] = v
 	}
+	return creds["email"], creds["password"]
+}
+
+func (f *testFounder) login() string {
+	email, password := f.credentials()
 	var out struct{ Token string }
-	f.admin("POST", "/v1/auth/login", map[string]string{"email": creds["email"], "password": creds["password"]}, 200, &out)
+	f.admin("POST", "/v1/auth/login", map[string]string{"email": email, "password": password}, 200, &out)
 	return out.Token
 }
 

@@ -142,26 +142,7 @@ func (k *Keyring) VerifyManifest(manifest, sig []byte) (*Manifest, error) {
 	if err != nil {
 		return nil, badFile(SignaturePath, "", strings.TrimPrefix(err.Error(), "manifest.sig: "))
 	}
-	msg := signedMessage(manifest)
-	good := map[string]bool{}
-	var untrusted, invalid, other []string
-	for _, s := range sigs.Signatures {
-		if s.Algorithm != AlgorithmEd25519 {
-			other = append(other, s.Algorithm+" by "+s.KeyID)
-			continue
-		}
-		pub, ok := k.keys[s.KeyID]
-		if !ok {
-			untrusted = append(untrusted, s.KeyID)
-			continue
-		}
-		raw, _ := base64.StdEncoding.Strict().DecodeString(s.Signature) // checked by ParseSignatures
-		if !ed25519.Verify(pub, msg, raw) {
-			invalid = append(invalid, s.KeyID)
-			continue
-		}
-		good[s.KeyID] = true
-	}
+	good, untrusted, invalid, other := k.check(manifest, sigs)
 	if len(good) < k.threshold {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%d valid signature(s) by trusted keys, %d needed", len(good), k.threshold)
@@ -181,4 +162,45 @@ func (k *Keyring) VerifyManifest(manifest, sig []byte) (*Manifest, error) {
 		return nil, badFile(ManifestPath, "", strings.TrimPrefix(err.Error(), "manifest.json: "))
 	}
 	return m, nil
+}
+
+// check sorts the signatures over manifest: by a trusted key and valid
+// (good), by a key not in the ring, by a trusted key but not valid, and
+// of an algorithm this verifier does not know.
+func (k *Keyring) check(manifest []byte, sigs *Signatures) (good map[string]bool, untrusted, invalid, other []string) {
+	msg := signedMessage(manifest)
+	good = map[string]bool{}
+	for _, s := range sigs.Signatures {
+		if s.Algorithm != AlgorithmEd25519 {
+			other = append(other, s.Algorithm+" by "+s.KeyID)
+			continue
+		}
+		pub, ok := k.keys[s.KeyID]
+		if !ok {
+			untrusted = append(untrusted, s.KeyID)
+			continue
+		}
+		raw, _ := base64.StdEncoding.Strict().DecodeString(s.Signature) // checked by ParseSignatures
+		if !ed25519.Verify(pub, msg, raw) {
+			invalid = append(invalid, s.KeyID)
+			continue
+		}
+		good[s.KeyID] = true
+	}
+	return good, untrusted, invalid, other
+}
+
+// SignedBy lists the trusted keys whose signature over manifest verifies,
+// so an import can record who signed what it serves.
+func (k *Keyring) SignedBy(manifest, sig []byte) []string {
+	sigs, err := ParseSignatures(sig)
+	if err != nil || k == nil {
+		return nil
+	}
+	good, _, _, _ := k.check(manifest, sigs)
+	out := make([]string, 0, len(good))
+	for id := range good {
+		out = append(out, id)
+	}
+	return sortedStrings(out)
 }

@@ -28,6 +28,9 @@ type Imported struct {
 	UpgradesFrom []string  `json:"upgradesFrom"`
 	Files        int       `json:"files"` // listed files, payload files excluded
 	Bytes        int64     `json:"bytes"`
+	// SignerKeyIDs are the founder's release keys whose signature over
+	// the manifest verified at import.
+	SignerKeyIDs []string `json:"signerKeyIds,omitempty"`
 	// Corrupt lists the files found corrupt while serving (filled on read).
 	Corrupt []string `json:"corrupt,omitempty"`
 }

@@ -100,6 +100,7 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 		UpgradesFrom:   m.UpgradesFrom,
 		Files:          len(m.Files),
 		Bytes:          m.TotalSize(),
+		SignerKeyIDs:   keys.SignedBy(mb, sb),
 	}
 	for _, fi := range index {
 		fi.ImportID = rec.ImportID

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,9 @@ func TestImport(t *testing.T) {
 		t.Fatalf("List = %v, %v", list, err)
 	}
 	r := list[0]
+	if !reflect.DeepEqual(r.SignerKeyIDs, keys.KeyIDs()) {
+		t.Errorf("signer key ids %v, want the signing key %v", r.SignerKeyIDs, keys.KeyIDs())
+	}
 	if r.Release != "0.6.0" || r.Files != len(m.Files) || r.Bytes != m.TotalSize() || len(r.ManifestSHA256) != 64 || r.ImportID == "" {
 		t.Fatalf("record %+v", r)
 	}

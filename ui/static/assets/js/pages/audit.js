@@ -31,9 +31,9 @@ export function mount(main) {
       const v = await api('GET', '/v1/admin/audit/verify', undefined, { signal: ctrl.signal });
       status.dataset.chain = v.intact ? 'intact' : 'broken';
       status.className = 'chain ' + (v.intact ? 'ok' : 'bad');
-      status.replaceChildren(v.intact
+      status.replaceChildren(...(v.intact
         ? ['Chain intact: ', h('strong', null, String(v.events)), ' events, every link verified.']
-        : ['Chain broken: ', h('strong', null, v.problem), ' (', String(v.events), ' events verified before it).']);
+        : ['Chain broken: ', h('strong', null, v.problem), ' (', String(v.events), ' events verified before it).']));
       await loadPage(Math.max(0, v.events - PAGE), PAGE);
       if (!tbody.children.length) tbody.append(empty('No events.', HEADERS.length));
     } catch (err) {
@@ -55,9 +55,9 @@ function row(ev) {
   const data = ev.data ? Object.keys(ev.data).sort().map((k) => k + '=' + ev.data[k]).join('\n') : '';
   return h('tr', { 'data-seq': ev.seq },
     h('td', { class: 'num' }, String(ev.seq)),
-    h('td', null, when(ev.time)),
+    h('td', { class: 'nowrap' }, when(ev.time)),
     h('td', null, h('code', null, ev.kind)),
-    h('td', null, ev.actor || ''),
+    h('td', { class: 'actor' }, ev.actor || ''),
     h('td', null, ev.subject ? h('code', null, ev.subject) : ''),
     h('td', { class: 'pre' }, data));
 }

@@ -106,8 +106,8 @@ export function mount(main) {
       }
     }
     return h('tr', { class: 'summary' },
-      h('td', null, h('strong', null, reg.hostname || '(no hostname)'), h('div', { class: 'sub' }, h('code', null, reg.joinId))),
-      h('td', null, mgmtCell(reg)),
+      h('td', { class: 'host' }, h('strong', null, reg.hostname || '(no hostname)'), h('div', { class: 'sub' }, h('code', null, reg.joinId))),
+      h('td', { class: 'mgmt' }, mgmtCell(reg)),
       h('td', null, h('code', { class: 'fingerprint', 'data-fingerprint': '' }, reg.keyFingerprint)),
       h('td', null, reg.release, reg.upgrade ? h('div', { class: 'sub' }, 'upgrading to ' + reg.upgrade.to) : null),
       h('td', null, reg.role),

@@ -1,0 +1,377 @@
+package founder
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"stratum/join"
+	"stratum/ui"
+)
+
+// chromium finds the browser the console tests drive: $STRATUM_CHROMIUM,
+// else Debian's chromium package.
+func chromium() string {
+	for _, name := range []string{os.Getenv("STRATUM_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser"} {
+		if name == "" {
+			continue
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browser is one headless Chromium tab on the founder's admin listener.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+
+	mu       sync.Mutex
+	problems []string // exceptions and CSP violations the page reported
+}
+
+func newBrowser(t *testing.T, base string) *browser {
+	t.Helper()
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no chromium binary (Debian package chromium, installed by .ci/run): the console's browser tests cannot run here")
+	}
+	// The allocator gives the browser a temporary user-data-dir and
+	// removes it afterwards. The founder's certificate is issued by the
+	// test cluster's CA, which this throwaway profile does not trust.
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.IgnoreCertErrors, chromedp.WindowSize(1440, 900))
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	b := &browser{t: t, ctx: ctx, base: base}
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.IsException() || strings.Contains(m.Text, "Content Security Policy") {
+				b.mu.Lock()
+				b.problems = append(b.problems, m.String())
+				b.mu.Unlock()
+			}
+		}
+	}()
+	return b
+}
+
+// do runs steps, failing the test with what was being done.
+func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// within runs steps under a deadline of its own.
+func (b *browser) within(d time.Duration, what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, d)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatalf("%s (within %v): %v", what, d, err)
+	}
+}
+
+func (b *browser) eval(expr string) bool {
+	b.t.Helper()
+	ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](expr))
+	if err != nil {
+		b.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return ok
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.TextContent(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("reading %s: %v", sel, err)
+	}
+	return s
+}
+
+// screenshot writes the whole page as PNG into dir and checks that it
+// shows something: a blank or one-colour page means the console failed
+// to render.
+func (b *browser) screenshot(dir, name string) {
+	b.t.Helper()
+	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		b.t.Fatalf("screenshot %s is not a PNG: %v", name, err)
+	}
+	if colours, inked := inkOf(img); colours < 16 || inked < 0.02 {
+		b.t.Errorf("screenshot %s looks blank: %d colours, %.1f%% of pixels differ from the background", name, colours, inked*100)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), shot, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// inkOf counts the distinct colours of img and the share of pixels that
+// differ from its top-left (background) pixel.
+func inkOf(img image.Image) (colours int, inked float64) {
+	r := img.Bounds()
+	bg := img.At(r.Min.X, r.Min.Y)
+	seen := map[[4]uint32]bool{}
+	n, differ := 0, 0
+	for y := r.Min.Y; y < r.Max.Y; y += 2 {
+		for x := r.Min.X; x < r.Max.X; x += 2 {
+			c := img.At(x, y)
+			r1, g1, b1, a1 := c.RGBA()
+			seen[[4]uint32{r1, g1, b1, a1}] = true
+			if c != bg {
+				differ++
+			}
+			n++
+		}
+	}
+	return len(seen), float64(differ) / float64(max(n, 1))
+}
+
+func (b *browser) checkNoProblems() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
+		b.t.Errorf("the page reported: %s", p)
+	}
+}
+
+// setValue replaces what an input holds, as a person clearing it and
+// typing would (chromedp's SetValue does not reach a textarea).
+func setValue(sel, v string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const el = document.querySelector(%q); el.value = %q; el.dispatchEvent(new Event('input', {bubbles: true})); })()`, sel, v))
+}
+
+func row(joinID string) string { return fmt.Sprintf(`[data-join-id=%q]`, joinID) }
+
+func (b *browser) waitState(joinID string, states ...string) {
+	b.t.Helper()
+	cond := fmt.Sprintf(`(() => { const r = document.querySelector(%q); return !!r && %q.split(",").includes(r.dataset.state); })()`, row(joinID), strings.Join(states, ","))
+	b.within(10*time.Second, "row "+joinID+" in state "+strings.Join(states, " or "), chromedp.Poll[chromedp.Void](cond))
+}
+
+// TestConsoleInBrowser drives the operator console in headless Chromium
+// against a real founder: login through the form, a joiner's registration
+// appearing live, field errors beside their inputs, approval, rejection
+// and cancellation reaching the API, the join command of a new token, the
+// IAM gate on the approve button, and a non-blank screenshot of each page
+// (kept in $STRATUM_CONSOLE_SHOTS when set, for docs/console/).
+func TestConsoleInBrowser(t *testing.T) {
+	f := startFounder(t, nil, nil)
+	b := newBrowser(t, f.api)
+	shots := os.Getenv("STRATUM_CONSOLE_SHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+
+	// A page path loads directly and asks for a login.
+	b.do("open the joins page", chromedp.Navigate(f.api+"/ui/joins"), chromedp.WaitVisible(chromedp.CSS(`input[name=email]`)))
+	email, password := f.credentials()
+	b.do("fill in the login form", chromedp.SendKeys(chromedp.CSS(`input[name=email]`), email), chromedp.SendKeys(chromedp.CSS(`input[name=password]`), "wrong password"))
+	b.screenshot(shots, "login")
+	b.do("a wrong password is refused", chromedp.Click(chromedp.CSS(`button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`.login .form-error`)))
+	b.do("log in", setValue(`input[name=password]`, password), chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-live=on]`)))
+
+	// A real joiner key registers over TLS; its row appears without a reload.
+	token := f.joinToken("worker", 5)
+	j1 := f.newJoiner()
+	registered := time.Now()
+	v1 := registerMachine(t, j1, token, "lab-r2-07", "192.0.2.31")
+	b.within(2*time.Second, "the new registration's row", chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID)+` [data-action=approve]`)))
+	t.Logf("a new registration appeared on the open joins page %v after it was sent", time.Since(registered).Round(time.Millisecond))
+	b.waitState(v1.JoinID, join.StatePending)
+	if fp := b.text(row(v1.JoinID) + ` [data-fingerprint]`); fp != v1.KeyFingerprint {
+		t.Errorf("the row shows fingerprint %q, the joiner has %q", fp, v1.KeyFingerprint)
+	}
+
+	// An invalid approval: every problem beside the input it names, and
+	// nothing changes.
+	b.do("open the approve form", chromedp.Click(chromedp.CSS(row(v1.JoinID)+` [data-action=approve]`)), chromedp.WaitVisible(chromedp.CSS(`input[name=nodeId]`)))
+	for _, name := range []string{"nodeId", "mgmtIp", "az", "role", "labels", "networks"} {
+		if !b.eval(fmt.Sprintf(`!!document.querySelector(%q)`, row(v1.JoinID)+` [name=`+name+`]`)) {
+			t.Errorf("the approve form has no input named %s", name)
+		}
+	}
+	b.do("submit an invalid assignment",
+		chromedp.SendKeys(chromedp.CSS(`input[name=nodeId]`), "Bad_Id"),
+		chromedp.SendKeys(chromedp.CSS(`textarea[name=networks]`), `{"storage": {"ip": "10.9.0.31/24", "interface": "vlan90"}}`),
+		chromedp.Click(chromedp.CSS(`[data-action=submit-approve]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-field-error="nodeId"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-field-error="networks.storage.ip"]`)))
+	for field, input := range map[string]string{"nodeId": "nodeId", "networks.storage.ip": "networks"} {
+		if !b.eval(fmt.Sprintf(`document.querySelector('[data-field-error=%q]').closest('.field').querySelector('[name=%s]') !== null`, field, input)) {
+			t.Errorf("the error for %s is not beside the input %s", field, input)
+		}
+	}
+	var got join.OperatorView
+	f.admin("GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)
+	if got.State != join.StatePending {
+		t.Fatalf("an invalid approval changed the state to %s", got.State)
+	}
+	b.screenshot(shots, "joins-approve-errors")
+
+	// A valid approval moves the row on (approved, then its turn).
+	b.do("submit a valid assignment",
+		setValue(`input[name=nodeId]`, "n-console1"),
+		setValue(`textarea[name=networks]`, ""),
+		chromedp.SendKeys(chromedp.CSS(`textarea[name=labels]`), "topology.rack=r2"),
+		chromedp.Click(chromedp.CSS(`[data-action=submit-approve]`)))
+	b.waitState(v1.JoinID, join.StateApproved, join.StateDelivering)
+	f.admin("GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)
+	if got.Assignment == nil || got.Assignment.NodeID != "n-console1" || got.Assignment.Labels["topology.rack"] != "r2" {
+		t.Fatalf("the approval reached the API as %+v", got.Assignment)
+	}
+
+	// A rejection with a reason reaches the API.
+	j2 := f.newJoiner()
+	v2 := registerMachine(t, j2, token, "lab-r3-02", "192.0.2.32")
+	const reason = "wrong rack: this one belongs to lab-3"
+	b.within(5*time.Second, "reject the second registration",
+		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=reject]`)),
+		chromedp.SendKeys(chromedp.CSS(row(v2.JoinID)+` textarea[name=reason]`), reason),
+		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject]`)))
+	b.waitState(v2.JoinID, join.StateRejected)
+	f.admin("GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
+	if got.State != join.StateRejected || got.Reason != reason {
+		t.Fatalf("the rejection reached the API as %s %q", got.State, got.Reason)
+	}
+
+	// A third machine waits, so the pages have something pending to show.
+	j3 := f.newJoiner()
+	v3 := registerMachine(t, j3, token, "lab-r2-08", "192.0.2.33")
+	b.within(2*time.Second, "the third registration's row", chromedp.WaitVisible(chromedp.CSS(row(v3.JoinID))))
+
+	// The token page: the exact join command of a new token.
+	b.do("create a token",
+		chromedp.Click(chromedp.CSS(`#nav a[data-page=tokens]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-action=create-token]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=description]`), "rack r2 workers"),
+		chromedp.Click(chromedp.CSS(`[data-action=create-token]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-join-command]`)))
+	cmd := b.text(`[data-join-command]`)
+	if !strings.HasPrefix(cmd, "stratum join ") || !strings.Contains(cmd, "--token sjt1.") || !strings.Contains(cmd, "--ca-pin sha256:") {
+		t.Errorf("the token page shows the join command %q", cmd)
+	}
+	b.screenshot(shots, "tokens")
+
+	// The release set has something to compare: the approved node records
+	// a release that differs from the founder's own host.
+	rec := map[string]any{"runningRelease": "0.1.0", "release": map[string]any{"imageMode": false,
+		"os": map[string]any{"prettyName": "Debian GNU/Linux 12 (bookworm)", "id": "debian", "versionId": "12"}}}
+	recordRelease(t, f, "n-console1", rec)
+
+	// A release imported from a path on the founder, through the form.
+	tree, _, _ := signedTree(t, f.dir, "0.2.0")
+	b.do("import a release",
+		chromedp.Navigate(f.api+"/ui/releases"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=path]`), tree),
+		chromedp.Click(chromedp.CSS(`[data-action=import-release]`)))
+	b.within(20*time.Second, "the imported release's row", chromedp.WaitVisible(chromedp.CSS(`tr[data-release="0.2.0"]`)))
+
+	// Each page loads directly from its own address.
+	for _, p := range []struct{ page, ready string }{
+		{"joins", row(v3.JoinID) + ` [data-action=approve]`},
+		{"members", `[data-node-id="n-console1"]`},
+		{"release-set", `[data-skew-matrix]`},
+		{"releases", `tr[data-release="0.2.0"]`},
+		{"tokens", `table.tokens tbody tr[data-token-id]`},
+		{"audit", `[data-chain=intact]`},
+	} {
+		b.do("open /ui/"+p.page, chromedp.Navigate(f.api+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+		b.screenshot(shots, p.page)
+	}
+
+	// Cancel the join under way, with a reason.
+	b.do("back to the joins page", chromedp.Navigate(f.api+"/ui/joins"), chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID))))
+	b.waitState(v1.JoinID, join.StateDelivering)
+	b.within(5*time.Second, "cancel the delivering join",
+		chromedp.Click(chromedp.CSS(row(v1.JoinID)+` [data-action=cancel]`)),
+		chromedp.SendKeys(chromedp.CSS(row(v1.JoinID)+` textarea[name=reason]`), "cabling fault"),
+		chromedp.Click(chromedp.CSS(row(v1.JoinID)+` [data-action=submit-cancel]`)))
+	b.waitState(v1.JoinID, join.StateFailed)
+	f.admin("GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)
+	if got.State != join.StateFailed || got.Reason != "cabling fault" {
+		t.Errorf("the cancellation reached the API as %s %q", got.State, got.Reason)
+	}
+
+	// A token without join:ApproveNodeJoin sees no approve button, and the
+	// API refuses it all the same.
+	reader := f.apiToken("join:List*", "join:Get*")
+	b.do("sign in with a read-only token",
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`sessionStorage.setItem('stratum.session', JSON.stringify({token: %q}))`, reader)),
+		chromedp.Navigate(f.api+"/ui/joins"), chromedp.WaitVisible(chromedp.CSS(row(v3.JoinID))))
+	if b.eval(fmt.Sprintf(`!!document.querySelector(%q)`, row(v3.JoinID)+` [data-action=approve]`)) {
+		t.Error("a token without join:ApproveNodeJoin is offered the approve button")
+	}
+	if e := call(t, f.adminCli, "POST", f.api+"/v1/admin/join/registrations/"+v3.JoinID+"/approve", reader, map[string]any{}, 403, nil); !strings.Contains(e.Message, "join:ApproveNodeJoin") {
+		t.Errorf("the refusal does not name the action: %q", e.Message)
+	}
+	b.checkNoProblems()
+}
+
+// registerMachine registers j as a joiner does, with the facts an
+// operator compares before approving.
+func registerMachine(t *testing.T, j *joinerKey, token, hostname, mgmt string) join.JoinerView {
+	t.Helper()
+	facts := map[string]any{
+		"arch": "amd64", "os": "linux", "cpus": 16, "memoryBytes": 64 << 30, "kernel": "6.1.0-28-amd64",
+		"osRelease": "Debian GNU/Linux 12 (bookworm)", "addresses": []string{mgmt + "/24"},
+		"disks": []map[string]any{{"name": "nvme0n1", "sizeBytes": 1920383410176}, {"name": "nvme1n1", "sizeBytes": 1920383410176}},
+		"nics":  []map[string]any{{"name": "eno1", "mac": "3c:ec:ef:10:20:31"}, {"name": "ens2f0", "mac": "b8:59:9f:aa:bb:31"}},
+		"tpm":   true,
+	}
+	var v join.JoinerView
+	j.do(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "hostname": hostname, "mgmtIp": mgmt, "facts": facts}, 201, &v)
+	return v
+}
+
+// recordRelease records a node's release with the admin's token. Where
+// the founder accepts records only from a node in its join's later
+// states, the release set simply shows the node unrecorded.
+func recordRelease(t *testing.T, f *testFounder, nodeID string, rec map[string]any) {
+	t.Helper()
+	body, _ := json.Marshal(rec)
+	req, _ := http.NewRequest("PUT", f.api+"/v1/cluster/nodes/"+nodeID+"/release", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	resp, err := f.adminCli.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	t.Logf("recording %s's release: %s", nodeID, resp.Status)
+}
