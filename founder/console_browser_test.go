@@ -287,7 +287,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !strings.HasPrefix(cmd, "stratum join ") || !strings.Contains(cmd, "--token sjt1.") || !strings.Contains(cmd, "--ca-pin sha256:") {
 		t.Errorf("the token page shows the join command %q", cmd)
 	}
-	b.screenshot(shots, "tokens")
+	b.screenshot(shots, "tokens-created")
 
 	// The release set has something to compare: the approved node records
 	// a release that differs from the founder's own host.
