@@ -50,20 +50,13 @@ type file struct {
 // for "/ui/" and each page, the file for "/ui/assets/...", 404 otherwise.
 func Handler() http.Handler {
 	files := map[string]file{}
-	err := fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := static.ReadFile(p)
-		if err != nil {
-			return err
-		}
+	err := eachFile(func(name string, b []byte) error {
 		sum := sha256.Sum256(b)
-		ct := mime.TypeByExtension(path.Ext(p))
-		if path.Ext(p) == ".js" {
+		ct := mime.TypeByExtension(path.Ext(name))
+		if path.Ext(name) == ".js" {
 			ct = "text/javascript; charset=utf-8" // the host's MIME table may lack it
 		}
-		files[strings.TrimPrefix(p, "static/")] = file{body: b, etag: `"` + hex.EncodeToString(sum[:8]) + `"`, contentType: ct}
+		files[name] = file{body: b, etag: `"` + hex.EncodeToString(sum[:8]) + `"`, contentType: ct}
 		return nil
 	})
 	if err != nil {
@@ -103,5 +96,20 @@ func Handler() http.Handler {
 		w.Header().Set("Content-Type", f.contentType)
 		w.Header().Set("ETag", f.etag)
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.body))
+	})
+}
+
+// eachFile calls fn with each embedded file's name (as served under
+// Prefix) and content.
+func eachFile(fn func(name string, body []byte) error) error {
+	return fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := static.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return fn(strings.TrimPrefix(p, "static/"), b)
 	})
 }

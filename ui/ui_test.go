@@ -25,11 +25,12 @@ func get(t *testing.T, h http.Handler, method, target string, hdr map[string]str
 // and nothing outside the console's own files is served.
 func TestHandlerPathsAndHeaders(t *testing.T) {
 	h := Handler()
-	cases := []struct {
+	type pathCase struct {
 		method, target string
 		status         int
 		contentType    string
-	}{
+	}
+	cases := []pathCase{
 		{"GET", "/ui/", 200, "text/html"},
 		{"GET", "/ui/assets/js/app.js", 200, "text/javascript"},
 		{"GET", "/ui/assets/app.css", 200, "text/css"},
@@ -45,11 +46,7 @@ func TestHandlerPathsAndHeaders(t *testing.T) {
 		{"POST", "/ui/joins", 405, ""},
 	}
 	for _, p := range Pages {
-		cases = append(cases, struct {
-			method, target string
-			status         int
-			contentType    string
-		}{"GET", Prefix + p, 200, "text/html"})
+		cases = append(cases, pathCase{"GET", Prefix + p, 200, "text/html"})
 	}
 	for _, c := range cases {
 		rec := get(t, h, c.method, c.target, nil)
@@ -103,14 +100,7 @@ func TestNoInlineCodeOrThirdParty(t *testing.T) {
 		{"style written from script", regexp.MustCompile(`\.style\b|setAttribute\(\s*['"]style`), ".js"},
 	}
 	n := 0
-	err := fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := static.ReadFile(p)
-		if err != nil {
-			return err
-		}
+	err := eachFile(func(p string, b []byte) error {
 		n++
 		for _, f := range forbidden {
 			if f.in != "" && path.Ext(p) != f.in {
@@ -133,16 +123,15 @@ func TestNoInlineCodeOrThirdParty(t *testing.T) {
 // not only in a browser.
 func TestModuleImportsResolve(t *testing.T) {
 	imp := regexp.MustCompile(`(?m)^import\s+(?:[^'"]*\s+from\s+)?['"]([^'"]+)['"]`)
-	err := fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || path.Ext(p) != ".js" {
-			return err
+	err := eachFile(func(p string, b []byte) error {
+		if path.Ext(p) != ".js" {
+			return nil
 		}
-		b, _ := static.ReadFile(p)
 		for _, m := range imp.FindAllStringSubmatch(string(b), -1) {
 			target := path.Join(path.Dir(p), m[1])
 			if !strings.HasPrefix(m[1], ".") {
 				t.Errorf("%s imports %q: only relative imports of embedded files", p, m[1])
-			} else if _, err := fs.Stat(static, target); err != nil {
+			} else if _, err := fs.Stat(static, "static/"+target); err != nil {
 				t.Errorf("%s imports %q: %s is not embedded", p, m[1], target)
 			}
 		}

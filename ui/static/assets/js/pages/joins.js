@@ -141,48 +141,47 @@ export function mount(main) {
     const nets = h('textarea', { name: 'networks', rows: 3, spellcheck: 'false', placeholder: '{"storage": {"ip": "10.9.0.12", "interface": "vlan90"}}' });
     const labels = h('textarea', { name: 'labels', rows: 3, spellcheck: 'false', placeholder: 'topology.rack=r2' });
     const submit = h('button', { type: 'submit', class: 'primary', 'data-action': 'submit-approve' }, 'Approve ' + (reg.hostname || reg.joinId));
-    const form = h('form', { class: 'inline-form approve', novalidate: true },
-      h('h3', null, 'Approve ', h('code', null, reg.joinId), ' with its assignment'),
-      h('div', { class: 'fields' },
-        field('Node id', h('input', { name: 'nodeId', placeholder: 'generated: n-xxxxxxxx', spellcheck: 'false' }), 'n- and 8 of a-z0-9; empty generates one'),
-        field('Management IP', h('input', { name: 'mgmtIp', value: reg.mgmtIp || '', spellcheck: 'false' }), 'defaults to what the joiner reported'),
-        field('Availability zone', h('input', { name: 'az', spellcheck: 'false' }), 'empty for none'),
-        field('Role', h('input', { name: 'role', value: reg.role, readonly: true }), 'set by the join token'),
-        field('Labels', labels, 'one key=value a line: topology.rack, topology.power or namespace/key'),
-        field('Networks', nets, 'JSON: traffic class (storage, overlay) to {ip, interface}')),
-      formError(),
-      h('div', { class: 'buttons' }, submit,
-        h('button', { type: 'button', onclick: () => closeForm(r) }, 'Close')));
-    form.addEventListener('submit', async (e) => {
-      e.preventDefault();
-      clearErrors(form);
-      const { body, problems } = assignmentOf(form);
-      if (problems.length) {
-        showFieldErrors(form, problems);
-        return;
-      }
-      await send(r, form, submit, 'approve', body);
-    });
-    return form;
+    return decisionForm(r, 'approve', ['Approve ', h('code', null, reg.joinId), ' with its assignment'], null, [
+      field('Node id', h('input', { name: 'nodeId', placeholder: 'generated: n-xxxxxxxx', spellcheck: 'false' }), 'n- and 8 of a-z0-9; empty generates one'),
+      field('Management IP', h('input', { name: 'mgmtIp', value: reg.mgmtIp || '', spellcheck: 'false' }), 'defaults to what the joiner reported'),
+      field('Availability zone', h('input', { name: 'az', spellcheck: 'false' }), 'empty for none'),
+      field('Role', h('input', { name: 'role', value: reg.role, readonly: true }), 'set by the join token'),
+      field('Labels', labels, 'one key=value a line: topology.rack, topology.power or namespace/key'),
+      field('Networks', nets, 'JSON: traffic class (storage, overlay) to {ip, interface}'),
+    ], submit, assignmentOf);
   }
 
   function reasonForm(r, kind) {
     const submit = h('button', { type: 'submit', class: 'danger', 'data-action': 'submit-' + kind },
       kind === 'reject' ? 'Reject' : 'Cancel the join');
-    const form = h('form', { class: 'inline-form ' + kind, novalidate: true },
-      h('h3', null, kind === 'reject' ? 'Reject ' : 'Cancel ', h('code', null, r.reg.joinId)),
-      h('p', { class: 'sub' }, kind === 'reject'
+    return decisionForm(r, kind, [kind === 'reject' ? 'Reject ' : 'Cancel ', h('code', null, r.reg.joinId)],
+      kind === 'reject'
         ? 'The joiner is told the reason and stops; its key needs a new token to register again.'
-        : 'The join fails with this reason, its member is removed and the next approved join gets its turn.'),
-      h('div', { class: 'fields' },
-        field('Reason', h('textarea', { name: 'reason', rows: 2, maxlength: 1024 }), 'shown to the joiner and kept in the audit log')),
+        : 'The join fails with this reason, its member is removed and the next approved join gets its turn.',
+      [field('Reason', h('textarea', { name: 'reason', rows: 2, maxlength: 1024 }), 'shown to the joiner and kept in the audit log')],
+      submit, (form) => ({ body: { reason: form.elements.namedItem('reason').value.trim() }, problems: [] }));
+  }
+
+  // decisionForm is the frame of the approve, reject and cancel forms: the
+  // fields, the envelope's errors, submit and close. bodyOf reads the form
+  // into the request body and the problems the form itself can see.
+  function decisionForm(r, kind, heading, intro, fields, submit, bodyOf) {
+    const form = h('form', { class: 'inline-form ' + kind, novalidate: true },
+      h('h3', null, heading),
+      intro ? h('p', { class: 'sub' }, intro) : null,
+      h('div', { class: 'fields' }, fields),
       formError(),
       h('div', { class: 'buttons' }, submit,
         h('button', { type: 'button', onclick: () => closeForm(r) }, 'Close')));
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       clearErrors(form);
-      await send(r, form, submit, kind, { reason: form.elements.namedItem('reason').value.trim() });
+      const { body, problems } = bodyOf(form);
+      if (problems.length) {
+        showFieldErrors(form, problems);
+        return;
+      }
+      await send(r, form, submit, kind, body);
     });
     return form;
   }
