@@ -284,6 +284,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`[data-action=create-token]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-join-command]`)))
 	cmd := b.text(`[data-join-command]`)
+	if !b.eval(`!!document.querySelector('[data-action=copy-join-command]')`) {
+		t.Error("the join command has no copy button")
+	}
 	if !strings.HasPrefix(cmd, "stratum join ") || !strings.Contains(cmd, "--token sjt1.") || !strings.Contains(cmd, "--ca-pin sha256:") {
 		t.Errorf("the token page shows the join command %q", cmd)
 	}
@@ -293,7 +296,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// a release that differs from the founder's own host.
 	rec := map[string]any{"runningRelease": "0.1.0", "release": map[string]any{"imageMode": false,
 		"os": map[string]any{"prettyName": "Debian GNU/Linux 12 (bookworm)", "id": "debian", "versionId": "12"}}}
-	recordRelease(t, f, "n-console1", rec)
+	recorded := recordRelease(t, f, "n-console1", rec)
 
 	// A release imported from a path on the founder, through the form.
 	tree, _, _ := signedTree(t, f.dir, "0.2.0")
@@ -314,6 +317,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	} {
 		b.do("open /ui/"+p.page, chromedp.Navigate(f.api+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
 		b.screenshot(shots, p.page)
+		// Two nodes that differ: each skew row colours their values apart.
+		if p.page == "release-set" && recorded && !b.eval(`(() => {
+				const rows = [...document.querySelectorAll('[data-skew-field]')];
+				return rows.length > 0 && rows.every((r) => {
+					const cells = [...r.querySelectorAll('td.cell')].map((c) => [...c.classList].find((k) => /^v\d$/.test(k)));
+					return cells.length === 2 && cells[0] && cells[1] && cells[0] !== cells[1];
+				});
+			})()`) {
+			t.Error("the skew matrix does not colour the two nodes' values apart")
+		}
 	}
 
 	// Cancel the join under way, with a reason.
@@ -363,7 +376,7 @@ func registerMachine(t *testing.T, j *joinerKey, token, hostname, mgmt string) j
 // recordRelease records a node's release with the admin's token. Where
 // the founder accepts records only from a node in its join's later
 // states, the release set simply shows the node unrecorded.
-func recordRelease(t *testing.T, f *testFounder, nodeID string, rec map[string]any) {
+func recordRelease(t *testing.T, f *testFounder, nodeID string, rec map[string]any) (accepted bool) {
 	t.Helper()
 	body, _ := json.Marshal(rec)
 	req, _ := http.NewRequest("PUT", f.api+"/v1/cluster/nodes/"+nodeID+"/release", bytes.NewReader(body))
@@ -374,4 +387,5 @@ func recordRelease(t *testing.T, f *testFounder, nodeID string, rec map[string]a
 	}
 	resp.Body.Close()
 	t.Logf("recording %s's release: %s", nodeID, resp.Status)
+	return resp.StatusCode == http.StatusNoContent
 }
