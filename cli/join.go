@@ -32,7 +32,7 @@ func runJoin(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Founder, "founder", "", "the founder's join listener, HOST:PORT")
 	fs.StringVar(&cfg.Token, "token", "", "join token (sjt1...), as printed by stratum token create")
 	fs.StringVar(&cfg.CAPin, "ca-pin", "", "cluster CA pin, sha256:<hex>: the only CA the joiner trusts")
-	fs.StringVar(&cfg.Release, "release", "", "the release this machine runs (default: the one recorded in STATE-DIR/release by a self-upgrade)")
+	fs.StringVar(&cfg.Release, "release", "", "the release this machine runs (default: the one a previous run recorded in STATE-DIR/release, else ROOT/usr/lib/stratum/release, else IMAGE_VERSION in ROOT/etc/os-release)")
 	fs.BoolVar(&cfg.SelfUpgrade, "self-upgrade", false, "upgrade this machine to the cluster's release when it runs an older one")
 	fs.StringVar(&cfg.UpgradeHook, "upgrade-hook", "", "executable run as HOOK <verified-tree-dir> <new-release> to switch the OS (exit 0 = upgraded)")
 	fs.StringVar(&cfg.ReleaseKeys, "release-keys", joiner.DefaultReleaseKeys, "directory of trusted release public keys (*.pub)")

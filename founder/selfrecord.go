@@ -1,11 +1,10 @@
 package founder
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"strings"
 
+	"stratum/osrelease"
 	"stratum/releaseset"
 )
 
@@ -19,7 +18,7 @@ func hostRecord(build releaseset.ControlPlane) releaseset.Record {
 		commit = releaseset.CommitUnknown
 	}
 	rec.HostBinaries = &releaseset.HostBinaries{Source: releaseset.SourceControlPlaneImage, Commit: commit}
-	osr := readOSRelease()
+	osr, _ := osrelease.Read("/") // unreadable: the fields stay empty, the record is still sent
 	rec.OS = &releaseset.OS{
 		PrettyName:   osr["PRETTY_NAME"],
 		ID:           osr["ID"],
@@ -33,26 +32,6 @@ func hostRecord(build releaseset.ControlPlane) releaseset.Record {
 		rec.ImageMode = true
 	}
 	return rec
-}
-
-func readOSRelease() map[string]string {
-	out := map[string]string{}
-	for _, p := range []string{"/etc/os-release", "/usr/lib/os-release"} {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			k, v, ok := strings.Cut(sc.Text(), "=")
-			if !ok || strings.HasPrefix(k, "#") {
-				continue
-			}
-			out[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"'`)
-		}
-		return out
-	}
-	return out
 }
 
 func readTrimmed(path string) string {

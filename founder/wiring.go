@@ -39,7 +39,7 @@ func (f *Founder) services() {
 		payloads = nil
 	}
 	f.joins = join.NewService(join.Config{
-		DB: f.db, Now: time.Now, JoinAddr: f.opts.JoinAdvertise, CAPin: f.ca.Pin(),
+		DB: f.db, Now: time.Now, JoinAddr: f.opts.JoinAdvertise, JoinCommandNamesRelease: f.opts.Dev, CAPin: f.ca.Pin(),
 		ClusterRelease: f.clusterReleaseTx, Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
 		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log,
 	})

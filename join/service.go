@@ -25,6 +25,12 @@ type Config struct {
 	Now func() time.Time
 	// JoinAddr is the advertised HOST:PORT of the join listener, for joinCommand.
 	JoinAddr string
+	// JoinCommandNamesRelease adds --release with the admission release to
+	// joinCommand. A --dev founder sets it: its nodes are machines beside it
+	// running its own build, with no stratum OS image to say which release
+	// they run. A real node knows its release (SPEC 7), so a production
+	// founder's command leaves it out and works for a node of any release.
+	JoinCommandNamesRelease bool
 	// CAPin is the cluster CA pin; read from the store when empty.
 	CAPin string
 	// ClusterRelease answers the release set's runningRelease, else the

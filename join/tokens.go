@@ -188,8 +188,15 @@ func (s *Service) CreateToken(by iam.Principal, req CreateTokenRequest) (Created
 		if err := t.Audit("join.token.created", actorOf(by), id, map[string]string{"role": rec.Role, "uses": strconv.Itoa(uses), "expiresAt": rec.ExpiresAt.Format(time.RFC3339)}); err != nil {
 			return err
 		}
-		out = CreatedToken{TokenID: id, Token: secret, Role: rec.Role, ExpiresAt: rec.ExpiresAt, UsesLeft: uses,
-			JoinCommand: fmt.Sprintf("stratum join --founder %s --token %s --ca-pin %s", s.cfg.JoinAddr, secret, pin)}
+		cmd := fmt.Sprintf("stratum join --founder %s --token %s --ca-pin %s", s.cfg.JoinAddr, secret, pin)
+		if s.cfg.JoinCommandNamesRelease {
+			rel, err := s.clusterRelease(t.Tx)
+			if err != nil {
+				return err
+			}
+			cmd += " --release " + rel
+		}
+		out = CreatedToken{TokenID: id, Token: secret, Role: rec.Role, ExpiresAt: rec.ExpiresAt, UsesLeft: uses, JoinCommand: cmd}
 		return nil
 	})
 	return out, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/store"
 )
 
 func TestCreateToken(t *testing.T) {
@@ -27,6 +28,19 @@ func TestCreateToken(t *testing.T) {
 	want := "stratum join --founder 192.0.2.10:9443 --token " + tok.Token + " --ca-pin " + e.ca.Pin()
 	if tok.JoinCommand != want {
 		t.Errorf("joinCommand\n got %q\nwant %q", tok.JoinCommand, want)
+	}
+	// A --dev founder's command names the admission release: its nodes
+	// are dev machines with no stratum image to say it.
+	dev := newEnv(t, func(c *Config) {
+		c.JoinCommandNamesRelease = true
+		c.ClusterRelease = func(*store.Tx) (string, error) { return "0.7.0", nil }
+	})
+	devTok, err := dev.svc.CreateToken(dev.admin, CreateTokenRequest{Role: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "stratum join --founder 192.0.2.10:9443 --token " + devTok.Token + " --ca-pin " + dev.ca.Pin() + " --release 0.7.0"; devTok.JoinCommand != want {
+		t.Errorf("dev joinCommand\n got %q\nwant %q", devTok.JoinCommand, want)
 	}
 	if tok.UsesLeft != 3 || tok.Role != "worker" || !tok.ExpiresAt.Equal(e.clock.Now().Add(2*time.Hour)) {
 		t.Errorf("token view %+v", tok)

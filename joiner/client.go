@@ -40,7 +40,10 @@ type apiClient struct {
 }
 
 // remoteError is a non-2xx answer, carrying the decoded error envelope
-// (SPEC 2); apierr.As finds the envelope in it.
+// (SPEC 2); apierr.As finds the envelope in it. Its text is the founder's
+// message as sent: that message already says what to do (ask for a new
+// token, re-import the release, run with --self-upgrade), so the joiner
+// adds no advice of its own to it, which would print the hint twice.
 type remoteError struct {
 	status int
 	err    *apierr.Error
@@ -54,9 +57,6 @@ func (e *remoteError) Error() string {
 		} else {
 			msg += "; " + f.Message
 		}
-	}
-	if e.err.Code == apierr.ReleaseCorrupt {
-		msg += " (the founder's copy of the release is damaged: an operator must import it again)"
 	}
 	if len(e.err.Details) > 0 {
 		if b, err := json.Marshal(e.err.Details); err == nil {
@@ -101,11 +101,23 @@ func retry(ctx context.Context, bo backoff, log *printer, what string, op func(c
 		if d == 0 {
 			d = bo.delay(attempt)
 		}
-		log.printf("%s: %v; retrying in %s", what, t.err, roundDelay(d))
+		log.printf("%s", retryNotice(what, t, d))
 		if err := sleep(ctx, d); err != nil {
 			return err
 		}
 	}
+}
+
+// retryNotice is the line printed before a retry. When the founder said
+// when to come back (Retry-After), the advice in its message ("retry after
+// the Retry-After delay") is exactly what the joiner now does, so the line
+// names the answer's code beside the delay instead of repeating it.
+func retryNotice(what string, t *transientError, d time.Duration) string {
+	var re *remoteError
+	if t.after > 0 && errors.As(t.err, &re) {
+		return fmt.Sprintf("%s: the founder answered %d %s; retrying in %s, as it asked", what, re.status, re.err.Code, roundDelay(d))
+	}
+	return fmt.Sprintf("%s: %v; retrying in %s", what, t.err, roundDelay(d))
 }
 
 // roundDelay keeps a printed delay readable: 1.2s, 350ms.

@@ -25,8 +25,8 @@ type Config struct {
 	Token   string // sjt1.<id>.<secret>
 	CAPin   string // sha256:<hex> of the cluster CA's SubjectPublicKeyInfo
 
-	// Release is what this machine runs; empty means the one recorded in
-	// StateDir/release by a past self-upgrade.
+	// Release is what this machine runs; empty means the one a previous
+	// run recorded in StateDir/release, else the host's (resolveRelease).
 	Release     string
 	SelfUpgrade bool
 	UpgradeHook string // executable run as HOOK <tree> <release>

@@ -48,9 +48,16 @@
 //     (joined: exit 0, nothing re-registered), except a rejected or failed
 //     one when the token given now differs from the one that made it: that
 //     is a new attempt, and a new registration is made.
-//   - --release: the release file written by a self-upgrade wins when it is
-//     newer than --release (a node's unit keeps the flag of the image it
-//     was installed from); with neither, --release is required.
+//   - The release this machine runs: --release, else the one recorded in
+//     <state-dir>/release (by a registration the founder accepted, or a
+//     self-upgrade), else the host's: ROOT/usr/lib/stratum/release, else
+//     IMAGE_VERSION in ROOT/etc/os-release (without --release the newer of
+//     recorded and host wins). A recorded release newer than --release
+//     wins too (a node's unit keeps the flag of the image it was installed
+//     from). With none, the joiner asks the founder (a registration at
+//     0.0.0-0 without selfUpgrade, refused with the cluster's release in
+//     RELEASE_MISMATCH details, nothing written) and names the flag to add
+//     with that release as the example.
 //   - Upgrade hook: exec'd directly (no shell) as HOOK <tree> <release>,
 //     with STRATUM_JOIN_STATE_DIR and STRATUM_JOIN_RELEASE_FILE in its
 //     environment; stdout and stderr go to the joiner's output, and a

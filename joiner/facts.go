@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"stratum/osrelease"
 )
 
 // machineID is the machine's systemd machine id (<root>/etc/machine-id,
@@ -71,8 +73,8 @@ func gatherFacts(root string) map[string]any {
 	if mem := memTotal(); mem > 0 {
 		f["memoryBytes"] = mem
 	}
-	if name := osPrettyName(root); name != "" {
-		f["osRelease"] = name
+	if osr, _ := osrelease.Read(root); osr["PRETTY_NAME"] != "" {
+		f["osRelease"] = osr["PRETTY_NAME"]
 	}
 	var addrs []string
 	if ifs, err := net.InterfaceAddrs(); err == nil {
@@ -104,19 +106,4 @@ func memTotal() int64 {
 		}
 	}
 	return 0
-}
-
-func osPrettyName(root string) string {
-	for _, p := range []string{"etc/os-release", "usr/lib/os-release"} {
-		b, err := os.ReadFile(filepath.Join(root, p))
-		if err != nil {
-			continue
-		}
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
-				return strings.Trim(strings.TrimSpace(v), `"'`)
-			}
-		}
-	}
-	return ""
 }

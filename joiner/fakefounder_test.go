@@ -196,7 +196,7 @@ func (f *fakeFounder) register(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if body["token"] != f.token {
-		writeErr(w, 401, "JOIN_TOKEN_INVALID", "the join token is unknown, expired, revoked or used up")
+		writeErr(w, 401, "JOIN_TOKEN_INVALID", founderTokenMessage)
 		return
 	}
 	state := statePending
@@ -218,6 +218,10 @@ func (f *fakeFounder) register(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, 201, r.viewOf())
 	f.event(r, "registered")
 }
+
+// founderTokenMessage is the real founder's JOIN_TOKEN_INVALID message
+// (join/tokens.go), advice included.
+const founderTokenMessage = "the join token is unknown, expired, revoked or used up; ask the operator for a new one"
 
 func (f *fakeFounder) event(r *fakeReg, ev string) {
 	if f.onEvent != nil {

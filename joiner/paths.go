@@ -4,8 +4,6 @@ import (
 	"errors"
 	"net/url"
 	"strings"
-
-	"stratum/apierr"
 )
 
 // registrationPath is /v1/join/registrations/{joinId}.
@@ -30,26 +28,3 @@ func isNotFound(err error) bool {
 	var re *remoteError
 	return errors.As(err, &re) && re.status == 404
 }
-
-// registerError adds the way out to a refused token. (A RELEASE_MISMATCH
-// already says what to do in the founder's message.)
-func registerError(err error) error {
-	e, ok := apierr.As(err)
-	if !ok {
-		return err
-	}
-	if e.Code == apierr.JoinTokenInvalid {
-		return errorWithHint(err, "ask the operator for a new join token (stratum token create)")
-	}
-	return err
-}
-
-type hinted struct {
-	err  error
-	hint string
-}
-
-func (h *hinted) Error() string { return h.err.Error() + "; " + h.hint }
-func (h *hinted) Unwrap() error { return h.err }
-
-func errorWithHint(err error, hint string) error { return &hinted{err: err, hint: hint} }

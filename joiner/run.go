@@ -47,7 +47,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log.printf("joiner key fingerprint: %s", id.Fingerprint)
 	log.printf("  (the operator sees it on the registration: compare before approving)")
-	rel, err := resolveRelease(cfg.Release, cfg.StateDir, log)
+	rel, err := resolveRelease(cfg.Release, cfg.StateDir, cfg.Root, log)
 	if err != nil {
 		return err
 	}
@@ -94,6 +94,9 @@ func Run(ctx context.Context, cfg Config) error {
 		api:     &apiClient{base: "https://" + cfg.Founder, hc: &http.Client{Transport: tr}, bo: backoff{cfg.backoffBase, cfg.backoffMax}, log: log},
 		keys:    keys,
 		release: rel,
+	}
+	if rel == "" {
+		return j.releaseUnknown(ctx)
 	}
 	err = j.run(ctx)
 	if errors.Is(err, context.Canceled) {
@@ -197,7 +200,7 @@ func (j *joiner) register(ctx context.Context) (*view, error) {
 	var v view
 	status, err := j.api.callJSON(ctx, "registering with the founder "+j.cfg.Founder, http.MethodPost, "/v1/join/registrations", req, &v, time.Minute)
 	if err != nil {
-		return nil, registerError(err)
+		return nil, err // the founder's message says what to do: adding advice here would say it twice
 	}
 	if v.JoinID == "" || v.State == "" {
 		return nil, errors.New("the founder answered the registration without a joinId or state")
@@ -208,6 +211,13 @@ func (j *joiner) register(ctx context.Context) (*view, error) {
 		j.log.printf("registration %s is open on the founder: continuing it (role %s, release %s)", v.JoinID, v.Role, j.release)
 	}
 	j.st.CAPin, j.st.Founder, j.st.TokenSHA256 = normalPin(j.cfg.CAPin), j.cfg.Founder, tokenHash(j.cfg.Token)
+	// The founder accepted this release for this machine: a later run
+	// without --release knows it from here.
+	if recorded, _ := readReleaseFile(j.cfg.StateDir); recorded != j.release {
+		if err := writeReleaseFile(j.cfg.StateDir, j.release); err != nil {
+			return nil, fmt.Errorf("record the release: %w", err)
+		}
+	}
 	return &v, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"stratum/crypto"
+	"stratum/osrelease"
 	"stratum/semver"
 )
 
@@ -93,32 +94,92 @@ func writeReleaseFile(dir, v string) error {
 	return crypto.WriteFileAtomic(filepath.Join(dir, releaseFile), []byte(v+"\n"), 0o644)
 }
 
-// resolveRelease picks the release to register with. The file written by
-// a self-upgrade wins over --release when they differ and the file is the
-// newer: a node's unit file keeps the --release of the image it was
-// installed from, and registering with that after an upgrade would offer
-// the same upgrade again forever.
-func resolveRelease(flag, dir string, log *printer) (string, error) {
-	file, err := readReleaseFile(dir)
+// hostReleaseFile is where an OS image built for stratum names its
+// release, relative to --root. It is read before os-release's
+// IMAGE_VERSION: only a stratum image ships it, while any image-mode OS
+// may set IMAGE_VERSION to a version of its own.
+const hostReleaseFile = "usr/lib/stratum/release"
+
+// hostRelease is the release the machine under root says it runs, and
+// where it says so; "" when it says nothing usable.
+func hostRelease(root string, log *printer) (release, source string, err error) {
+	path := filepath.Join(root, hostReleaseFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		v := strings.TrimSpace(string(b))
+		if err := semver.Valid(v); err != nil {
+			return "", "", fmt.Errorf("%s holds %q: %v", path, v, err)
+		}
+		return v, path, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", "", fmt.Errorf("host release: %w", err)
+	}
+	osr, err := osrelease.Read(root)
+	if err != nil {
+		return "", "", fmt.Errorf("os-release: %w", err)
+	}
+	v, ok := osr["IMAGE_VERSION"]
+	if !ok {
+		return "", "", nil
+	}
+	if semver.Valid(v) != nil {
+		log.printf("note: IMAGE_VERSION %q in %s is not a release version: not taken as this machine's release", v, filepath.Join(root, "etc/os-release"))
+		return "", "", nil
+	}
+	return v, "IMAGE_VERSION in " + filepath.Join(root, "etc/os-release"), nil
+}
+
+// resolveRelease is the release to register with, known the way a node
+// knows it: --release, else the release a previous run recorded in the
+// state dir, else the host's own (hostRelease). "" means nothing says.
+//
+// A recorded release newer than --release wins: a node's unit file keeps
+// the --release of the image it was installed from, and registering with
+// that after a self-upgrade would offer the same upgrade again forever.
+// Without --release, the newer of the recorded and the host's wins: the
+// recorded one is newer after a self-upgrade whose reboot is still to come,
+// the host's after the OS was upgraded by other means.
+func resolveRelease(flag, stateDir, root string, log *printer) (string, error) {
+	file, err := readReleaseFile(stateDir)
 	if err != nil {
 		return "", err
 	}
+	recorded := filepath.Join(stateDir, releaseFile)
 	if flag != "" {
 		if err := semver.Valid(flag); err != nil {
 			return "", fmt.Errorf("--release %q: %v", flag, err)
 		}
+		if file != "" && semver.Compare(file, flag) > 0 {
+			log.printf("using release %s recorded by a past self-upgrade (%s), not --release %s", file, recorded, flag)
+			return file, nil
+		}
+		return flag, nil
+	}
+	host, source, err := hostRelease(root, log)
+	if err != nil {
+		return "", err
 	}
 	switch {
-	case flag == "" && file == "":
-		return "", fmt.Errorf("--release is required: this machine has no recorded release (%s)", filepath.Join(dir, releaseFile))
-	case flag == "":
-		return file, nil
-	case file == "" || file == flag:
-		return flag, nil
-	case semver.Compare(file, flag) > 0:
-		log.printf("using release %s recorded by a past self-upgrade (%s), not --release %s", file, filepath.Join(dir, releaseFile), flag)
+	case file == "" && host == "":
+		return "", nil
+	case host == "" || (file != "" && semver.Compare(file, host) >= 0):
+		log.printf("release %s, recorded by a previous run (%s)", file, recorded)
 		return file, nil
 	default:
-		return flag, nil
+		log.printf("release %s, from %s", host, source)
+		return host, nil
 	}
+}
+
+// releaseUnknown is the error of a machine that cannot say which release
+// it runs. example is the cluster's admission release when the founder
+// told it, so the one flag to add is shown as it must be typed.
+func releaseUnknown(stateDir, root, example string) error {
+	where := fmt.Sprintf("no release recorded in %s, no %s, no IMAGE_VERSION in %s",
+		filepath.Join(stateDir, releaseFile), filepath.Join(root, hostReleaseFile), filepath.Join(root, "etc/os-release"))
+	if example == "" {
+		return fmt.Errorf("this machine does not say which release it runs (%s): give it with --release VERSION", where)
+	}
+	return fmt.Errorf("this machine does not say which release it runs (%s): give it with --release, e.g. --release %s, the release the cluster admits (an older one also needs --self-upgrade)", where, example)
 }

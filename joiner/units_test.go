@@ -29,30 +29,60 @@ func TestCompareVersions(t *testing.T) {
 }
 
 func TestResolveRelease(t *testing.T) {
-	dir := t.TempDir()
-	log := &printer{w: &strings.Builder{}}
-	if _, err := resolveRelease("", dir, log); err == nil || !strings.Contains(err.Error(), "--release is required") {
-		t.Errorf("no flag, no file: %v", err)
-	}
-	if v, err := resolveRelease("0.5.0", dir, log); err != nil || v != "0.5.0" {
-		t.Errorf("flag only: %q %v", v, err)
-	}
-	if err := writeReleaseFile(dir, "0.6.0"); err != nil {
-		t.Fatal(err)
-	}
-	for flag, want := range map[string]string{"": "0.6.0", "0.5.0": "0.6.0", "0.6.0": "0.6.0", "0.7.0": "0.7.0"} {
-		if v, err := resolveRelease(flag, dir, log); err != nil || v != want {
-			t.Errorf("flag %q with file 0.6.0: %q %v, want %s", flag, v, err, want)
-		}
-	}
-	if _, err := resolveRelease("six", dir, log); err == nil {
-		t.Error("a non-semver --release is accepted")
-	}
-	if err := os.WriteFile(filepath.Join(dir, releaseFile), []byte("garbage\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := resolveRelease("0.5.0", dir, log); err == nil {
-		t.Error("a damaged release file is accepted")
+	for _, tc := range []struct {
+		name                       string
+		flag, recorded, stratumRel string
+		imageVersion               string // IMAGE_VERSION line of ROOT/etc/os-release ("" = none)
+		want                       string
+		wantErr                    string
+	}{
+		{name: "nothing says", want: ""},
+		{name: "flag only", flag: "0.5.0", want: "0.5.0"},
+		{name: "recorded only", recorded: "0.6.0", want: "0.6.0"},
+		{name: "recorded newer than the flag", flag: "0.5.0", recorded: "0.6.0", want: "0.6.0"},
+		{name: "flag newer than recorded", flag: "0.7.0", recorded: "0.6.0", want: "0.7.0"},
+		{name: "flag wins over the host", flag: "0.5.0", stratumRel: "0.6.0", want: "0.5.0"},
+		{name: "stratum release file", stratumRel: "0.6.0", want: "0.6.0"},
+		{name: "IMAGE_VERSION", imageVersion: `IMAGE_VERSION="0.6.0"`, want: "0.6.0"},
+		{name: "stratum file before IMAGE_VERSION", stratumRel: "0.6.0", imageVersion: "IMAGE_VERSION=42.1.0", want: "0.6.0"},
+		{name: "IMAGE_VERSION not a release", imageVersion: "IMAGE_VERSION=2026.01", want: ""},
+		{name: "recorded newer than the host (upgrade staged)", recorded: "0.6.0", stratumRel: "0.5.0", want: "0.6.0"},
+		{name: "host newer than recorded (upgraded by other means)", recorded: "0.5.0", imageVersion: "IMAGE_VERSION=0.6.0", want: "0.6.0"},
+		{name: "non-semver flag", flag: "six", wantErr: `--release "six"`},
+		{name: "damaged recorded file", flag: "0.5.0", recorded: "garbage", wantErr: "garbage"},
+		{name: "damaged stratum file", stratumRel: "latest", wantErr: "usr/lib/stratum/release"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state, root := t.TempDir(), t.TempDir()
+			put := func(dir, rel, text string) {
+				p := filepath.Join(dir, rel)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(text+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.recorded != "" {
+				put(state, releaseFile, tc.recorded)
+			}
+			if tc.stratumRel != "" {
+				put(root, hostReleaseFile, tc.stratumRel)
+			}
+			if tc.imageVersion != "" {
+				put(root, "etc/os-release", "ID=stratum\n"+tc.imageVersion)
+			}
+			got, err := resolveRelease(tc.flag, state, root, &printer{w: &strings.Builder{}})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %q, %v; want an error naming %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }
 

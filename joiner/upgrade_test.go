@@ -234,8 +234,10 @@ func TestUpgradeTamperedFileRefused(t *testing.T) {
 			t.Errorf("%s exists after the mismatch", p)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(cfg.StateDir, "release")); !errors.Is(err, fs.ErrNotExist) {
-		t.Error("a release was recorded")
+	// The registration recorded the release it was accepted with; the
+	// new one is recorded only once the hook switched the machine.
+	if v, _ := readReleaseFile(cfg.StateDir); v != cfg.Release {
+		t.Errorf("a release was recorded: %q, want %q", v, cfg.Release)
 	}
 }
 
@@ -252,8 +254,10 @@ func TestUpgradeAfterHookFailure(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "exit status 7") {
 		t.Fatalf("want the hook's failure with its stderr, got %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.StateDir, "release")); !errors.Is(err, fs.ErrNotExist) {
-		t.Error("a failed hook recorded the release")
+	// The registration recorded the release it was accepted with; the
+	// new one is recorded only once the hook switched the machine.
+	if v, _ := readReleaseFile(cfg.StateDir); v != cfg.Release {
+		t.Errorf("a failed hook recorded the release: %q, want %q", v, cfg.Release)
 	}
 	f.mu.Lock()
 	before := len(f.releaseReqs)

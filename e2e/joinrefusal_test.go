@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestJoinRefusalsHintOnce runs the real joiner against the real founder:
+// each refusal prints its advice once, and a machine that does not say
+// which release it runs is told the exact flag, with the cluster's release.
+func TestJoinRefusalsHintOnce(t *testing.T) {
+	dir := t.TempDir()
+	f := startFounder(t, dir)
+	admin := f.login(credentials(t, dir))
+	status, body, err := f.call("POST", "/v1/admin/join/tokens", admin, map[string]any{"role": "worker"})
+	if err != nil || status != 201 {
+		t.Fatalf("create join token: %d %s %v", status, body, err)
+	}
+	var tok struct {
+		Token       string `json:"token"`
+		JoinCommand string `json:"joinCommand"`
+	}
+	if err := json.Unmarshal(body, &tok); err != nil {
+		t.Fatal(err)
+	}
+	pin := caPin(t, filepath.Join(dir, "ca.pem"))
+	join := func(token string, extra ...string) result {
+		node := t.TempDir()
+		args := append([]string{"join", "--founder", f.join, "--token", token, "--ca-pin", pin,
+			"--root", filepath.Join(node, "root"), "--state-dir", filepath.Join(node, "state"), "--tpm", filepath.Join(node, "no-tpm")}, extra...)
+		return stratum(t, args...)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		token  string
+		extra  []string
+		want   string // in stderr
+		advice string // said exactly once
+	}{
+		{name: "refused token", token: "sjt1.jt-aaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbb", extra: []string{"--release", "0.1.0"},
+			want: "JOIN_TOKEN_INVALID", advice: "ask the operator"},
+		{name: "refused token, release unknown", token: "sjt1.jt-aaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbb",
+			want: "JOIN_TOKEN_INVALID", advice: "ask the operator"},
+		{name: "release unknown", token: tok.Token,
+			want: "give it with --release, e.g. --release 0.1.0,", advice: "e.g. --release"},
+		{name: "newer release", token: tok.Token, extra: []string{"--release", "0.2.0"},
+			want: "RELEASE_MISMATCH", advice: "install it with the cluster's release"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := join(tc.token, tc.extra...)
+			if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and %q", r.code, r.stderr, tc.want)
+			}
+			if n := strings.Count(r.stdout+r.stderr, tc.advice); n != 1 {
+				t.Errorf("%q printed %d times, want once:\n%s%s", tc.advice, n, r.stdout, r.stderr)
+			}
+		})
+	}
+	// Nothing above spent the token: the printed command still joins as
+	// far as registering (a --dev founder's names the release).
+	if !strings.HasSuffix(tok.JoinCommand, " --release 0.1.0") {
+		t.Errorf("a --dev founder's joinCommand %q does not name the cluster's release", tok.JoinCommand)
+	}
+	status, body, err = f.call("GET", "/v1/admin/join/tokens", admin, nil)
+	if err != nil || status != 200 || !strings.Contains(string(body), `"usesLeft":1`) {
+		t.Errorf("the refused registrations spent the token: %d %s %v", status, body, err)
+	}
+}
