@@ -34,6 +34,7 @@ type testFounder struct {
 	stop     context.CancelFunc
 	done     chan error
 	adminCli *http.Client
+	stopped  bool
 }
 
 func startFounder(t *testing.T, cfg *cluster.Config, mutate func(*Options)) *testFounder {
@@ -78,6 +79,10 @@ func startFounder(t *testing.T, cfg *cluster.Config, mutate func(*Options)) *tes
 }
 
 func (f *testFounder) shutdown() {
+	if f.stopped {
+		return
+	}
+	f.stopped = true
 	f.stop()
 	select {
 	case err := <-f.done:

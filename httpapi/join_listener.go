@@ -53,13 +53,7 @@ func MountJoinListener(svc *join.Service, releases ReleaseFiles) func(*API) {
 				if err != nil {
 					return err
 				}
-				holdLongPoll(w, wait)
-				view, err := svc.Wait(r.Context(), pin, ps.ByName("joinId"), state, wait)
-				if err != nil {
-					return err
-				}
-				writeJSON(w, http.StatusOK, view)
-				return nil
+				return a.parkPoll(w, r, svc, pin, ps.ByName("joinId"), state, wait)
 			})
 		m.handle(Route{Method: "POST", Path: "/v1/join/registrations/:joinId/progress", Summary: "Report delivery progress: installing, done or failed.", Auth: "joiner-key"},
 			func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {

@@ -14,13 +14,15 @@ import (
 // and by approved joins that wait for their turn (two approvals must not
 // hand out one address just because neither node is a member yet).
 type claims struct {
+	tx      *store.Tx
+	self    string            // the join being approved
 	nodes   map[string]string // node id -> who holds it
 	addrs   map[string]string // canonical IP -> what it is of whom
 	members []cluster.Member
 }
 
 func loadClaims(tx *store.Tx, self string) (claims, error) {
-	c := claims{nodes: map[string]string{}, addrs: map[string]string{}}
+	c := claims{tx: tx, self: self, nodes: map[string]string{}, addrs: map[string]string{}}
 	members, err := cluster.Members(tx)
 	if err != nil {
 		return c, err
@@ -29,24 +31,33 @@ func loadClaims(tx *store.Tx, self string) (claims, error) {
 	for _, m := range members {
 		c.add("member "+m.NodeID, m.NodeID, m.MgmtIP, m.Networks)
 	}
-	ids, err := queueIDs(tx)
-	if err != nil {
-		return c, err
-	}
-	for _, id := range ids {
-		if id == self {
-			continue
-		}
-		r, found, err := getRecord(tx, id)
-		if err != nil {
-			return c, err
-		}
-		if found && r.Assignment != nil {
-			a := r.Assignment
-			c.add("approved join "+id, a.NodeID, a.MgmtIP, a.Networks)
-		}
-	}
 	return c, nil
+}
+
+// nodeHolder names who holds nodeID: a member, or a queued join (from
+// the claims index, without decoding the queue).
+func (c *claims) nodeHolder(nodeID string) (string, bool) {
+	if who, taken := c.nodes[nodeID]; taken {
+		return who, true
+	}
+	if id := claimedBy(c.tx, "n/"+nodeID, c.self); id != "" {
+		return "approved join " + id, true
+	}
+	return "", false
+}
+
+// addrHolder says what ip already is, and of whom.
+func (c *claims) addrHolder(ip string) (string, bool) {
+	if what, taken := c.addrs[ip]; taken {
+		return what, true
+	}
+	if ip == "" {
+		return "", false
+	}
+	if id := claimedBy(c.tx, "a/"+ip, c.self); id != "" {
+		return "an address of approved join " + id, true
+	}
+	return "", false
 }
 
 func (c *claims) add(who, nodeID, mgmtIP string, nets map[string]cluster.Network) {
@@ -69,7 +80,7 @@ func (c *claims) claimAddr(ip, what string) {
 func (c *claims) newNodeID() (string, error) {
 	for range 16 {
 		id := crypto.RandomID("n-", 8)
-		if _, taken := c.nodes[id]; !taken {
+		if _, taken := c.nodeHolder(id); !taken {
 			return id, nil
 		}
 	}
@@ -82,10 +93,10 @@ func (c *claims) newNodeID() (string, error) {
 // and a rack missing where members declare racks (a half-declared topology).
 func (c *claims) refusals(a Assignment) apierr.Fields {
 	var f apierr.Fields
-	if who, taken := c.nodes[a.NodeID]; taken {
+	if who, taken := c.nodeHolder(a.NodeID); taken {
 		f.Add("nodeId", "%s is already held by %s", a.NodeID, who)
 	}
-	if what, taken := c.addrs[a.MgmtIP]; taken {
+	if what, taken := c.addrHolder(a.MgmtIP); taken {
 		f.Add("mgmtIp", "%s is already %s", a.MgmtIP, what)
 	}
 	classes := make([]string, 0, len(a.Networks))
@@ -95,7 +106,7 @@ func (c *claims) refusals(a Assignment) apierr.Fields {
 	sort.Strings(classes)
 	for _, class := range classes {
 		ip := a.Networks[class].IP
-		if what, taken := c.addrs[ip]; taken {
+		if what, taken := c.addrHolder(normalIPOrEmpty(ip)); taken {
 			f.Add("networks."+class+".ip", "%s is already %s", ip, what)
 		}
 	}

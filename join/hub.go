@@ -19,6 +19,16 @@ type Hub struct {
 type topic struct {
 	ch   chan struct{}
 	refs int
+	// watchers are parked long-polls (Watch): callbacks instead of
+	// goroutines blocked on ch.
+	watchers map[*watcher]struct{}
+}
+
+// watcher is one Watch callback; fired guards against a Notify and a
+// Close racing to call it twice.
+type watcher struct {
+	fn    func()
+	fired bool
 }
 
 // NewHub returns an empty hub.
@@ -88,7 +98,55 @@ func (h *Hub) Notify(ids ...string) {
 		if t := h.topics[id]; t != nil {
 			close(t.ch)
 			delete(h.topics, id)
+			h.fire(t)
 		}
+	}
+}
+
+// fire calls each watcher of t once, each on its own goroutine (a callback
+// re-reads the store and writes to a connection). Called with h.mu held.
+func (h *Hub) fire(t *topic) {
+	for w := range t.watchers {
+		if !w.fired {
+			w.fired = true
+			go w.fn()
+		}
+	}
+	t.watchers = nil
+}
+
+// Watch calls fn once, on its own goroutine, at the next change of id or
+// when the hub closes (at once when it already has). The returned cancel
+// stops a call that has not started; it reports whether it did. Unlike
+// Subscribe, nothing waits meanwhile: a parked long-poll costs its
+// connection and this entry.
+func (h *Hub) Watch(id string, fn func()) (cancel func() bool) {
+	w := &watcher{fn: fn}
+	h.mu.Lock()
+	select {
+	case <-h.done:
+		w.fired = true
+		h.mu.Unlock()
+		go fn()
+		return func() bool { return false }
+	default:
+	}
+	t := h.attach(id)
+	if t.watchers == nil {
+		t.watchers = map[*watcher]struct{}{}
+	}
+	t.watchers[w] = struct{}{}
+	h.mu.Unlock()
+	return func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if w.fired {
+			return false
+		}
+		w.fired = true
+		delete(t.watchers, w)
+		h.detach(id, t)
+		return true
 	}
 }
 
@@ -97,7 +155,16 @@ func (h *Hub) Done() <-chan struct{} { return h.done }
 
 // Close releases every waiter at once (shutdown); later waits answer at
 // once.
-func (h *Hub) Close() { h.once.Do(func() { close(h.done) }) }
+func (h *Hub) Close() {
+	h.once.Do(func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		close(h.done)
+		for _, t := range h.topics {
+			h.fire(t)
+		}
+	})
+}
 
 // watched is the number of registrations with waiters (tests, metrics).
 func (h *Hub) watched() int {

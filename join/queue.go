@@ -23,6 +23,19 @@ func queueIDs(tx *store.Tx) ([]string, error) {
 	return ids, err
 }
 
+// queueHead is the next queued join, "" when the queue is empty.
+func queueHead(tx *store.Tx) (string, error) {
+	var head string
+	err := tx.ForEach(bucketQueue, func(_ string, raw []byte) error {
+		head = string(raw)
+		return errStop
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return head, err
+}
+
 // queuePosition is 1 for the next approved join, 0 when r is not queued.
 func queuePosition(tx *store.Tx, r record) (int, error) {
 	if r.State != StateApproved {
@@ -59,6 +72,9 @@ func (t *txn) enqueue(r *record) error {
 		return err
 	}
 	r.QueueSeq = seq
+	if err := putClaims(t.Tx, r); err != nil {
+		return err
+	}
 	return t.PutRaw(bucketQueue, queueKey(seq), []byte(r.JoinID))
 }
 
@@ -69,6 +85,9 @@ func (t *txn) dequeue(r *record) error {
 		return nil
 	}
 	if err := t.Delete(bucketQueue, queueKey(r.QueueSeq)); err != nil {
+		return err
+	}
+	if err := dropClaims(t.Tx, r); err != nil {
 		return err
 	}
 	r.QueueSeq = 0
@@ -95,11 +114,11 @@ func (t *txn) advance() error {
 	if turn(t.Tx) != "" {
 		return nil
 	}
-	ids, err := queueIDs(t.Tx)
-	if err != nil || len(ids) == 0 {
+	next, err := queueHead(t.Tx)
+	if err != nil || next == "" {
 		return err
 	}
-	r, err := t.mustRecord(ids[0])
+	r, err := t.mustRecord(next)
 	if err != nil {
 		return err
 	}

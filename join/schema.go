@@ -12,4 +12,12 @@ var (
 	bucketQueue         = store.NewBucket[[]byte]("join-queue")      // approval sequence -> join id (raw)
 	bucketDeliveries    = store.NewBucket[[]byte]("join-deliveries") // join id -> sealed delivery
 	bucketMeta          = store.NewBucket[[]byte]("join-meta")       // keyTurn -> join id (raw)
+	// bucketClaims indexes what queued (approved) joins hold: "n/<node
+	// id>" and "a/<address>" -> join id, so an approval checks conflicts
+	// without decoding every queued join.
+	bucketClaims = store.NewBucket[[]byte]("join-claims")
 )
+
+func init() {
+	store.AddMigration(store.Migration{Version: 5, Name: "index of what queued joins claim", Apply: rebuildClaims})
+}

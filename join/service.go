@@ -3,6 +3,7 @@ package join
 import (
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"stratum/apierr"
@@ -46,12 +47,14 @@ type Config struct {
 
 // Service is the join domain over one store.
 type Service struct {
-	cfg  Config
-	db   *store.DB
-	now  func() time.Time
-	log  *slog.Logger
-	hub  *Hub
-	kick chan struct{} // wakes Run when the turn changes
+	cfg Config
+	db  *store.DB
+	now func() time.Time
+	log *slog.Logger
+	hub *Hub
+	// parked counts long-polls held by Park until they are answered.
+	parked sync.WaitGroup
+	kick   chan struct{} // wakes Run when the turn changes
 }
 
 // NewService fills defaults; it starts nothing (see Run).
@@ -71,8 +74,22 @@ func NewService(cfg Config) *Service {
 // Hub is the long-poll hub, for shutdown.
 func (s *Service) Hub() *Hub { return s.hub }
 
-// Close releases every waiter at once (they answer their current view).
-func (s *Service) Close() { s.hub.Close() }
+// Close releases every waiter at once (they answer their current view)
+// and waits, up to parkedDrain, until the parked ones are answered: their
+// connections are no longer the HTTP server's to drain.
+func (s *Service) Close() {
+	s.hub.Close()
+	done := make(chan struct{})
+	go func() { s.parked.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(parkedDrain):
+		s.log.Warn("parked long-polls still unanswered at shutdown", "after", parkedDrain)
+	}
+}
+
+// parkedDrain bounds how long shutdown waits for parked long-polls.
+const parkedDrain = 10 * time.Second
 
 // txn is one store transaction plus what its commit must announce.
 type txn struct {

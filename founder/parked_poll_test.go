@@ -1,0 +1,127 @@
+package founder
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"stratum/join"
+)
+
+// TestParkedLongPollsHoldNoGoroutine: held long-polls are parked on their
+// connection (taken over from net/http), not on goroutines; they are
+// answered with Connection: close and the request id when the state
+// changes, and every one still held is answered at shutdown.
+func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
+	f := startFounder(t, nil, nil)
+	const polls = 40
+	token := f.joinToken("worker", polls)
+	type poller struct {
+		j  *joinerKey
+		id string
+	}
+	var ps []poller
+	for range polls {
+		j := f.newJoiner()
+		v, _ := register(t, j, token, "0.1.0", fmt.Sprintf("192.0.2.%d", 10+len(ps)), 201)
+		ps = append(ps, poller{j, v.JoinID})
+	}
+	// Idle keep-alive connections of the registrations hold goroutines of
+	// their own: close them before counting.
+	for _, p := range ps {
+		p.j.client.CloseIdleConnections()
+	}
+	time.Sleep(200 * time.Millisecond)
+	before := runtime.NumGoroutine()
+
+	type answer struct {
+		status int
+		state  string
+		close  bool
+		rid    string
+	}
+	answers := make(chan answer, polls)
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", p.j.base+"/v1/join/registrations/"+p.id+"?wait=60&state=pending", nil)
+			resp, err := p.j.client.Do(req)
+			if err != nil {
+				t.Errorf("poll: %v", err)
+				return
+			}
+			defer resp.Body.Close()
+			var v join.JoinerView
+			_ = json.NewDecoder(resp.Body).Decode(&v)
+			answers <- answer{resp.StatusCode, v.State, resp.Close, resp.Header.Get("X-Request-Id")}
+		}()
+	}
+	// The test's own client goroutines are 2+ per poll (its request and its
+	// connection's reader and writer); the founder's must not be.
+	deadline := time.Now().Add(10 * time.Second)
+	for f.waiters() < polls && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := f.waiters(); n != polls {
+		t.Fatalf("%d polls parked, want %d", n, polls)
+	}
+	time.Sleep(200 * time.Millisecond)
+	during := runtime.NumGoroutine()
+	// Client side: per poll one Do goroutine plus the transport's read and
+	// write loops: 3. Anything above that is the founder's.
+	if extra := during - before - 3*polls; extra > polls/4 {
+		t.Errorf("goroutines rose by %d for %d parked polls: the founder holds %d (want ~0 per poll)", during-before, polls, extra)
+	}
+
+	// A state change answers its poll at once.
+	f.admin("POST", "/v1/admin/join/registrations/"+ps[0].id+"/reject", map[string]any{"reason": "test"}, 200, nil)
+	select {
+	case a := <-answers:
+		if a.status != 200 || a.state != string(join.StateRejected) || !a.close || len(a.rid) != 16 {
+			t.Fatalf("woken poll answered %+v, want 200 rejected with Connection: close and a request id", a)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the rejection did not answer its parked poll")
+	}
+	// Shutdown answers every one still parked with its current view.
+	f.shutdown()
+	wg.Wait()
+	close(answers)
+	n := 0
+	for a := range answers {
+		n++
+		if a.status != 200 || a.state != string(join.StatePending) {
+			t.Errorf("at shutdown a parked poll answered %+v, want 200 pending", a)
+		}
+	}
+	if n != polls-1 {
+		t.Fatalf("%d polls answered at shutdown, want %d", n, polls-1)
+	}
+}
+
+// waiters reads the founder's stratum_join_waiters gauge.
+func (f *testFounder) waiters() int {
+	resp, err := f.adminCli.Get(f.api + "/metrics")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "stratum_join_waiters "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return int(n)
+		}
+	}
+	f.t.Fatal("no stratum_join_waiters in /metrics")
+	return 0
+}

@@ -1,0 +1,131 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"stratum/join"
+)
+
+// A held long-poll does not keep net/http's two goroutines per connection
+// (the handler's and its background reader's, with their stacks and
+// buffers: about half of a waiter's memory at 10,000 waiters). The
+// handler takes the connection over (Hijack), the join service parks the
+// poll on a hub watch and a timer, and the answer is written to the
+// connection when the state changes, with Connection: close: the joiner
+// opens a new connection for its next poll, once a minute at most.
+
+// parkPoll answers the long-poll at once when it need not wait, else
+// parks it on a connection taken over from net/http. parked false with a
+// nil error means the view was written the ordinary way.
+func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, svc *join.Service, pin, joinID, state string, wait time.Duration) error {
+	ready := make(chan struct{})
+	var conn net.Conn
+	answer := func(v join.JoinerView, err error) {
+		if conn == nil {
+			return
+		}
+		defer conn.Close()
+		_ = conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		rec := newBufferedResponse(w.Header().Get("X-Request-Id"))
+		if err != nil {
+			writeError(rec, r, a.log, err)
+		} else {
+			writeJSON(rec, http.StatusOK, v)
+		}
+		if werr := rec.writeTo(conn, r); werr != nil {
+			a.log.Debug("long-poll answer not delivered", "joinId", joinID, "err", werr)
+		}
+	}
+	first, parked, err := svc.Park(pin, joinID, state, wait, ready, answer)
+	if err != nil {
+		close(ready)
+		return err
+	}
+	if !parked {
+		close(ready)
+		writeJSON(w, http.StatusOK, first)
+		return nil
+	}
+	c, brw, herr := http.NewResponseController(w).Hijack()
+	if herr != nil {
+		// Not HTTP/1.1 (or a test recorder): hold the goroutine instead.
+		close(ready)
+		return a.holdPoll(w, r, svc, pin, joinID, state, wait, herr)
+	}
+	// Nothing the client pipelined behind a long-poll is served.
+	_ = brw
+	_ = c.SetReadDeadline(time.Time{})
+	conn = c
+	close(ready)
+	return nil
+}
+
+// holdPoll is the fallback when the connection cannot be taken over: the
+// parked answer is written through w by this goroutine.
+func (a *API) holdPoll(w http.ResponseWriter, r *http.Request, svc *join.Service, pin, joinID, state string, wait time.Duration, why error) error {
+	if !errors.Is(why, http.ErrNotSupported) {
+		a.log.Debug("long-poll held without taking the connection over", "err", why)
+	}
+	holdLongPoll(w, wait)
+	view, err := svc.Wait(r.Context(), pin, joinID, state, wait)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view)
+	return nil
+}
+
+// bufferedResponse collects an answer made by the usual writers
+// (writeJSON, writeError) for a connection net/http no longer serves.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func newBufferedResponse(requestID string) *bufferedResponse {
+	h := http.Header{}
+	if requestID != "" {
+		h.Set("X-Request-Id", requestID)
+	}
+	return &bufferedResponse{header: h}
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.body.Write(p)
+}
+func (b *bufferedResponse) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+
+// writeTo writes the whole HTTP/1.1 response, closing the connection.
+func (b *bufferedResponse) writeTo(w io.Writer, req *http.Request) error {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	b.header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	b.header.Set("Content-Length", strconv.Itoa(b.body.Len()))
+	resp := &http.Response{
+		StatusCode:    b.status,
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        b.header,
+		Body:          io.NopCloser(&b.body),
+		ContentLength: int64(b.body.Len()),
+		Close:         true,
+		Request:       req,
+	}
+	return resp.Write(w)
+}
