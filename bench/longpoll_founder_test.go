@@ -220,7 +220,7 @@ func (f *lpFounder) do(method, path string, in any, want int, out any) error {
 
 // lpMetrics is a few gauges of the founder's GET /metrics.
 type lpMetrics struct {
-	goroutines, openFDs, heapInuse, stackInuse float64
+	goroutines, openFDs, heapInuse, stackInuse, waiters float64
 }
 
 func (f *lpFounder) metrics(b *testing.B) lpMetrics {
@@ -235,6 +235,7 @@ func (f *lpFounder) metrics(b *testing.B) lpMetrics {
 		"process_open_fds":              &m.openFDs,
 		"go_memstats_heap_inuse_bytes":  &m.heapInuse,
 		"go_memstats_stack_inuse_bytes": &m.stackInuse,
+		"stratum_join_waiters":          &m.waiters,
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

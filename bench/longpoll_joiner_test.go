@@ -128,7 +128,7 @@ func (j *lpJoiner) register(host, token, release string) (time.Duration, error) 
 	if _, err := conn.Write(lpRequest("POST", host, "/v1/join/registrations", body, true)); err != nil {
 		return 0, fmt.Errorf("joiner %d: write: %w", j.i, err)
 	}
-	status, raw, err := lpReadResponse(bufio.NewReader(conn))
+	status, raw, _, err := lpReadResponse(bufio.NewReader(conn))
 	if err != nil {
 		return 0, fmt.Errorf("joiner %d: register: %w", j.i, err)
 	}
@@ -167,10 +167,21 @@ func (j *lpJoiner) poll(p *lpPoll) {
 		p.sent.Done()
 		return
 	}
-	defer conn.Close()
+	defer func() { conn.Close() }()
 	br := bufio.NewReaderSize(conn, 2048)
 	req := lpRequest("GET", p.host, fmt.Sprintf("/v1/join/registrations/%s?wait=%d&state=pending", j.joinID, p.wait), nil, false)
+	reconnect := false
 	for first := true; ; first = false {
+		if reconnect {
+			// The founder closes a connection after answering a held
+			// poll: a joiner polls again on a new one, as net/http does.
+			conn.Close()
+			if conn, err = j.dial(p.host); err != nil {
+				j.record(lpAnswer{at: time.Now(), err: fmt.Errorf("redial: %w", err)})
+				return
+			}
+			br = bufio.NewReaderSize(conn, 2048)
+		}
 		_ = conn.SetDeadline(time.Now().Add(time.Duration(p.wait)*time.Second + time.Minute))
 		sentAt := time.Now()
 		_, err := conn.Write(req)
@@ -185,7 +196,8 @@ func (j *lpJoiner) poll(p *lpPoll) {
 			j.record(lpAnswer{at: time.Now(), err: fmt.Errorf("write: %w", err)})
 			return
 		}
-		status, raw, err := lpReadResponse(br)
+		status, raw, closing, err := lpReadResponse(br)
+		reconnect = closing
 		a := lpAnswer{at: time.Now(), status: status, err: err}
 		a.held = a.at.Sub(sentAt)
 		if err == nil {
@@ -256,13 +268,14 @@ func lpRequest(method, host, path string, body []byte, closeConn bool) []byte {
 	return buf.Bytes()
 }
 
-// lpReadResponse reads one whole response.
-func lpReadResponse(br *bufio.Reader) (int, []byte, error) {
+// lpReadResponse reads one whole response; closing is true when the
+// founder closes the connection after it (a parked long-poll's answer).
+func lpReadResponse(br *bufio.Reader) (status int, raw []byte, closing bool, err error) {
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw, err
+	raw, err = io.ReadAll(resp.Body)
+	return resp.StatusCode, raw, resp.Close, err
 }
