@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -38,7 +39,14 @@ func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, svc *join.Service
 		} else {
 			writeJSON(rec, http.StatusOK, v)
 		}
-		if werr := rec.writeTo(conn, r); werr != nil {
+		// One buffered write: a response written piecemeal would cost a
+		// TLS record and a system call for each header line.
+		bw := bufio.NewWriterSize(conn, 4096)
+		werr := rec.writeTo(bw, r)
+		if werr == nil {
+			werr = bw.Flush()
+		}
+		if werr != nil {
 			a.log.Debug("long-poll answer not delivered", "joinId", joinID, "err", werr)
 		}
 	}
