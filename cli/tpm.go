@@ -78,6 +78,9 @@ func runTPMUnseal(args []string) error {
 		return errUsage
 	}
 	secret, err := tpm.UnsealFile(*path, *in)
+	if tpm.NeedsRecovery(err) {
+		return fmt.Errorf("%w; %s", err, unsealKeyHint)
+	}
 	if err != nil {
 		return err
 	}
@@ -87,6 +90,10 @@ func runTPMUnseal(args []string) error {
 	_, err = os.Stdout.Write(line)
 	return err
 }
+
+// unsealKeyHint is the way out for a node whose sealed OpenBao unseal key
+// no longer opens (the boot unseal service runs `stratum tpm unseal`).
+const unsealKeyHint = "re-deliver the unseal key from the cluster, or re-seal it with `stratum tpm seal`"
 
 // maxSecretInput is generous next to the TPM's 128-byte limit (Seal gives
 // the precise error) and stops a wrong --in from being read whole.
