@@ -156,10 +156,12 @@ var (
 )
 
 // startFounder runs `stratum serve --dev` on dir with ephemeral ports and
-// waits for the banner that names the bound addresses.
-func startFounder(t *testing.T, dir string) *founder {
+// waits for the banner that names the bound addresses. extra flags are
+// added to the command line.
+func startFounder(t *testing.T, dir string, extra ...string) *founder {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--dev", "--data", dir, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0")
+	args := append([]string{"serve", "--dev", "--data", dir, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = env()
 	f := &founder{t: t, dir: dir, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = f.stderr
