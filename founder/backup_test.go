@@ -1,8 +1,12 @@
 package founder
 
 import (
+	"context"
 	"errors"
+	"io"
 	"io/fs"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,6 +146,57 @@ func TestBackupRestore(t *testing.T) {
 			}
 			if _, err := Restore(d, tt.req); err == nil || !strings.Contains(err.Error(), "exists") {
 				t.Fatalf("a second restore into the same directory = %v", err)
+			}
+		})
+	}
+}
+
+// The control socket takes the same request as the CLI, strictly: a
+// request that would leak the key or that it does not understand gets a
+// 400 and no snapshot.
+func TestControlBackupRequests(t *testing.T) {
+	f := startFounder(t, nil, nil)
+	_, aliceKey := identityFile(t)
+	sock := f.dir.ControlSocket()
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	tests := []struct {
+		name, body string
+		status     int
+		prefix     string // of a 200 answer
+	}{
+		{"plain", `{}`, 200, "\x28\xb5\x2f\xfd"},
+		{"encrypted with the key", `{"recipients":["` + aliceKey + `"],"includeDataKey":true}`, 200, "age-encryption.org/v1\n"},
+		{"key without recipients", `{"includeDataKey":true}`, 400, ""},
+		{"bad recipient", `{"recipients":["age1nope"]}`, 400, ""},
+		{"unknown field", `{"recipient":"` + aliceKey + `"}`, 400, ""},
+		{"empty body", ``, 400, ""},
+		{"GET", "", 405, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			method := "POST"
+			if tt.name == "GET" {
+				method = "GET"
+			}
+			req, _ := http.NewRequest(method, "http://founder/backup", strings.NewReader(tt.body))
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, body)
+			}
+			if tt.status == 200 && (!strings.HasPrefix(string(body), tt.prefix) || resp.Trailer.Get("X-Backup-Error") != "") {
+				t.Fatalf("answer starts %q, trailer %q", body[:min(len(body), 24)], resp.Trailer.Get("X-Backup-Error"))
+			}
+			if tt.status != 200 && len(body) > 1024 {
+				t.Fatalf("a refusal streamed %d bytes", len(body))
 			}
 		})
 	}
