@@ -99,10 +99,22 @@ func stratum(t *testing.T, args ...string) result {
 // stratumEnv runs the binary with extra environment variables.
 func stratumEnv(t *testing.T, extra []string, args ...string) result {
 	t.Helper()
+	return stratumEnvIn(t, extra, "", args...)
+}
+
+// stratumIn runs the binary with stdin, as an operator pasting a key.
+func stratumIn(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	return stratumEnvIn(t, nil, stdin, args...)
+}
+
+func stratumEnvIn(t *testing.T, extra []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(env(), extra...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

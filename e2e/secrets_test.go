@@ -2,13 +2,11 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -26,29 +24,6 @@ var (
 	bannerPin       = regexp.MustCompile(`CA pin:\s+(sha256:[0-9a-f]{64})`)
 	recoverHint     = regexp.MustCompile(`(?m)^\s+(stratum tpm recover .+)$`)
 )
-
-// stratumIn runs the binary with stdin, as an operator pasting a key.
-func stratumIn(t *testing.T, stdin string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = env()
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		r.code = exit.ExitCode()
-	default:
-		t.Fatalf("stratum %v: %v", args, err)
-	}
-	return r
-}
 
 // dirDigest is every file under dir with its mode and content hash.
 func dirDigest(t *testing.T, dir string) string {
