@@ -98,6 +98,9 @@ func Restore(d DataDir, req RestoreRequest) (res RestoreResult, err error) {
 		return res, fmt.Errorf("%s: %w", req.In, err)
 	}
 	res.Encrypted = c.Encrypted
+	if c.DataKey == nil && req.Keys.TPM != "" {
+		return res, fmt.Errorf("%s carries no data key, so there is nothing to seal to the TPM: restore without --tpm and bring the original key files", req.In)
+	}
 	var key *preparedKey
 	if c.DataKey != nil {
 		if err := d.refuseKeyFiles(); err != nil {

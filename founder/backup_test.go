@@ -86,6 +86,7 @@ func TestBackupRestore(t *testing.T) {
 		{"tampered", RestoreRequest{In: tampered, Identities: []string{alice}}, backup.ErrDamaged},
 		{"truncated", RestoreRequest{In: truncated, Identities: []string{alice}}, backup.ErrDamaged},
 		{"TPM socket missing", RestoreRequest{In: withKey, Identities: []string{alice}, Keys: KeySource{TPM: filepath.Join(out, "gone.sock")}}, nil},
+		{"--tpm, but no key carried", RestoreRequest{In: encrypted, Identities: []string{alice}, Keys: KeySource{TPM: sock}}, nil},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {

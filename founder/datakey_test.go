@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -323,5 +325,32 @@ func TestLoadDataKeyStates(t *testing.T) {
 			}
 			assertUnchanged(t, string(tt.d), before)
 		})
+	}
+}
+
+// `serve --dev --tpm` on an empty directory seals the new key and shows
+// the recovery key on the operator's output, not in the log.
+func TestServeDevInitWithTPM(t *testing.T) {
+	sock := tpmtest.StartSwtpm(t)
+	var out, logs strings.Builder
+	var shown string
+	// Registered first, so it runs after the founder has shut down.
+	t.Cleanup(func() {
+		if shown != "" && strings.Contains(logs.String(), shown) {
+			t.Error("the recovery key reached the log")
+		}
+	})
+	f := startFounder(t, nil, func(o *Options) {
+		o.Keys = KeySource{TPM: sock}
+		o.Out = &out
+		o.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	m := regexp.MustCompile(`recovery key:\s+(stratum-rk1-\S+)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no recovery key in the output: %q", out.String())
+	}
+	shown = m[1][len("stratum-rk1-"):]
+	if _, err := os.Stat(f.dir.DataKey()); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("serve --dev --tpm wrote a plain data.key")
 	}
 }
