@@ -98,7 +98,7 @@ func (d DataDir) unsealDataKey(tpmPath string) (*crypto.DataKey, error) {
 			err, d.recoverCommand(tpmPath))
 	case errors.Is(err, tpm.ErrNoTPM):
 		return nil, fmt.Errorf("the data key is sealed to a TPM (%s), but %w: give --tpm with the founder's TPM; if that TPM is gone for good, write the key back to a file with the recovery key:\n  stratum tpm recover --data %s --to-file --recovery-key -",
-			d.DataKeyTPM(), err, shellQuote(string(d)))
+			d.DataKeyTPM(), err, shellQuote(absPath(string(d))))
 	case err != nil:
 		return nil, fmt.Errorf("unseal the data key: %w", err)
 	}
