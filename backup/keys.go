@@ -1,13 +1,12 @@
 package backup
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"filippo.io/age"
+
+	"stratum/crypto"
 )
 
 // maxKeyFile bounds a recipients or identity file; real ones are a few
@@ -87,19 +86,4 @@ func identityProblem(err error) string {
 	return "not an age identity file"
 }
 
-func readKeyFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxKeyFile {
-		clear(b)
-		return nil, errors.New(path + " is over 1 MiB: not a key file")
-	}
-	return b, nil
-}
+func readKeyFile(path string) ([]byte, error) { return crypto.ReadFileLimit(path, maxKeyFile) }

@@ -71,3 +71,23 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// ReadFileLimit reads a small file (a key, a sealed blob) and refuses one
+// over limit bytes without reading it whole: a wrong path or a hostile
+// file must not cost memory.
+func ReadFileLimit(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		clear(b)
+		return nil, fmt.Errorf("%s is over %d bytes: not the file expected here", path, limit)
+	}
+	return b, nil
+}

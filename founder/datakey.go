@@ -315,7 +315,7 @@ func (d DataDir) Recover(o RecoverOptions) error {
 		}
 		return err
 	}
-	file, err := os.ReadFile(d.DataKeyRecovery())
+	file, err := crypto.ReadFileLimit(d.DataKeyRecovery(), 64<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s does not exist: without it the recovery key cannot recover anything (was the data key ever sealed in %s?)", d.DataKeyRecovery(), d)
 	}

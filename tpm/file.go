@@ -86,20 +86,7 @@ func SealedPCRs(in string) ([]int, error) {
 	return b.pcrs, nil
 }
 
-// readBlobFile reads at most one byte past maxBlobSize, so a huge file is
-// refused without being read whole.
-func readBlobFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxBlobSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return data, nil
-}
+func readBlobFile(path string) ([]byte, error) { return crypto.ReadFileLimit(path, maxBlobSize) }
 
 func closeTPM(t io.Closer, err *error) {
 	if cerr := t.Close(); cerr != nil {
