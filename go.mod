@@ -3,6 +3,7 @@ module stratum
 go 1.26.8
 
 require (
+	filippo.io/age v1.3.2
 	github.com/chromedp/chromedp v0.23.0
 	github.com/google/go-tpm v0.9.8
 	github.com/google/go-tpm-tools v0.4.11
@@ -18,6 +19,7 @@ require (
 )
 
 require (
+	filippo.io/hpke v0.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect

@@ -174,7 +174,7 @@ func newFixture(b *testing.B, nodes int) *fixture {
 	if err != nil {
 		b.Fatal(err)
 	}
-	db, err := dir.OpenStore(false)
+	db, err := dir.OpenStore(founder.KeySource{})
 	if err != nil {
 		b.Fatal(err)
 	}

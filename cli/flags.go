@@ -3,8 +3,12 @@ package cli
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
+
+	"stratum/founder"
+	"stratum/tpm"
 )
 
 // newFlagSet returns a flag set whose parse errors are reported once.
@@ -79,4 +83,29 @@ func envTwin(command, flagName string) string {
 		return "STRATUM_JOIN_TOKEN"
 	}
 	return "STRATUM_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// keyFlags are --tpm and --tpm-pcrs: where the founder's data key is
+// sealed (see founder.KeySource).
+type keyFlags struct{ tpm, pcrs *string }
+
+func addKeyFlags(fs *flag.FlagSet, tpmUse string) keyFlags {
+	return keyFlags{
+		tpm:  fs.String("tpm", "", tpmUse),
+		pcrs: fs.String("tpm-pcrs", "7", "SHA-256 PCRs the data key is sealed to, comma-separated (with --tpm)"),
+	}
+}
+
+func (k keyFlags) source() (founder.KeySource, error) {
+	pcrs, err := tpm.ParsePCRs(*k.pcrs)
+	if err != nil {
+		return founder.KeySource{}, fmt.Errorf("--tpm-pcrs: %w", err)
+	}
+	return founder.KeySource{TPM: *k.tpm, PCRs: pcrs}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"stratum/cluster"
@@ -26,7 +27,12 @@ func runInit(_ context.Context, args []string) error {
 	region := fs.String("region", "", "override region")
 	release := fs.String("cluster-release", "", "override clusterRelease")
 	email := fs.String("admin-email", "", "override adminEmail")
+	keys := addKeyFlags(fs, "seal the data key to this TPM (/dev/tpmrm0 or a swtpm socket) instead of writing data.key")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ks, err := keys.source()
+	if err != nil {
 		return err
 	}
 	var cfg cluster.Config
@@ -47,10 +53,11 @@ func runInit(_ context.Context, args []string) error {
 			*o.dst = o.v
 		}
 	}
-	res, err := founder.Init(founder.DataDir(*data), cfg, false, time.Now())
+	res, err := founder.InitWithKey(founder.DataDir(*data), cfg, false, ks, time.Now())
 	if err != nil {
 		return describe(err)
 	}
 	fmt.Printf("cluster %s created in %s\n  CA pin: %s\n  admin credentials: %s\n", res.Identity.ClusterID, *data, res.CAPin, res.CredentialsPath)
+	founder.PrintRecoveryKey(os.Stdout, res.RecoveryKey)
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"stratum/apierr"
-	"stratum/crypto"
+	"stratum/founder"
 	"stratum/release"
 	"stratum/release/repo"
 	"stratum/store"
@@ -181,11 +181,9 @@ func openReleaseStore(dataDir, viaAPI string) (*store.DB, error) {
 	if errors.Is(lockErr, syscall.EWOULDBLOCK) {
 		return nil, fmt.Errorf("the store %s is in use by a running founder: %s through its admin API (%s), or stop the founder and run this again", dbPath, viaAPI, apiHint(viaAPI))
 	}
-	key, err := crypto.LoadOrCreateDataKey(filepath.Join(dataDir, "data.key"), false)
-	if err != nil {
-		return nil, err
-	}
-	return store.Open(dbPath, key)
+	// The key's form (file or TPM-sealed at the default device) is the
+	// data directory's business.
+	return founder.DataDir(dataDir).OpenStore(founder.KeySource{})
 }
 
 func apiHint(what string) string {

@@ -35,11 +35,16 @@ func runServe(ctx context.Context, args []string) error {
 	timeout := fs.Duration("delivery-timeout", 30*time.Minute, "time a delivery may stay unacknowledged")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
+	keys := addKeyFlags(fs, "TPM holding the sealed data key (/dev/tpmrm0 or a swtpm socket; data.key.tpm alone implies /dev/tpmrm0)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	ks, err := keys.source()
+	if err != nil {
+		return err
+	}
 	return founder.Serve(ctx, founder.Options{
-		Data: founder.DataDir(*data), Dev: *dev, ConfigFile: *config,
+		Data: founder.DataDir(*data), Keys: ks, Dev: *dev, ConfigFile: *config,
 		APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
 		ReleaseConcurrency: *concurrency, ReleaseSource: *source, DeliveryTimeout: *timeout,
 		Build: buildInfo(), Log: newLogger(*logLevel, *logFormat), Out: os.Stdout,

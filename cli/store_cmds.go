@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	"stratum/backup"
 	"stratum/founder"
 	"stratum/store"
 )
@@ -23,47 +26,88 @@ func init() {
 func runBackup(ctx context.Context, args []string) error {
 	fs := newFlagSet("backup")
 	data := fs.String("data", "./data", "data directory")
-	out := fs.String("out", "", "snapshot file to write (.zst)")
+	out := fs.String("out", "", "snapshot file to write (.zst, or .age when encrypted)")
+	var recipients, recipientFiles listFlag
+	fs.Var(&recipients, "recipient", "encrypt to this age public key (age1...); repeatable")
+	fs.Var(&recipientFiles, "recipients-file", "encrypt to the age public keys in this file, one a line; repeatable")
+	includeKey := fs.Bool("include-data-key", false, "put the data key inside the encrypted backup, so a restore needs nothing else (needs a recipient)")
+	keys := addKeyFlags(fs, "TPM holding a stopped founder's sealed data key, for --include-data-key (default /dev/tpmrm0)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *out == "" {
 		return errors.New("--out FILE is required")
 	}
+	req := founder.BackupRequest{Recipients: recipients, IncludeDataKey: *includeKey}
+	for _, f := range recipientFiles {
+		lines, err := backup.ReadRecipientsFile(f)
+		if err != nil {
+			return err
+		}
+		req.Recipients = append(req.Recipients, lines...)
+	}
+	// Check here too, so a bad key is refused before anything runs.
+	if _, err := backup.ParseRecipients(req.Recipients); err != nil {
+		return err
+	}
+	if req.IncludeDataKey && len(req.Recipients) == 0 {
+		return backup.ErrDataKeyNeedsRecipients
+	}
+	what := "backup"
+	if len(req.Recipients) > 0 {
+		what = fmt.Sprintf("encrypted backup (%d recipient", len(req.Recipients))
+		if len(req.Recipients) > 1 {
+			what += "s"
+		}
+		if req.IncludeDataKey {
+			what += ", with the data key"
+		}
+		what += ")"
+	}
 	d := founder.DataDir(*data)
 	// A running founder holds the store's lock: ask it over its local
 	// socket, whose file mode is the authorization.
-	if n, err := backupViaSocket(ctx, d.ControlSocket(), *out); err == nil {
-		fmt.Printf("backup of the running founder written to %s (%d bytes of store)\n", *out, n)
+	if n, err := backupViaSocket(ctx, d.ControlSocket(), *out, req); err == nil {
+		fmt.Printf("%s of the running founder written to %s (%d bytes)\n", what, *out, n)
 		return nil
 	} else if !errors.Is(err, errNoFounder) {
 		return err
 	}
-	n, err := store.BackupFile(d.DB(), *out)
+	ks, err := keys.source()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("backup written to %s (%d bytes of store)\n", *out, n)
+	n, err := founder.BackupStopped(d, ks, req, *out)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s written to %s (%d bytes of store)\n", what, *out, n)
 	return nil
 }
 
 var errNoFounder = errors.New("no running founder")
 
-func backupViaSocket(ctx context.Context, sock, out string) (int64, error) {
+func backupViaSocket(ctx context.Context, sock, out string, breq founder.BackupRequest) (int64, error) {
 	if _, err := os.Stat(sock); err != nil {
 		return 0, errNoFounder
 	}
 	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", sock)
 	}}}
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://founder/backup", nil)
+	body, err := json.Marshal(breq)
+	if err != nil {
+		return 0, err
+	}
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://founder/backup", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, errNoFounder
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("the founder refused the backup: %s", resp.Status)
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, fmt.Errorf("the founder refused the backup: %s", bytes.TrimSpace(msg))
 	}
 	tmp := out + ".partial"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
@@ -89,23 +133,37 @@ func backupViaSocket(ctx context.Context, sock, out string) (int64, error) {
 
 func runRestore(_ context.Context, args []string) error {
 	fs := newFlagSet("restore")
-	data := fs.String("data", "./data", "data directory to restore into (its data.key must be the original's)")
-	in := fs.String("in", "", "snapshot file (.zst)")
+	data := fs.String("data", "./data", "empty data directory to restore into")
+	in := fs.String("in", "", "snapshot file written by `stratum backup`")
+	var identities listFlag
+	fs.Var(&identities, "identity", "age identity file that opens an encrypted backup; repeatable")
+	keys := addKeyFlags(fs, "seal a data key carried in the backup to this TPM instead of writing data.key")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *in == "" {
 		return errors.New("--in FILE is required")
 	}
-	d := founder.DataDir(*data)
-	if err := os.MkdirAll(*data, 0o700); err != nil {
-		return err
-	}
-	n, err := store.Restore(*in, d.DB())
+	ks, err := keys.source()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("restored %d bytes into %s; put the original data.key, ca.pem and releases/ beside it\n", n, d.DB())
+	d := founder.DataDir(*data)
+	res, err := founder.Restore(d, founder.RestoreRequest{In: *in, Identities: identities, Keys: ks})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("restored %d bytes into %s\n", res.Bytes, d.DB())
+	if !res.DataKey {
+		fmt.Println("  put the original data key (data.key, or data.key.tpm and data.key.recovery), ca.pem and releases/ beside it")
+		return nil
+	}
+	where := d.DataKey()
+	if ks.TPM != "" {
+		where = d.DataKeyTPM() + " (sealed to " + ks.TPM + ")"
+	}
+	fmt.Printf("  data key from the backup: %s\n  CA pin: %s\n", where, res.CAPin)
+	founder.PrintRecoveryKey(os.Stdout, res.RecoveryKey)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package crypto
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -12,7 +13,18 @@ import (
 // the old file or the new one, never a torn or world-readable secret: a
 // temp file in the same (existing) directory at mode,
 // fsync, rename, fsync of the directory.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+	return WriteFileAtomicFunc(path, mode, func(w io.Writer) error {
+		if _, err := w.Write(data); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// WriteFileAtomicFunc is WriteFileAtomic for content that fill streams;
+// when fill fails, path is left as it was.
+func WriteFileAtomicFunc(path string, mode os.FileMode, fill func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -28,8 +40,8 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
 	if err = f.Chmod(mode); err != nil {
 		return err
 	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
+	if err = fill(f); err != nil {
+		return err
 	}
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", tmp, err)
@@ -58,4 +70,24 @@ func syncDir(dir string) error {
 		return fmt.Errorf("fsync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// ReadFileLimit reads a small file (a key, a sealed blob) and refuses one
+// over limit bytes without reading it whole: a wrong path or a hostile
+// file must not cost memory.
+func ReadFileLimit(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		clear(b)
+		return nil, fmt.Errorf("%s is over %d bytes: not the file expected here", path, limit)
+	}
+	return b, nil
 }

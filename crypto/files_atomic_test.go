@@ -33,3 +33,26 @@ func TestWriteFileAtomicReplaces(t *testing.T) {
 		t.Errorf("directory holds %d entries, want only the blob (temp file left?)", len(entries))
 	}
 }
+
+func TestReadFileLimit(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name   string
+		size   int
+		wantOK bool
+	}{{"empty", 0, true}, {"at the limit", 64, true}, {"one byte over", 65, false}, {"far over", 1 << 20, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, tt.name)
+			if err := os.WriteFile(p, make([]byte, tt.size), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			b, err := ReadFileLimit(p, 64)
+			if (err == nil) != tt.wantOK || (err == nil && len(b) != tt.size) {
+				t.Fatalf("ReadFileLimit = %d bytes, %v", len(b), err)
+			}
+		})
+	}
+	if _, err := ReadFileLimit(filepath.Join(dir, "missing"), 64); !os.IsNotExist(err) {
+		t.Fatalf("missing file: %v", err)
+	}
+}

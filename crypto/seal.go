@@ -2,6 +2,7 @@ package crypto
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,14 +21,14 @@ type DataKey struct{ key []byte }
 func LoadOrCreateDataKey(path string, create bool) (*DataKey, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) && create {
-		b = make([]byte, chacha20poly1305.KeySize)
-		if _, err := rand.Read(b); err != nil {
+		k, err := GenerateDataKey()
+		if err != nil {
 			return nil, err
 		}
-		if err := WriteFileAtomic(path, b, 0o600); err != nil {
+		if err := WriteFileAtomic(path, k.key, 0o600); err != nil {
 			return nil, err
 		}
-		return &DataKey{key: b}, nil
+		return k, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("data key %s: %w (the store's secrets cannot be opened without it)", path, err)
@@ -37,6 +38,25 @@ func LoadOrCreateDataKey(path string, create bool) (*DataKey, error) {
 	}
 	return &DataKey{key: b}, nil
 }
+
+// GenerateDataKey returns a new random data key.
+func GenerateDataKey() (*DataKey, error) {
+	b := make([]byte, chacha20poly1305.KeySize)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	return &DataKey{key: b}, nil
+}
+
+// Bytes returns a copy of the raw key, for sealing it to a TPM or writing
+// it into an encrypted backup. Callers clear the copy when done.
+func (k *DataKey) Bytes() []byte { return append([]byte(nil), k.key...) }
+
+// Equal compares two keys in constant time.
+func (k *DataKey) Equal(o *DataKey) bool { return subtle.ConstantTimeCompare(k.key, o.key) == 1 }
+
+// String never shows the key, so a stray %v cannot log it.
+func (k *DataKey) String() string { return "data key [redacted]" }
 
 // NewDataKey wraps raw key bytes (tests, TPM-unsealed keys).
 func NewDataKey(raw []byte) (*DataKey, error) {

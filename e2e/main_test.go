@@ -99,10 +99,22 @@ func stratum(t *testing.T, args ...string) result {
 // stratumEnv runs the binary with extra environment variables.
 func stratumEnv(t *testing.T, extra []string, args ...string) result {
 	t.Helper()
+	return stratumEnvIn(t, extra, "", args...)
+}
+
+// stratumIn runs the binary with stdin, as an operator pasting a key.
+func stratumIn(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	return stratumEnvIn(t, nil, stdin, args...)
+}
+
+func stratumEnvIn(t *testing.T, extra []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(env(), extra...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -156,10 +168,12 @@ var (
 )
 
 // startFounder runs `stratum serve --dev` on dir with ephemeral ports and
-// waits for the banner that names the bound addresses.
-func startFounder(t *testing.T, dir string) *founder {
+// waits for the banner that names the bound addresses. extra flags are
+// added to the command line.
+func startFounder(t *testing.T, dir string, extra ...string) *founder {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--dev", "--data", dir, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0")
+	args := append([]string{"serve", "--dev", "--data", dir, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = env()
 	f := &founder{t: t, dir: dir, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = f.stderr

@@ -2,10 +2,15 @@ package founder
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"time"
+
+	"stratum/backup"
+	"stratum/crypto"
+	"stratum/strictjson"
 )
 
 // serveControl listens on DIR/control.sock (mode 0600: only the founder's
@@ -23,14 +28,7 @@ func (f *Founder) serveControl() (func(), error) {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /backup", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/zstd")
-		w.Header().Set("Trailer", "X-Backup-Error")
-		if _, err := f.db.Backup(w); err != nil {
-			f.log.Error("backup failed", "err", err)
-			w.Header().Set("X-Backup-Error", "snapshot failed; see the founder's log")
-		}
-	})
+	mux.HandleFunc("POST /backup", f.controlBackup)
 	mux.HandleFunc("GET /audit/verify", func(w http.ResponseWriter, r *http.Request) {
 		n, err := f.db.VerifyAudit()
 		if err != nil {
@@ -43,4 +41,31 @@ func (f *Founder) serveControl() (func(), error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return func() { srv.Close(); os.Remove(path) }, nil
+}
+
+// controlBackup streams a snapshot as the BackupRequest body asks: plain,
+// or encrypted to its recipients, with the data key the founder holds
+// when asked. The key never leaves the process unencrypted.
+func (f *Founder) controlBackup(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var req BackupRequest
+	if err := strictjson.Decode(body, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	opts, err := req.options(func() (*crypto.DataKey, error) { return f.dataKey, nil })
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Trailer", "X-Backup-Error")
+	if _, err := backup.Write(w, opts, f.db.Backup); err != nil {
+		f.log.Error("backup failed", "err", err)
+		w.Header().Set("X-Backup-Error", "snapshot failed; see the founder's log")
+	}
 }

@@ -3,9 +3,7 @@
 package founder
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -48,28 +46,40 @@ func (d DataDir) Initialized() bool {
 	return err == nil
 }
 
-// OpenStore opens the store with the data key; create allows a new key.
-func (d DataDir) OpenStore(create bool) (*store.DB, error) {
-	key, err := crypto.LoadOrCreateDataKey(d.DataKey(), create)
-	if err != nil {
-		return nil, err
-	}
-	return store.Open(d.DB(), key)
-}
-
 // InitResult is what init prints.
 type InitResult struct {
 	Identity        cluster.Identity
 	CAPin           string
 	CredentialsPath string
+	// RecoveryKey is set when the data key was sealed to a TPM: it is
+	// shown once and kept nowhere.
+	RecoveryKey *crypto.RecoveryKey
 }
 
-// Init creates a cluster in an empty directory.
+// Init creates a cluster in an empty directory with a plain data.key.
 func Init(d DataDir, cfg cluster.Config, dev bool, now time.Time) (InitResult, error) {
+	return InitWithKey(d, cfg, dev, KeySource{}, now)
+}
+
+// InitWithKey creates a cluster in an empty directory, its data key kept
+// as ks says (sealed to a TPM when ks.TPM is set).
+func InitWithKey(d DataDir, cfg cluster.Config, dev bool, ks KeySource, now time.Time) (InitResult, error) {
 	if d.Initialized() {
 		return InitResult{}, fmt.Errorf("%s already holds a cluster (%s exists); init runs once", d, d.DB())
 	}
 	if err := cfg.Validate(dev); err != nil {
+		return InitResult{}, err
+	}
+	if err := d.refuseKeyFiles(); err != nil {
+		return InitResult{}, err
+	}
+	dk, err := crypto.GenerateDataKey()
+	if err != nil {
+		return InitResult{}, err
+	}
+	// Seal before anything is written: a missing TPM leaves no trace.
+	key, err := prepareDataKey(dk, ks)
+	if err != nil {
 		return InitResult{}, err
 	}
 	if err := os.MkdirAll(string(d), 0o700); err != nil {
@@ -80,17 +90,16 @@ func Init(d DataDir, cfg cluster.Config, dev bool, now time.Time) (InitResult, e
 			return InitResult{}, err
 		}
 	}
-	if _, err := os.Stat(d.DataKey()); err == nil {
-		return InitResult{}, fmt.Errorf("%s exists without a store: remove it or restore the store it belongs to", d.DataKey())
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if err := key.write(d); err != nil {
 		return InitResult{}, err
 	}
-	db, err := d.OpenStore(true)
+	res := InitResult{RecoveryKey: key.recoveryKey}
+	db, err := store.Open(d.DB(), dk)
 	if err != nil {
+		d.removeKeyFiles()
 		return InitResult{}, err
 	}
 	defer db.Close()
-	var res InitResult
 	var caPEM []byte
 	err = db.Update(func(tx *store.Tx) error {
 		id, sec, ca, err := cluster.Init(tx, cfg, dev, now)
@@ -110,7 +119,7 @@ func Init(d DataDir, cfg cluster.Config, dev bool, now time.Time) (InitResult, e
 	if err != nil {
 		db.Close()
 		os.Remove(d.DB())
-		os.Remove(d.DataKey())
+		d.removeKeyFiles()
 		os.Remove(d.Credentials())
 		return InitResult{}, err
 	}

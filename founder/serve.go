@@ -26,7 +26,9 @@ import (
 
 // Options configure `stratum serve`.
 type Options struct {
-	Data               DataDir
+	Data DataDir
+	// Keys says where the data key is: a file, or sealed to a TPM.
+	Keys               KeySource
 	Dev                bool
 	ConfigFile         string
 	APIAddr            string
@@ -47,6 +49,7 @@ type Options struct {
 type Founder struct {
 	opts    Options
 	db      *store.DB
+	dataKey *crypto.DataKey // for backups that carry it
 	ca      *crypto.CA
 	id      cluster.Identity
 	api     *httpapi.API
@@ -81,17 +84,23 @@ func Serve(ctx context.Context, o Options) error {
 			}
 			cfg = c
 		}
-		if _, err := Init(o.Data, cfg, true, time.Now()); err != nil {
+		res, err := InitWithKey(o.Data, cfg, true, o.Keys, time.Now())
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(o.Out, "initialized a new dev cluster in %s\n", o.Data)
+		PrintRecoveryKey(o.Out, res.RecoveryKey)
 	}
 	startup.Phase("store")
-	db, err := o.Data.OpenStore(false)
+	key, err := o.Data.LoadDataKey(o.Keys)
 	if err != nil {
 		return err
 	}
-	f := &Founder{opts: o, db: db, startup: startup, log: o.Log}
+	db, err := store.Open(o.Data.DB(), key)
+	if err != nil {
+		return err
+	}
+	f := &Founder{opts: o, db: db, dataKey: key, startup: startup, log: o.Log}
 	defer f.close()
 	if err := db.View(func(tx *store.Tx) error {
 		var err error

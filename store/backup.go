@@ -43,27 +43,31 @@ var errNotAFile = errors.New("store: backup writes a bbolt file; back up a Postg
 // snapshot to out atomically. A running founder holds the file lock, so a
 // live backup goes through the admin API or bbolt's shared read lock.
 func BackupFile(path, out string) (int64, error) {
+	return writeAtomic(out, func(w io.Writer) (int64, error) { return SnapshotFile(path, w) })
+}
+
+// SnapshotFile writes a zstd snapshot of the (not running) store at path
+// to w, for callers that frame or encrypt the stream.
+func SnapshotFile(path string, w io.Writer) (int64, error) {
 	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		return 0, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer b.Close()
-	return writeAtomic(out, func(w io.Writer) (int64, error) {
-		zw, err := zstd.NewWriter(w)
-		if err != nil {
-			return 0, err
-		}
-		var n int64
-		err = b.View(func(tx *bolt.Tx) error {
-			var werr error
-			n, werr = tx.WriteTo(zw)
-			return werr
-		})
-		if cerr := zw.Close(); err == nil {
-			err = cerr
-		}
-		return n, err
+	zw, err := zstd.NewWriter(w)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = b.View(func(tx *bolt.Tx) error {
+		var werr error
+		n, werr = tx.WriteTo(zw)
+		return werr
 	})
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
 }
 
 // Restore decompresses a snapshot into path, refusing to overwrite.
@@ -76,7 +80,17 @@ func Restore(in, path string) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	zr, err := zstd.NewReader(f)
+	return RestoreReader(f, path)
+}
+
+// RestoreReader decompresses the zstd snapshot r into path, refusing to
+// overwrite. Nothing is left at path unless the whole stream read cleanly
+// and the result opens as a store.
+func RestoreReader(r io.Reader, path string) (int64, error) {
+	if _, err := os.Stat(path); err == nil {
+		return 0, fmt.Errorf("%s exists: restore into an empty data directory", path)
+	}
+	zr, err := zstd.NewReader(r)
 	if err != nil {
 		return 0, err
 	}

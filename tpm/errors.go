@@ -3,8 +3,10 @@ package tpm
 import "errors"
 
 // Callers branch on these sentinels (errors.Is): the joiner refuses to store
-// an unseal key when there is no TPM, and the boot unseal service tells the
-// operator how to recover when the PCR policy no longer holds.
+// an unseal key when there is no TPM, and whoever unseals tells the operator
+// how to recover when the PCR policy no longer holds. The recovery path
+// depends on what was sealed (an OpenBao unseal key, the founder's data
+// key), so these errors name what broke and the caller adds the way out.
 var (
 	// ErrNoTPM means there is no TPM at the requested path.
 	ErrNoTPM = errors.New("no TPM found")
@@ -16,6 +18,8 @@ var (
 	ErrWrongTPM = errors.New("sealed by a different TPM (or the TPM was cleared)")
 )
 
-// recoveryHint names the way out for an operator whose sealed key no longer
-// opens; it is the same whatever broke the seal.
-const recoveryHint = "re-deliver the unseal key from the cluster, or re-seal it with `stratum tpm seal`"
+// NeedsRecovery reports whether err means the TPM is there and working but
+// will never release this blob again: the secret must come back another way.
+func NeedsRecovery(err error) bool {
+	return errors.Is(err, ErrPolicyMismatch) || errors.Is(err, ErrWrongTPM)
+}

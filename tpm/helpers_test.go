@@ -1,7 +1,6 @@
 package tpm
 
 import (
-	"crypto/sha256"
 	"testing"
 
 	"github.com/google/go-tpm-tools/simulator"
@@ -23,22 +22,6 @@ func openSim(t *testing.T) (*simulator.Simulator, transport.TPM) {
 		}
 	})
 	return sim, transport.FromReadWriter(sim)
-}
-
-// extendPCR measures something new into pcr, as a firmware or Secure Boot
-// change would.
-func extendPCR(t *testing.T, tp transport.TPM, pcr int) {
-	t.Helper()
-	d := sha256.Sum256([]byte("something else booted"))
-	_, err := tpm2.PCRExtend{
-		PCRHandle: tpm2.AuthHandle{Handle: tpm2.TPMHandle(pcr), Auth: tpm2.PasswordAuth(nil)},
-		Digests: tpm2.TPMLDigestValues{Digests: []tpm2.TPMTHA{{
-			HashAlg: tpm2.TPMAlgSHA256, Digest: d[:],
-		}}},
-	}.Execute(tp)
-	if err != nil {
-		t.Fatalf("extend PCR %d: %v", pcr, err)
-	}
 }
 
 // assertNoHandles fails if any transient object or session is left loaded:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"stratum/tpm/tpmtest"
@@ -36,14 +37,38 @@ func TestSwtpmFileRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	extendPCR(t, tp, 7)
+	tpmtest.ExtendPCR(t, tp, 7)
 	assertNoHandles(t, tp)
 	if err := tp.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	_, err = UnsealFile(sock, out)
-	if !errors.Is(err, ErrPolicyMismatch) {
+	if !errors.Is(err, ErrPolicyMismatch) || !NeedsRecovery(err) {
 		t.Fatalf("UnsealFile after PCR 7 change = %v, want ErrPolicyMismatch", err)
+	}
+	if pcrs, err := SealedPCRs(out); err != nil || !slices.Equal(pcrs, DefaultPCRs) {
+		t.Fatalf("SealedPCRs = %v, %v; want %v", pcrs, err, DefaultPCRs)
+	}
+}
+
+// A blob sealed by one swtpm is refused by another (a new board), in a
+// way callers recognise as "recover the secret another way".
+func TestSwtpmOtherTPM(t *testing.T) {
+	first, second := tpmtest.StartSwtpm(t), tpmtest.StartSwtpm(t)
+	blob, err := SealVerified(first, []int{0, 7}, testSecret)
+	if err != nil {
+		t.Fatalf("SealVerified: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "sealed.tpm")
+	if err := os.WriteFile(out, blob, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = UnsealFile(second, out)
+	if !errors.Is(err, ErrWrongTPM) || !NeedsRecovery(err) {
+		t.Fatalf("UnsealFile on another TPM = %v, want ErrWrongTPM", err)
+	}
+	if NeedsRecovery(ErrNoTPM) {
+		t.Error("a missing TPM is not a reason to recover")
 	}
 }

@@ -23,7 +23,7 @@ func Unseal(t transport.TPM, blob []byte) (secret []byte, err error) {
 	}
 	defer deferFlush(t, k.handle, &err)
 	if !bytes.Equal(k.name.Buffer, b.srkName) {
-		return nil, fmt.Errorf("%w: this TPM's storage root key differs from the one the blob was sealed under; %s", ErrWrongTPM, recoveryHint)
+		return nil, fmt.Errorf("%w: this TPM's storage root key differs from the one the blob was sealed under", ErrWrongTPM)
 	}
 
 	loaded, err := tpm2.Load{
@@ -33,7 +33,7 @@ func Unseal(t transport.TPM, blob []byte) (secret []byte, err error) {
 	}.Execute(t)
 	if err != nil {
 		if errors.Is(err, tpm2.TPMRCIntegrity) {
-			return nil, fmt.Errorf("%w: the TPM rejects the sealed object's integrity (%v); %s", ErrWrongTPM, err, recoveryHint)
+			return nil, fmt.Errorf("%w: the TPM rejects the sealed object's integrity (%v)", ErrWrongTPM, err)
 		}
 		return nil, fmt.Errorf("load TPM sealed object: %w", err)
 	}
@@ -86,8 +86,8 @@ func Unseal(t transport.TPM, blob []byte) (secret []byte, err error) {
 	return rsp.OutData.Buffer, nil
 }
 
-// policyMismatch builds the operator-facing error: which PCRs moved, what
-// usually moves them, and how to get the key back.
+// policyMismatch builds the operator-facing error: which PCRs moved and
+// what usually moves them. The caller adds how to get the secret back.
 func policyMismatch(b *sealedBlob, current [][]byte) error {
 	var changed []int
 	for i, p := range b.pcrs {
@@ -99,6 +99,6 @@ func policyMismatch(b *sealedBlob, current [][]byte) error {
 	if len(changed) > 0 {
 		what = describePCRs(changed) + " changed"
 	}
-	return fmt.Errorf("%w: %s since the key was sealed (a firmware update, a Secure Boot change or a different boot chain), so the TPM will not release it; %s",
-		ErrPolicyMismatch, what, recoveryHint)
+	return fmt.Errorf("%w: %s since the key was sealed (a firmware update, a Secure Boot change or a different boot chain), so the TPM will not release it",
+		ErrPolicyMismatch, what)
 }
