@@ -17,6 +17,7 @@ import (
 
 	"stratum/cluster"
 	"stratum/crypto"
+	"stratum/hostrecord"
 	"stratum/httpapi"
 	"stratum/join"
 	"stratum/release/repo"
@@ -55,6 +56,9 @@ type Founder struct {
 	closers []func()
 
 	releases *releaseset.Service
+	// recordProblems says once per change which fields of the founder's
+	// own record its host does not let it read.
+	recordProblems hostrecord.ProblemLog
 	joins    *join.Service
 	mirror   *repo.Mirror
 }

@@ -3,6 +3,7 @@ package hostrecord
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -350,4 +351,20 @@ func FuzzParsers(f *testing.F) {
 		}
 		parseControlPlane(b)
 	})
+}
+
+func TestProblemLogOncePerChange(t *testing.T) {
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	var pl ProblemLog
+	broken := []Problem{{Field: "pins", Err: "pins file: bad"}}
+	pl.Report(log, broken)
+	pl.Report(log, broken)
+	pl.Report(log, []Problem{{Field: "pins", Err: "pins file: worse"}})
+	pl.Report(log, nil)
+	pl.Report(log, nil)
+	out := buf.String()
+	if strings.Count(out, "not read") != 2 || strings.Count(out, "read again") != 1 || !strings.Contains(out, "worse") {
+		t.Fatalf("log:\n%s", out)
+	}
 }
