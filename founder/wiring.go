@@ -44,7 +44,7 @@ func (f *Founder) services() {
 	f.joins = join.NewService(join.Config{
 		DB: f.db, Now: time.Now, JoinAddr: f.opts.JoinAdvertise, JoinCommandNamesRelease: f.opts.Dev, CAPin: f.ca.Pin(),
 		ClusterRelease: f.clusterReleaseTx, Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
-		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log,
+		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log, Boot: f.bootHealth(),
 	})
 }
 
@@ -88,6 +88,9 @@ func (f *Founder) startBackground(ctx context.Context) {
 	go f.recordOwnRelease(ctx)
 	go f.purgeSessions(ctx)
 	go f.joins.Run(ctx)
+	if f.prober != nil {
+		go f.prober.Run(ctx)
+	}
 }
 
 // recordOwnRelease records what the founder runs at start and then every
