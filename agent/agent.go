@@ -43,6 +43,9 @@ type Config struct {
 	Log        *slog.Logger
 	// Ready, when set, is called with the bound /startupz address.
 	Ready func(addr string)
+
+	// checkEvery overrides how often the host is read for changes (tests).
+	checkEvery time.Duration
 }
 
 // Agent is a running agent.

@@ -51,6 +51,9 @@ func (a *Agent) recordLoop(ctx context.Context) {
 		req := recordRequest{RunningRelease: a.runningRelease(), Release: rec}
 		key := recordKey(req)
 		wait := collectEvery(a.cfg.Interval)
+		if a.cfg.checkEvery > 0 {
+			wait = a.cfg.checkEvery
+		}
 		if lastSent == nil || !bytes.Equal(key, lastSent) || !time.Now().Before(nextDue) {
 			_, err := a.api.call(ctx, http.MethodPut, "/v1/cluster/nodes/"+url.PathEscape(a.id.nodeID)+"/release", req, 30*time.Second)
 			if err != nil {
