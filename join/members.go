@@ -94,24 +94,8 @@ func (s *Service) WaitMembers(ctx context.Context, nodeID string, generation uin
 	if err != nil || first.Generation != generation || wait <= 0 {
 		return first, err
 	}
-	timer := time.NewTimer(jittered(wait))
-	defer timer.Stop()
-	for {
-		select {
-		case <-sub.C():
-		case <-timer.C:
-			return s.members(nodeID)
-		case <-ctx.Done():
-			return s.members(nodeID)
-		case <-s.hub.Done():
-			return s.members(nodeID)
-		}
-		sub.Renew()
-		v, err := s.members(nodeID)
-		if err != nil || v.Generation != generation {
-			return v, err
-		}
-	}
+	read := func() (MembersView, error) { return s.members(nodeID) }
+	return hold(ctx, s.hub, sub, wait, read, func(v MembersView) bool { return v.Generation != generation })
 }
 
 // DecodeApplied decodes PUT /v1/cluster/members/{nodeId}/applied.

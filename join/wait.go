@@ -50,21 +50,29 @@ func (s *Service) Wait(ctx context.Context, keyPin, joinID, lastState string, wa
 	if err != nil || lastState == "" || first.State != lastState || wait <= 0 {
 		return first, err
 	}
+	read := func() (JoinerView, error) { return s.View(keyPin, joinID) }
+	return hold(ctx, s.hub, sub, wait, read, func(v JoinerView) bool { return v.State != first.State })
+}
+
+// hold is a long-poll's wait after its first read: until a wake of sub
+// finds changed, wait (+0-5% jitter) passes, ctx ends or the hub closes;
+// then it answers read's current value.
+func hold[V any](ctx context.Context, hub *Hub, sub *Sub, wait time.Duration, read func() (V, error), changed func(V) bool) (V, error) {
 	timer := time.NewTimer(jittered(wait))
 	defer timer.Stop()
 	for {
 		select {
 		case <-sub.C():
 		case <-timer.C:
-			return s.View(keyPin, joinID)
+			return read()
 		case <-ctx.Done():
-			return s.View(keyPin, joinID)
-		case <-s.hub.Done():
-			return s.View(keyPin, joinID)
+			return read()
+		case <-hub.Done():
+			return read()
 		}
 		sub.Renew()
-		v, err := s.View(keyPin, joinID)
-		if err != nil || v.State != first.State {
+		v, err := read()
+		if err != nil || changed(v) {
 			return v, err
 		}
 	}
