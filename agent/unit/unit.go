@@ -19,7 +19,6 @@ const DefaultExecutable = "/usr/bin/stratum"
 
 const template = `[Unit]
 Description=Stratum node agent: release record, membership, boot health
-Documentation=man:stratum(1)
 Wants=network-online.target
 After=network-online.target
 ConditionPathExists=/etc/stratum/node.yaml
