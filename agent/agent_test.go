@@ -160,15 +160,17 @@ func (l *lockedBuf) Write(p []byte) (int, error) {
 func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 // startAgent runs the agent on root against api until the test ends.
-func startAgent(t *testing.T, root, api string, interval time.Duration, logs *lockedBuf) (addr string, stop func()) {
+func startAgent(t *testing.T, root, api string, interval time.Duration, logs *lockedBuf, mods ...func(*Config)) (addr string, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{API: api, Root: root, Interval: interval, Listen: "127.0.0.1:0",
-			checkEvery: 200 * time.Millisecond, Build: buildOf("4298b2fe"), Log: slog.New(slog.NewTextHandler(logs, nil)), Ready: func(a string) { ready <- a }})
-	}()
+	cfg := Config{API: api, Root: root, Interval: interval, Listen: "127.0.0.1:0",
+		checkEvery: 200 * time.Millisecond, Build: buildOf("4298b2fe"), Log: slog.New(slog.NewTextHandler(logs, nil)), Ready: func(a string) { ready <- a }}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	go func() { done <- Run(ctx, cfg) }()
 	select {
 	case addr = <-ready:
 	case err := <-done:
@@ -362,4 +364,27 @@ func TestJitter(t *testing.T) {
 
 func buildOf(commit string) hostrecord.Build {
 	return hostrecord.Build{Version: "v0.0.0-" + commit, Commit: commit}
+}
+
+// TestMalformedPinsFile: a pins file that is not one leaves pins unread,
+// is said once however often the host is read, and is said again when it
+// changes; the record still goes out.
+func TestMalformedPinsFile(t *testing.T) {
+	ca, _ := crypto.NewCA(testCluster, time.Now())
+	f := newFakeFounder(t, ca, []*url.URL{crypto.FounderURI(testCluster)})
+	root := node(t, ca, testNode)
+	pins := filepath.Join(root, "pins.json")
+	os.WriteFile(pins, []byte(`{"pins":[{"name":"ovn"`), 0o644)
+	var logs lockedBuf
+	startAgent(t, root, f.srv.URL, time.Hour, &logs, func(c *Config) { c.PinsFile = pins })
+	waitFor(t, "a record", func() bool { recs, _ := f.snapshot(); return len(recs) > 0 })
+	time.Sleep(time.Second) // about five more reads of the host
+	if n := strings.Count(logs.String(), "field=pins"); n != 1 {
+		t.Fatalf("the bad pins file was logged %d times:\n%s", n, logs.String())
+	}
+	if recs, _ := f.snapshot(); recs[0].Release.Pins != nil {
+		t.Fatalf("pins from a bad file: %+v", recs[0].Release.Pins)
+	}
+	os.WriteFile(pins, []byte(`{"pins":[{"name":"ovn","repository":"r"}]}`), 0o644)
+	waitFor(t, "the new problem logged", func() bool { return strings.Count(logs.String(), "field=pins") == 2 })
 }
