@@ -38,12 +38,43 @@ func collectStored(ctx context.Context, h *Host, rec *releaseset.Record) error {
 	if h.PayloadDir == "" {
 		return nil
 	}
-	st, payloads, err := scanPayloads(ctx, h.PayloadDir, installedRelease(h.Root))
+	installed := installedRelease(h.Root)
+	st, payloads, manifests, err := scanPayloads(ctx, h.PayloadDir, installed)
 	if err != nil {
 		return err
 	}
 	rec.Stored, rec.Payloads = st, payloads
+	linkExtensions(rec.Extensions, st, manifests)
 	return nil
+}
+
+// linkExtensions names, for each merged extension, the stored release
+// whose manifest lists that extension at that version, with the root hash
+// it records: the installed release first, then the others in order.
+func linkExtensions(exts []releaseset.Extension, st *releaseset.Storage, manifests map[string]*release.Manifest) {
+	order := make([]string, 0, len(st.Releases))
+	for _, r := range st.Releases {
+		if r.Installed {
+			order = append([]string{r.Release}, order...)
+		} else {
+			order = append(order, r.Release)
+		}
+	}
+	for i := range exts {
+		e := &exts[i]
+		if !e.Merged || e.Version == "" {
+			continue
+		}
+	search:
+		for _, rel := range order {
+			for _, sx := range manifests[rel].Sysext {
+				if sx.Name == e.Name && sx.Version == e.Version {
+					e.Release, e.RootHash = rel, sx.RootHash
+					break search
+				}
+			}
+		}
+	}
 }
 
 // installedRelease is what the joiner wrote to ROOT/etc/stratum/release.
@@ -55,14 +86,15 @@ func installedRelease(root string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func scanPayloads(ctx context.Context, dir, installed string) (*releaseset.Storage, []releaseset.Payload, error) {
+func scanPayloads(ctx context.Context, dir, installed string) (*releaseset.Storage, []releaseset.Payload, map[string]*release.Manifest, error) {
 	st := &releaseset.Storage{}
+	manifests := map[string]*release.Manifest{}
 	top, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil, nil
+		return st, nil, manifests, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var payloads []releaseset.Payload
 	layouts := map[string]bool{}
@@ -73,11 +105,11 @@ func scanPayloads(ctx context.Context, dir, installed string) (*releaseset.Stora
 	}
 	rels, err := readDirIfAny(filepath.Join(dir, releasesDir))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, e := range rels {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		rel := path.Join(releasesDir, e.Name())
 		m, raw, ok := storedManifest(dir, e)
@@ -85,6 +117,7 @@ func scanPayloads(ctx context.Context, dir, installed string) (*releaseset.Stora
 			st.Leftovers = append(st.Leftovers, releaseset.StoredDir{Path: rel})
 			continue
 		}
+		manifests[m.Release] = m
 		sr := releaseset.StoredRelease{Release: m.Release, Path: rel, Installed: m.Release == installed}
 		if m.OS.Layout != "" && release.ValidPath(m.OS.Layout) == nil && !strings.Contains(m.OS.Layout, "/") {
 			sr.OS = path.Join(osDir, m.OS.Layout)
@@ -99,7 +132,7 @@ func scanPayloads(ctx context.Context, dir, installed string) (*releaseset.Stora
 	}
 	oses, err := readDirIfAny(filepath.Join(dir, osDir))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, e := range oses {
 		if !layouts[e.Name()] {
@@ -107,7 +140,7 @@ func scanPayloads(ctx context.Context, dir, installed string) (*releaseset.Stora
 		}
 	}
 	sort.Slice(st.Leftovers, func(i, j int) bool { return st.Leftovers[i].Path < st.Leftovers[j].Path })
-	return st, payloads, nil
+	return st, payloads, manifests, nil
 }
 
 func readDirIfAny(dir string) ([]fs.DirEntry, error) {

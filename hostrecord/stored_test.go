@@ -23,7 +23,8 @@ func writeStored(t *testing.T, dir, rel, layout string, skipOS bool) []byte {
 	blob, ext := []byte("os blob "+rel), []byte("sysext image")
 	sum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
 	m := release.Manifest{SchemaVersion: 1, Release: rel, CreatedAt: time.Now().UTC(), OS: release.OSImage{ImageVersion: "v" + rel, Layout: layout},
-		Files: []release.File{{Path: "os/blobs/sha256/" + sum(blob), Size: int64(len(blob)), SHA256: sum(blob)}, {Path: "sysext/ovs.raw", Size: int64(len(ext)), SHA256: sum(ext)}}}
+		Files:  []release.File{{Path: "os/blobs/sha256/" + sum(blob), Size: int64(len(blob)), SHA256: sum(blob)}, {Path: "sysext/ovs.raw", Size: int64(len(ext)), SHA256: sum(ext)}},
+		Sysext: []release.Sysext{{Name: "stratum-ovs", Version: "3.5.3-5." + rel, Path: "sysext/ovs.raw", RootHash: strings.Repeat(rel[2:3], 64)}}}
 	raw, _ := json.Marshal(m)
 	relDir := filepath.Join(dir, "releases", rel)
 	os.MkdirAll(filepath.Join(relDir, "payload"), 0o755)
@@ -89,5 +90,23 @@ func TestStored(t *testing.T) {
 	rec, problems = Collect(context.Background(), Host{Root: root, PayloadDir: file, Run: fakeRunner{}})
 	if rec.Stored != nil || problemsOf(problems)["stored"] == "" {
 		t.Fatalf("a file as payload dir: %+v %v", rec.Stored, problems)
+	}
+}
+
+// TestExtensionLinkedToStoredRelease: a merged extension is linked to the
+// stored release whose manifest lists it at that version.
+func TestExtensionLinkedToStoredRelease(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	writeStored(t, dir, "0.2.0", "3f1c0d77", false)
+	writeStored(t, dir, "0.3.0", "9a9a9a9a", false)
+	os.MkdirAll(filepath.Join(root, "usr/lib/extension-release.d"), 0o755)
+	os.WriteFile(filepath.Join(root, "usr/lib/extension-release.d/extension-release.stratum-ovs"), []byte("SYSEXT_VERSION_ID=3.5.3-5.0.3.0\n"), 0o644)
+	rec, problems := Collect(context.Background(), Host{Root: root, PayloadDir: dir, Run: fakeRunner{
+		"systemd-sysext list": {file: "sysext-list-empty.json"}, "systemd-sysext status": {file: "sysext-status-merged.json"}}})
+	if p := problemsOf(problems); p["extensions"] != "" || p["stored"] != "" {
+		t.Fatal(problems)
+	}
+	if len(rec.Extensions) != 1 || rec.Extensions[0].Release != "0.3.0" || rec.Extensions[0].RootHash != strings.Repeat("3", 64) {
+		t.Fatalf("%+v", rec.Extensions)
 	}
 }
