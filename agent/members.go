@@ -25,15 +25,23 @@ func (a *Agent) membersLoop(ctx context.Context) {
 		lastErr string
 	)
 	for ctx.Err() == nil {
+		start := time.Now()
 		g, err := a.applyOnce(ctx, applied)
 		if err == nil {
-			if g != applied {
+			changed := g != applied
+			if changed {
 				a.log.Info("membership applied", "generation", g)
 			}
 			applied = g
 			bo.succeeded()
 			lastErr = ""
 			a.ready.applied()
+			// A founder that answers an unchanged generation without holding
+			// (an older one, a proxy cutting the hold) is not asked in a
+			// tight loop.
+			if !changed && time.Since(start) < time.Second && !sleep(ctx, time.Second) {
+				return
+			}
 			continue
 		}
 		if ctx.Err() != nil {
