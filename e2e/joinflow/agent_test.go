@@ -38,6 +38,7 @@ func TestAgent(t *testing.T) {
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)
 	}
+	started := time.Now()
 	exited := make(chan struct{})
 	go func() { agent.Wait(); close(exited) }()
 	t.Cleanup(func() { agent.Process.Kill(); <-exited })
@@ -70,6 +71,7 @@ func TestAgent(t *testing.T) {
 	if len(node.Release.Packages) != 1 || node.Release.Packages[0].Name != "base-files" || node.Release.Packages[0].Version == "" {
 		t.Fatalf("node-a's packages: %+v", node.Release.Packages)
 	}
+	t.Logf("%s recorded after %v: os %s, kernel %s, %+v", nodeA, time.Since(started).Round(time.Millisecond), node.Release.OS.ID, node.Release.OS.Kernel, node.Release.Packages)
 
 	// A second join raises the generation: it is joined only once node-a's
 	// agent has written members.json and reported the generation applied.
@@ -109,6 +111,8 @@ func TestAgent(t *testing.T) {
 		return "", 0
 	}
 	waitFor(t, 10*time.Second, "node-a ready", func() bool { s, ms := bootOf(nodeA); return s == "ready" && ms > 0 })
+	_, bootMs := bootOf(nodeA)
+	t.Logf("%s ready after %v (lastBootMs %d); generation %d applied by every member", nodeA, time.Since(started).Round(time.Millisecond), bootMs, members.Generation)
 	waitFor(t, 10*time.Second, "node-b unreachable", func() bool { s, _ := bootOf(nodeIDOf(t, rootB)); return s == "unreachable" })
 	bundle, _ := os.ReadFile(filepath.Join(rootB, "etc/stratum/bundle.json"))
 	if !bytes.Contains(bundle, []byte(`"bootState": "ready"`)) {
@@ -121,7 +125,9 @@ func TestAgent(t *testing.T) {
 
 	agent.Process.Signal(syscall.SIGKILL)
 	<-exited
+	killed := time.Now()
 	waitFor(t, 10*time.Second, "node-a unreachable after its agent died", func() bool { s, _ := bootOf(nodeA); return s == "unreachable" })
+	t.Logf("%s unreachable %v after its agent was killed (probe interval 300ms)", nodeA, time.Since(killed).Round(time.Millisecond))
 }
 
 // joinNode runs `stratum join` for a node at mgmtIP, approves it, and
