@@ -41,6 +41,8 @@ func runJoin(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.TPMPath, "tpm", tpm.DefaultPath, "TPM character device or swtpm unix socket the unseal key is sealed to")
 	pcrFlag := fs.String("pcrs", "7", "comma-separated SHA-256 PCRs the unseal key is bound to")
 	fs.BoolVar(&cfg.InsecureStoreUnsealKey, "insecure-store-unseal-key", false, "without a TPM, store the OpenBao unseal key in plaintext (mode 0600) instead of failing")
+	fs.BoolVar(&cfg.InstallAgent, "install-agent", false, "install and enable the node agent's systemd unit under --root once joined (stratum agent)")
+	fs.StringVar(&cfg.AgentAPI, "agent-api", "", "the founder's admin API for the agent (default https://<founder host>:8443)")
 	fs.StringVar(&cfg.Hostname, "hostname", "", "host name to register (default: this machine's)")
 	fs.StringVar(&cfg.MgmtIP, "mgmt-ip", "", "management IP to register (default: the local address of the route to the founder)")
 	if err := parseFlags(fs, args); err != nil {

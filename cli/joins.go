@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 func init() {
@@ -147,9 +148,31 @@ func runMembers(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("generation %d\n", out.Generation)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tGEN\tAPPLIED\tMGMT IP\tAZ")
+	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tGEN\tAPPLIED\tMGMT IP\tAZ\tBOOT\tLAST BOOT")
 	for _, m := range out.Members {
-		fmt.Fprintf(tw, "%v\t%v\t%v\t%v\t%v\t%v\t%v\n", m["nodeId"], m["role"], m["state"], m["generation"], m["appliedGeneration"], m["mgmtIp"], m["az"])
+		fmt.Fprintf(tw, "%v\t%v\t%v\t%v\t%v\t%v\t%v\t%s\t%s\n", m["nodeId"], m["role"], m["state"], m["generation"], m["appliedGeneration"], m["mgmtIp"], m["az"], bootColumn(m), lastBootColumn(m))
 	}
 	return tw.Flush()
+}
+
+// bootColumn is the prober's view of a member: "ready", "starting
+// (phase 1.2s)", "unreachable", or "-" when it was not probed (yet).
+func bootColumn(m map[string]any) string {
+	state, _ := m["bootState"].(string)
+	if state == "" {
+		return "-"
+	}
+	if state == "starting" {
+		phase, _ := m["bootPhase"].(string)
+		ms, _ := m["bootPhaseMs"].(float64)
+		return fmt.Sprintf("starting (%s %s)", phase, time.Duration(ms)*time.Millisecond)
+	}
+	return state
+}
+
+func lastBootColumn(m map[string]any) string {
+	if ms, ok := m["lastBootMs"].(float64); ok && ms > 0 {
+		return (time.Duration(ms) * time.Millisecond).String()
+	}
+	return "-"
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"stratum/bootprobe"
 	"stratum/founder"
 	"stratum/httpapi"
 )
@@ -33,6 +34,9 @@ func runServe(ctx context.Context, args []string) error {
 	concurrency := fs.Int("release-concurrency", 4, "release files served at once")
 	source := fs.String("release-source", "", "release mirror URL to offer instead of serving releases")
 	timeout := fs.Duration("delivery-timeout", 30*time.Minute, "time a delivery may stay unacknowledged")
+	probe := fs.Bool("probe-startupz", true, "probe every member's agent /startupz for the boot fields of the members lists and bundle")
+	probeInterval := fs.Duration("probe-interval", bootprobe.DefaultInterval, "time between two boot-health probes of a member")
+	agentPort := fs.Int("agent-port", bootprobe.DefaultPort, "port of the members' agents (stratum agent --listen)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	keys := addKeyFlags(fs, "TPM holding the sealed data key (/dev/tpmrm0 or a swtpm socket; data.key.tpm alone implies /dev/tpmrm0)")
@@ -47,6 +51,7 @@ func runServe(ctx context.Context, args []string) error {
 		Data: founder.DataDir(*data), Keys: ks, Dev: *dev, ConfigFile: *config,
 		APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
 		ReleaseConcurrency: *concurrency, ReleaseSource: *source, DeliveryTimeout: *timeout,
+		ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort,
 		Build: buildInfo(), Log: newLogger(*logLevel, *logFormat), Out: os.Stdout,
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -266,6 +267,24 @@ func TestJoinQueue(t *testing.T) {
 		t.Fatalf("another node's report: %+v", e)
 	}
 	f.admin("PUT", "/v1/cluster/members/"+node1+"/applied", map[string]uint64{"generation": gen}, 401, nil)
+	// The membership long-poll: the node's leaf only, answered at once on
+	// another generation, held on its own.
+	var mv join.MembersView
+	call(t, nodeCli, "GET", f.api+"/v1/cluster/members?wait=30&generation="+strconv.FormatUint(gen-1, 10), "", nil, 200, &mv)
+	if mv.Generation != gen || len(mv.Members) != 3 {
+		t.Fatalf("members for the node: %+v", mv)
+	}
+	start := time.Now()
+	call(t, nodeCli, "GET", f.api+"/v1/cluster/members?wait=1&generation="+strconv.FormatUint(gen, 10), "", nil, 200, &mv)
+	if el := time.Since(start); el < time.Second || mv.Generation != gen {
+		t.Fatalf("held %v: %+v", el, mv)
+	}
+	f.admin("GET", "/v1/cluster/members", nil, 401, nil)
+	for _, q := range []string{"generation=-1", "generation=x", "wait=-1", "generation=1e3"} {
+		if e := call(t, nodeCli, "GET", f.api+"/v1/cluster/members?"+q, "", nil, 400, nil); e.Code != apierr.InvalidInput {
+			t.Fatalf("%s: %+v", q, e)
+		}
+	}
 	call(t, nodeCli, "PUT", f.api+"/v1/cluster/members/"+node1+"/applied", "", map[string]uint64{"generation": gen}, 200, nil)
 	j2.do(t, "GET", "/v1/join/registrations/"+v2.JoinID, nil, 200, &s2)
 	if s2.State != join.StateJoined {

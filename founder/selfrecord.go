@@ -1,55 +1,25 @@
 package founder
 
 import (
+	"context"
 	"os"
-	"strings"
 
-	"stratum/osrelease"
+	"stratum/hostrecord"
 	"stratum/releaseset"
 )
 
-// hostRecord is the founder's own release as it sees its host: os-release,
-// the kernel, its own build as the control plane and its store schema.
-func hostRecord(build releaseset.ControlPlane) releaseset.Record {
-	rec := releaseset.Record{ControlPlane: &build}
-	// The founder's host binaries are its own build.
-	commit := build.Commit
-	if !isHexCommit(commit) {
-		commit = releaseset.CommitUnknown
-	}
-	rec.HostBinaries = &releaseset.HostBinaries{Source: releaseset.SourceControlPlaneImage, Commit: commit}
-	osr, _ := osrelease.Read("/") // unreadable: the fields stay empty, the record is still sent
-	rec.OS = &releaseset.OS{
-		PrettyName:   osr["PRETTY_NAME"],
-		ID:           osr["ID"],
-		VersionID:    osr["VERSION_ID"],
-		ImageVersion: osr["IMAGE_VERSION"],
-		BuildID:      osr["BUILD_ID"],
-		Kernel:       readTrimmed("/proc/sys/kernel/osrelease"),
-	}
-	// bootc/ostree marks an image-mode boot with this file.
-	if _, err := os.Stat("/run/ostree-booted"); err == nil {
-		rec.ImageMode = true
-	}
+// hostRecord is the founder's own release as it sees its host: the
+// collectors a node's agent runs for os-release, the kernel, image mode
+// and extensions, plus what only the founder knows: its own build as the
+// control plane with every schema level, and its host binaries, which
+// should be that build (want) on a mutable host.
+func (f *Founder) hostRecord(ctx context.Context) releaseset.Record {
+	exe, _ := os.Executable()
+	cp := f.releases.ControlPlane
+	build := hostrecord.Build{Version: cp.Version, Commit: cp.Commit}
+	rec, problems := hostrecord.Collect(ctx, hostrecord.Host{Root: "/", Build: build, Executable: exe})
+	f.recordProblems.Report(f.log, problems)
+	rec.ControlPlane = &cp
+	rec.HostBinaries = hostrecord.HostBinaries(build, exe, rec.ImageMode, cp.Commit)
 	return rec
-}
-
-func readTrimmed(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-func isHexCommit(s string) bool {
-	if len(s) < 4 || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
-	}
-	return true
 }

@@ -15,8 +15,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"stratum/bootprobe"
 	"stratum/cluster"
 	"stratum/crypto"
+	"stratum/hostrecord"
 	"stratum/httpapi"
 	"stratum/join"
 	"stratum/release/repo"
@@ -37,8 +39,13 @@ type Options struct {
 	ReleaseConcurrency int
 	ReleaseSource      string
 	DeliveryTimeout    time.Duration
-	Build              httpapi.BuildInfo
-	Log                *slog.Logger
+	// ProbeStartupz turns the boot-health prober on (SPEC 11): every
+	// ProbeInterval each member's agent is asked at mgmtIp:AgentPort.
+	ProbeStartupz bool
+	ProbeInterval time.Duration
+	AgentPort     int
+	Build         httpapi.BuildInfo
+	Log           *slog.Logger
 	// Out receives the start banner (listeners, CA pin, credentials).
 	Out io.Writer
 	// Ready, when set, is called with the bound addresses once serving.
@@ -57,9 +64,13 @@ type Founder struct {
 	log     *slog.Logger
 	closers []func()
 
+	prober   *bootprobe.Prober
 	releases *releaseset.Service
-	joins    *join.Service
-	mirror   *repo.Mirror
+	// recordProblems says once per change which fields of the founder's
+	// own record its host does not let it read.
+	recordProblems hostrecord.ProblemLog
+	joins          *join.Service
+	mirror         *repo.Mirror
 }
 
 // Serve runs the founder until ctx ends, then shuts down gracefully.
@@ -146,6 +157,13 @@ func (f *Founder) run(ctx context.Context) error {
 	}
 	if f.opts.JoinAdvertise == "" {
 		f.opts.JoinAdvertise = joinLn.Addr().String()
+	}
+	if o.ProbeStartupz {
+		if f.prober, err = f.newProber(); err != nil {
+			apiLn.Close()
+			joinLn.Close()
+			return err
+		}
 	}
 	f.services()
 	reg := prometheus.NewRegistry()

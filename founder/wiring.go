@@ -20,8 +20,10 @@ const selfRecordEvery = 3 * time.Minute
 // services builds the domain services once the store is open.
 func (f *Founder) services() {
 	cp := releaseset.ControlPlane{Version: f.opts.Build.Version, Commit: f.opts.Build.Commit}
-	schema := f.db.Schema()
-	cp.SchemaLevel = &schema
+	// This build's newest migration, the oldest level whose control plane
+	// still runs against it, and the level the store actually has.
+	level, compat, db := store.SchemaVersion(), store.CompatSchemaVersion(), f.db.Schema()
+	cp.SchemaLevel, cp.CompatSchemaLevel, cp.DatabaseSchemaLevel = &level, &compat, &db
 	f.releases = &releaseset.Service{DB: f.db, Now: time.Now, Node: f.id.FounderNodeID, ControlPlane: cp}
 	concurrency := f.opts.ReleaseConcurrency
 	if concurrency <= 0 {
@@ -42,7 +44,7 @@ func (f *Founder) services() {
 	f.joins = join.NewService(join.Config{
 		DB: f.db, Now: time.Now, JoinAddr: f.opts.JoinAdvertise, JoinCommandNamesRelease: f.opts.Dev, CAPin: f.ca.Pin(),
 		ClusterRelease: f.clusterReleaseTx, Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
-		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log,
+		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log, Boot: f.bootHealth(),
 	})
 }
 
@@ -86,6 +88,9 @@ func (f *Founder) startBackground(ctx context.Context) {
 	go f.recordOwnRelease(ctx)
 	go f.purgeSessions(ctx)
 	go f.joins.Run(ctx)
+	if f.prober != nil {
+		go f.prober.Run(ctx)
+	}
 }
 
 // recordOwnRelease records what the founder runs at start and then every
@@ -94,9 +99,7 @@ func (f *Founder) recordOwnRelease(ctx context.Context) {
 	t := time.NewTicker(selfRecordEvery)
 	defer t.Stop()
 	for {
-		rec := hostRecord(f.releases.ControlPlane)
-		now := time.Now().UTC()
-		rec.HostReportedAt = &now
+		rec := f.hostRecord(ctx)
 		req := releaseset.RecordRequest{RunningRelease: f.id.ClusterRelease, Release: rec}
 		if err := f.releases.Record("founder", f.id.FounderNodeID, req); err != nil {
 			f.log.Warn("recording the founder's own release failed", "err", err)

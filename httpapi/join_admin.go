@@ -2,9 +2,13 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
+	"stratum/apierr"
 	"stratum/iam"
 	"stratum/join"
 )
@@ -148,6 +152,30 @@ func MountJoinAdmin(svc *join.Service) func(*API) {
 				writeJSON(w, http.StatusOK, v)
 				return nil
 			})
+		m.handle(Route{Method: "GET", Path: "/v1/cluster/members", Summary: "A node's membership long-poll (its transport leaf): the members list, answered when the generation differs from generation or wait (seconds, at most 60) passes.", Auth: "node"},
+			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+				node := nodeID(r)
+				if node == "" {
+					return apierr.New(apierr.Unauthenticated, "this endpoint needs the node's transport certificate, issued by the cluster CA")
+				}
+				wait, err := waitParam(r)
+				if err != nil {
+					return err
+				}
+				generation, err := generationParam(r)
+				if err != nil {
+					return err
+				}
+				if wait > 0 {
+					_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + 30*time.Second))
+				}
+				v, err := svc.WaitMembers(r.Context(), node, generation, wait)
+				if err != nil {
+					return err
+				}
+				writeJSON(w, http.StatusOK, v)
+				return nil
+			})
 		m.handle(Route{Method: "PUT", Path: "/v1/cluster/members/:nodeId/applied", Summary: "A node reports the membership generation it applied (its transport leaf; CommonName must equal nodeId).", Auth: "node"},
 			func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 				node := ps.ByName("nodeId")
@@ -170,4 +198,20 @@ func MountJoinAdmin(svc *join.Service) func(*API) {
 				return nil
 			})
 	}
+}
+
+// generationParam parses generation: the membership generation the node
+// applied last; absent means none (answer at once).
+func generationParam(r *http.Request) (uint64, error) {
+	s, ok := r.URL.Query()["generation"]
+	if !ok {
+		return 0, nil
+	}
+	g, err := strconv.ParseUint(s[0], 10, 64)
+	if err != nil || strings.Trim(s[0], "0123456789") != "" {
+		var f apierr.Fields
+		f.Add("generation", "must be a whole, non-negative number")
+		return 0, f.Err("bad query parameters")
+	}
+	return g, nil
 }

@@ -109,6 +109,15 @@ func holdLongPoll(w http.ResponseWriter, wait time.Duration) {
 
 // waitParams parses wait (seconds; above 60 taken as 60) and state.
 func waitParams(r *http.Request) (time.Duration, string, error) {
+	wait, err := waitParam(r)
+	if err != nil {
+		return 0, "", err
+	}
+	return wait, r.URL.Query().Get("state"), nil
+}
+
+// waitParam parses a long-poll's wait: whole seconds, above 60 taken as 60.
+func waitParam(r *http.Request) (time.Duration, error) {
 	q := r.URL.Query()
 	var f apierr.Fields
 	var wait time.Duration
@@ -126,7 +135,7 @@ func waitParams(r *http.Request) (time.Duration, string, error) {
 		}
 	}
 	if err := f.Err("bad query parameters"); err != nil {
-		return 0, "", err
+		return 0, err
 	}
-	return wait, q.Get("state"), nil
+	return wait, nil
 }

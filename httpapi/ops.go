@@ -36,7 +36,7 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 }
 
 func (a *API) startupz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	writeJSON(w, http.StatusOK, a.Startup.View())
+	writeJSON(w, http.StatusOK, startupView(a.Startup))
 	return nil
 }
 

@@ -64,6 +64,22 @@ func bundleNodes(members []cluster.Member) []BundleNode {
 	return out
 }
 
+// withBoot copies nodes with each member's last probed boot health; a
+// member not probed yet keeps none (the seed allows their omission).
+func withBoot(nodes []BundleNode, boot BootHealth) []BundleNode {
+	if boot == nil {
+		return nodes
+	}
+	out := make([]BundleNode, len(nodes))
+	for i, n := range nodes {
+		if b, ok := boot.Boot(n.NodeID); ok {
+			n.BootState, n.BootPhase, n.BootPhaseMs, n.LastBootMs = b.State, b.Phase, b.PhaseMs, b.LastBootMs
+		}
+		out[i] = n
+	}
+	return out
+}
+
 func orEmpty[V any](m map[string]V) map[string]V {
 	if m == nil {
 		return map[string]V{}

@@ -41,23 +41,18 @@ func (s *Service) WaitList(ctx context.Context, state, index string, wait time.D
 	if err != nil || index == "" || cur != index || wait <= 0 {
 		return list, cur, err
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for {
-		select {
-		case <-sub.C():
-		case <-timer.C:
-			return list, cur, nil
-		case <-ctx.Done():
-			return list, cur, nil
-		case <-s.hub.Done():
-			return list, cur, nil
-		}
-		sub.Renew()
-		if list, cur, err = s.indexedList(state); err != nil || cur != index {
-			return list, cur, err
-		}
+	read := func() (listAt, error) {
+		l, i, err := s.indexedList(state)
+		return listAt{l, i}, err
 	}
+	v, err := hold(ctx, s.hub, sub, wait, read, func(v listAt) bool { return v.index != index })
+	return v.list, v.index, err
+}
+
+// listAt is a list with its index, as one value for hold.
+type listAt struct {
+	list  []OperatorView
+	index string
 }
 
 func (s *Service) indexedList(state string) ([]OperatorView, string, error) {

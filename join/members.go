@@ -1,6 +1,7 @@
 package join
 
 import (
+	"context"
 	"time"
 
 	"stratum/apierr"
@@ -20,6 +21,12 @@ type MemberView struct {
 	Networks          map[string]cluster.Network `json:"networks"`
 	Labels            map[string]string          `json:"labels"`
 	JoinedAt          time.Time                  `json:"joinedAt"`
+	// The boot health the founder's prober last saw (SPEC 11); absent
+	// while the member has not been probed, or the prober is off.
+	BootState   string `json:"bootState,omitempty"`
+	BootPhase   string `json:"bootPhase,omitempty"`
+	BootPhaseMs int64  `json:"bootPhaseMs,omitempty"`
+	LastBootMs  int64  `json:"lastBootMs,omitempty"`
 }
 
 // MembersView is the membership with its current generation.
@@ -28,27 +35,67 @@ type MembersView struct {
 	Members    []MemberView `json:"members"`
 }
 
-func memberView(m cluster.Member) MemberView {
-	return MemberView{NodeID: m.NodeID, Role: m.Role, State: m.State, Generation: m.Generation,
+func (s *Service) memberView(m cluster.Member) MemberView {
+	v := MemberView{NodeID: m.NodeID, Role: m.Role, State: m.State, Generation: m.Generation,
 		AppliedGeneration: m.AppliedGeneration, MgmtIP: m.MgmtIP, AZ: m.AZ,
 		Networks: orEmpty(m.Networks), Labels: orEmpty(m.Labels), JoinedAt: m.JoinedAt}
+	if s.cfg.Boot != nil {
+		if b, ok := s.cfg.Boot.Boot(m.NodeID); ok {
+			v.BootState, v.BootPhase, v.BootPhaseMs, v.LastBootMs = b.State, b.Phase, b.PhaseMs, b.LastBootMs
+		}
+	}
+	return v
 }
 
 // Members lists the members in join order with the current generation.
 func (s *Service) Members() (MembersView, error) {
+	return s.members("")
+}
+
+// members lists the members; with asNode set, only for a member (a node
+// that is not one gets what an unknown id gets).
+func (s *Service) members(asNode string) (MembersView, error) {
 	out := MembersView{Members: []MemberView{}}
 	err := s.view(func(tx *store.Tx) error {
+		if asNode != "" {
+			if _, found, err := cluster.GetMember(tx, asNode); err != nil {
+				return err
+			} else if !found {
+				return apierr.New(apierr.NotFound, "no member %s", asNode)
+			}
+		}
 		members, err := cluster.Members(tx)
 		if err != nil {
 			return err
 		}
 		out.Generation = cluster.Generation(tx)
 		for _, m := range members {
-			out.Members = append(out.Members, memberView(m))
+			out.Members = append(out.Members, s.memberView(m))
 		}
 		return nil
 	})
 	return out, err
+}
+
+// membersTopic is the hub topic of the membership generation; a join id
+// never contains a slash, so it cannot collide with a registration.
+const membersTopic = "cluster/members"
+
+// WaitMembers is a node's membership long-poll (SPEC 11): the members
+// list, at once when the generation differs from generation, else when it
+// changes, wait (+0-5% jitter) passes, ctx ends or the hub closes. Only
+// members may ask.
+func (s *Service) WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (MembersView, error) {
+	wait = min(wait, MaxWait)
+	// Subscribe before reading, as Wait does.
+	sub := s.hub.Subscribe(membersTopic)
+	defer sub.Cancel()
+	first, err := s.members(nodeID)
+	if err != nil || first.Generation != generation || wait <= 0 {
+		return first, err
+	}
+	read := func() (MembersView, error) { return s.members(nodeID) }
+	return hold(ctx, s.hub, sub, wait, read, func(v MembersView) bool { return v.Generation != generation })
 }
 
 // DecodeApplied decodes PUT /v1/cluster/members/{nodeId}/applied.
@@ -92,7 +139,7 @@ func (s *Service) Applied(nodeID string, generation uint64) (MemberView, error) 
 			return err
 		}
 		m, _, err := cluster.GetMember(t.Tx, nodeID)
-		out = memberView(m)
+		out = s.memberView(m)
 		return err
 	})
 	return out, err

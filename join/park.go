@@ -52,7 +52,8 @@ type parkedPoll struct {
 
 // woken runs on a change of the registration (or the hub closing): a
 // change that leaves the state as it was (another field, or a queue
-// move) watches again; anything else answers.
+// move: only a state change answers early, see Wait) watches again;
+// anything else answers.
 func (p *parkedPoll) woken() {
 	select {
 	case <-p.s.hub.Done():
@@ -68,7 +69,7 @@ func (p *parkedPoll) woken() {
 	p.cancel = p.s.hub.Watch(p.joinID, p.woken)
 	p.mu.Unlock()
 	v, err := p.s.View(p.keyPin, p.joinID)
-	if err != nil || v.State != p.first.State || v.QueuePosition != p.first.QueuePosition {
+	if err != nil || v.State != p.first.State {
 		p.finish()
 	}
 }

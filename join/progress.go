@@ -73,7 +73,7 @@ func (s *Service) Progress(keyPin, joinID string, req ProgressRequest) (JoinerVi
 		if r, err = t.mustRecord(joinID); err != nil {
 			return err
 		}
-		out, err = joinerView(t.Tx, r)
+		out, err = joinerView(t.Tx, r, s.cfg.Boot)
 		return err
 	})
 	return out, err

@@ -29,10 +29,13 @@ func TestQueue(t *testing.T) {
 		t.Fatalf("approved list %+v", list)
 	}
 
-	// The third's waiter is woken when it moves up, though its state does not change.
+	// The third's waiter is not woken when it moves up (only a state
+	// change answers early); its hold ends with the new position.
+	const hold = 1500 * time.Millisecond
 	moved := make(chan JoinerView, 1)
+	waitStart := time.Now()
 	go func() {
-		v, _ := e.svc.Wait(context.Background(), keyPin("c"), c.JoinID, StateApproved, 60*time.Second)
+		v, _ := e.svc.Wait(context.Background(), keyPin("c"), c.JoinID, StateApproved, hold)
 		moved <- v
 	}()
 	waitFor(t, func() bool { return e.svc.Hub().Waiters() == 1 })
@@ -51,10 +54,13 @@ func TestQueue(t *testing.T) {
 	select {
 	case v := <-moved:
 		if v.State != StateApproved || v.QueuePosition != 1 {
-			t.Errorf("third woke with %s at %d", v.State, v.QueuePosition)
+			t.Errorf("third answered %s at %d", v.State, v.QueuePosition)
+		}
+		if el := time.Since(waitStart); el < hold {
+			t.Errorf("a queue move answered the third's long-poll after %v, before its hold of %v ended", el, hold)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the third's waiter was not woken by its new queue position")
+		t.Fatal("the third's waiter was never answered")
 	}
 	// The first joiner is a member now: the second is joined only once
 	// it too reports the second's generation applied.

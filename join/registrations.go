@@ -33,7 +33,7 @@ func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView,
 				if err := s.reregister(t, &r, req, actor); err != nil {
 					return err
 				}
-				view, err = joinerView(t.Tx, r)
+				view, err = joinerView(t.Tx, r, s.cfg.Boot)
 				return err
 			}
 		}
@@ -71,7 +71,7 @@ func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView,
 			return err
 		}
 		created = true
-		view, err = joinerView(t.Tx, r)
+		view, err = joinerView(t.Tx, r, s.cfg.Boot)
 		return err
 	})
 	return view, created, err

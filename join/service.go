@@ -43,6 +43,14 @@ type Config struct {
 	MirrorURL       string
 	DeliveryTimeout time.Duration
 	Logger          *slog.Logger
+	// Boot is the members' boot health (SPEC 11); nil when the prober is
+	// off, and then no view carries boot fields.
+	Boot BootHealth
+}
+
+// BootHealth answers a member's last probed boot health.
+type BootHealth interface {
+	Boot(nodeID string) (cluster.Boot, bool)
 }
 
 // Service is the join domain over one store.
@@ -116,8 +124,12 @@ func (s *Service) batch(fn func(t *txn) error) error {
 func (s *Service) inTxn(fn func(t *txn) error) func(tx *store.Tx) error {
 	return func(tx *store.Tx) error {
 		t := &txn{Tx: tx, s: s, now: s.now().UTC(), wake: map[string]struct{}{}}
+		generation := cluster.Generation(tx)
 		if err := fn(t); err != nil {
 			return err
+		}
+		if cluster.Generation(tx) != generation {
+			t.wake[membersTopic] = struct{}{}
 		}
 		ids := make([]string, 0, len(t.wake)+1)
 		for id := range t.wake {

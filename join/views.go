@@ -51,7 +51,7 @@ type OperatorView struct {
 	Generation uint64 `json:"generation,omitempty"`
 }
 
-func joinerView(tx *store.Tx, r record) (JoinerView, error) {
+func joinerView(tx *store.Tx, r record, boot BootHealth) (JoinerView, error) {
 	pos, err := queuePosition(tx, r)
 	if err != nil {
 		return JoinerView{}, err
@@ -66,6 +66,7 @@ func joinerView(tx *store.Tx, r record) (JoinerView, error) {
 		if err != nil {
 			return JoinerView{}, err
 		}
+		d.Bundle.Nodes = withBoot(d.Bundle.Nodes, boot)
 		v.Delivery = d
 	}
 	return v, nil

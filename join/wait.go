@@ -23,17 +23,20 @@ func (s *Service) View(keyPin, joinID string) (JoinerView, error) {
 		if !found || r.KeyPin != keyPin || keyPin == "" {
 			return notFound(joinID)
 		}
-		out, err = joinerView(tx, r)
+		out, err = joinerView(tx, r, s.cfg.Boot)
 		return err
 	})
 	return out, err
 }
 
 // Wait is the long-poll: it answers at once when lastState is empty or
-// differs from the current state; otherwise it holds until the state (or
-// the queue position) changes, wait (+0-5% jitter, so a fleet that
-// started together does not return together) passes, ctx ends or the hub
-// closes, and then answers the current view.
+// differs from the current state; otherwise it holds until the state
+// changes, wait (+0-5% jitter, so a fleet that started together does not
+// return together) passes, ctx ends or the hub closes, and then answers
+// the current view. Only a state change answers early: an approved
+// joiner's queue position reaches it at the end of each hold (at most a
+// minute late), so a long queue moving up does not wake every waiter
+// behind it at every turn.
 //
 // The waiter holds no goroutine of its own: it selects on the
 // registration's broadcast channel, one timer and ctx.
@@ -47,21 +50,29 @@ func (s *Service) Wait(ctx context.Context, keyPin, joinID, lastState string, wa
 	if err != nil || lastState == "" || first.State != lastState || wait <= 0 {
 		return first, err
 	}
+	read := func() (JoinerView, error) { return s.View(keyPin, joinID) }
+	return hold(ctx, s.hub, sub, wait, read, func(v JoinerView) bool { return v.State != first.State })
+}
+
+// hold is a long-poll's wait after its first read: until a wake of sub
+// finds changed, wait (+0-5% jitter) passes, ctx ends or the hub closes;
+// then it answers read's current value.
+func hold[V any](ctx context.Context, hub *Hub, sub *Sub, wait time.Duration, read func() (V, error), changed func(V) bool) (V, error) {
 	timer := time.NewTimer(jittered(wait))
 	defer timer.Stop()
 	for {
 		select {
 		case <-sub.C():
 		case <-timer.C:
-			return s.View(keyPin, joinID)
+			return read()
 		case <-ctx.Done():
-			return s.View(keyPin, joinID)
-		case <-s.hub.Done():
-			return s.View(keyPin, joinID)
+			return read()
+		case <-hub.Done():
+			return read()
 		}
 		sub.Renew()
-		v, err := s.View(keyPin, joinID)
-		if err != nil || v.State != first.State || v.QueuePosition != first.QueuePosition {
+		v, err := read()
+		if err != nil || changed(v) {
 			return v, err
 		}
 	}

@@ -39,6 +39,12 @@ type Config struct {
 	PCRs                   []int  // PCR policy for the sealed unseal key
 	InsecureStoreUnsealKey bool   // no TPM: write the unseal key in plaintext
 
+	// InstallAgent installs and enables the node agent's systemd unit
+	// under Root once the delivery is persisted; AgentAPI is the founder's
+	// admin API it is given (default https://<founder host>:8443).
+	InstallAgent bool
+	AgentAPI     string
+
 	Hostname string // reported hostname; default os.Hostname
 	MgmtIP   string // reported management IP; default: the route to the founder
 

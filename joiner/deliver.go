@@ -80,6 +80,8 @@ func (j *joiner) persist(d *delivery) (*persisted, error) {
 		{etcDir + "/controlplane.env", cpEnv, 0o600},
 		{etcDir + "/axdnsd.env", axEnv, 0o600},
 		{etcDir + "/bootstrap-credentials.txt", bootstrapCredentials(b), 0o600},
+		// The release this node joined on, for the agent's record.
+		{etcDir + "/release", []byte(j.release + "\n"), 0o644},
 	}
 
 	root := j.cfg.Root

@@ -25,6 +25,11 @@ func (j *joiner) install(ctx context.Context, v *view) (*view, error) {
 		return nil, j.fail(ctx, v, err)
 	}
 	j.log.printf("delivery persisted under %s: node %s of cluster %s (role %s), admitted at generation %d", j.cfg.Root, res.nodeID, res.clusterID, res.role, res.generation)
+	if j.cfg.InstallAgent {
+		if err := j.installAgent(ctx); err != nil {
+			return nil, j.fail(ctx, v, err)
+		}
+	}
 	if v.State == stateDelivering {
 		if cur, err := j.report(ctx, v, phaseInstalling); err != nil || cur != nil {
 			return cur, err

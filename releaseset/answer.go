@@ -105,7 +105,10 @@ var instanceTag = func() string {
 type fragment struct {
 	seq   uint64
 	stale bool
-	b     []byte
+	// running is the node's runningRelease as encoded: for a node that
+	// recorded none it is the cluster's, which moves with other records.
+	running string
+	b       []byte
 }
 
 // encodeNode encodes n exactly as Set.WriteJSON does (an Encoder without

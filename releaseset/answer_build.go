@@ -87,12 +87,12 @@ func (s *Service) encode(set Set, seqs map[string]uint64) (*Answer, error) {
 		live[n.NodeID] = true
 		seq := seqs[n.NodeID]
 		f, ok := s.fragments[n.NodeID]
-		if !ok || f.seq != seq || f.stale != n.Stale || !n.Recorded {
+		if !ok || f.seq != seq || f.stale != n.Stale || f.running != n.RunningRelease || !n.Recorded {
 			b, err := encodeNode(n)
 			if err != nil {
 				return nil, err
 			}
-			f = fragment{seq: seq, stale: n.Stale, b: b}
+			f = fragment{seq: seq, stale: n.Stale, running: n.RunningRelease, b: b}
 			if n.Recorded {
 				s.fragments[n.NodeID] = f
 			}

@@ -115,4 +115,14 @@ func TestAnswerEqualsDescribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a member removed", true)
+	// A node that records no release shows the cluster's, which moves
+	// when another node records an older one.
+	if err := svc.Record("test", "n-00000004", RecordRequest{Release: SyntheticRecord(5, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	check("a record without a release", true)
+	if err := svc.Record("test", founder, RecordRequest{RunningRelease: "0.1.0", Release: SyntheticRecord(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	check("the cluster's release moved", true)
 }

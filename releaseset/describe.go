@@ -56,6 +56,13 @@ func Describe(in Input) Set {
 		}
 		set.Nodes = append(set.Nodes, n)
 	}
+	// The seed: a node's release is that of its last completed upgrade,
+	// "else the cluster's". A node that sent none runs the cluster's.
+	for i := range set.Nodes {
+		if set.Nodes[i].RunningRelease == "" {
+			set.Nodes[i].RunningRelease = set.RunningRelease
+		}
+	}
 	set.Summary = Summary{
 		Recent: len(recent),
 		Skew:   skewOf(recent),

@@ -284,7 +284,8 @@ func TestDescribeNeverRecorded(t *testing.T) {
 	in := cluster(baseRecord(), nil, baseRecord())
 	in.Members = append(in.Members, "n-a") // a duplicate is ignored
 	s := Describe(in)
-	if len(s.Nodes) != 3 || s.Nodes[1].Recorded || s.Nodes[1].Release != nil || s.Nodes[1].RunningRelease != "" {
+	// A node that sent no release runs the cluster's (the seed).
+	if len(s.Nodes) != 3 || s.Nodes[1].Recorded || s.Nodes[1].Release != nil || s.RunningRelease == "" || s.Nodes[1].RunningRelease != s.RunningRelease {
 		t.Fatalf("nodes %+v", s.Nodes)
 	}
 	b, _ := json.Marshal(s.Summary.Drift)

@@ -116,7 +116,8 @@ type Node struct {
 	Recorded bool `json:"recorded"`
 	// Stale: the record is older than ten minutes.
 	Stale bool `json:"stale"`
-	// RunningRelease is the release the node runs; empty when not known.
+	// RunningRelease is the release the node runs: the one it recorded,
+	// else the cluster's (Set.RunningRelease); empty when neither is known.
 	RunningRelease string `json:"runningRelease"`
 	// Release is the node's last record; absent when it never recorded.
 	Release *Record `json:"release,omitempty"`

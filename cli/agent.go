@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"stratum/agent"
+	"stratum/agent/unit"
+	"stratum/hostrecord"
+)
+
+func init() {
+	Register(Command{
+		Name:    "agent",
+		Summary: "run the node agent: record this node's release, apply the membership, serve /startupz",
+		Run:     runAgent,
+	})
+}
+
+const agentUsage = `usage: stratum agent --api https://HOST:PORT [flags]
+       stratum agent --print-systemd-unit
+
+Runs on a joined node with the transport leaf stratum join wrote under
+ROOT/etc/stratum. Every flag has a STRATUM_* twin (the unit reads them
+from /etc/stratum/agent.env).`
+
+func runAgent(ctx context.Context, args []string) error {
+	fs := newFlagSet("agent")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), agentUsage)
+		fs.PrintDefaults()
+	}
+	cfg := agent.Config{Build: hostrecord.Build{Version: version, Commit: commit}}
+	fs.StringVar(&cfg.API, "api", "", "the founder's admin API, https://HOST:PORT")
+	fs.StringVar(&cfg.Root, "root", agent.DefaultRoot, "root of the node's file system (node.yaml, secrets, members.json under ROOT/etc/stratum)")
+	fs.DurationVar(&cfg.Interval, "interval", agent.DefaultInterval, "how often the release is recorded when nothing changes (+-10% jitter)")
+	fs.StringVar(&cfg.Listen, "listen", "", "address of the mTLS /startupz (default: the node's mgmtIp, port 9444)")
+	packages := fs.String("packages", "", "host packages to report: component=name1|name2,... or bare names")
+	fs.StringVar(&cfg.PinsFile, "pins-file", "", "the control plane's image pins (JSON), compared with the running containers")
+	fs.StringVar(&cfg.PayloadDir, "payload-dir", "", "where release payloads are kept (e.g. /var/lib/stratum/upgrade); unset: stored is not read")
+	printUnit := fs.Bool("print-systemd-unit", false, "print the agent's systemd unit and exit")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "text or json")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *printUnit {
+		exe, err := os.Executable()
+		if err != nil {
+			exe = unit.DefaultExecutable
+		}
+		fmt.Print(unit.Render(exe))
+		return nil
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(os.Stderr, "stratum agent: unexpected argument %q\n%s\n", fs.Arg(0), agentUsage)
+		return errUsage
+	}
+	if cfg.API == "" {
+		fmt.Fprintf(os.Stderr, "stratum agent: --api is required\n%s\n", agentUsage)
+		return errUsage
+	}
+	specs, err := hostrecord.ParsePackages(*packages)
+	if err != nil {
+		return err
+	}
+	cfg.Packages = specs
+	cfg.Log = newLogger(*logLevel, *logFormat)
+	return agent.Run(ctx, cfg)
+}

@@ -1,0 +1,227 @@
+package joinflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestAgent: a real founder, two real joins into temp roots, and
+// `stratum agent` on the first: its release is recorded from the host,
+// it applies the generation of the second join (which is joined only
+// then), the prober sees it ready, and unreachable once it is killed.
+func TestAgent(t *testing.T) {
+	work := t.TempDir()
+	agentPort := freePort(t, "127.0.0.2")
+	f := startFounder(t, filepath.Join(work, "founder"), "--dev", "--agent-port", strconv.Itoa(agentPort), "--probe-interval", "300ms")
+
+	rootA := joinNode(t, f, work, "node-a", "127.0.0.2")
+	// The node's own file system: the agent reads ROOT/etc/os-release.
+	copyFile(t, "/etc/os-release", filepath.Join(rootA, "etc/os-release"))
+	if b, err := os.ReadFile(filepath.Join(rootA, "etc/stratum/release")); err != nil || string(b) != "0.1.0\n" {
+		t.Fatalf("the joiner's etc/stratum/release: %q %v", b, err)
+	}
+	nodeA := nodeIDOf(t, rootA)
+
+	agent := exec.Command(binary, "agent", "--api", f.api, "--root", rootA, "--listen", "127.0.0.2:"+strconv.Itoa(agentPort), "--interval", "2s", "--packages", "base=base-files")
+	agent.Env = cleanEnv()
+	var aout bytes.Buffer
+	agent.Stdout, agent.Stderr = &aout, &aout
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	exited := make(chan struct{})
+	go func() { agent.Wait(); close(exited) }()
+	t.Cleanup(func() { agent.Process.Kill(); <-exited })
+
+	// The release set has the node's record from its host.
+	kernel := strings.TrimSpace(mustOutput(t, "uname", "-r"))
+	osID := osReleaseValue(t, "ID")
+	var node struct {
+		NodeID, RunningRelease string
+		Recorded               bool
+		Release                struct {
+			OS       struct{ ID, Kernel string }
+			Packages []struct{ Component, Name, Version string }
+		}
+	}
+	waitFor(t, 20*time.Second, "node-a recorded in the release set\n"+aout.String(), func() bool {
+		var set struct{ Nodes []json.RawMessage }
+		f.do(t, "GET", "/v1/admin/upgrades/release", nil, 200, &set)
+		for _, raw := range set.Nodes {
+			json.Unmarshal(raw, &node)
+			if node.NodeID == nodeA {
+				return node.Recorded
+			}
+		}
+		return false
+	})
+	if node.Release.OS.ID != osID || node.Release.OS.Kernel != kernel || node.RunningRelease != "0.1.0" {
+		t.Fatalf("node-a's record: %+v (want os %s, kernel %s)", node, osID, kernel)
+	}
+	if len(node.Release.Packages) != 1 || node.Release.Packages[0].Name != "base-files" || node.Release.Packages[0].Version == "" {
+		t.Fatalf("node-a's packages: %+v", node.Release.Packages)
+	}
+	t.Logf("%s recorded after %v: os %s, kernel %s, %+v", nodeA, time.Since(started).Round(time.Millisecond), node.Release.OS.ID, node.Release.OS.Kernel, node.Release.Packages)
+
+	// A second join raises the generation: it is joined only once node-a's
+	// agent has written members.json and reported the generation applied.
+	rootB := joinNode(t, f, work, "node-b", "127.0.0.3")
+	var members struct {
+		Generation uint64
+		Members    []struct {
+			NodeID, State, BootState string
+			AppliedGeneration        uint64
+			LastBootMs               int64
+		}
+	}
+	f.do(t, "GET", "/v1/admin/cluster/members", nil, 200, &members)
+	if len(members.Members) != 3 || members.Members[2].State != "active" {
+		t.Fatalf("members: %+v", members)
+	}
+	for _, m := range members.Members {
+		if m.AppliedGeneration != members.Generation {
+			t.Errorf("%s applied %d of %d", m.NodeID, m.AppliedGeneration, members.Generation)
+		}
+	}
+	var onDisk struct{ Generation uint64 }
+	raw, err := os.ReadFile(filepath.Join(rootA, "etc/stratum/members.json"))
+	if err != nil || json.Unmarshal(raw, &onDisk) != nil || onDisk.Generation != members.Generation {
+		t.Fatalf("node-a's members.json: %s %v", raw, err)
+	}
+
+	// Boot health: node-a ready (in the members list and in node-b's
+	// bundle), node-b, without an agent, unreachable.
+	bootOf := func(id string) (string, int64) {
+		f.do(t, "GET", "/v1/admin/cluster/members", nil, 200, &members)
+		for _, m := range members.Members {
+			if m.NodeID == id {
+				return m.BootState, m.LastBootMs
+			}
+		}
+		return "", 0
+	}
+	waitFor(t, 10*time.Second, "node-a ready", func() bool { s, ms := bootOf(nodeA); return s == "ready" && ms > 0 })
+	_, bootMs := bootOf(nodeA)
+	t.Logf("%s ready after %v (lastBootMs %d); generation %d applied by every member", nodeA, time.Since(started).Round(time.Millisecond), bootMs, members.Generation)
+	waitFor(t, 10*time.Second, "node-b unreachable", func() bool { s, _ := bootOf(nodeIDOf(t, rootB)); return s == "unreachable" })
+	bundle, _ := os.ReadFile(filepath.Join(rootB, "etc/stratum/bundle.json"))
+	if !bytes.Contains(bundle, []byte(`"bootState": "ready"`)) {
+		t.Errorf("node-b's bundle carries no ready peer:\n%s", bundle)
+	}
+	out := mustRun(t, "members", "--api", f.api, "--ca-file", filepath.Join(f.dir, "ca.pem"), "--token-file", tokenFile(t, f))
+	if !strings.Contains(out, "ready") || !strings.Contains(out, "unreachable") {
+		t.Errorf("stratum members:\n%s", out)
+	}
+
+	agent.Process.Signal(syscall.SIGKILL)
+	<-exited
+	killed := time.Now()
+	waitFor(t, 10*time.Second, "node-a unreachable after its agent died", func() bool { s, _ := bootOf(nodeA); return s == "unreachable" })
+	t.Logf("%s unreachable %v after its agent was killed (probe interval 300ms)", nodeA, time.Since(killed).Round(time.Millisecond))
+}
+
+// joinNode runs `stratum join` for a node at mgmtIP, approves it, and
+// returns its root once the joiner exits joined.
+func joinNode(t *testing.T, f *founder, work, name, mgmtIP string) string {
+	t.Helper()
+	var tok struct{ Token string }
+	f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker"}, 201, &tok)
+	root := filepath.Join(work, name)
+	cmd := exec.Command(binary, "join", "--founder", f.join, "--token", tok.Token, "--ca-pin", f.pin, "--release", "0.1.0",
+		"--state-dir", filepath.Join(work, name+"-state"), "--root", root, "--hostname", name, "--mgmt-ip", mgmtIP,
+		"--tpm", filepath.Join(work, "no-tpm"), "--insecure-store-unseal-key")
+	cmd.Env = cleanEnv()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var joinID string
+	waitFor(t, 20*time.Second, name+" pending\n"+out.String(), func() bool {
+		var list struct {
+			Registrations []struct{ JoinID, Hostname string }
+		}
+		f.do(t, "GET", "/v1/admin/join/registrations?state=pending", nil, 200, &list)
+		for _, r := range list.Registrations {
+			if r.Hostname == name {
+				joinID = r.JoinID
+			}
+		}
+		return joinID != ""
+	})
+	f.do(t, "POST", "/v1/admin/join/registrations/"+joinID+"/approve", map[string]any{}, 200, nil)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("join %s: %v\n%s\nfounder:\n%s", name, err, out.String(), f.log())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("join %s did not finish:\n%s", name, out.String())
+	}
+	return root
+}
+
+func nodeIDOf(t *testing.T, root string) string {
+	b, err := os.ReadFile(filepath.Join(root, "etc/stratum/node.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "nodeId: "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("no nodeId in node.yaml:\n%s", b)
+	return ""
+}
+
+func freePort(t *testing.T, ip string) int {
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func mustOutput(t *testing.T, name string, args ...string) string {
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func osReleaseValue(t *testing.T, key string) string {
+	b, err := os.ReadFile("/etc/os-release")
+	if err != nil {
+		t.Skip("this host has no /etc/os-release")
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+"="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return ""
+}
+
+func tokenFile(t *testing.T, f *founder) string {
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte(f.token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

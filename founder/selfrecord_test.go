@@ -1,0 +1,44 @@
+package founder
+
+import (
+	"testing"
+	"time"
+
+	"stratum/releaseset"
+	"stratum/store"
+)
+
+// TestOwnRecord: the founder's own record carries every schema level it
+// knows, its host binaries with the build they should be (its own), and
+// the host's os-release and kernel through the agent's collectors.
+func TestOwnRecord(t *testing.T) {
+	f := startFounder(t, nil, nil)
+	var set releaseset.Set
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.admin("GET", "/v1/admin/upgrades/release", nil, 200, &set)
+		if len(set.Nodes) > 0 && set.Nodes[0].Recorded || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(set.Nodes) == 0 || set.Nodes[0].Release == nil {
+		t.Fatalf("the founder did not record itself: %+v", set)
+	}
+	rec := set.Nodes[0].Release
+	cp := rec.ControlPlane
+	if cp == nil || cp.Commit != "abcdef12" || cp.SchemaLevel == nil || *cp.SchemaLevel != store.SchemaVersion() ||
+		cp.CompatSchemaLevel == nil || *cp.CompatSchemaLevel != store.CompatSchemaVersion() || cp.DatabaseSchemaLevel == nil || *cp.DatabaseSchemaLevel != store.SchemaVersion() {
+		t.Fatalf("controlPlane: %+v", cp)
+	}
+	if set.ControlPlane.CompatSchemaLevel == nil || set.ControlPlane.DatabaseSchemaLevel == nil {
+		t.Fatalf("the set's controlPlane: %+v", set.ControlPlane)
+	}
+	hb := rec.HostBinaries
+	if hb == nil || hb.Commit != "abcdef12" || hb.Stale || (hb.Want != "abcdef12" && !rec.ImageMode) {
+		t.Fatalf("hostBinaries: %+v", hb)
+	}
+	if rec.OS == nil || rec.OS.Kernel == "" || rec.HostReportedAt == nil {
+		t.Fatalf("os: %+v", rec.OS)
+	}
+}

@@ -1,0 +1,81 @@
+package join
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"stratum/apierr"
+	"stratum/cluster"
+)
+
+type fixedBoot map[string]cluster.Boot
+
+func (b fixedBoot) Boot(id string) (cluster.Boot, bool) { v, ok := b[id]; return v, ok }
+
+// TestWaitMembers: a node's membership long-poll answers at once on
+// another generation, holds on its own, and is woken by an admission.
+// Only members may ask.
+func TestWaitMembers(t *testing.T) {
+	e := newEnv(t)
+	g := e.generation()
+	start := time.Now()
+	v, err := e.svc.WaitMembers(context.Background(), "n-founder1", g-1, time.Minute)
+	if err != nil || v.Generation != g || time.Since(start) > time.Second {
+		t.Fatalf("another generation: %+v %v after %v", v, err, time.Since(start))
+	}
+	_, err = e.svc.WaitMembers(context.Background(), "n-nosuchnd", g, time.Second)
+	wantCode(t, err, apierr.NotFound)
+
+	start = time.Now()
+	if v, err := e.svc.WaitMembers(context.Background(), "n-founder1", g, 150*time.Millisecond); err != nil || v.Generation != g || time.Since(start) < 150*time.Millisecond {
+		t.Fatalf("the hold: %+v %v after %v", v, err, time.Since(start))
+	}
+
+	woke := make(chan MembersView, 1)
+	go func() {
+		v, _ := e.svc.WaitMembers(context.Background(), "n-founder1", g, time.Minute)
+		woke <- v
+	}()
+	waitFor(t, func() bool { return e.svc.Hub().Waiters() == 1 })
+	a := e.pending("a")
+	// Not a generation change: the waiter keeps waiting.
+	select {
+	case v := <-woke:
+		t.Fatalf("a registration answered the membership long-poll: %+v", v)
+	case <-time.After(100 * time.Millisecond):
+	}
+	e.approve(a.JoinID, assignment(1))
+	select {
+	case v := <-woke:
+		if v.Generation != g+1 || len(v.Members) != 2 || v.Members[1].State != cluster.MemberJoining {
+			t.Fatalf("woken with %+v", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an admission did not wake the membership long-poll")
+	}
+}
+
+// TestBootHealthInViews: the prober's boot health reaches both members
+// lists and the bundle's nodes[]; a member not probed has none.
+func TestBootHealthInViews(t *testing.T) {
+	boot := fixedBoot{"n-founder1": {State: cluster.BootReady, Phase: "serving", PhaseMs: 5, LastBootMs: 1200}}
+	e := newEnv(t, func(c *Config) { c.Boot = boot })
+	a := e.pending("a")
+	op := e.approve(a.JoinID, assignment(1))
+	node := op.Assignment.NodeID
+	boot[node] = cluster.Boot{State: cluster.BootStarting, Phase: "record", PhaseMs: 40}
+	v, err := e.svc.Members()
+	if err != nil || v.Members[0].BootState != "ready" || v.Members[0].LastBootMs != 1200 || v.Members[1].BootState != "starting" || v.Members[1].BootPhase != "record" {
+		t.Fatalf("members: %+v %v", v.Members, err)
+	}
+	view := e.view("a", a.JoinID)
+	nodes := view.Delivery.Bundle.Nodes
+	if len(nodes) != 2 || nodes[0].BootState != "ready" || nodes[0].BootPhaseMs != 5 || nodes[1].BootState != "starting" {
+		t.Fatalf("bundle nodes: %+v", nodes)
+	}
+	delete(boot, node)
+	if v, _ := e.svc.WaitMembers(context.Background(), node, 0, 0); v.Members[1].BootState != "" {
+		t.Fatalf("an unprobed member carries boot fields: %+v", v.Members[1])
+	}
+}

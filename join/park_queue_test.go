@@ -1,0 +1,42 @@
+package join
+
+import (
+	"testing"
+	"time"
+)
+
+// TestParkedPollIgnoresQueueMoves: a parked long-poll, like Wait, is
+// answered early only by a state change; a queue move reaches the joiner
+// when its hold ends.
+func TestParkedPollIgnoresQueueMoves(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.pending("a"), e.pending("b")
+	e.approve(a.JoinID, assignment(1))
+	e.approve(b.JoinID, assignment(2))
+	c := e.pending("c")
+	e.approve(c.JoinID, assignment(3))
+	if v := e.view("c", c.JoinID); v.QueuePosition != 2 {
+		t.Fatalf("third at %d", v.QueuePosition)
+	}
+	ready := make(chan struct{})
+	close(ready)
+	answered := make(chan JoinerView, 1)
+	const hold = 1500 * time.Millisecond
+	start := time.Now()
+	_, parked, err := e.svc.Park(keyPin("c"), c.JoinID, StateApproved, hold, ready, func(v JoinerView, _ error) { answered <- v })
+	if err != nil || !parked {
+		t.Fatalf("parked %v: %v", parked, err)
+	}
+	e.progress("a", a.JoinID, PhaseDone) // a joins, b takes its turn, c moves up to 1
+	select {
+	case v := <-answered:
+		if el := time.Since(start); el < hold {
+			t.Fatalf("a queue move answered the parked poll after %v (hold %v): %+v", el, hold, v)
+		}
+		if v.State != StateApproved || v.QueuePosition != 1 {
+			t.Fatalf("answered %s at %d", v.State, v.QueuePosition)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the parked poll was never answered")
+	}
+}
