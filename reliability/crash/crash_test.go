@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -20,6 +21,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 	bolt "go.etcd.io/bbolt"
 
+	// The whole schema: the restored backup carries every domain's
+	// migrations, and a store refuses a schema newer than what is linked.
+	_ "stratum/founder"
 	"stratum/store"
 )
 
@@ -275,6 +279,24 @@ type snapshot struct {
 	buildIDs   map[string]string
 }
 
+// quietSnapshot waits until two snapshots 200 ms apart agree: a request
+// whose client gave up may still be committed by the founder after the
+// client left (a registration waits up to bbolt's batch delay for its
+// group commit, longer on a loaded machine); that write is durable but
+// was never acknowledged, so it does not belong to the "before".
+func (h *harness) quietSnapshot() *snapshot {
+	snap := h.takeSnapshot()
+	for range 25 {
+		time.Sleep(200 * time.Millisecond)
+		again := h.takeSnapshot()
+		if reflect.DeepEqual(again, snap) {
+			return snap
+		}
+		snap = again
+	}
+	return snap
+}
+
 func (h *harness) takeSnapshot() *snapshot {
 	s := &snapshot{regs: map[string]string{}, usesLeft: map[string]int{}}
 	regs, tokens, members, set := h.lists()
@@ -488,7 +510,7 @@ func (h *harness) cycle(k int, kind string) string {
 		}
 		h.mu.Unlock()
 		h.recordBurst(context.Background(), node, 8)
-		snap = h.takeSnapshot()
+		snap = h.quietSnapshot()
 	}
 	killed := time.Now()
 	h.f.kill()
