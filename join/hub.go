@@ -1,6 +1,9 @@
 package join
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Hub wakes long-poll waiters when their registration changes.
 //
@@ -27,8 +30,11 @@ type topic struct {
 // watcher is one Watch callback; fired guards against a Notify and a
 // Close racing to call it twice.
 type watcher struct {
-	fn    func()
-	fired bool
+	fn func()
+	// fired is written under the hub's lock; read without it by cancel,
+	// so thousands of answers released at once (shutdown) do not all
+	// queue on the lock just to learn they already fired.
+	fired atomic.Bool
 }
 
 // NewHub returns an empty hub.
@@ -107,8 +113,8 @@ func (h *Hub) Notify(ids ...string) {
 // re-reads the store and writes to a connection). Called with h.mu held.
 func (h *Hub) fire(t *topic) {
 	for w := range t.watchers {
-		if !w.fired {
-			w.fired = true
+		if !w.fired.Load() {
+			w.fired.Store(true)
 			go w.fn()
 		}
 	}
@@ -125,7 +131,7 @@ func (h *Hub) Watch(id string, fn func()) (cancel func() bool) {
 	h.mu.Lock()
 	select {
 	case <-h.done:
-		w.fired = true
+		w.fired.Store(true)
 		h.mu.Unlock()
 		go fn()
 		return func() bool { return false }
@@ -138,12 +144,15 @@ func (h *Hub) Watch(id string, fn func()) (cancel func() bool) {
 	t.watchers[w] = struct{}{}
 	h.mu.Unlock()
 	return func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if w.fired {
+		if w.fired.Load() {
 			return false
 		}
-		w.fired = true
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if w.fired.Load() {
+			return false
+		}
+		w.fired.Store(true)
 		delete(t.watchers, w)
 		h.detach(id, t)
 		return true
