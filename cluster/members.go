@@ -33,7 +33,20 @@ type Member struct {
 	Order uint64 `json:"order"`
 	// JoinID links a member admitted through a join to it.
 	JoinID string `json:"joinId,omitempty"`
+	// LeafSerial is the serial (hex) of the transport leaf delivered to
+	// this member: the only node certificate the founder accepts for it.
+	// Empty for members admitted by a build that did not record it.
+	LeafSerial string `json:"leafSerial,omitempty"`
+	// Installed is set once the joiner said it persisted its delivery
+	// (its join is installing or joined). Before that, its leaf and its
+	// release records do not count: a delivery can still be cancelled.
+	Installed bool `json:"installed,omitempty"`
 }
+
+// Vouched reports whether the member's own reports count: the founder
+// (admitted by init, no join) or a member whose join is installing or
+// joined.
+func (m Member) Vouched() bool { return m.JoinID == "" || m.Installed }
 
 // Generation returns the current membership generation.
 func Generation(tx *store.Tx) uint64 {

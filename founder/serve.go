@@ -123,6 +123,9 @@ func Serve(ctx context.Context, o Options) error {
 	}); err != nil {
 		return err
 	}
+	if err := migrateTrust(db, o.Log); err != nil {
+		return err
+	}
 	startup.Phase("listeners")
 	return f.run(ctx)
 }
@@ -170,8 +173,8 @@ func (f *Founder) run(ctx context.Context) error {
 	f.registerDomainMetrics(reg)
 	f.api = httpapi.New(httpapi.Deps{
 		DB: f.db, Log: f.log, Build: o.Build, Startup: f.startup, Registry: reg,
-		ClusterRelease: f.clusterRelease,
-		Mounts:         f.mounts(),
+		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease,
+		Mounts: f.mounts(),
 	})
 	servers := []*http.Server{newServer(f.api.AdminHandler(), f.log), newServer(f.api.JoinHandler(), f.log)}
 	lns := []net.Listener{apiLn, joinLn}

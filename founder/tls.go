@@ -29,13 +29,29 @@ func serverCertificate(ca *crypto.CA, clusterID, hostname, mgmtIP string, now ti
 }
 
 // joinTLS requires a client certificate of any issuer: the joiner's key
-// pin is its identity, and the handshake proves it holds the key.
+// pin is its identity, and the handshake proves it holds the key. TLS 1.3
+// only (SPEC 10.10): every joiner is this build's client, so nothing
+// older needs to be spoken.
 func joinTLS(cert tls.Certificate) *tls.Config {
-	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAnyClientCert, MinVersion: tls.VersionTLS12}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAnyClientCert, MinVersion: tls.VersionTLS13}
 }
 
 // adminTLS accepts bearer tokens, and client certificates issued by the
-// cluster CA for the node endpoints.
+// cluster CA for the node endpoints. TLS 1.2 and up, with AEAD suites
+// only under 1.2 (1.3's are all AEAD): operators' tools may be older, but
+// CBC suites are not offered.
 func adminTLS(cert tls.Certificate, ca *crypto.CA) *tls.Config {
-	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: ca.Pool(),
+		MinVersion: tls.VersionTLS12, CipherSuites: aeadSuites}
+}
+
+// aeadSuites are the TLS 1.2 suites offered on the admin listener:
+// forward-secret ECDHE with AES-GCM or ChaCha20-Poly1305.
+var aeadSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 }

@@ -43,8 +43,9 @@ func (f *Founder) services() {
 	}
 	f.joins = join.NewService(join.Config{
 		DB: f.db, Now: time.Now, JoinAddr: f.opts.JoinAdvertise, JoinCommandNamesRelease: f.opts.Dev, CAPin: f.ca.Pin(),
-		ClusterRelease: f.clusterReleaseTx, Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
+		ClusterRelease: releaseset.AdmissionReleaseTx, Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
 		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log, Boot: f.bootHealth(),
+		Dev: f.opts.Dev, FounderAddrs: hostAddrs(),
 	})
 }
 
@@ -63,21 +64,24 @@ func (f *Founder) mounts() []func(*httpapi.API) {
 	}
 }
 
-// clusterReleaseTx is the release the cluster runs: the release set's
-// running release (its oldest node's), else the configured one.
-func (f *Founder) clusterReleaseTx(tx *store.Tx) (string, error) {
-	r, err := f.releases.RunningReleaseTx(tx)
-	if err != nil || r != "" {
-		return r, err
-	}
-	return f.id.ClusterRelease, nil
-}
-
-func (f *Founder) clusterRelease() string {
+// runningRelease is the release set's running release (what the nodes
+// report), for /version.
+func (f *Founder) runningRelease() string {
 	var r string
 	_ = f.db.View(func(tx *store.Tx) error {
 		var err error
-		r, err = f.clusterReleaseTx(tx)
+		r, err = f.releases.RunningReleaseTx(tx)
+		return err
+	})
+	return r
+}
+
+// admissionRelease is the release joiners are admitted on (SPEC 10.2).
+func (f *Founder) admissionRelease() string {
+	var r string
+	_ = f.db.View(func(tx *store.Tx) error {
+		var err error
+		r, err = releaseset.AdmissionReleaseTx(tx)
 		return err
 	})
 	return r
@@ -100,7 +104,9 @@ func (f *Founder) recordOwnRelease(ctx context.Context) {
 	defer t.Stop()
 	for {
 		rec := f.hostRecord(ctx)
-		req := releaseset.RecordRequest{RunningRelease: f.id.ClusterRelease, Release: rec}
+		// The founder runs what it admits joiners on: once the operator
+		// sets a new admission release, the founder's record follows.
+		req := releaseset.RecordRequest{RunningRelease: f.admissionRelease(), Release: rec}
 		if err := f.releases.Record("founder", f.id.FounderNodeID, req); err != nil {
 			f.log.Warn("recording the founder's own release failed", "err", err)
 		}

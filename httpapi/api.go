@@ -26,8 +26,10 @@ type Deps struct {
 	Limiter  *iam.LoginLimiter
 	Registry *prometheus.Registry
 	Now      func() time.Time
-	// ClusterRelease answers the cluster's running release (/version).
-	ClusterRelease func() string
+	// ClusterRelease answers the release set's running release and
+	// AdmissionRelease the release joiners are admitted on (/version).
+	ClusterRelease   func() string
+	AdmissionRelease func() string
 	// Extra routes from domain wiring (join, release, release set).
 	Mounts []func(a *API)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"stratum/apierr"
+	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/iam"
 	"stratum/store"
@@ -35,14 +36,23 @@ func (a *API) authorize(r *http.Request, action, resource string) (iam.Principal
 	return p, p.Authorize(action, resource)
 }
 
-// nodeID returns the node id of a CA-issued client certificate (its
+// nodeLeaf returns the node id of a CA-issued client certificate (its
 // CommonName), or "" when the request carries none. The TLS layer has
-// already verified the chain against the cluster CA.
-func nodeID(r *http.Request) string {
+// already verified the chain against the cluster CA; that is not enough
+// (SPEC 10.3): the leaves of cancelled or failed joins still chain, so
+// the certificate must be the one delivered to a member whose join is
+// installing or joined. Every node endpoint passes through here.
+func (a *API) nodeLeaf(r *http.Request) (string, error) {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return ""
+		return "", nil
 	}
-	return r.TLS.VerifiedChains[0][0].Subject.CommonName
+	leaf := r.TLS.VerifiedChains[0][0]
+	node := leaf.Subject.CommonName
+	err := a.DB.View(func(tx *store.Tx) error {
+		_, err := cluster.CheckNodeLeaf(tx, node, leaf.SerialNumber.Text(16))
+		return err
+	})
+	return node, err
 }
 
 // JoinerPin is the SHA-256 pin of the joiner's client certificate key,
@@ -59,7 +69,11 @@ func JoinerPin(r *http.Request) (string, error) {
 // A node certificate for another node is FORBIDDEN, never a fallback to
 // the bearer token. It returns the actor for the audit log.
 func (a *API) nodeOrBearer(r *http.Request, node, action, resource string) (string, error) {
-	if cn := nodeID(r); cn != "" {
+	cn, err := a.nodeLeaf(r)
+	if err != nil {
+		return "", err
+	}
+	if cn != "" {
 		if cn != node {
 			return "", apierr.New(apierr.Forbidden, "node %s may not act for node %s (%s)", cn, node, action)
 		}
@@ -73,8 +87,11 @@ func (a *API) nodeOrBearer(r *http.Request, node, action, resource string) (stri
 }
 
 // requireNode accepts only the transport leaf of node itself.
-func requireNode(r *http.Request, node string) error {
-	cn := nodeID(r)
+func (a *API) requireNode(r *http.Request, node string) error {
+	cn, err := a.nodeLeaf(r)
+	if err != nil {
+		return err
+	}
 	if cn == "" {
 		return apierr.New(apierr.Unauthenticated, "this endpoint needs the node's transport certificate, issued by the cluster CA")
 	}
@@ -82,4 +99,14 @@ func requireNode(r *http.Request, node string) error {
 		return apierr.New(apierr.Forbidden, "node %s may not report for node %s", cn, node)
 	}
 	return nil
+}
+
+// authenticated reports whether r carries a valid bearer token or a
+// node leaf that counts; an open endpoint uses it to decide what to show.
+func (a *API) authenticated(r *http.Request) bool {
+	if node, err := a.nodeLeaf(r); err == nil && node != "" {
+		return true
+	}
+	_, err := a.principal(r)
+	return err == nil
 }

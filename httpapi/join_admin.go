@@ -154,7 +154,10 @@ func MountJoinAdmin(svc *join.Service) func(*API) {
 			})
 		m.handle(Route{Method: "GET", Path: "/v1/cluster/members", Summary: "A node's membership long-poll (its transport leaf): the members list, answered when the generation differs from generation or wait (seconds, at most 60) passes.", Auth: "node"},
 			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-				node := nodeID(r)
+				node, err := a.nodeLeaf(r)
+				if err != nil {
+					return err
+				}
 				if node == "" {
 					return apierr.New(apierr.Unauthenticated, "this endpoint needs the node's transport certificate, issued by the cluster CA")
 				}
@@ -179,7 +182,7 @@ func MountJoinAdmin(svc *join.Service) func(*API) {
 		m.handle(Route{Method: "PUT", Path: "/v1/cluster/members/:nodeId/applied", Summary: "A node reports the membership generation it applied (its transport leaf; CommonName must equal nodeId).", Auth: "node"},
 			func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 				node := ps.ByName("nodeId")
-				if err := requireNode(r, node); err != nil {
+				if err := a.requireNode(r, node); err != nil {
 					return err
 				}
 				body, err := readBody(r, DefaultBodyLimit)

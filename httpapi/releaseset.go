@@ -27,6 +27,27 @@ func MountReleaseSet(svc *releaseset.Service) func(*API) {
 				}
 				return nil
 			})
+		a.admin.handle(Route{Method: "PUT", Path: "/v1/admin/cluster/release", Summary: "Set the admission release joiners are admitted on; lowering it needs allowDowngrade.", Action: "upgrade:SetClusterRelease", Auth: "bearer"},
+			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+				p, err := a.authorize(r, "upgrade:SetClusterRelease", iam.Resource(iam.ResRelease, "cluster"))
+				if err != nil {
+					return err
+				}
+				body, err := readBody(r, DefaultBodyLimit)
+				if err != nil {
+					return err
+				}
+				var req releaseset.SetAdmissionRequest
+				if err := DecodeStrict(body, &req); err != nil {
+					return err
+				}
+				v, err := svc.SetAdmission(p.Subject, req)
+				if err != nil {
+					return err
+				}
+				writeJSON(w, http.StatusOK, v)
+				return nil
+			})
 		a.admin.handle(Route{Method: "PUT", Path: "/v1/cluster/nodes/:nodeId/release", Summary: "Record a node's release (the node's transport leaf, or a bearer token with upgrade:RecordRelease).", Action: "upgrade:RecordRelease", Auth: "node-or-bearer"},
 			func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 				node := ps.ByName("nodeId")

@@ -21,13 +21,17 @@ func (s *Service) Approve(by iam.Principal, joinID string, a Assignment) (Operat
 		if r.State != StatePending {
 			return notApprovable(r)
 		}
+		source := MgmtIPFromOperator
 		if a.MgmtIP == "" {
 			if r.MgmtIP == "" {
 				var f apierr.Fields
 				f.Add("mgmtIp", "required: the registration reported no management address")
 				return f.Err("the assignment has problems")
 			}
-			a.MgmtIP = r.MgmtIP
+			a.MgmtIP, source = r.MgmtIP, MgmtIPFromJoiner
+		}
+		if err := s.checkMgmtAddr(t.Tx, a.MgmtIP, apierr.JoinApprovalRefused); err != nil {
+			return err
 		}
 		c, err := loadClaims(t.Tx, joinID)
 		if err != nil {
@@ -42,13 +46,14 @@ func (s *Service) Approve(by iam.Principal, joinID string, a Assignment) (Operat
 			return apierr.WithFields(apierr.JoinApprovalRefused, "the assignment conflicts with the cluster; every conflict is listed", f)
 		}
 		r.State, r.Reason, r.Assignment, r.ApprovedBy, r.ApprovedAt = StateApproved, "", &a, actorOf(by), t.now
+		r.MgmtIPSource = source
 		if err := t.enqueue(&r); err != nil {
 			return err
 		}
 		if err := t.putRecord(&r); err != nil {
 			return err
 		}
-		if err := t.Audit("join.approved", actorOf(by), joinID, map[string]string{"nodeId": a.NodeID, "mgmtIp": a.MgmtIP}); err != nil {
+		if err := t.Audit("join.approved", actorOf(by), joinID, map[string]string{"nodeId": a.NodeID, "mgmtIp": a.MgmtIP, "mgmtIpSource": source}); err != nil {
 			return err
 		}
 		if err := t.advance(); err != nil {

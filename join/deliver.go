@@ -36,13 +36,16 @@ func (t *txn) deliver(r *record) error {
 	if err != nil {
 		return err
 	}
-	m, err := cluster.Admit(t.Tx, cluster.Member{NodeID: a.NodeID, Role: r.Role, MgmtIP: a.MgmtIP, AZ: a.AZ,
-		Networks: a.Networks, Labels: a.Labels, JoinID: r.JoinID}, t.now)
+	// A node leaf never carries a URI SAN: stratum:// names the founder,
+	// and a member must not be able to pass for it (SPEC 10.3).
+	leaf, err := ca.Issue(crypto.LeafRequest{CommonName: a.NodeID, DNSNames: []string{a.NodeID},
+		IPs: []net.IP{net.ParseIP(a.MgmtIP)}, Client: true, Server: true, Validity: leafValidity}, t.now)
 	if err != nil {
 		return err
 	}
-	leaf, err := ca.Issue(crypto.LeafRequest{CommonName: a.NodeID, DNSNames: []string{a.NodeID},
-		IPs: []net.IP{net.ParseIP(a.MgmtIP)}, Client: true, Server: true, Validity: leafValidity}, t.now)
+	serial := leaf.Cert.SerialNumber.Text(16)
+	m, err := cluster.Admit(t.Tx, cluster.Member{NodeID: a.NodeID, Role: r.Role, MgmtIP: a.MgmtIP, AZ: a.AZ,
+		Networks: a.Networks, Labels: a.Labels, JoinID: r.JoinID, LeafSerial: serial}, t.now)
 	if err != nil {
 		return err
 	}
@@ -73,7 +76,7 @@ func (t *txn) deliver(r *record) error {
 	if err := t.Audit("cluster.member.admitted", systemActor, a.NodeID, map[string]string{"joinId": r.JoinID, "generation": g, "state": m.State}); err != nil {
 		return err
 	}
-	return t.Audit("join.delivering", systemActor, r.JoinID, map[string]string{"nodeId": a.NodeID, "generation": g, "certSerial": leaf.Cert.SerialNumber.Text(16)})
+	return t.Audit("join.delivering", systemActor, r.JoinID, map[string]string{"nodeId": a.NodeID, "generation": g, "certSerial": serial})
 }
 
 // systemActor is the founder acting on its own (turns, timeouts).

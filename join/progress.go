@@ -101,12 +101,18 @@ func (s *Service) progress(t *txn, r *record, req ProgressRequest, actor string)
 		if err := t.putRecord(r); err != nil {
 			return err
 		}
+		if err := t.vouchMember(r); err != nil {
+			return err
+		}
 		return t.Audit("join.installing", actor, r.JoinID, map[string]string{"message": req.Message})
 	}
 	// done: the joiner applied the generation it was admitted at. A done
 	// without installing first implies it.
 	r.State, r.DoneAt = StateInstalling, t.now
 	if err := t.putRecord(r); err != nil {
+		return err
+	}
+	if err := t.vouchMember(r); err != nil {
 		return err
 	}
 	if err := t.Audit("join.done", actor, r.JoinID, map[string]string{"message": req.Message, "generation": strconv.FormatUint(r.Generation, 10)}); err != nil {
@@ -135,4 +141,15 @@ func (t *txn) recordApplied(nodeID string, g uint64, actor string) error {
 		return err
 	}
 	return t.Audit("cluster.member.applied", actor, nodeID, map[string]string{"generation": strconv.FormatUint(g, 10)})
+}
+
+// vouchMember marks r's member as installed: from now on its transport
+// leaf and its release records count (SPEC 10.2, 10.3).
+func (t *txn) vouchMember(r *record) error {
+	m, found, err := cluster.GetMember(t.Tx, r.Assignment.NodeID)
+	if err != nil || !found || m.Installed {
+		return err
+	}
+	m.Installed = true
+	return cluster.PutMember(t.Tx, m)
 }

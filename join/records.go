@@ -40,6 +40,13 @@ func isFinal(state string) bool {
 // inTurn states hold the single delivery slot.
 func inTurn(state string) bool { return state == StateDelivering || state == StateInstalling }
 
+// Who chose a management address (SPEC 10.5): the joiner suggested it,
+// or the operator set it at approval.
+const (
+	MgmtIPFromJoiner   = "joiner"
+	MgmtIPFromOperator = "operator"
+)
+
 // Upgrade is what a needs-upgrade joiner must do before it is approvable.
 type Upgrade struct {
 	From   string `json:"from"`
@@ -68,12 +75,14 @@ type record struct {
 	UpdatedAt   time.Time       `json:"updatedAt"`
 	Upgrade     *Upgrade        `json:"upgrade,omitempty"`
 	Assignment  *Assignment     `json:"assignment,omitempty"`
-	ApprovedBy  string          `json:"approvedBy,omitempty"`
-	ApprovedAt  time.Time       `json:"approvedAt,omitzero"`
-	QueueSeq    uint64          `json:"queueSeq,omitempty"`
-	Generation  uint64          `json:"generation,omitempty"` // admitted at
-	DeliveredAt time.Time       `json:"deliveredAt,omitzero"`
-	DoneAt      time.Time       `json:"doneAt,omitzero"`
+	// MgmtIPSource says who chose the assignment's mgmtIp.
+	MgmtIPSource string    `json:"mgmtIpSource,omitempty"`
+	ApprovedBy   string    `json:"approvedBy,omitempty"`
+	ApprovedAt   time.Time `json:"approvedAt,omitzero"`
+	QueueSeq     uint64    `json:"queueSeq,omitempty"`
+	Generation   uint64    `json:"generation,omitempty"` // admitted at
+	DeliveredAt  time.Time `json:"deliveredAt,omitzero"`
+	DoneAt       time.Time `json:"doneAt,omitzero"`
 }
 
 // queueKey orders the queue bucket numerically under bbolt's byte order.

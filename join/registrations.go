@@ -43,6 +43,11 @@ func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView,
 		if err != nil {
 			return err
 		}
+		// After the token: which addresses are refused tells what the
+		// founder and its VIPs answer on.
+		if err := s.checkMgmtAddr(t.Tx, req.MgmtIP, apierr.InvalidInput); err != nil {
+			return err
+		}
 		state, upgrade, err := s.releaseRule(t.Tx, req.Release, req.SelfUpgrade)
 		if err != nil {
 			return err // the token is not spent: nothing was written
@@ -111,6 +116,9 @@ func (s *Service) reregister(t *txn, r *record, req RegisterRequest, actor strin
 	from := r.Release
 	switch state {
 	case StatePending:
+		if err := s.checkMgmtAddr(t.Tx, req.MgmtIP, apierr.InvalidInput); err != nil {
+			return err
+		}
 		r.State, r.Upgrade, r.Release = StatePending, nil, req.Release
 		r.Hostname, r.MgmtIP, r.MachineID, r.Facts = req.Hostname, normalIPOrEmpty(req.MgmtIP), req.MachineID, compactFacts(req.Facts)
 	case StateNeedsUpgrade:

@@ -46,6 +46,11 @@ type Config struct {
 	// Boot is the members' boot health (SPEC 11); nil when the prober is
 	// off, and then no view carries boot fields.
 	Boot BootHealth
+	// Dev allows loopback management addresses (a lab on one machine).
+	Dev bool
+	// FounderAddrs are the founder host's own addresses: no joiner gets
+	// a certificate for them.
+	FounderAddrs []string
 }
 
 // BootHealth answers a member's last probed boot health.
@@ -63,6 +68,8 @@ type Service struct {
 	// parked counts long-polls held by Park until they are answered.
 	parked sync.WaitGroup
 	kick   chan struct{} // wakes Run when the turn changes
+	// holds counts each registration's held long-polls (SPEC 10.10).
+	holds *holdCounter
 }
 
 // NewService fills defaults; it starts nothing (see Run).
@@ -76,7 +83,7 @@ func NewService(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{cfg: cfg, db: cfg.DB, now: cfg.Now, log: cfg.Logger, hub: NewHub(), kick: make(chan struct{}, 1)}
+	return &Service{cfg: cfg, db: cfg.DB, now: cfg.Now, log: cfg.Logger, hub: NewHub(), kick: make(chan struct{}, 1), holds: newHoldCounter(MaxHoldsPerRegistration)}
 }
 
 // Hub is the long-poll hub, for shutdown.

@@ -27,22 +27,25 @@ type JoinerView struct {
 
 // OperatorView is the operator's view (SPEC 4.4): never the delivery.
 type OperatorView struct {
-	JoinID         string          `json:"joinId"`
-	State          string          `json:"state"`
-	Reason         string          `json:"reason"`
-	Role           string          `json:"role"`
-	Release        string          `json:"release"`
-	KeyFingerprint string          `json:"keyFingerprint"`
-	QueuePosition  int             `json:"queuePosition"`
-	CreatedAt      time.Time       `json:"createdAt"`
-	UpdatedAt      time.Time       `json:"updatedAt"`
-	Upgrade        *Upgrade        `json:"upgrade,omitempty"`
-	Hostname       string          `json:"hostname"`
-	MgmtIP         string          `json:"mgmtIp"`
-	MachineID      string          `json:"machineId"`
-	SelfUpgrade    bool            `json:"selfUpgrade"`
-	Facts          json.RawMessage `json:"facts"`
-	TokenID        string          `json:"tokenId"`
+	JoinID         string    `json:"joinId"`
+	State          string    `json:"state"`
+	Reason         string    `json:"reason"`
+	Role           string    `json:"role"`
+	Release        string    `json:"release"`
+	KeyFingerprint string    `json:"keyFingerprint"`
+	QueuePosition  int       `json:"queuePosition"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+	Upgrade        *Upgrade  `json:"upgrade,omitempty"`
+	Hostname       string    `json:"hostname"`
+	MgmtIP         string    `json:"mgmtIp"`
+	// MgmtIPSource says who chose the address that goes (or went) into
+	// the node's certificate: "joiner" or "operator"; empty when none.
+	MgmtIPSource string          `json:"mgmtIpSource,omitempty"`
+	MachineID    string          `json:"machineId"`
+	SelfUpgrade  bool            `json:"selfUpgrade"`
+	Facts        json.RawMessage `json:"facts"`
+	TokenID      string          `json:"tokenId"`
 	// Assignment is present once approved.
 	Assignment *Assignment `json:"assignment,omitempty"`
 	ApprovedBy string      `json:"approvedBy,omitempty"`
@@ -83,6 +86,14 @@ func operatorView(r record, pos int) OperatorView {
 		TokenID: r.TokenID, Assignment: r.Assignment, ApprovedBy: r.ApprovedBy, ApprovedAt: r.ApprovedAt, Generation: r.Generation}
 	if r.State == StateNeedsUpgrade {
 		v.Upgrade = r.Upgrade
+	}
+	switch {
+	case r.MgmtIPSource != "":
+		v.MgmtIPSource = r.MgmtIPSource
+	case r.Assignment != nil && r.Assignment.MgmtIP != "" && r.Assignment.MgmtIP != r.MgmtIP:
+		v.MgmtIPSource = MgmtIPFromOperator // approved by an earlier build
+	case r.MgmtIP != "" || r.Assignment != nil:
+		v.MgmtIPSource = MgmtIPFromJoiner
 	}
 	return v
 }

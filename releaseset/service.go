@@ -51,18 +51,27 @@ type cachedRecord struct {
 func (s *Service) Record(actor, nodeID string, req RecordRequest) error {
 	req.Release.RecordedAt = s.Now().UTC()
 	return s.DB.Update(func(tx *store.Tx) error {
-		if _, found, err := membership.GetMember(tx, nodeID); err != nil {
+		m, found, err := membership.GetMember(tx, nodeID)
+		if err != nil {
 			return err
 		} else if !found {
 			return apierr.New(apierr.NotFound, "no member %s", nodeID)
 		}
+		// A delivery can still be cancelled: until its join is installing
+		// or joined, what the node says about itself does not count.
+		if !m.Vouched() {
+			return apierr.New(apierr.Forbidden, "node %s is still in its delivery: its release is recorded once its join is installing or joined", nodeID)
+		}
 		stored := Stored(req)
 		var prev Stored
-		found, err := tx.GetJSON(bucketRecords, nodeID, &prev)
+		found, err = tx.GetJSON(bucketRecords, nodeID, &prev)
 		if err != nil {
 			return err
 		}
 		if err := tx.PutJSON(bucketRecords, nodeID, stored); err != nil {
+			return err
+		}
+		if err := s.raiseAdmission(tx, actor); err != nil {
 			return err
 		}
 		seq, err := tx.NextSequence(bucketRecords)

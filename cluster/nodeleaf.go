@@ -1,0 +1,29 @@
+package cluster
+
+import (
+	"stratum/apierr"
+	"stratum/store"
+)
+
+// CheckNodeLeaf decides whether a CA-verified client certificate may act
+// as node nodeID (SPEC 10.3). Chaining to the cluster CA is not enough:
+// the leaves of cancelled or failed joins still chain. The certificate
+// must be the one delivered to a current member (its serial), and that
+// member's join must be installing or joined.
+//
+// Members admitted before serials were recorded have no LeafSerial; for
+// them the CommonName alone is accepted, as before, once vouched for.
+// Every node admitted from now on is checked by serial.
+func CheckNodeLeaf(tx *store.Tx, nodeID, serialHex string) (Member, error) {
+	m, found, err := GetMember(tx, nodeID)
+	if err != nil {
+		return m, err
+	}
+	if !found || (m.LeafSerial != "" && m.LeafSerial != serialHex) {
+		return m, apierr.New(apierr.Unauthenticated, "the node certificate for %s (serial %s) is not the one delivered to a current member: it was replaced, or its join was cancelled, failed or rejected", nodeID, serialHex)
+	}
+	if !m.Vouched() {
+		return m, apierr.New(apierr.Forbidden, "node %s is still in its delivery: its certificate counts once its join is installing or joined", nodeID)
+	}
+	return m, nil
+}
