@@ -30,9 +30,6 @@ func (s *Service) Approve(by iam.Principal, joinID string, a Assignment) (Operat
 			}
 			a.MgmtIP, source = r.MgmtIP, MgmtIPFromJoiner
 		}
-		if err := s.checkMgmtAddr(t.Tx, a.MgmtIP, apierr.JoinApprovalRefused); err != nil {
-			return err
-		}
 		c, err := loadClaims(t.Tx, joinID)
 		if err != nil {
 			return err
@@ -44,6 +41,9 @@ func (s *Service) Approve(by iam.Principal, joinID string, a Assignment) (Operat
 		}
 		if f := c.refusals(a); len(f) > 0 {
 			return apierr.WithFields(apierr.JoinApprovalRefused, "the assignment conflicts with the cluster; every conflict is listed", f)
+		}
+		if err := s.checkMgmtAddr(t.Tx, a.MgmtIP, apierr.JoinApprovalRefused); err != nil {
+			return err
 		}
 		r.State, r.Reason, r.Assignment, r.ApprovedBy, r.ApprovedAt = StateApproved, "", &a, actorOf(by), t.now
 		r.MgmtIPSource = source

@@ -3,6 +3,7 @@ package joiner
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Exit codes of `stratum join`. 0 means joined and 2 is a usage error (the
@@ -33,8 +34,9 @@ func ExitCode(err error) int {
 		return ExitRejected
 	case errors.Is(err, ErrFailed):
 		return ExitFailed
-	case errors.As(err, new(*PinError)):
-		// A founder we cannot trust is fatal, like a failed join.
+	case errors.As(err, new(*PinError)), errors.As(err, new(*DowngradeError)):
+		// A founder we cannot trust, or an upgrade we must not take, is
+		// fatal like a failed join: retrying changes nothing.
 		return ExitFailed
 	default:
 		return 1
@@ -77,4 +79,21 @@ type PinError struct {
 
 func (e *PinError) Error() string {
 	return fmt.Sprintf("refusing the founder: %s (--ca-pin %s); check the pin printed by `stratum serve` or in the token's joinCommand", e.Reason, e.Want)
+}
+
+// DowngradeError is an offered upgrade this machine must not take (SPEC
+// 10.4): a release not newer than the one it runs, or one whose signed
+// manifest does not list the running release among those it upgrades
+// from. No hook runs.
+type DowngradeError struct {
+	Running      string
+	Offered      string
+	UpgradesFrom []string
+}
+
+func (e *DowngradeError) Error() string {
+	if len(e.UpgradesFrom) > 0 {
+		return fmt.Sprintf("refusing the upgrade to %s: its signed manifest upgrades only from %s, and this machine runs %s; no upgrade hook was run", e.Offered, strings.Join(e.UpgradesFrom, ", "), e.Running)
+	}
+	return fmt.Sprintf("refusing the upgrade to %s: this machine runs %s, and an upgrade must be to a newer release; no upgrade hook was run", e.Offered, e.Running)
 }

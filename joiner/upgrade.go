@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,10 +83,13 @@ func (j *joiner) selfUpgrade(ctx context.Context, v *view) (*view, error) {
 	if err := semver.Valid(u.To); err != nil {
 		return nil, fmt.Errorf("the founder offers release %q: %v", u.To, err)
 	}
+	if c := semver.Compare(u.To, j.release); c < 0 || (c == 0 && v.Release == j.release) {
+		// SPEC 10.4: never downgrade, whatever the founder says. An
+		// offer of the release this machine registered with is no
+		// upgrade either.
+		return nil, &DowngradeError{Running: j.release, Offered: u.To}
+	}
 	if u.To == j.release {
-		if v.Release == j.release {
-			return nil, fmt.Errorf("the founder asks for an upgrade to %s, which this machine already runs and registered with", u.To)
-		}
 		// Upgraded in an earlier run (the hook rebooted, or stopped after
 		// writing the release file): only the re-registration is left.
 		return j.register(ctx)
@@ -136,6 +140,9 @@ func (j *joiner) fetchRelease(ctx context.Context, joinID string, u *upgrade) (s
 	}
 	if m.Release != u.To {
 		return "", fmt.Errorf("the signed manifest from %s is of release %s, not %s as offered: refused", src.name, m.Release, u.To)
+	}
+	if len(m.UpgradesFrom) > 0 && !slices.Contains(m.UpgradesFrom, j.release) {
+		return "", &DowngradeError{Running: j.release, Offered: m.Release, UpgradesFrom: m.UpgradesFrom}
 	}
 	j.log.printf("manifest of release %s verified: %d files, %s", m.Release, len(m.Files), humanBytes(m.TotalSize()))
 
