@@ -83,6 +83,12 @@ func TestReleaseRecords(t *testing.T) {
 	if e := call(t, nodeCli, "PUT", f.api+"/v1/cluster/nodes/"+founderNode+"/release", "", rec, 403, nil); e.Code != apierr.Forbidden {
 		t.Fatalf("a node recording another's release: %+v", e)
 	}
+	// Still delivering: the delivery can be cancelled, so what the node
+	// says about itself does not count yet (SPEC 10.2).
+	if e := call(t, nodeCli, "PUT", f.api+"/v1/cluster/nodes/"+node+"/release", "", rec, 403, nil); e.Code != apierr.Forbidden {
+		t.Fatalf("a delivering node recording its release: %+v", e)
+	}
+	j.do(t, "POST", "/v1/join/registrations/"+v.JoinID+"/progress", map[string]any{"phase": "installing"}, 200, nil)
 	call(t, nodeCli, "PUT", f.api+"/v1/cluster/nodes/"+node+"/release", "", rec, 204, nil)
 	f.admin("PUT", "/v1/cluster/nodes/n-zzzzzzzz/release", rec, 404, nil)
 	bad := map[string]any{"runningRelease": "x", "release": map[string]any{"bogus": 1}}
