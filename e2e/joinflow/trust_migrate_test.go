@@ -1,0 +1,92 @@
+package joinflow
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// asPreviousBuild rewrites a stopped founder's store as the build before
+// the trust rules left it: members without a recorded leaf serial or
+// installed mark, and no admission release stored.
+func asPreviousBuild(t *testing.T, dir string) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, "stratum.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		members := tx.Bucket([]byte("members"))
+		type kv struct{ k, v []byte }
+		var rewritten []kv
+		if err := members.ForEach(func(k, v []byte) error {
+			var m map[string]any
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			delete(m, "leafSerial")
+			delete(m, "installed")
+			raw, err := json.Marshal(m)
+			rewritten = append(rewritten, kv{append([]byte{}, k...), raw})
+			return err
+		}); err != nil {
+			return err
+		}
+		for _, e := range rewritten {
+			if err := members.Put(e.k, e.v); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte("cluster")).Delete([]byte("admission-release"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTrust_MigratesPreviousDataDir: a data directory of the previous
+// build (members without serials, no admission release) keeps working:
+// the joined member's leaf still records, a member still delivering is
+// still refused until it is installing, the admission release starts at
+// the configured clusterRelease, and the migration is audited once.
+func TestTrust_MigratesPreviousDataDir(t *testing.T) {
+	f := trustFounder(t, "0.2.0")
+	a := f.joined(t, "0.2.0", "192.0.2.81")
+	b, reg := f.register(t, f.joinToken(t, 1), "0.2.0", "192.0.2.82")
+	reg.want(t, 201, "")
+	b.deliver(t)
+	f.stop(t)
+	asPreviousBuild(t, f.dir)
+
+	g := startFounder(t, f.dir)
+	a.f, b.f = g, g
+	a.record(t, "0.2.0").want(t, 204, "")
+	b.record(t, "0.2.0").want(t, 403, "FORBIDDEN")
+	b.progress(t, "installing")
+	b.record(t, "0.2.0").want(t, 204, "")
+	if v := g.versionView(t, g.token); v["admissionRelease"] != "0.2.0" {
+		t.Fatalf("admission release after migration: %v", v)
+	}
+	_, reg = g.register(t, g.joinToken(t, 1), "0.2.0", "192.0.2.83")
+	reg.want(t, 201, "")
+
+	// A second start finds nothing left to migrate.
+	g.stop(t)
+	h := startFounder(t, f.dir)
+	n := 0
+	for _, k := range h.auditKinds(t) {
+		if k == "cluster.release.migrated" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the admission release migration is audited %d times, want once", n)
+	}
+	if kinds := h.auditKinds(t); !slices.Contains(kinds, "join.installing") {
+		t.Fatalf("audit lost events across the migration: %v", kinds)
+	}
+}
