@@ -1,0 +1,140 @@
+package releaseset
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"stratum/apierr"
+	membership "stratum/cluster"
+	"stratum/crypto"
+	"stratum/store"
+)
+
+type admissionEnv struct {
+	t   *testing.T
+	db  *store.DB
+	svc *Service
+	now time.Time
+}
+
+func newAdmissionEnv(t *testing.T, members ...membership.Member) *admissionEnv {
+	t.Helper()
+	key, err := crypto.LoadOrCreateDataKey(filepath.Join(t.TempDir(), "data.key"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(filepath.Join(t.TempDir(), "stratum.db"), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	e := &admissionEnv{t: t, db: db, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	e.svc = &Service{DB: db, Now: func() time.Time { return e.now }, Node: "n-founder1"}
+	cfg := membership.DevDefaults()
+	cfg.ClusterRelease = "0.2.0"
+	cfg.Founder.NodeID = "n-founder1"
+	err = db.Update(func(tx *store.Tx) error {
+		if _, _, _, err := membership.Init(tx, cfg, true, e.now); err != nil {
+			return err
+		}
+		for _, m := range members {
+			if err := membership.PutMember(tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *admissionEnv) admission() string {
+	e.t.Helper()
+	var r string
+	if err := e.db.View(func(tx *store.Tx) (err error) { r, err = AdmissionReleaseTx(tx); return err }); err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func (e *admissionEnv) record(node, rel string) error {
+	return e.svc.Record("node:"+node, node, RecordRequest{RunningRelease: rel})
+}
+
+func codeOf(err error) apierr.Code {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return ""
+}
+
+func joinedMember(id string) membership.Member {
+	return membership.Member{NodeID: id, JoinID: "j-" + id, State: membership.MemberActive, Installed: true}
+}
+
+// TestAdmissionNeverLoweredByARecord: a record of 0.0.1 changes nothing;
+// the admission release rises only once every joined member recently
+// reported the newer release; a delivering member cannot record.
+func TestAdmissionNeverLoweredByARecord(t *testing.T) {
+	delivering := membership.Member{NodeID: "n-deliver1", JoinID: "j-d", State: membership.MemberJoining}
+	e := newAdmissionEnv(t, joinedMember("n-joined01"), joinedMember("n-joined02"), delivering)
+	steps := []struct {
+		node, rel string
+		code      apierr.Code
+		advance   time.Duration
+		admission string
+	}{
+		{"n-joined01", "0.0.1", "", 0, "0.2.0"},
+		{"n-deliver1", "0.9.0", apierr.Forbidden, 0, "0.2.0"},
+		{"n-joined01", "0.3.0", "", 0, "0.2.0"},                // n-joined02 has not agreed
+		{"n-joined02", "0.4.0", "", 0, "0.3.0"},                // both at 0.3.0 or newer
+		{"n-joined01", "0.4.0", "", 11 * time.Minute, "0.3.0"}, // n-joined02's record is stale
+		{"n-joined02", "0.4.0", "", 0, "0.4.0"},
+		{"n-joined01", "0.0.1", "", 0, "0.4.0"},
+		{"n-unknown1", "0.5.0", apierr.NotFound, 0, "0.4.0"},
+	}
+	for i, s := range steps {
+		e.now = e.now.Add(s.advance)
+		if got := codeOf(e.record(s.node, s.rel)); got != s.code {
+			t.Fatalf("step %d (%s records %s): code %q, want %q", i, s.node, s.rel, got, s.code)
+		}
+		if got := e.admission(); got != s.admission {
+			t.Fatalf("step %d (%s records %s): admission %s, want %s", i, s.node, s.rel, got, s.admission)
+		}
+	}
+}
+
+// TestSetAdmission: lowering needs allowDowngrade; a bad version is
+// INVALID_INPUT on release; each change is audited.
+func TestSetAdmission(t *testing.T) {
+	e := newAdmissionEnv(t)
+	if _, err := e.svc.SetAdmission("user:a", SetAdmissionRequest{Release: "0.1.0"}); codeOf(err) != apierr.Conflict || e.admission() != "0.2.0" {
+		t.Fatalf("lowering without allowDowngrade: %v, admission %s", err, e.admission())
+	}
+	var ae *apierr.Error
+	if _, err := e.svc.SetAdmission("user:a", SetAdmissionRequest{Release: "latest"}); !errors.As(err, &ae) || ae.Code != apierr.InvalidInput || ae.Fields[0].Field != "release" {
+		t.Fatalf("not semver: %v", err)
+	}
+	if v, err := e.svc.SetAdmission("user:a", SetAdmissionRequest{Release: "0.1.0", AllowDowngrade: true}); err != nil || v.Previous != "0.2.0" || e.admission() != "0.1.0" {
+		t.Fatalf("lowering with allowDowngrade: %+v %v", v, err)
+	}
+	if _, err := e.svc.SetAdmission("user:a", SetAdmissionRequest{Release: "0.5.0"}); err != nil || e.admission() != "0.5.0" {
+		t.Fatalf("raising: %v", err)
+	}
+	events, err := e.db.AuditEvents(0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, ev := range events {
+		kinds[ev.Kind]++
+	}
+	if kinds["cluster.release.downgraded"] != 1 || kinds["cluster.release.set"] != 1 {
+		t.Fatalf("audit kinds %v", kinds)
+	}
+}
