@@ -12,9 +12,22 @@ import (
 // migrateTrust brings a data directory made by an earlier build up to
 // the trust rules (SPEC 10.2, 10.3), in one transaction at each start
 // (it changes nothing once done): the admission release is stored from
-// the configured clusterRelease, and members whose join is installing or
-// joined are marked installed so their reports keep counting.
+// the configured clusterRelease; members whose join is installing or
+// joined are marked installed so their reports keep counting, and
+// members without a recorded leaf serial get the one their delivery was
+// audited with.
 func migrateTrust(db *store.DB, log *slog.Logger) error {
+	var need bool
+	if err := db.View(func(tx *store.Tx) error { need = join.MembersNeedMigration(tx); return nil }); err != nil {
+		return err
+	}
+	var serials map[string]string
+	if need {
+		var err error
+		if serials, err = join.AuditedLeafSerials(db); err != nil {
+			return err
+		}
+	}
 	return db.Update(func(tx *store.Tx) error {
 		seeded, err := cluster.SeedAdmissionRelease(tx)
 		if err != nil {
@@ -30,12 +43,15 @@ func migrateTrust(db *store.DB, log *slog.Logger) error {
 				return err
 			}
 		}
-		n, err := join.MigrateMembers(tx)
+		n, legacy, err := join.MigrateMembers(tx, serials)
 		if err != nil {
 			return err
 		}
 		if n > 0 {
-			log.Info("migrated: members admitted by an earlier build are accepted by their certificate's name until their next delivery", "members", n)
+			log.Info("migrated: members admitted by an earlier build now carry the serial of their delivered leaf", "members", n)
+		}
+		if legacy > 0 {
+			log.Warn("members admitted by an earlier build without an audited leaf serial stay accepted by their certificate's name", "members", legacy)
 		}
 		return nil
 	})

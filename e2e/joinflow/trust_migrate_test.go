@@ -41,6 +41,9 @@ func asPreviousBuild(t *testing.T, dir string) {
 				return err
 			}
 		}
+		if err := tx.Bucket([]byte("join-meta")).Delete([]byte("members-trust-migrated")); err != nil {
+			return err
+		}
 		return tx.Bucket([]byte("cluster")).Delete([]byte("admission-release"))
 	})
 	if err != nil {
@@ -89,4 +92,30 @@ func TestTrust_MigratesPreviousDataDir(t *testing.T) {
 	if kinds := h.auditKinds(t); !slices.Contains(kinds, "join.installing") {
 		t.Fatalf("audit lost events across the migration: %v", kinds)
 	}
+
+	// The members got back the serials their deliveries were audited
+	// with: only those leaves count for them from now on.
+	h.stop(t)
+	for _, m := range []*member{a, b} {
+		if got := storedLeafSerial(t, f.dir, m.nodeID); got != m.cert.SerialNumber.Text(16) {
+			t.Errorf("member %s: leaf serial %q after migration, want %s", m.nodeID, got, m.cert.SerialNumber.Text(16))
+		}
+	}
+}
+
+func storedLeafSerial(t *testing.T, dir, nodeID string) string {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, "stratum.db"), 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var m struct{ LeafSerial string }
+	err = db.View(func(tx *bolt.Tx) error {
+		return json.Unmarshal(tx.Bucket([]byte("members")).Get([]byte(nodeID)), &m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.LeafSerial
 }
