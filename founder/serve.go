@@ -123,9 +123,6 @@ func Serve(ctx context.Context, o Options) error {
 	}); err != nil {
 		return err
 	}
-	if err := migrateTrust(db, o.Log); err != nil {
-		return err
-	}
 	startup.Phase("listeners")
 	return f.run(ctx)
 }

@@ -5,84 +5,88 @@ import (
 	"stratum/store"
 )
 
-// keyMembersMigrated marks a store whose members were brought up to the
-// trust rules, so the migration (and its audit scan) runs once.
-const keyMembersMigrated = "members-trust-migrated"
+// trustMigration is the store migration that brings a data directory of
+// an earlier build up to the trust rules (SPEC 10.2, 10.3).
+var trustMigration = store.Migration{Version: 6, Name: "trust rules: admission release, member leaf serials", Apply: migrateTrust}
 
-// MembersNeedMigration reports whether MigrateMembers has yet to run.
-func MembersNeedMigration(tx *store.Tx) bool {
-	return tx.GetRaw(bucketMeta, keyMembersMigrated) == nil
+// migrateTrust runs once, in one transaction, when a store of an earlier
+// schema is opened. A store that holds no cluster yet has nothing to
+// migrate: init stores the admission release and every delivery records
+// its serial.
+func migrateTrust(tx *store.Tx) error {
+	if !cluster.Initialized(tx) {
+		return nil
+	}
+	seeded, err := cluster.SeedAdmissionRelease(tx)
+	if err != nil {
+		return err
+	}
+	if seeded {
+		rel, err := cluster.AdmissionRelease(tx)
+		if err != nil {
+			return err
+		}
+		if err := tx.Audit("cluster.release.migrated", systemActor, "admission-release", map[string]string{"to": rel, "why": "the admission release starts at the configured clusterRelease"}); err != nil {
+			return err
+		}
+	}
+	serials, err := auditedLeafSerials(tx)
+	if err != nil {
+		return err
+	}
+	return migrateMembers(tx, serials)
 }
 
-// MigrateMembers brings members admitted by an earlier build up to the
-// trust rules (SPEC 10.3), once, in the caller's transaction:
+// migrateMembers brings members admitted by an earlier build up to the
+// trust rules:
 //   - a member whose join is installing or joined is marked installed,
 //     so its reports keep counting;
 //   - a member without a recorded leaf serial gets the one its delivery
-//     was audited with (serials: join id -> serial, from the audit log's
-//     join.delivering events), so only that leaf is accepted for it.
+//     was audited with (serials: join id -> serial), so only that leaf
+//     is accepted for it from now on.
 //
-// A member whose serial is not found stays accepted by its certificate's
-// name, as the earlier build did; it is counted in legacy.
-func MigrateMembers(tx *store.Tx, serials map[string]string) (migrated, legacy int, err error) {
-	if !MembersNeedMigration(tx) {
-		return 0, 0, nil
-	}
+// A member whose serial is not in the audit log stays accepted by its
+// certificate's name, as the earlier build did (cluster.CheckNodeLeaf).
+func migrateMembers(tx *store.Tx, serials map[string]string) error {
 	members, err := cluster.Members(tx)
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
 	for _, m := range members {
 		if m.JoinID == "" {
 			continue
 		}
 		changed := false
-		if m.LeafSerial == "" {
-			if s := serials[m.JoinID]; s != "" {
-				m.LeafSerial, changed = s, true
-			} else {
-				legacy++
-			}
+		if s := serials[m.JoinID]; m.LeafSerial == "" && s != "" {
+			m.LeafSerial, changed = s, true
 		}
 		if !m.Installed {
 			r, found, err := getRecord(tx, m.JoinID)
 			if err != nil {
-				return migrated, legacy, err
+				return err
 			}
 			if found && (r.State == StateInstalling || r.State == StateJoined) {
 				m.Installed, changed = true, true
 			}
 		}
-		if !changed {
-			continue
+		if changed {
+			if err := cluster.PutMember(tx, m); err != nil {
+				return err
+			}
 		}
-		if err := cluster.PutMember(tx, m); err != nil {
-			return migrated, legacy, err
-		}
-		migrated++
 	}
-	return migrated, legacy, tx.PutRaw(bucketMeta, keyMembersMigrated, []byte("1"))
+	return nil
 }
 
-// AuditedLeafSerials reads the serial each delivery was audited with
-// (join.delivering events), by join id, for MigrateMembers.
-func AuditedLeafSerials(db *store.DB) (map[string]string, error) {
-	const page = 1000
+// auditedLeafSerials reads the serial each delivery was audited with
+// (join.delivering events, which every build has written), by join id.
+func auditedLeafSerials(tx *store.Tx) (map[string]string, error) {
 	out := map[string]string{}
-	var after uint64
-	for {
-		events, err := db.AuditEvents(after, page)
-		if err != nil {
-			return nil, err
+	err := store.AuditBucket.ForEach(tx, func(_ string, e store.AuditEvent) error {
+		if e.Kind == "join.delivering" && e.Data["certSerial"] != "" {
+			out[e.Subject] = e.Data["certSerial"]
 		}
-		for _, e := range events {
-			if e.Kind == "join.delivering" && e.Data["certSerial"] != "" {
-				out[e.Subject] = e.Data["certSerial"]
-			}
-			after = e.Seq
-		}
-		if len(events) < page {
-			return out, nil
-		}
-	}
+		return nil
+	})
+	return out, err
 }

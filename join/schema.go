@@ -20,4 +20,5 @@ var (
 
 func init() {
 	store.AddMigration(store.Migration{Version: 5, Name: "index of what queued joins claim", Apply: rebuildClaims})
+	store.AddMigration(trustMigration)
 }

@@ -1,6 +1,7 @@
 package joinflow
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"path/filepath"
 	"slices"
@@ -10,8 +11,8 @@ import (
 )
 
 // asPreviousBuild rewrites a stopped founder's store as the build before
-// the trust rules left it: members without a recorded leaf serial or
-// installed mark, and no admission release stored.
+// the trust rules left it: schema 1, members without a recorded leaf
+// serial or installed mark, and no admission release stored.
 func asPreviousBuild(t *testing.T, dir string) {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(dir, "stratum.db"), 0o600, nil)
@@ -41,7 +42,8 @@ func asPreviousBuild(t *testing.T, dir string) {
 				return err
 			}
 		}
-		if err := tx.Bucket([]byte("join-meta")).Delete([]byte("members-trust-migrated")); err != nil {
+		// The previous build's store schema was 1.
+		if err := tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, 1)); err != nil {
 			return err
 		}
 		return tx.Bucket([]byte("cluster")).Delete([]byte("admission-release"))
