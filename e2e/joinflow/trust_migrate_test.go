@@ -1,7 +1,6 @@
 package joinflow
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"path/filepath"
 	"slices"
@@ -43,7 +42,7 @@ func asPreviousBuild(t *testing.T, dir string) {
 			}
 		}
 		// The previous build's store schema was 1.
-		if err := tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, 1)); err != nil {
+		if err := tx.Bucket([]byte("meta")).Put([]byte("schema"), []byte{0, 0, 0, 0, 0, 0, 0, 1}); err != nil {
 			return err
 		}
 		return tx.Bucket([]byte("cluster")).Delete([]byte("admission-release"))
