@@ -83,8 +83,8 @@ func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView,
 }
 
 // precheck refuses, in a read-only transaction, what Register would
-// refuse for a new key (an unusable token, a release the cluster does not
-// admit): a call that fails inside a write batch makes bbolt run the
+// refuse for a new key (an unusable token, a management address that
+// cannot go into a certificate, a release the cluster does not admit): a call that fails inside a write batch makes bbolt run the
 // whole batch again, so a flood of bad tokens must not get that far. The
 // batch checks again; this only keeps the common refusals out of it.
 func (s *Service) precheck(keyPin string, req RegisterRequest) error {
@@ -93,6 +93,9 @@ func (s *Service) precheck(keyPin string, req RegisterRequest) error {
 			return nil // an open or final registration: Register decides
 		}
 		if _, err := redeemable(tx, req.Token, s.now().UTC()); err != nil {
+			return err
+		}
+		if err := s.checkMgmtAddr(tx, req.MgmtIP, apierr.InvalidInput); err != nil {
 			return err
 		}
 		_, _, err := s.releaseRule(tx, req.Release, req.SelfUpgrade)
