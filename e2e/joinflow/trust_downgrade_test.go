@@ -1,13 +1,11 @@
 package joinflow
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -90,21 +88,11 @@ func joinAgainst(t *testing.T, ff *fakeFounder, rel, keys string) (int, string, 
 	if err := os.WriteFile(hook, []byte("#!/bin/sh\ntouch "+mark+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "join", "--founder", ff.addr, "--token", "sjt1.aaaaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "--ca-pin", ff.pin,
+	out, code := run(t, "join", "--founder", ff.addr, "--token", "sjt1.aaaaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "--ca-pin", ff.pin,
 		"--release", rel, "--self-upgrade", "--upgrade-hook", hook, "--release-keys", keys,
 		"--state-dir", filepath.Join(work, "state"), "--root", filepath.Join(work, "root"), "--hostname", "victim", "--mgmt-ip", "192.0.2.71")
-	cmd.Env = cleanEnv()
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
 	_, statErr := os.Stat(mark)
-	return code, string(out), statErr == nil
+	return code, out, statErr == nil
 }
 
 // TestTrust04_JoinerRefusesDowngrade: a founder (here an impostor with a

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,15 +62,12 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 	}
 
 	// Lowering needs the operator's explicit word.
-	env := append(cleanEnv(), "STRATUM_TOKEN="+f.token)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(f.token), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cli := func(args ...string) (string, int) {
-		cmd := exec.Command(binary, append([]string{"cluster", "release", "set"}, append(args, "--api", f.api, "--ca-file", filepath.Join(f.dir, "ca.pem"))...)...)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return string(out), ee.ExitCode()
-		}
-		return string(out), 0
+		return run(t, append([]string{"cluster", "release", "set", "--api", f.api, "--ca-file", filepath.Join(f.dir, "ca.pem"), "--token-file", tokenFile}, args...)...)
 	}
 	if out, code := cli("0.1.0"); code == 0 || !strings.Contains(out, "allowDowngrade") {
 		t.Fatalf("lowering without --allow-downgrade: exit %d: %s", code, out)
@@ -135,22 +131,14 @@ func TestTrust03_FakeListenerWithMemberLeafGetsNoToken(t *testing.T) {
 
 	token := f.joinToken(t, 1)
 	state := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "join", "--founder", ln.Addr().String(), "--token", token, "--ca-pin", f.pin,
-		"--release", "0.2.0", "--state-dir", state, "--root", t.TempDir(), "--hostname", "victim", "--mgmt-ip", "192.0.2.32")
-	cmd.Env = cleanEnv()
 	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
+	out, code := run(t, "join", "--founder", ln.Addr().String(), "--token", token, "--ca-pin", f.pin,
+		"--release", "0.2.0", "--state-dir", state, "--root", t.TempDir(), "--hostname", "victim", "--mgmt-ip", "192.0.2.32")
 	if code != 4 {
 		t.Fatalf("join against a member's leaf: exit %d (want 4) after %v:\n%s", code, time.Since(start), out)
 	}
 	serial := a.cert.SerialNumber.Text(16)
-	if !strings.Contains(string(out), "CN="+a.nodeID) || !strings.Contains(string(out), serial) {
+	if !strings.Contains(out, "CN="+a.nodeID) || !strings.Contains(out, serial) {
 		t.Fatalf("the refusal does not name the certificate (CN=%s serial %s):\n%s", a.nodeID, serial, out)
 	}
 	if n := requests.Load(); n != 0 {
