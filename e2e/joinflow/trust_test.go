@@ -301,8 +301,14 @@ func TestTrust10_ListenerTLS(t *testing.T) {
 		}
 		return err
 	}
-	if err := dial(f.join, &tls.Config{MaxVersion: tls.VersionTLS12, ServerName: "localhost"}); err == nil {
+	// A joiner presents its own key; without one any handshake fails,
+	// which would prove nothing about the version.
+	joinerCert := selfSignedClient(t, f.pool, 0).Transport.(*http.Transport).TLSClientConfig.Certificates
+	if err := dial(f.join, &tls.Config{Certificates: joinerCert, MaxVersion: tls.VersionTLS12, ServerName: "localhost"}); err == nil {
 		t.Fatal("the join listener accepted a TLS 1.2 client")
+	}
+	if err := dial(f.join, &tls.Config{Certificates: joinerCert, MinVersion: tls.VersionTLS13, ServerName: "localhost"}); err != nil {
+		t.Fatalf("the join listener refused a TLS 1.3 joiner: %v", err)
 	}
 	cbc := []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA, tls.TLS_RSA_WITH_AES_128_CBC_SHA}
 	if err := dial(api, &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: cbc, ServerName: "localhost"}); err == nil {
