@@ -228,6 +228,8 @@ var extraErrors = map[string][]string{
 	"POST /v1/admin/join/registrations/:joinId/reject":  {"409"},
 	"POST /v1/admin/join/registrations/:joinId/cancel":  {"409"},
 	"POST /v1/admin/releases":                           {"409"},
+	"PUT /v1/admin/cluster/release":                     {"409"},
+	"GET /v1/join/registrations/:joinId":                {"429"},
 	"GET /v1/join/registrations/:joinId/release/*path":  {"416", "503"},
 	"HEAD /v1/join/registrations/:joinId/release/*path": {"416", "503"},
 }

@@ -43,6 +43,9 @@ func (t *txn) deliver(r *record) error {
 	if err != nil {
 		return err
 	}
+	if crypto.HasStratumURI(leaf.Cert) {
+		return fmt.Errorf("the leaf issued for %s carries a stratum:// URI SAN: refusing to deliver it", a.NodeID)
+	}
 	serial := leaf.Cert.SerialNumber.Text(16)
 	m, err := cluster.Admit(t.Tx, cluster.Member{NodeID: a.NodeID, Role: r.Role, MgmtIP: a.MgmtIP, AZ: a.AZ,
 		Networks: a.Networks, Labels: a.Labels, JoinID: r.JoinID, LeafSerial: serial}, t.now)
