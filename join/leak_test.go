@@ -28,7 +28,6 @@ func heapAfterGC() uint64 {
 // a few hundred bytes kept per wait would add up to an outage.
 func TestLongPollNoLeak(t *testing.T) {
 	e := newEnv(t)
-	e.svc.holds = newHoldCounter(1 << 20) // many holds at once; the cap has its own test
 	v := e.pending("a")
 	pin := keyPin("a")
 	bg := context.Background()

@@ -30,6 +30,14 @@ func (s *Service) Park(keyPin, joinID, lastState string, wait time.Duration, rea
 		p.cancel()
 		return first, false, err
 	}
+	// The hold is what SPEC 10.10 caps per registration. (When the HTTP
+	// layer cannot take the connection over, it waits with Wait behind
+	// this parked poll, which keeps counting for it.)
+	if p.release, err = s.holds.acquire(joinID); err != nil {
+		p.done = true
+		p.cancel()
+		return JoinerView{}, false, err
+	}
 	p.first = first
 	s.parked.Add(1)
 	p.timer = time.AfterFunc(jittered(wait), p.finish)
@@ -44,10 +52,11 @@ type parkedPoll struct {
 	ready          <-chan struct{}
 	answer         func(JoinerView, error)
 
-	mu     sync.Mutex
-	cancel func() bool
-	timer  *time.Timer
-	done   bool
+	mu      sync.Mutex
+	cancel  func() bool
+	timer   *time.Timer
+	done    bool
+	release func() // gives the registration's hold back
 }
 
 // woken runs on a change of the registration (or the hub closing): a
@@ -86,6 +95,7 @@ func (p *parkedPoll) finish() {
 		p.timer.Stop()
 	}
 	p.cancel()
+	p.release()
 	p.mu.Unlock()
 	defer p.s.parked.Done()
 	<-p.ready

@@ -2,7 +2,6 @@ package join
 
 import (
 	"context"
-	"errors"
 	"runtime"
 	"sync"
 	"testing"
@@ -55,7 +54,6 @@ func TestThousandWaiters(t *testing.T) {
 	v := e.pending("a")
 	baseline := runtime.NumGoroutine()
 	const n = 1000
-	e.svc.holds = newHoldCounter(n) // the hub's fan-out, not the per-registration cap
 	var wg sync.WaitGroup
 	states := make(chan string, n)
 	for range n {
@@ -95,7 +93,6 @@ func TestThousandWaiters(t *testing.T) {
 func TestHubCloseReleasesWaiters(t *testing.T) {
 	e := newEnv(t)
 	v := e.pending("a")
-	e.svc.holds = newHoldCounter(10)
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Add(1)
@@ -142,33 +139,5 @@ func TestHubUnrelatedChangeDoesNotWake(t *testing.T) {
 	case <-a.C():
 		t.Fatal("a renewed subscription fired at once")
 	default:
-	}
-}
-
-// TestLongPollCapPerRegistration: a registration holds at most four
-// long-polls; the fifth is 429 with Retry-After, and a hold that ends
-// frees its place.
-func TestLongPollCapPerRegistration(t *testing.T) {
-	e := newEnv(t)
-	v := e.pending("a")
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for range MaxHoldsPerRegistration {
-		wg.Go(func() { _, _ = e.svc.Wait(ctx, keyPin("a"), v.JoinID, StatePending, 60*time.Second) })
-	}
-	waitFor(t, func() bool { return e.svc.Hub().Waiters() == MaxHoldsPerRegistration })
-	_, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, StatePending, 60*time.Second)
-	var ae *apierr.Error
-	if !errors.As(err, &ae) || ae.Code != apierr.TooManyRequests || ae.RetryAfter < 1 {
-		t.Fatalf("fifth hold: %v, want TOO_MANY_REQUESTS with Retry-After", err)
-	}
-	// An answer at once (no state given) is no hold: still served.
-	if _, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, "", 60*time.Second); err != nil {
-		t.Fatalf("an immediate answer was refused: %v", err)
-	}
-	cancel()
-	wg.Wait()
-	if _, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, StatePending, time.Millisecond); err != nil {
-		t.Fatalf("a hold after the others ended: %v", err)
 	}
 }
