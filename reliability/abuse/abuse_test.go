@@ -51,11 +51,16 @@ type env struct {
 
 	k1, k2, k3, kp key    // k1 owns r1, k2 owns r2 (both needs-upgrade), k3 owns nothing, kp owns p1 (pending)
 	r1, r2, p1     string // join ids
-	ka, kb         key    // the keys of nodes A (joined) and B (delivering)
-	ja, jb         string
-	nodeA, nodeB   string
-	founderNode    string
-	leafA, leafB   tls.Certificate
+	// kp2 owns p2 and kh owns ph (both pending): a registration holds at
+	// most 4 long-polls (SPEC 10.10), so the wait edges spread over p1
+	// and p2, and the herd has its own.
+	kp2, kh      key
+	p2, ph       string
+	ka, kb       key // the keys of nodes A (joined) and B (delivering)
+	ja, jb       string
+	nodeA, nodeB string
+	founderNode  string
+	leafA, leafB tls.Certificate
 
 	relDir   string            // DATA/releases/0.2.0
 	files    map[string][]byte // release path -> bytes
@@ -272,6 +277,9 @@ func setup(t *testing.T) *env {
 	e.r1 = e.register(t, e.k1, tok, "0.1.0", true, "", "needs-upgrade")
 	e.r2 = e.register(t, e.k2, tok, "0.1.0", true, "", "needs-upgrade")
 	e.p1 = e.register(t, e.kp, tok, clusterRelease, false, "", "pending")
+	e.kp2, e.kh = newKey(t, "poller-2"), newKey(t, "herder")
+	e.p2 = e.register(t, e.kp2, tok, clusterRelease, false, "", "pending")
+	e.ph = e.register(t, e.kh, tok, clusterRelease, false, "", "pending")
 
 	// Nodes: A joined, B delivering; each one's transport leaf read from
 	// its delivery.

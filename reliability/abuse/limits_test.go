@@ -43,7 +43,7 @@ func limitScenarios() []scenario {
 					status  int
 					code    string
 				}
-				j, a, k3, leafB := e.f.join, e.f.api, &e.k3.cert, &e.leafB
+				j, a, k3, leafA := e.f.join, e.f.api, &e.k3.cert, &e.leafA
 				cases := []bc{
 					{"register, 1 MiB + 1", j, k3, "", "POST", "/v1/join/registrations", "", over, false, 413, "PAYLOAD_TOO_LARGE"},
 					{"register, 1 MiB + 1 chunked", j, k3, "", "POST", "/v1/join/registrations", "", over, true, 413, "PAYLOAD_TOO_LARGE"},
@@ -59,7 +59,7 @@ func limitScenarios() []scenario {
 					{"release record, 4 MiB + 1", a, nil, "", "PUT", "/v1/cluster/nodes/" + e.nodeB + "/release", auth, overRecord, false, 413, "PAYLOAD_TOO_LARGE"},
 					{"release record, 4 MiB + 1 chunked", a, nil, "", "PUT", "/v1/cluster/nodes/" + e.nodeB + "/release", auth, overRecord, true, 413, "PAYLOAD_TOO_LARGE"},
 					{"release record, 2 MiB (under its limit: decoded)", a, nil, "", "PUT", "/v1/cluster/nodes/" + e.nodeB + "/release", auth, bytes.Repeat([]byte("A"), 2*mib), false, 400, "INVALID_INPUT"},
-					{"applied, 1 MiB + 1 with B's leaf", a, leafB, "", "PUT", "/v1/cluster/members/" + e.nodeB + "/applied", "", over, false, 413, "PAYLOAD_TOO_LARGE"},
+					{"applied, 1 MiB + 1 with A's leaf", a, leafA, "", "PUT", "/v1/cluster/members/" + e.nodeA + "/applied", "", over, false, 413, "PAYLOAD_TOO_LARGE"},
 					{"login, 1 MiB + 1", a, nil, oversizeSource, "POST", "/v1/auth/login", "", over, false, 413, "PAYLOAD_TOO_LARGE"},
 					{"register, Content-Length 10 GiB, 1 byte sent", j, k3, "", "POST", "/v1/join/registrations", "Content-Length: 10737418240\r\n", []byte("{"), false, 413, "PAYLOAD_TOO_LARGE"},
 					{"API token, Content-Length 10 GiB, 1 byte sent", a, nil, "", "POST", "/v1/iam/tokens", auth + "Content-Length: 10737418240\r\n", []byte("{"), false, 413, "PAYLOAD_TOO_LARGE"},
