@@ -19,40 +19,59 @@ func AdmissionReleaseTx(tx *store.Tx) (string, error) { return membership.Admiss
 // raiseAdmission lifts the admission release to R once every joined
 // member (the founder aside: it records the admission release itself)
 // has a recent record of R or newer. It never lowers it.
-func (s *Service) raiseAdmission(tx *store.Tx, actor string) error {
+//
+// It runs in the transaction that stores node's record rec. Only a
+// joined member reporting a release above the admission release can
+// complete an agreement, so every other record (the steady state: each
+// node re-recording what it runs) costs one read. The other members'
+// records come from the cache, not from decoding each stored record.
+func (s *Service) raiseAdmission(tx *store.Tx, actor string, node membership.Member, rec Stored) error {
+	if !joined(node) || semver.Valid(rec.RunningRelease) != nil {
+		return nil
+	}
 	cur, err := membership.AdmissionRelease(tx)
 	if err != nil {
 		return err
+	}
+	if semver.Compare(rec.RunningRelease, cur) <= 0 {
+		return nil
 	}
 	members, err := membership.Members(tx)
 	if err != nil {
 		return err
 	}
+	if err := s.loadFrom(tx); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	now := s.Now()
-	floor := ""
+	floor := rec.RunningRelease
 	for _, m := range members {
-		if m.JoinID == "" || m.State != membership.MemberActive {
+		if !joined(m) || m.NodeID == node.NodeID {
 			continue
 		}
-		var st Stored
-		found, err := tx.GetJSON(bucketRecords, m.NodeID, &st)
-		if err != nil {
-			return err
-		}
-		if !found || now.Sub(st.Release.RecordedAt) > RecentWindow || semver.Valid(st.RunningRelease) != nil {
+		c, ok := s.records[m.NodeID]
+		if !ok || now.Sub(c.stored.Release.RecordedAt) > RecentWindow || semver.Valid(c.stored.RunningRelease) != nil {
 			return nil // a joined member not heard from recently: no agreement
 		}
-		if floor == "" || semver.Compare(st.RunningRelease, floor) < 0 {
-			floor = st.RunningRelease
+		if semver.Compare(c.stored.RunningRelease, floor) < 0 {
+			floor = c.stored.RunningRelease
 		}
 	}
-	if floor == "" || semver.Compare(floor, cur) <= 0 {
+	if semver.Compare(floor, cur) <= 0 {
 		return nil
 	}
 	if err := membership.StoreAdmissionRelease(tx, floor); err != nil {
 		return err
 	}
 	return tx.Audit("cluster.release.raised", actor, "admission-release", map[string]string{"from": cur, "to": floor, "why": "every joined member reports it or newer"})
+}
+
+// joined: a member admitted through a join that has joined (the founder,
+// admitted by init, is not one).
+func joined(m membership.Member) bool {
+	return m.JoinID != "" && m.State == membership.MemberActive
 }
 
 // SetAdmissionRequest is the body of PUT /v1/admin/cluster/release.

@@ -71,7 +71,7 @@ func (s *Service) Record(actor, nodeID string, req RecordRequest) error {
 		if err := tx.PutJSON(bucketRecords, nodeID, stored); err != nil {
 			return err
 		}
-		if err := s.raiseAdmission(tx, actor); err != nil {
+		if err := s.raiseAdmission(tx, actor, m, stored); err != nil {
 			return err
 		}
 		seq, err := tx.NextSequence(bucketRecords)
