@@ -22,6 +22,9 @@ func newFlagSet(name string) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
+		if noEnvTwin[f.Name] {
+			return
+		}
 		env := envTwin(fs.Name(), f.Name)
 		if v, ok := os.LookupEnv(env); ok {
 			if err := f.Value.Set(v); err != nil && envErr == nil {
@@ -74,6 +77,12 @@ func flagsFirst(fs *flag.FlagSet, args []string) []string {
 	}
 	return append(append(flags, "--"), positional...)
 }
+
+// noEnvTwin are the flags an environment variable must not set: each
+// weakens a safety rule, so it has to be typed on the command line where
+// the operator sees it (a variable left in a shell would silently allow
+// every later downgrade).
+var noEnvTwin = map[string]bool{"allow-downgrade": true, "insecure-store-unseal-key": true}
 
 // envTwin names a flag's environment twin: STRATUM_ + the flag name. The
 // join token is STRATUM_JOIN_TOKEN, because STRATUM_TOKEN is the admin
