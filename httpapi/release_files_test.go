@@ -372,7 +372,7 @@ func TestServeSymlinkRefused(t *testing.T) {
 	}
 }
 
-// TestServeBusy: 8 slow readers against 4 slots: exactly 4 are served,
+// TestServeBusy: 8 slow readers (8 registrations) against 4 slots: exactly 4 are served,
 // 4 are told RELEASE_BUSY at once with Retry-After in 1..5, none hangs.
 func TestServeBusy(t *testing.T) {
 	f := newFixture(t, 16*repo.ChunkSize, 4)
@@ -395,9 +395,10 @@ func TestServeBusy(t *testing.T) {
 		err     error
 	}
 	results := make(chan outcome, 8)
-	for range 8 {
+	for i := range 8 {
 		go func() {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.url(f.blob), nil)
+			req.Header.Set("X-Holder", "reg-"+strconv.Itoa(i)) // one read each: the founder's limit is tried
 			start := time.Now()
 			resp, err := f.client.Do(req)
 			results <- outcome{resp, time.Since(start), err}
