@@ -153,7 +153,7 @@ func TestImportCrashWindows(t *testing.T) {
 
 			// The next import succeeds and leaves nothing behind.
 			var imp map[string]any
-			mustCall(t, ctx, admin, "POST", "https://"+api+"/v1/admin/releases", login.Token, map[string]any{"path": b.dir}, 201, &imp)
+			mustCall(t, ctx, admin, "POST", "https://"+api+"/v1/admin/releases", login.Token, map[string]any{"path": b.dir, "replace": true}, 201, &imp)
 			var final struct{ Releases []releaseView }
 			mustCall(t, ctx, admin, "GET", "https://"+api+"/v1/admin/releases", login.Token, nil, 200, &final)
 			if len(final.Releases) != 1 || final.Releases[0].ManifestSHA256 != b.manifestSum || len(final.Releases[0].Corrupt) > 0 {
