@@ -2,14 +2,11 @@ package founder
 
 import (
 	"bytes"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -49,15 +46,8 @@ func TestTrust08_FairReleaseSlots(t *testing.T) {
 	token := f.joinToken("worker", 3)
 	needsUpgrade := func(mgmt string) (*joinerKey, string) {
 		j := f.newJoiner()
-		// A small fixed receive buffer: a reader that does not read holds
-		// its slot after a few MiB, whatever the machine's TCP limits.
-		j.client.Transport.(*http.Transport).DialContext = (&net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-			var serr error
-			err := c.Control(func(fd uintptr) {
-				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10)
-			})
-			return errors.Join(err, serr)
-		}}).DialContext
+		// A reader that does not read then really holds its slot.
+		j.client.Transport.(*http.Transport).DialContext = releasetest.StallingDialer()
 		var v join.JoinerView
 		j.do(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "selfUpgrade": true, "hostname": "h", "mgmtIp": mgmt}, 201, &v)
 		if v.State != join.StateNeedsUpgrade {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/join"
 )
 
 // TestTrust09_OneStrictDecoder (SPEC 10.9) attacks every body-taking
@@ -23,20 +24,8 @@ func TestTrust09_OneStrictDecoder(t *testing.T) {
 
 	// A registration that was approved and delivered: its node leaf
 	// speaks for a member, and it reports installing (a real member).
-	member := f.newJoiner()
-	v, _ := register(t, member, token, "0.1.0", "192.0.2.61", 201)
-	f.admin("POST", "/v1/admin/join/registrations/"+v.JoinID+"/approve", map[string]any{}, 200, nil)
-	var d struct {
-		Delivery struct {
-			Bundle struct{ NodeCert, NodeKey, CABundle string }
-		}
-	}
-	member.do(t, "GET", "/v1/join/registrations/"+v.JoinID, nil, 200, &d)
-	b := d.Delivery.Bundle
-	node := checkLeaf(t, b.CABundle, b.NodeCert, b.NodeKey, "192.0.2.61")
+	member, v, node, nodeCli := f.deliveredJoin(t, token, "192.0.2.61")
 	member.do(t, "POST", "/v1/join/registrations/"+v.JoinID+"/progress", map[string]string{"phase": "installing"}, 200, nil)
-	pair, _ := tls.X509KeyPair([]byte(b.NodeCert), []byte(b.NodeKey))
-	nodeCli := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.caPool, Certificates: []tls.Certificate{pair}}}}
 
 	// A pending registration, for approve, reject and cancel.
 	pending := f.newJoiner()
@@ -141,4 +130,24 @@ func TestTrust09_OneStrictDecoder(t *testing.T) {
 	if pv.State != "pending" {
 		t.Errorf("the attacked registration is %s, want pending", pv.State)
 	}
+}
+
+// deliveredJoin registers a joiner on token, approves it and fetches its
+// delivery: it returns the joiner, its view, its node id and a client
+// presenting its node leaf.
+func (f *testFounder) deliveredJoin(t *testing.T, token, mgmt string) (*joinerKey, join.JoinerView, string, *http.Client) {
+	t.Helper()
+	j := f.newJoiner()
+	v, _ := register(t, j, token, "0.1.0", mgmt, 201)
+	f.admin("POST", "/v1/admin/join/registrations/"+v.JoinID+"/approve", map[string]any{}, 200, nil)
+	var d struct {
+		Delivery struct {
+			Bundle struct{ NodeCert, NodeKey, CABundle string }
+		}
+	}
+	j.do(t, "GET", "/v1/join/registrations/"+v.JoinID, nil, 200, &d)
+	b := d.Delivery.Bundle
+	node := checkLeaf(t, b.CABundle, b.NodeCert, b.NodeKey, mgmt)
+	pair, _ := tls.X509KeyPair([]byte(b.NodeCert), []byte(b.NodeKey))
+	return j, v, node, &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.caPool, Certificates: []tls.Certificate{pair}}}}
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"stratum/apierr"
@@ -97,30 +96,7 @@ func TestTrust10_ReimportOtherContent(t *testing.T) {
 func TestTrust10_ImportPathNoOracle(t *testing.T) {
 	f := startFounder(t, nil, nil)
 	trustedTree(t, f, "0.3.0", 1) // the founder trusts a release key
-	base := t.TempDir()
-	at := func(name string, build func(p string)) string {
-		p := filepath.Join(base, name)
-		build(p)
-		return p
-	}
-	payload := func(p string) string {
-		os.MkdirAll(filepath.Join(p, "payload"), 0o755)
-		return filepath.Join(p, "payload", "manifest.json")
-	}
-	probes := []string{
-		filepath.Join(base, "no-such-dir"),
-		"/etc/shadow",
-		"/etc",
-		"/proc/self",
-		string(f.dir),
-		at("file", func(p string) { os.WriteFile(p, []byte("x"), 0o600) }),
-		at("fifo", func(p string) { syscall.Mkfifo(p, 0o600) }),
-		at("empty", func(p string) { os.MkdirAll(p, 0o755) }),
-		at("unreadable", func(p string) { os.MkdirAll(p, 0o000) }),
-		at("manifest-dir", func(p string) { os.MkdirAll(payload(p), 0o755) }),
-		at("manifest-fifo", func(p string) { syscall.Mkfifo(payload(p), 0o600) }),
-		at("manifest-link", func(p string) { os.Symlink("/etc/shadow", payload(p)) }),
-	}
+	probes := append(releasetest.UnreadableSources(t, t.TempDir()), "/etc/shadow", "/etc", "/proc/self", string(f.dir))
 	var first []byte
 	for _, p := range probes {
 		e := f.admin("POST", "/v1/admin/releases", map[string]string{"path": p}, 400, nil)

@@ -238,24 +238,12 @@ func (d *decoder) array(v reflect.Value, t reflect.Type, path string) error {
 	return syntaxError(err)
 }
 
-// keys tracks the keys of one object: a repeated key, or one differing
-// from another only by case, is a problem at its path.
-type keys map[string]string
-
-func (k keys) add(d *decoder, key, at string) {
-	if prev, dup := k[strings.ToLower(key)]; dup {
-		if prev == key {
-			d.fields.Add(at, "given twice")
-		} else {
-			d.fields.Add(at, "clashes with %q: keys differ only by case", prev)
-		}
-	}
-	k[strings.ToLower(key)] = key
-}
-
-func (d *decoder) mapObject(v reflect.Value, t reflect.Type, path string) error {
-	m := reflect.MakeMap(t)
-	seen := keys{}
+// members reads the members of an object whose '{' was just read, and
+// its '}'. Each key is checked against the others of the object (a
+// repeated key, or one differing from another only by case, is a problem
+// at its path), then member reads its value.
+func (d *decoder) members(path string, member func(key, at string) error) error {
+	seen := map[string]string{} // lower-case key -> key as given
 	for d.dec.More() {
 		tok, err := d.dec.Token()
 		if err != nil {
@@ -263,7 +251,25 @@ func (d *decoder) mapObject(v reflect.Value, t reflect.Type, path string) error 
 		}
 		key := tok.(string)
 		at := join(path, key)
-		seen.add(d, key, at)
+		if prev, dup := seen[strings.ToLower(key)]; dup {
+			if prev == key {
+				d.fields.Add(at, "given twice")
+			} else {
+				d.fields.Add(at, "clashes with %q: keys differ only by case", prev)
+			}
+		}
+		seen[strings.ToLower(key)] = key
+		if err := member(key, at); err != nil {
+			return err
+		}
+	}
+	_, err := d.dec.Token()
+	return syntaxError(err)
+}
+
+func (d *decoder) mapObject(v reflect.Value, t reflect.Type, path string) error {
+	m := reflect.MakeMap(t)
+	err := d.members(path, func(key, at string) error {
 		el := reflect.New(t.Elem()).Elem()
 		if err := d.value(el, at); err != nil {
 			return err
@@ -271,43 +277,25 @@ func (d *decoder) mapObject(v reflect.Value, t reflect.Type, path string) error 
 		if t.Key().Kind() == reflect.String {
 			m.SetMapIndex(reflect.ValueOf(key).Convert(t.Key()), el)
 		}
-	}
+		return nil
+	})
 	target(v).Set(m)
-	_, err := d.dec.Token()
-	return syntaxError(err)
+	return err
 }
 
 func (d *decoder) structObject(v reflect.Value, t reflect.Type, path string) error {
 	known := structFields(t)
-	seen := keys{}
-	for d.dec.More() {
-		tok, err := d.dec.Token()
-		if err != nil {
-			return syntaxError(err)
-		}
-		key := tok.(string)
-		at := join(path, key)
-		seen.add(d, key, at)
+	return d.members(path, func(key, at string) error {
 		f, ok := known[key]
-		if !ok {
+		switch {
+		case !ok:
 			d.fields.Add(at, "unknown field")
-			if err := skipValue(d.dec); err != nil {
-				return err
-			}
-			continue
+			return skipValue(d.dec)
+		case f.ignore:
+			return skipValue(d.dec)
 		}
-		if f.ignore {
-			if err := skipValue(d.dec); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := d.value(fieldByIndex(v, f.index), at); err != nil {
-			return err
-		}
-	}
-	_, err := d.dec.Token()
-	return syntaxError(err)
+		return d.value(fieldByIndex(v, f.index), at)
+	})
 }
 
 // fieldByIndex is v.FieldByIndex, allocating embedded struct pointers.

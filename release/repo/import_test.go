@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -292,28 +291,7 @@ func TestImportSourceNoOracle(t *testing.T) {
 	db, dataDir := releasetest.OpenDB(t)
 	_, pubFile, _ := releasetest.Key(t, t.TempDir(), "k")
 	keyring := releasetest.Keyring(t, 1, pubFile)
-	base := t.TempDir()
-	mk := func(name string, build func(dir string)) string {
-		p := filepath.Join(base, name)
-		build(p)
-		return p
-	}
-	payloadDir := func(dir string) string {
-		p := filepath.Join(dir, "payload")
-		os.MkdirAll(p, 0o755)
-		return p
-	}
-	sources := []string{
-		filepath.Join(base, "missing"),
-		mk("file", func(p string) { os.WriteFile(p, []byte("x"), 0o644) }),
-		mk("fifo", func(p string) { syscall.Mkfifo(p, 0o644) }),
-		mk("empty", func(p string) { os.MkdirAll(p, 0o755) }),
-		mk("unreadable", func(p string) { os.MkdirAll(p, 0o000) }),
-		mk("manifest-dir", func(p string) { os.MkdirAll(filepath.Join(payloadDir(p), "manifest.json"), 0o755) }),
-		mk("manifest-fifo", func(p string) { syscall.Mkfifo(filepath.Join(payloadDir(p), "manifest.json"), 0o644) }),
-		mk("manifest-link", func(p string) { os.Symlink("/etc/passwd", filepath.Join(payloadDir(p), "manifest.json")) }),
-		mk("no-signature", func(p string) { os.WriteFile(filepath.Join(payloadDir(p), "manifest.json"), []byte("{}"), 0o644) }),
-	}
+	sources := releasetest.UnreadableSources(t, t.TempDir())
 	var first string
 	for _, src := range sources {
 		done := make(chan error, 1)
