@@ -1,0 +1,215 @@
+package stratumtest
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// FounderOptions start a founder.
+type FounderOptions struct {
+	Dir  string   // the data directory (empty: a new temporary one)
+	Dev  bool     // --dev: initialize on first start, loopback allowed
+	Args []string // more flags of stratum serve
+	Env  []string // more environment variables
+}
+
+// Founder is a `stratum serve` child process.
+type Founder struct {
+	Dir  string
+	API  string // host:port of the admin API
+	Join string // host:port of the join listener
+	Pin  string // the CA pin, sha256:<hex>
+	// Pool trusts the founder's CA; Client trusts only it.
+	Pool   *x509.CertPool
+	Client *http.Client
+
+	t        testing.TB
+	cmd      *exec.Cmd
+	stdout   SyncBuffer
+	stderr   SyncBuffer
+	exited   chan struct{}
+	exitCode int
+}
+
+var banner = regexp.MustCompile(`^\s*(admin API|join listener|CA pin):\s+(\S+)`)
+
+// StartFounder runs stratum serve on ephemeral loopback ports and waits
+// (30 s at most) for the banner that names them. The founder is killed
+// when the test ends if it still runs; a failed test logs its output.
+func StartFounder(t testing.TB, o FounderOptions) *Founder {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	args := []string{"serve", "--data", o.Dir, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0"}
+	if o.Dev {
+		args = append(args, "--dev")
+	}
+	cmd := exec.Command(Binary(t), append(args, o.Args...)...)
+	cmd.Env = append(Env(), o.Env...)
+	f := &Founder{Dir: o.Dir, t: t, cmd: cmd, exited: make(chan struct{})}
+	cmd.Stderr = &f.stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan [3]string, 1)
+	go func() {
+		var got [3]string
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			line := sc.Text()
+			_, _ = f.stdout.Write([]byte(line + "\n"))
+			if m := banner.FindStringSubmatch(line); m != nil {
+				v := strings.TrimPrefix(m[2], "https://")
+				switch m[1] {
+				case "admin API":
+					got[0] = v
+				case "join listener":
+					got[1] = v
+				case "CA pin":
+					got[2] = v
+				}
+				if got[0] != "" && got[1] != "" && got[2] != "" {
+					ready <- got
+					got = [3]string{}
+				}
+			}
+		}
+		_, _ = io.Copy(&f.stdout, pipe)
+		_ = cmd.Wait()
+		f.exitCode = cmd.ProcessState.ExitCode()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			f.exitCode = -int(ws.Signal())
+		}
+		close(f.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-f.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-f.exited
+		}
+		if t.Failed() {
+			t.Logf("founder %s stdout:\n%s\nstderr:\n%s", f.Dir, f.Stdout(), f.Stderr())
+		}
+	})
+	select {
+	case a := <-ready:
+		f.API, f.Join, f.Pin = a[0], a[1], a[2]
+	case <-f.exited:
+		t.Fatalf("founder exited (%d) before serving:\n%s\n%s", f.exitCode, f.Stdout(), f.Stderr())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("founder did not print its listeners within 30s:\n%s\n%s", f.Stdout(), f.Stderr())
+	}
+	f.UseCA(t, filepath.Join(f.Dir, "ca.pem"))
+	t.Cleanup(func() { f.Client.CloseIdleConnections() })
+	return f
+}
+
+// UseCA makes Pool and Client trust only the certificates of caFile (the
+// data directory's ca.pem at start).
+func (f *Founder) UseCA(t testing.TB, caFile string) {
+	t.Helper()
+	f.Pool = CAPool(t, caFile)
+	f.Client = &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.Pool}, MaxIdleConnsPerHost: 8}}
+}
+
+// CAPool trusts only the certificates of caFile.
+func CAPool(t testing.TB, caFile string) *x509.CertPool {
+	t.Helper()
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("%s holds no certificate", caFile)
+	}
+	return pool
+}
+
+// Stdout and Stderr are what the founder has written so far.
+func (f *Founder) Stdout() string { return f.stdout.String() }
+func (f *Founder) Stderr() string { return f.stderr.String() }
+
+// Exited is closed once the process has exited; ExitCode is then its
+// code (negative: killed by that signal).
+func (f *Founder) Exited() <-chan struct{} { return f.exited }
+func (f *Founder) ExitCode() int           { <-f.exited; return f.exitCode }
+
+// Process is the child process.
+func (f *Founder) Process() *os.Process { return f.cmd.Process }
+
+// Stop signals the founder and waits for it to exit; it returns the exit
+// code (negative: killed by that signal) and how long it took.
+func (f *Founder) Stop(sig os.Signal, within time.Duration) (int, time.Duration) {
+	f.t.Helper()
+	start := time.Now()
+	if err := f.cmd.Process.Signal(sig); err != nil {
+		f.t.Fatalf("signal %v: %v", sig, err)
+	}
+	select {
+	case <-f.exited:
+	case <-time.After(within):
+		f.t.Fatalf("founder did not exit within %v of %v:\n%s", within, sig, f.Stderr())
+	}
+	return f.exitCode, time.Since(start)
+}
+
+// Credentials reads the bootstrap admin's bootstrap-credentials.txt.
+func (f *Founder) Credentials(t testing.TB) (email, password string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.Dir, "bootstrap-credentials.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "email="); ok {
+			email = v
+		}
+		if v, ok := strings.CutPrefix(line, "password="); ok {
+			password = v
+		}
+	}
+	if email == "" || password == "" {
+		t.Fatalf("bootstrap-credentials.txt = %q", b)
+	}
+	return email, password
+}
+
+// SyncBuffer collects a child's output while it runs (safe for the
+// child's writer and the test reading it at once).
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
