@@ -25,6 +25,7 @@ const (
 	readTimeout       = 30 * time.Second
 	timeoutMargin     = 4 * time.Second
 	concurrency       = 4 // --release-concurrency
+	perRegistration   = 2 // release reads one registration holds at once (SPEC 10.8)
 	blobSize          = 16 << 20
 	clusterRelease    = "0.2.0"
 )
