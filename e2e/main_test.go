@@ -3,12 +3,9 @@
 package e2e
 
 import (
-	"bytes"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -74,28 +71,9 @@ func (f *founder) stop(sig os.Signal, within time.Duration) (int, time.Duration)
 
 // call sends a JSON request to the admin API: the status and the raw answer.
 func (f *founder) call(method, path, token string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "https://"+f.API+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := f.Client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	c := f.AdminClient()
+	c.Token = token
+	return c.Raw(method, path, body)
 }
 
 // credentials reads bootstrap-credentials.txt.

@@ -43,6 +43,11 @@ func Binary(t testing.TB) string {
 	return p
 }
 
+// Build builds the binary once per test process and returns its path:
+// for code that runs without a *testing.T (a process started from a
+// helper goroutine).
+func Build() (string, error) { return build() }
+
 func build() (string, error) {
 	buildOnce.Do(func() {
 		root, err := ModuleRoot()
@@ -98,10 +103,11 @@ func Env() []string {
 type Result struct {
 	Code           int
 	Stdout, Stderr string
+	Took           time.Duration
 }
 
-// Run runs the binary to completion (within a minute) with extra
-// environment variables.
+// Run runs the binary to completion with extra environment variables,
+// within two minutes (the host may be loaded).
 func Run(t testing.TB, extraEnv []string, args ...string) Result {
 	t.Helper()
 	return RunInput(t, extraEnv, "", args...)
@@ -110,15 +116,16 @@ func Run(t testing.TB, extraEnv []string, args ...string) Result {
 // RunInput is Run with stdin, as an operator pasting a key.
 func RunInput(t testing.TB, extraEnv []string, stdin string, args ...string) Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, Binary(t), args...)
 	cmd.Env = append(Env(), extraEnv...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
 	err := cmd.Run()
-	r := Result{Stdout: out.String(), Stderr: errb.String()}
+	r := Result{Stdout: out.String(), Stderr: errb.String(), Took: time.Since(start)}
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

@@ -50,6 +50,27 @@ func (c *Client) Login(t testing.TB, email, password string) string {
 // returned as its *apierr.Error envelope (an answer that is not the
 // envelope is an error too).
 func (c *Client) Do(method, path string, body, out any) (int, *apierr.Error, error) {
+	status, raw, err := c.Raw(method, path, body)
+	if err != nil {
+		return status, nil, err
+	}
+	if status >= 300 {
+		var e apierr.Error
+		if err := json.Unmarshal(raw, &e); err != nil || e.Code == "" {
+			return status, nil, fmt.Errorf("%s %s: %d answer is not the error envelope: %s", method, path, status, raw)
+		}
+		return status, &e, nil
+	}
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return status, nil, fmt.Errorf("%s %s: decode %s: %v", method, path, raw, err)
+		}
+	}
+	return status, nil, nil
+}
+
+// Raw sends body (JSON-encoded) and returns the status and the raw answer.
+func (c *Client) Raw(method, path string, body any) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -71,22 +92,7 @@ func (c *Client) Do(method, path string, body, out any) (int, *apierr.Error, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, nil, err
-	}
-	if resp.StatusCode >= 300 {
-		var e apierr.Error
-		if err := json.Unmarshal(raw, &e); err != nil || e.Code == "" {
-			return resp.StatusCode, nil, fmt.Errorf("%s %s: %d answer is not the error envelope: %s", method, path, resp.StatusCode, raw)
-		}
-		return resp.StatusCode, &e, nil
-	}
-	if out != nil && len(raw) > 0 {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return resp.StatusCode, nil, fmt.Errorf("%s %s: decode %s: %v", method, path, raw, err)
-		}
-	}
-	return resp.StatusCode, nil, nil
+	return resp.StatusCode, raw, err
 }
 
 // Must is Do that fails the test unless the status is want; it returns

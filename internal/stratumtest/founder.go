@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -177,9 +178,18 @@ func (f *Founder) Stop(sig os.Signal, within time.Duration) (int, time.Duration)
 // Credentials reads the bootstrap admin's bootstrap-credentials.txt.
 func (f *Founder) Credentials(t testing.TB) (email, password string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(f.Dir, "bootstrap-credentials.txt"))
+	email, password, err := ReadCredentials(f.Dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return email, password
+}
+
+// ReadCredentials reads dataDir/bootstrap-credentials.txt.
+func ReadCredentials(dataDir string) (email, password string, err error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "bootstrap-credentials.txt"))
+	if err != nil {
+		return "", "", err
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "email="); ok {
@@ -190,9 +200,9 @@ func (f *Founder) Credentials(t testing.TB) (email, password string) {
 		}
 	}
 	if email == "" || password == "" {
-		t.Fatalf("bootstrap-credentials.txt = %q", b)
+		return "", "", fmt.Errorf("bootstrap-credentials.txt holds no email= and password= lines")
 	}
-	return email, password
+	return email, password, nil
 }
 
 // SyncBuffer collects a child's output while it runs (safe for the

@@ -51,7 +51,7 @@ func stampede() scenario {
 			targets := [2]string{"/v1/join/registrations/" + e.r1 + "/release/" + e.blob, "/v1/join/registrations/" + e.r2 + "/release/" + e.blob}
 			url := e.joinURL(targets[0])
 			certs := [2]*tls.Certificate{&e.k1.cert, &e.k2.cert}
-			conns := e.prepConns(t, n, liveOpts{addr: e.f.join, cert: func(i int) *tls.Certificate { return certs[i%2] }, rcvbuf: 16 << 10})
+			conns := e.prepConns(t, n, liveOpts{addr: e.f.Join, cert: func(i int) *tls.Certificate { return certs[i%2] }, rcvbuf: 16 << 10})
 			busyBefore := e.metrics(t)["stratum_release_busy_total"]
 			type res struct {
 				status  int
@@ -283,12 +283,12 @@ func pathTricks() scenario {
 			prefix := "/v1/join/registrations/" + e.r1 + "/release/"
 			outside := map[string][]byte{}
 			for _, name := range []string{"data.key", "stratum.db", "bootstrap-credentials.txt"} {
-				b, _ := os.ReadFile(filepath.Join(e.f.dir, name))
+				b, _ := os.ReadFile(filepath.Join(e.f.Dir, name))
 				outside[name] = b
 			}
 			for _, pcase := range cases {
 				req := "GET " + prefix + pcase.target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-				a := e.rawExchange(e.f.join, &e.k1.cert, []byte(req), "GET", 15*time.Second)
+				a := e.rawExchange(e.f.Join, &e.k1.cert, []byte(req), "GET", 15*time.Second)
 				ok := a.err == nil
 				statusOK := false
 				for _, s := range pcase.status {
@@ -321,13 +321,13 @@ func pathTricks() scenario {
 				"/v1/join/registrations/" + e.r1 + "/release/../../../../../../etc/passwd?x=payload/manifest.json",
 			} {
 				req := "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-				a := e.rawExchange(e.f.join, &e.k1.cert, []byte(req), "GET", 15*time.Second)
+				a := e.rawExchange(e.f.Join, &e.k1.cert, []byte(req), "GET", 15*time.Second)
 				c.check(a.is(404, "NOT_FOUND") && !outsideBytes(a.body), "%q: %v", target, a)
 			}
 			// Controls: the listed manifest is served, byte for byte; a
 			// registration that is not needs-upgrade reads nothing.
 			req := "GET " + prefix + "payload/manifest.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-			a := e.rawExchange(e.f.join, &e.k1.cert, []byte(req), "GET", 15*time.Second)
+			a := e.rawExchange(e.f.Join, &e.k1.cert, []byte(req), "GET", 15*time.Second)
 			c.check(a.is(200, "") && bytes.Equal(a.body, e.manifest), "the listed manifest: %v", a)
 			a = do(e.joiner(e.kp), "GET", e.releaseURL(e.p1, "payload/manifest.json"), nil, nil)
 			c.check(a.is(404, "NOT_FOUND"), "the manifest through a pending registration: %v", a)

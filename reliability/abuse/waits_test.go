@@ -101,7 +101,7 @@ func herdScenarios() []scenario {
 			expect: fmt.Sprintf("every one 200 after 3 s (+0-5 %%), none later than %v (none hangs; the waiter gauge is checked at the end, when no other long-poll runs)", 3*time.Second+150*time.Millisecond+herdMargin+loadSlack()),
 			run: func(t *testing.T, e *env, c *tally) {
 				target := "/v1/join/registrations/" + e.p1 + "?wait=3&state=pending"
-				conns := e.prepConns(t, herd, liveOpts{addr: e.f.join, cert: same(&e.kp.cert)})
+				conns := e.prepConns(t, herd, liveOpts{addr: e.f.Join, cert: same(&e.kp.cert)})
 				out := burst(conns, func(_ int, lc *liveConn) answer { return lc.exchange("GET", target, "", nil) })
 				lo, hi := time.Duration(1<<62), time.Duration(0)
 				for _, a := range out {

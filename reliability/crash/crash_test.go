@@ -24,6 +24,7 @@ import (
 	// The whole schema: the restored backup carries every domain's
 	// migrations, and a store refuses a schema newer than what is linked.
 	_ "stratum/founder"
+	"stratum/internal/stratumtest"
 	"stratum/store"
 )
 
@@ -130,7 +131,7 @@ func (h *harness) setup(mb int) {
 		t.Fatal(err)
 	}
 	h.admin = httpClient(pool, nil, true)
-	email, password, err := credentials(h.dir)
+	email, password, err := stratumtest.ReadCredentials(h.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

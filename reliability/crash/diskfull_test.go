@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"stratum/internal/stratumtest"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,7 +84,7 @@ func TestDiskFull(t *testing.T) {
 	admin := httpClient(pool, nil, true)
 	admin.Timeout = 30 * time.Second // a write that hangs on a full disk fails the test
 	ctx := context.Background()
-	email, password, err := credentials(dir)
+	email, password, err := stratumtest.ReadCredentials(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

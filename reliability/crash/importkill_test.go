@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"stratum/internal/stratumtest"
 	"strings"
 	"testing"
 	"time"
@@ -108,7 +109,7 @@ func TestImportCrashWindows(t *testing.T) {
 			admin := httpClient(pool, nil, true)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			email, password, err := credentials(dir)
+			email, password, err := stratumtest.ReadCredentials(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,71 +33,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"stratum/internal/stratumtest"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// bin is the stratum binary TestMain built.
-var bin string
+func TestMain(m *testing.M) { os.Exit(stratumtest.Main(m)) }
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "stratum-crash-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	bin = filepath.Join(tmp, "stratum")
-	root, err := moduleRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	build := exec.Command("go", "build", "-o", bin, "stratum")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "crash: building stratum (CGO_ENABLED=0): %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-// moduleRoot is the directory holding go.mod above the test's directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("crash: no go.mod above the test directory")
-		}
-		dir = parent
-	}
+// bin is the stratum binary, built once by stratumtest.Main.
+func bin() string {
+	p, _ := stratumtest.Build()
+	return p
 }
 
 // cleanEnv is the environment without STRATUM_* twins that would steer flags.
-func cleanEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "STRATUM_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
+func cleanEnv() []string { return stratumtest.Env() }
 
 // result is a finished command.
 type result struct {
@@ -106,28 +58,11 @@ type result struct {
 	took           time.Duration
 }
 
-// stratum runs the binary to completion (at most two minutes: the host
-// may be loaded).
+// stratum runs the binary to completion.
 func stratum(t testing.TB, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = cleanEnv()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		r.code = exit.ExitCode()
-	default:
-		t.Fatalf("stratum %v: %v", args, err)
-	}
-	return r
+	r := stratumtest.Run(t, nil, args...)
+	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr, took: r.Took}
 }
 
 func mustStratum(t testing.TB, args ...string) string {
@@ -139,28 +74,10 @@ func mustStratum(t testing.TB, args ...string) string {
 	return r.stdout
 }
 
-// syncBuffer collects a child's output while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // proc is one running `stratum serve`.
 type proc struct {
 	cmd     *exec.Cmd
-	out     *syncBuffer
+	out     *stratumtest.SyncBuffer
 	started time.Time
 	ready   chan struct{}
 	exited  chan struct{}
@@ -172,9 +89,9 @@ type proc struct {
 // is reported as errAddrInUse so the caller can pick others.
 func startServe(dir, apiAddr, joinAddr string, extra ...string) (*proc, error) {
 	args := append([]string{"serve", "--data", dir, "--api-addr", apiAddr, "--join-addr", joinAddr}, extra...)
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin(), args...)
 	cmd.Env = cleanEnv()
-	p := &proc{cmd: cmd, out: &syncBuffer{}, ready: make(chan struct{}), exited: make(chan struct{})}
+	p := &proc{cmd: cmd, out: &stratumtest.SyncBuffer{}, ready: make(chan struct{}), exited: make(chan struct{})}
 	cmd.Stderr = p.out
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
@@ -347,23 +264,6 @@ func call(ctx context.Context, c *http.Client, method, url, bearer string, body 
 		return 0, nil, nil, err
 	}
 	return resp.StatusCode, raw, resp.Header, nil
-}
-
-// credentials reads bootstrap-credentials.txt.
-func credentials(dir string) (email, password string, err error) {
-	b, err := os.ReadFile(filepath.Join(dir, "bootstrap-credentials.txt"))
-	if err != nil {
-		return "", "", err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "email="); ok {
-			email = v
-		}
-		if v, ok := strings.CutPrefix(line, "password="); ok {
-			password = v
-		}
-	}
-	return email, password, nil
 }
 
 // unixClient talks HTTP over the founder's control socket.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"stratum/internal/stratumtest"
 	"sync"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestReleaseSetConcurrentRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.admin = httpClient(pool, nil, true)
-	email, password, err := credentials(h.dir)
+	email, password, err := stratumtest.ReadCredentials(h.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

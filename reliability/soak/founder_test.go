@@ -3,13 +3,10 @@ package soak
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -17,69 +14,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"stratum/internal/stratumtest"
 	"strings"
 	"testing"
 	"time"
 )
 
-// moduleRoot is the directory holding go.mod above the test's directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("soak: no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// buildBinary builds the static stratum binary into dir.
-func buildBinary(dir string) (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "stratum")
-	build := exec.Command("go", "build", "-o", out, "stratum")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building stratum (CGO_ENABLED=0): %v\n%s", err, b)
-	}
-	return out, nil
-}
-
-// cleanEnv drops STRATUM_* so the developer's shell cannot steer the soak.
-func cleanEnv() []string {
-	var env []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "STRATUM_") {
-			env = append(env, e)
-		}
-	}
-	return env
-}
-
 // mustRun runs the binary to completion and fails the test on a non-zero
 // exit.
 func mustRun(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = cleanEnv()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("stratum %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return stratumtest.MustRun(t, args...)
 }
 
 // Releases of the soak: the cluster runs clusterRelease; an upgrader
@@ -178,8 +123,8 @@ var bannerLine = regexp.MustCompile(`^\s+(admin API|join listener):\s+(\S+)`)
 func startFounder(t *testing.T, dir string, extra ...string) *founder {
 	t.Helper()
 	args := append([]string{"serve", "--data", dir, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(binary, args...)
-	cmd.Env = cleanEnv()
+	cmd := exec.Command(stratumtest.Binary(t), args...)
+	cmd.Env = stratumtest.Env()
 	logPath := filepath.Join(filepath.Dir(dir), "founder.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {

@@ -15,31 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"stratum/internal/stratumtest"
 	"stratum/release"
 )
-
-// binary is the stratum binary TestMain built.
-var binary string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
 		os.Exit(m.Run()) // TestSoak skips; no binary needed
 	}
-	dir, err := os.MkdirTemp("", "stratum-soak-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary, err = buildBinary(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(stratumtest.Main(m))
 }
 
 // Thresholds of the verdict (README.md says why these numbers).
