@@ -17,12 +17,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"stratum/internal/stratumtest"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // lpFounder is one running `stratum serve --dev` child.

@@ -7,10 +7,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"runtime"
-	"stratum/release/releasetest"
-	"stratum/release/repo"
 	"testing"
 	"time"
+
+	"stratum/release/releasetest"
+	"stratum/release/repo"
 )
 
 // heapAfterGC is the live heap once garbage is collected (twice, so the

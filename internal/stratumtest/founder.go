@@ -25,6 +25,9 @@ type FounderOptions struct {
 	Dev  bool     // --dev: initialize on first start, loopback allowed
 	Args []string // more flags of stratum serve
 	Env  []string // more environment variables
+	// LogFile, when set, receives the founder's stdout and stderr instead
+	// of memory (a long run would not fit); Output reads it back.
+	LogFile string
 }
 
 // Founder is a `stratum serve` child process.
@@ -41,6 +44,7 @@ type Founder struct {
 	cmd      *exec.Cmd
 	stdout   SyncBuffer
 	stderr   SyncBuffer
+	logFile  string
 	exited   chan struct{}
 	exitCode int
 }
@@ -61,8 +65,19 @@ func StartFounder(t testing.TB, o FounderOptions) *Founder {
 	}
 	cmd := exec.Command(Binary(t), append(args, o.Args...)...)
 	cmd.Env = append(Env(), o.Env...)
-	f := &Founder{Dir: o.Dir, t: t, cmd: cmd, exited: make(chan struct{})}
-	cmd.Stderr = &f.stderr
+	// The founder dies with the test process, whatever ends it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	f := &Founder{Dir: o.Dir, t: t, cmd: cmd, logFile: o.LogFile, exited: make(chan struct{})}
+	var stdout, stderr io.Writer = &f.stdout, &f.stderr
+	closeLog := func() {}
+	if o.LogFile != "" {
+		lf, err := os.Create(o.LogFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, closeLog = lf, lf, func() { lf.Close() }
+	}
+	cmd.Stderr = stderr
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +91,7 @@ func StartFounder(t testing.TB, o FounderOptions) *Founder {
 		sc := bufio.NewScanner(pipe)
 		for sc.Scan() {
 			line := sc.Text()
-			_, _ = f.stdout.Write([]byte(line + "\n"))
+			_, _ = stdout.Write([]byte(line + "\n"))
 			if m := banner.FindStringSubmatch(line); m != nil {
 				v := strings.TrimPrefix(m[2], "https://")
 				switch m[1] {
@@ -93,8 +108,9 @@ func StartFounder(t testing.TB, o FounderOptions) *Founder {
 				}
 			}
 		}
-		_, _ = io.Copy(&f.stdout, pipe)
+		_, _ = io.Copy(stdout, pipe)
 		_ = cmd.Wait()
+		closeLog()
 		f.exitCode = cmd.ProcessState.ExitCode()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			f.exitCode = -int(ws.Signal())
@@ -109,16 +125,16 @@ func StartFounder(t testing.TB, o FounderOptions) *Founder {
 			<-f.exited
 		}
 		if t.Failed() {
-			t.Logf("founder %s stdout:\n%s\nstderr:\n%s", f.Dir, f.Stdout(), f.Stderr())
+			t.Logf("founder %s output (last 16 KiB):\n%s", f.Dir, f.OutputTail(16<<10))
 		}
 	})
 	select {
 	case a := <-ready:
 		f.API, f.Join, f.Pin = a[0], a[1], a[2]
 	case <-f.exited:
-		t.Fatalf("founder exited (%d) before serving:\n%s\n%s", f.exitCode, f.Stdout(), f.Stderr())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("founder did not print its listeners within 30s:\n%s\n%s", f.Stdout(), f.Stderr())
+		t.Fatalf("founder exited (%d) before serving:\n%s", f.exitCode, f.OutputTail(16<<10))
+	case <-time.After(60 * time.Second):
+		t.Fatalf("founder did not print its listeners within 60s:\n%s", f.OutputTail(16<<10))
 	}
 	f.UseCA(t, filepath.Join(f.Dir, "ca.pem"))
 	t.Cleanup(func() { f.Client.CloseIdleConnections() })
@@ -147,9 +163,32 @@ func CAPool(t testing.TB, caFile string) *x509.CertPool {
 	return pool
 }
 
-// Stdout and Stderr are what the founder has written so far.
+// Stdout and Stderr are what the founder has written so far (empty with
+// a LogFile).
 func (f *Founder) Stdout() string { return f.stdout.String() }
 func (f *Founder) Stderr() string { return f.stderr.String() }
+
+// Output is everything the founder wrote: its LogFile, or stdout then
+// stderr.
+func (f *Founder) Output() string {
+	if f.logFile != "" {
+		b, err := os.ReadFile(f.logFile)
+		if err != nil {
+			return err.Error()
+		}
+		return string(b)
+	}
+	return f.Stdout() + f.Stderr()
+}
+
+// OutputTail is the last n bytes of Output.
+func (f *Founder) OutputTail(n int) string {
+	s := f.Output()
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
 
 // Exited is closed once the process has exited; ExitCode is then its
 // code (negative: killed by that signal).

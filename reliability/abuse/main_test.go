@@ -32,7 +32,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
-	"stratum/internal/stratumtest"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +39,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // full is ABUSE_FULL=1: the full counts.

@@ -9,11 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"stratum/internal/stratumtest"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 
 	bolt "go.etcd.io/bbolt"
 )

@@ -10,10 +10,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"stratum/internal/stratumtest"
 	"strings"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // TestImportCrashWindows rebuilds, on disk, exactly what a SIGKILL leaves

@@ -33,11 +33,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"stratum/internal/stratumtest"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(stratumtest.Main(m)) }

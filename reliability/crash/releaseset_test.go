@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"stratum/internal/stratumtest"
 	"sync"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // TestReleaseSetConcurrentRecords: concurrent records of one node commit

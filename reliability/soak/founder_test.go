@@ -1,23 +1,19 @@
 package soak
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"stratum/internal/stratumtest"
 	"strings"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // mustRun runs the binary to completion and fails the test on a non-zero
@@ -103,122 +99,35 @@ func initFounder(t *testing.T, work, tree, pubDir string) string {
 	return dir
 }
 
-// founder is a running `stratum serve` child process.
+// founder is a running `stratum serve` child process whose output goes
+// to a file (a long soak would not fit in memory).
 type founder struct {
-	cmd     *exec.Cmd
-	dir     string
-	api     string // https://host:port of the admin API
-	join    string // host:port of the join listener
-	pid     int
-	pool    *x509.CertPool
-	logPath string
-	exited  chan struct{}
-	exitErr error
+	*stratumtest.Founder
+	pid int
 }
 
-var bannerLine = regexp.MustCompile(`^\s+(admin API|join listener):\s+(\S+)`)
-
-// startFounder runs `stratum serve` on dir with ephemeral ports; its
-// output goes to a file (a long soak would not fit in memory).
+// startFounder runs `stratum serve` on dir with ephemeral ports; it must
+// stop cleanly on SIGINT within 30 s when the test ends.
 func startFounder(t *testing.T, dir string, extra ...string) *founder {
 	t.Helper()
-	args := append([]string{"serve", "--data", dir, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(stratumtest.Binary(t), args...)
-	cmd.Env = stratumtest.Env()
-	logPath := filepath.Join(filepath.Dir(dir), "founder.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = logFile
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	f := &founder{cmd: cmd, dir: dir, pid: cmd.Process.Pid, logPath: logPath, exited: make(chan struct{})}
-	ready := make(chan [2]string, 1)
-	go func() {
-		var api, join string
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = logFile.WriteString(line + "\n")
-			if m := bannerLine.FindStringSubmatch(line); m != nil {
-				if m[1] == "admin API" {
-					api = m[2]
-				} else {
-					join = strings.TrimPrefix(m[2], "https://")
-				}
-				if api != "" && join != "" {
-					ready <- [2]string{api, join}
-				}
-			}
+	sf := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: extra, LogFile: filepath.Join(filepath.Dir(dir), "founder.log")})
+	f := &founder{Founder: sf, pid: sf.Process().Pid}
+	t.Cleanup(func() {
+		select {
+		case <-sf.Exited():
+			return
+		default:
 		}
-		_, _ = io.Copy(logFile, stdout)
-	}()
-	go func() {
-		f.exitErr = cmd.Wait()
-		logFile.Close()
-		close(f.exited)
-	}()
-	select {
-	case a := <-ready:
-		f.api, f.join = a[0], a[1]
-	case <-f.exited:
-		t.Fatalf("founder exited (%v) before serving:\n%s", f.exitErr, f.logTail(4096))
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("founder did not print its listeners within 60s:\n%s", f.logTail(4096))
-	}
-	t.Cleanup(func() { f.stop(t) })
-	pem, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.pool = x509.NewCertPool()
-	if !f.pool.AppendCertsFromPEM(pem) {
-		t.Fatal("ca.pem holds no certificate")
-	}
+		if code, _ := sf.Stop(os.Interrupt, 30*time.Second); code != 0 {
+			t.Errorf("founder exit %d after SIGINT:\n%s", code, sf.OutputTail(4096))
+		}
+	})
 	return f
-}
-
-// stop sends SIGINT and waits for a clean exit.
-func (f *founder) stop(t *testing.T) {
-	select {
-	case <-f.exited:
-		return
-	default:
-	}
-	_ = f.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-f.exited:
-		if f.exitErr != nil {
-			t.Errorf("founder exit after SIGINT: %v\n%s", f.exitErr, f.logTail(4096))
-		}
-	case <-time.After(30 * time.Second):
-		_ = f.cmd.Process.Kill()
-		t.Errorf("founder ignored SIGINT for 30s")
-	}
-}
-
-// logTail is the last n bytes of the founder's output.
-func (f *founder) logTail(n int64) string {
-	b, err := os.ReadFile(f.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	if int64(len(b)) > n {
-		b = b[int64(len(b))-n:]
-	}
-	return string(b)
 }
 
 // logLines counts the founder's log lines at each level.
 func (f *founder) logLevels() (map[string]int, []string) {
-	b, _ := os.ReadFile(f.logPath)
+	b := []byte(f.Output())
 	levels := map[string]int{}
 	var errs []string
 	for _, line := range bytes.Split(b, []byte("\n")) {
@@ -238,7 +147,7 @@ func (f *founder) logLevels() (map[string]int, []string) {
 // adminClient trusts only the cluster CA; cert, when given, is a node's
 // transport leaf for the node endpoints.
 func (f *founder) adminClient(cert *tls.Certificate) *http.Client {
-	cfg := &tls.Config{RootCAs: f.pool}
+	cfg := &tls.Config{RootCAs: f.Pool}
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}

@@ -342,7 +342,7 @@ func finalChecks(t *testing.T, s *soak) {
 			s.tally.checkFailed("members: %d (%d active), want the founder and %d joined nodes", len(members.Members), active, want-1)
 		}
 	}
-	out := mustRun(t, "audit", "verify", "--data", s.f.dir)
+	out := mustRun(t, "audit", "verify", "--data", s.f.Dir)
 	if !strings.Contains(out, "intact") {
 		s.tally.checkFailed("audit verify: %s", out)
 	}
@@ -351,7 +351,7 @@ func finalChecks(t *testing.T, s *soak) {
 
 func login(t *testing.T, s *soak) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(s.f.dir, "bootstrap-credentials.txt"))
+	b, err := os.ReadFile(filepath.Join(s.f.Dir, "bootstrap-credentials.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
