@@ -11,6 +11,4 @@
 //	admin := f.Admin(t)
 //	var out struct{ Releases []any }
 //	admin.Must(t, "GET", "/v1/admin/releases", nil, 200, &out)
-//
-// STRATUM_BIN is not read: a test always runs the tree it is in.
 package stratumtest
