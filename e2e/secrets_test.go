@@ -311,7 +311,9 @@ func TestConvertAndEncryptedBackups(t *testing.T) {
 	if fB.pin() != pin {
 		t.Fatalf("the restored founder serves CA pin %s, want %s", fB.pin(), pin)
 	}
-	fB.UseCA(t, filepath.Join(dirA, "ca.pem")) // the original CA certificate
+	if err := fB.UseCA(filepath.Join(dirA, "ca.pem")); err != nil {
+		t.Fatal(err)
+	} // the original CA certificate
 	if !fB.tokenIDs(fB.login(email, password))[tok.ID] {
 		t.Error("a token created before the backup is missing from the restore")
 	}

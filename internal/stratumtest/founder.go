@@ -3,8 +3,10 @@ package stratumtest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,7 +26,12 @@ type FounderOptions struct {
 	Dir  string   // the data directory (empty: a new temporary one)
 	Dev  bool     // --dev: initialize on first start, loopback allowed
 	Args []string // more flags of stratum serve
-	Env  []string // more environment variables
+	// APIAddr and JoinAddr are fixed listener addresses (default
+	// 127.0.0.1:0, ephemeral ports).
+	APIAddr, JoinAddr string
+	// StartTimeout bounds the wait for the banner (default 60 s).
+	StartTimeout time.Duration
+	Env          []string // more environment variables
 	// LogFile, when set, receives the founder's stdout and stderr instead
 	// of memory (a long run would not fit); Output reads it back.
 	LogFile string
@@ -39,6 +46,8 @@ type Founder struct {
 	// Pool trusts the founder's CA; Client trusts only it.
 	Pool   *x509.CertPool
 	Client *http.Client
+	// Started is when the process was started.
+	Started time.Time
 
 	t        testing.TB
 	cmd      *exec.Cmd
@@ -51,39 +60,69 @@ type Founder struct {
 
 var banner = regexp.MustCompile(`^\s*(admin API|join listener|CA pin):\s+(\S+)`)
 
-// StartFounder runs stratum serve on ephemeral loopback ports and waits
-// (30 s at most) for the banner that names them. The founder is killed
-// when the test ends if it still runs; a failed test logs its output.
+// ErrAddrInUse is Spawn's error when a fixed address is taken.
+var ErrAddrInUse = errors.New("address already in use")
+
+// StartFounder spawns a founder (see Spawn; Dir defaults to a temporary
+// directory) or fails the test. The founder is killed when the test ends
+// if it still runs; a failed test logs the end of its output.
 func StartFounder(t testing.TB, o FounderOptions) *Founder {
 	t.Helper()
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	args := []string{"serve", "--data", o.Dir, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0"}
+	f, err := Spawn(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.t = t
+	t.Cleanup(func() {
+		f.Kill()
+		if t.Failed() {
+			t.Logf("founder %s output (last 16 KiB):\n%s", f.Dir, f.OutputTail(16<<10))
+		}
+		f.Client.CloseIdleConnections()
+	})
+	return f
+}
+
+// Spawn runs stratum serve on o.Dir and waits for the banner that names
+// its listeners (o.StartTimeout, 60 s by default): for code without a
+// *testing.T, such as a harness that kills and restarts the founder. A
+// fixed address taken by another process is ErrAddrInUse.
+func Spawn(o FounderOptions) (*Founder, error) {
+	bin, err := build()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"serve", "--data", o.Dir, "--api-addr", cmp.Or(o.APIAddr, "127.0.0.1:0"), "--join-addr", cmp.Or(o.JoinAddr, "127.0.0.1:0")}
 	if o.Dev {
 		args = append(args, "--dev")
 	}
-	cmd := exec.Command(Binary(t), append(args, o.Args...)...)
+	cmd := exec.Command(bin, append(args, o.Args...)...)
 	cmd.Env = append(Env(), o.Env...)
 	// The founder dies with the test process, whatever ends it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	f := &Founder{Dir: o.Dir, t: t, cmd: cmd, logFile: o.LogFile, exited: make(chan struct{})}
+	f := &Founder{Dir: o.Dir, cmd: cmd, logFile: o.LogFile, exited: make(chan struct{})}
 	var stdout, stderr io.Writer = &f.stdout, &f.stderr
 	closeLog := func() {}
 	if o.LogFile != "" {
 		lf, err := os.Create(o.LogFile)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		stdout, stderr, closeLog = lf, lf, func() { lf.Close() }
 	}
 	cmd.Stderr = stderr
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		closeLog()
+		return nil, err
 	}
+	f.Started = time.Now()
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		closeLog()
+		return nil, err
 	}
 	ready := make(chan [3]string, 1)
 	go func() {
@@ -117,50 +156,40 @@ func StartFounder(t testing.TB, o FounderOptions) *Founder {
 		}
 		close(f.exited)
 	}()
-	t.Cleanup(func() {
-		select {
-		case <-f.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-f.exited
-		}
-		if t.Failed() {
-			t.Logf("founder %s output (last 16 KiB):\n%s", f.Dir, f.OutputTail(16<<10))
-		}
-	})
+	timeout := cmp.Or(o.StartTimeout, 60*time.Second)
 	select {
 	case a := <-ready:
 		f.API, f.Join, f.Pin = a[0], a[1], a[2]
 	case <-f.exited:
-		t.Fatalf("founder exited (%d) before serving:\n%s", f.exitCode, f.OutputTail(16<<10))
-	case <-time.After(60 * time.Second):
-		t.Fatalf("founder did not print its listeners within 60s:\n%s", f.OutputTail(16<<10))
+		if strings.Contains(f.Output(), "address already in use") {
+			return nil, ErrAddrInUse
+		}
+		return nil, fmt.Errorf("founder exited (%d) before serving:\n%s", f.exitCode, f.OutputTail(16<<10))
+	case <-time.After(timeout):
+		f.Kill()
+		return nil, fmt.Errorf("founder did not print its listeners within %v:\n%s", timeout, f.OutputTail(16<<10))
 	}
-	f.UseCA(t, filepath.Join(f.Dir, "ca.pem"))
-	t.Cleanup(func() { f.Client.CloseIdleConnections() })
-	return f
+	if err := f.UseCA(filepath.Join(f.Dir, "ca.pem")); err != nil {
+		f.Kill()
+		return nil, err
+	}
+	return f, nil
 }
 
 // UseCA makes Pool and Client trust only the certificates of caFile (the
 // data directory's ca.pem at start).
-func (f *Founder) UseCA(t testing.TB, caFile string) {
-	t.Helper()
-	f.Pool = CAPool(t, caFile)
-	f.Client = &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.Pool}, MaxIdleConnsPerHost: 8}}
-}
-
-// CAPool trusts only the certificates of caFile.
-func CAPool(t testing.TB, caFile string) *x509.CertPool {
-	t.Helper()
+func (f *Founder) UseCA(caFile string) error {
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		t.Fatalf("%s holds no certificate", caFile)
+		return fmt.Errorf("%s holds no certificate", caFile)
 	}
-	return pool
+	f.Pool = pool
+	f.Client = &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.Pool}, MaxIdleConnsPerHost: 8}}
+	return nil
 }
 
 // Stdout and Stderr are what the founder has written so far (empty with
@@ -199,19 +228,48 @@ func (f *Founder) ExitCode() int           { <-f.exited; return f.exitCode }
 func (f *Founder) Process() *os.Process { return f.cmd.Process }
 
 // Stop signals the founder and waits for it to exit; it returns the exit
-// code (negative: killed by that signal) and how long it took.
+// code (negative: killed by that signal) and how long it took, and fails
+// the test when it does not exit within.
 func (f *Founder) Stop(sig os.Signal, within time.Duration) (int, time.Duration) {
 	f.t.Helper()
+	code, took, err := f.Signal(sig, within)
+	if err != nil {
+		f.t.Fatalf("%v:\n%s", err, f.OutputTail(16<<10))
+	}
+	return code, took
+}
+
+// Signal sends sig and waits at most within for the exit, then kills.
+func (f *Founder) Signal(sig os.Signal, within time.Duration) (code int, took time.Duration, err error) {
 	start := time.Now()
-	if err := f.cmd.Process.Signal(sig); err != nil {
-		f.t.Fatalf("signal %v: %v", sig, err)
+	if err := f.cmd.Process.Signal(sig); err != nil && f.Alive() {
+		return 0, 0, err
 	}
 	select {
 	case <-f.exited:
 	case <-time.After(within):
-		f.t.Fatalf("founder did not exit within %v of %v:\n%s", within, sig, f.Stderr())
+		f.Kill()
+		return f.exitCode, time.Since(start), fmt.Errorf("founder did not exit within %v of %v", within, sig)
 	}
-	return f.exitCode, time.Since(start)
+	return f.exitCode, time.Since(start), nil
+}
+
+// Kill sends SIGKILL (if it still runs) and waits for the exit.
+func (f *Founder) Kill() {
+	if f.Alive() {
+		_ = f.cmd.Process.Kill()
+	}
+	<-f.exited
+}
+
+// Alive reports whether the process has not exited.
+func (f *Founder) Alive() bool {
+	select {
+	case <-f.exited:
+		return false
+	default:
+		return true
+	}
 }
 
 // Credentials reads the bootstrap admin's bootstrap-credentials.txt.

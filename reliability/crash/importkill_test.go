@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,7 +103,7 @@ func TestImportCrashWindows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer p.kill()
+			defer p.Kill()
 			pool, err := caPool(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -170,14 +171,14 @@ func TestImportCrashWindows(t *testing.T) {
 					t.Errorf("after a successful import DIR/releases still holds %s", e.Name())
 				}
 			}
-			if code, _, err := p.term(30 * time.Second); err != nil || code != 0 {
+			if code, _, err := p.Signal(syscall.SIGTERM, 30*time.Second); err != nil || code != 0 {
 				t.Errorf("SIGTERM: exit %d %v", code, err)
 			}
 			if r := stratum(t, "audit", "verify", "--data", dir); r.code != 0 {
 				t.Errorf("audit verify: %d %s %s", r.code, r.stdout, r.stderr)
 			}
 			if t.Failed() {
-				t.Logf("founder log:\n%s", p.out)
+				t.Logf("founder log:\n%s", p.Output())
 			}
 		})
 	}

@@ -12,7 +12,6 @@
 package crash
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/ed25519"
@@ -23,7 +22,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -31,10 +29,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,95 +72,13 @@ func mustStratum(t testing.TB, args ...string) string {
 }
 
 // proc is one running `stratum serve`.
-type proc struct {
-	cmd     *exec.Cmd
-	out     *stratumtest.SyncBuffer
-	started time.Time
-	ready   chan struct{}
-	exited  chan struct{}
-	status  syscall.WaitStatus
-}
+type proc = stratumtest.Founder
 
 // startServe runs `stratum serve --data dir` on fixed addresses and waits
 // for the banner. A port taken by someone else while the founder was down
-// is reported as errAddrInUse so the caller can pick others.
+// is reported as stratumtest.ErrAddrInUse so the caller can pick others.
 func startServe(dir, apiAddr, joinAddr string, extra ...string) (*proc, error) {
-	args := append([]string{"serve", "--data", dir, "--api-addr", apiAddr, "--join-addr", joinAddr}, extra...)
-	cmd := exec.Command(bin(), args...)
-	cmd.Env = cleanEnv()
-	p := &proc{cmd: cmd, out: &stratumtest.SyncBuffer{}, ready: make(chan struct{}), exited: make(chan struct{})}
-	cmd.Stderr = p.out
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	p.started = time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		signalled := false
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = p.out.Write([]byte(line + "\n"))
-			if !signalled && strings.Contains(line, "join listener:") {
-				signalled = true
-				close(p.ready)
-			}
-		}
-		_, _ = io.Copy(p.out, pipe)
-		_ = cmd.Wait()
-		p.status, _ = cmd.ProcessState.Sys().(syscall.WaitStatus)
-		close(p.exited)
-	}()
-	select {
-	case <-p.ready:
-		return p, nil
-	case <-p.exited:
-		if strings.Contains(p.out.String(), "address already in use") {
-			return nil, errAddrInUse
-		}
-		return nil, fmt.Errorf("founder exited (%v) before serving:\n%s", p.status, p.out)
-	case <-time.After(90 * time.Second):
-		_ = cmd.Process.Kill()
-		<-p.exited
-		return nil, fmt.Errorf("founder did not print its listeners within 90s:\n%s", p.out)
-	}
-}
-
-var errAddrInUse = errors.New("address already in use")
-
-// kill sends SIGKILL and waits for the exit.
-func (p *proc) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-}
-
-// term sends SIGTERM and waits at most within for a clean exit.
-func (p *proc) term(within time.Duration) (code int, took time.Duration, err error) {
-	start := time.Now()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(within):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return -1, time.Since(start), fmt.Errorf("no exit within %v of SIGTERM", within)
-	}
-	if p.status.Signaled() {
-		return -int(p.status.Signal()), time.Since(start), nil
-	}
-	return p.status.ExitStatus(), time.Since(start), nil
-}
-
-func (p *proc) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
+	return stratumtest.Spawn(stratumtest.FounderOptions{Dir: dir, APIAddr: apiAddr, JoinAddr: joinAddr, Args: extra, StartTimeout: 90 * time.Second})
 }
 
 // freeAddr reserves nothing: it asks the kernel for a free port and

@@ -33,8 +33,8 @@ func TestReleaseSetConcurrentRecords(t *testing.T) {
 	h.pickAddrs()
 	h.restart()
 	t.Cleanup(func() {
-		if h.f.alive() {
-			h.f.kill()
+		if h.f.Alive() {
+			h.f.Kill()
 		}
 	})
 	pool, err := caPool(h.dir)
