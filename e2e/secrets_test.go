@@ -311,9 +311,10 @@ func TestConvertAndEncryptedBackups(t *testing.T) {
 	if fB.pin() != pin {
 		t.Fatalf("the restored founder serves CA pin %s, want %s", fB.pin(), pin)
 	}
+	// The original CA certificate.
 	if err := fB.UseCA(filepath.Join(dirA, "ca.pem")); err != nil {
 		t.Fatal(err)
-	} // the original CA certificate
+	}
 	if !fB.tokenIDs(fB.login(email, password))[tok.ID] {
 		t.Error("a token created before the backup is missing from the restore")
 	}
