@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // lpFounder is one running `stratum serve --dev` child.
@@ -38,18 +40,12 @@ type lpFounder struct {
 	token    string
 }
 
-// lpBuildFounder builds the stratum binary (or takes STRATUM_BIN).
+// lpBuildFounder builds the stratum binary once (or takes STRATUM_BIN).
 func lpBuildFounder(b *testing.B) string {
 	if bin := os.Getenv("STRATUM_BIN"); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(b.TempDir(), "stratum")
-	cmd := exec.Command("go", "build", "-o", bin, "stratum")
-	cmd.Dir = ".." // the module root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build stratum: %v\n%s", err, out)
-	}
-	return bin
+	return stratumtest.Binary(b)
 }
 
 // lpStartFounder runs `stratum serve --dev` on dir with ephemeral ports

@@ -197,6 +197,7 @@ func releaseImport(ctx context.Context, args []string) error {
 	fs := newFlagSet("release import")
 	dataDir := fs.String("data", "", "founder data directory")
 	threshold := fs.Int("threshold", 1, "distinct trusted signatures needed")
+	replace := fs.Bool("replace", false, "replace an imported release of the same version whose content differs")
 	pos, err := releaseArgs(fs, args, 1)
 	if err != nil {
 		return err
@@ -215,7 +216,7 @@ func releaseImport(ctx context.Context, args []string) error {
 	defer db.Close()
 	progress, finish := importProgress(os.Stderr)
 	start := time.Now()
-	m, err := repo.Import(ctx, db, *dataDir, pos[0], keys, repo.ImportOptions{Progress: progress, Actor: "cli"})
+	m, err := repo.Import(ctx, db, *dataDir, pos[0], keys, repo.ImportOptions{Progress: progress, Actor: "cli", Replace: *replace})
 	finish()
 	if err != nil {
 		return &ExitError{Code: 1, Err: fmt.Errorf("not imported: %w", releaseErr(err))}

@@ -158,8 +158,8 @@ func TestKillDurabilityAndAudit(t *testing.T) {
 	f := startFounder(t, dir)
 	email, password := credentials(t, dir)
 	admin := f.login(email, password)
-	if pin := caPin(t, filepath.Join(dir, "ca.pem")); !strings.Contains(f.stdout.String(), "CA pin:         "+pin) {
-		t.Errorf("the banner does not show ca.pem's pin %s:\n%s", pin, f.stdout)
+	if pin := caPin(t, filepath.Join(dir, "ca.pem")); !strings.Contains(f.Stdout(), "CA pin:         "+pin) {
+		t.Errorf("the banner does not show ca.pem's pin %s:\n%s", pin, f.Stdout())
 	}
 
 	var mu sync.Mutex
@@ -239,7 +239,7 @@ func TestKillDurabilityAndAudit(t *testing.T) {
 	// SIGTERM: a clean, quick exit.
 	code, took := f2.stop(syscall.SIGTERM, 10*time.Second)
 	if code != 0 || took > 5*time.Second {
-		t.Fatalf("SIGTERM: exit %d after %v, want 0 within 5s\n%s", code, took, f2.stderr)
+		t.Fatalf("SIGTERM: exit %d after %v, want 0 within 5s\n%s", code, took, f2.Stderr())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "control.sock")); err == nil {
 		t.Error("control.sock left after a clean shutdown")

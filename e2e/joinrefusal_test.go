@@ -28,7 +28,7 @@ func TestJoinRefusalsHintOnce(t *testing.T) {
 	pin := caPin(t, filepath.Join(dir, "ca.pem"))
 	join := func(token string, extra ...string) result {
 		node := t.TempDir()
-		args := append([]string{"join", "--founder", f.join, "--token", token, "--ca-pin", pin,
+		args := append([]string{"join", "--founder", f.Join, "--token", token, "--ca-pin", pin,
 			"--root", filepath.Join(node, "root"), "--state-dir", filepath.Join(node, "state"), "--tpm", filepath.Join(node, "no-tpm")}, extra...)
 		return stratum(t, args...)
 	}

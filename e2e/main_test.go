@@ -3,86 +3,21 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"debug/elf"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
-// bin is the stratum binary TestMain built.
-var bin string
-
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "stratum-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	bin = filepath.Join(tmp, "stratum")
-	root, err := moduleRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	build := exec.Command("go", "build", "-o", bin, "stratum")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: building stratum (CGO_ENABLED=0): %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-// moduleRoot is the directory holding go.mod above the test's directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("e2e: no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
+func TestMain(m *testing.M) { os.Exit(stratumtest.Main(m)) }
 
 // env is the environment without STRATUM_* twins that would change flags.
-func env() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "STRATUM_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
+func env() []string { return stratumtest.Env() }
 
 // result is a finished command.
 type result struct {
@@ -110,224 +45,50 @@ func stratumIn(t *testing.T, stdin string, args ...string) result {
 
 func stratumEnvIn(t *testing.T, extra []string, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(env(), extra...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		r.code = exit.ExitCode()
-	default:
-		t.Fatalf("stratum %v: %v", args, err)
-	}
-	return r
+	r := stratumtest.RunInput(t, extra, stdin, args...)
+	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 }
 
-// syncBuffer collects a child's output while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// founder is a running `stratum serve`.
+// founder is a running `stratum serve --dev`.
 type founder struct {
-	t        *testing.T
-	dir      string
-	cmd      *exec.Cmd
-	api      string // host:port of the admin API
-	join     string // host:port of the join listener
-	stdout   *syncBuffer
-	stderr   *syncBuffer
-	exited   chan struct{}
-	exitCode int
-	client   *http.Client
+	*stratumtest.Founder
+	t *testing.T
 }
-
-var (
-	apiLine  = regexp.MustCompile(`admin API:\s+https://(\S+)`)
-	joinLine = regexp.MustCompile(`join listener:\s+https://(\S+)`)
-)
 
 // startFounder runs `stratum serve --dev` on dir with ephemeral ports and
 // waits for the banner that names the bound addresses. extra flags are
 // added to the command line.
 func startFounder(t *testing.T, dir string, extra ...string) *founder {
 	t.Helper()
-	args := append([]string{"serve", "--dev", "--data", dir, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env()
-	f := &founder{t: t, dir: dir, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = f.stderr
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addrs := make(chan [2]string, 1)
-	go func() {
-		var api, join string
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = f.stdout.Write([]byte(line + "\n"))
-			if m := apiLine.FindStringSubmatch(line); m != nil {
-				api = m[1]
-			}
-			if m := joinLine.FindStringSubmatch(line); m != nil {
-				join = m[1]
-			}
-			if api != "" && join != "" {
-				addrs <- [2]string{api, join}
-				api, join = "", ""
-			}
-		}
-		_, _ = io.Copy(f.stdout, pipe)
-		_ = cmd.Wait()
-		f.exitCode = cmd.ProcessState.ExitCode()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			f.exitCode = -int(ws.Signal())
-		}
-		close(f.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-f.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-f.exited
-		}
-		if t.Failed() {
-			t.Logf("founder %s stdout:\n%s\nstderr:\n%s", dir, f.stdout, f.stderr)
-		}
-	})
-	select {
-	case a := <-addrs:
-		f.api, f.join = a[0], a[1]
-	case <-f.exited:
-		t.Fatalf("founder exited (%d) before serving:\n%s\n%s", f.exitCode, f.stdout, f.stderr)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("founder did not print its listeners within 30s:\n%s\n%s", f.stdout, f.stderr)
-	}
-	f.client = clientFor(t, filepath.Join(dir, "ca.pem"))
-	return f
+	return &founder{Founder: stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Dev: true, Args: extra}), t: t}
 }
 
-// clientFor trusts only the CA in caFile.
-func clientFor(t *testing.T, caFile string) *http.Client {
-	t.Helper()
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		t.Fatalf("%s holds no certificate", caFile)
-	}
-	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		TLSClientConfig:     &tls.Config{RootCAs: pool},
-		MaxIdleConnsPerHost: 8,
-	}}
-	t.Cleanup(c.CloseIdleConnections)
-	return c
-}
-
-// stop signals the founder and waits for it to exit; it returns the exit
-// code (negative: killed by that signal) and how long it took.
+// stop signals the founder and waits for it to exit.
 func (f *founder) stop(sig os.Signal, within time.Duration) (int, time.Duration) {
 	f.t.Helper()
-	start := time.Now()
-	if err := f.cmd.Process.Signal(sig); err != nil {
-		f.t.Fatalf("signal %v: %v", sig, err)
-	}
-	select {
-	case <-f.exited:
-	case <-time.After(within):
-		f.t.Fatalf("founder did not exit within %v of %v:\n%s", within, sig, f.stderr)
-	}
-	return f.exitCode, time.Since(start)
+	return f.Stop(sig, within)
 }
 
-// call sends a JSON request to the admin API.
+// call sends a JSON request to the admin API: the status and the raw answer.
 func (f *founder) call(method, path, token string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "https://"+f.api+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	c := f.AdminClient()
+	c.Token = token
+	return c.Raw(method, path, body)
 }
 
 // credentials reads bootstrap-credentials.txt.
 func credentials(t *testing.T, dir string) (email, password string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "bootstrap-credentials.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "email="); ok {
-			email = v
-		}
-		if v, ok := strings.CutPrefix(line, "password="); ok {
-			password = v
-		}
-	}
-	if email == "" || len(password) != 24 {
-		t.Fatalf("bootstrap-credentials.txt = %q", b)
+	email, password = (&stratumtest.Founder{Dir: dir}).Credentials(t)
+	if len(password) != 24 {
+		t.Fatalf("bootstrap password of %d characters, want 24", len(password))
 	}
 	return email, password
 }
 
 func (f *founder) login(email, password string) string {
 	f.t.Helper()
-	status, body, err := f.call("POST", "/v1/auth/login", "", map[string]string{"email": email, "password": password})
-	if err != nil || status != 200 {
-		f.t.Fatalf("login: %d %s %v", status, body, err)
-	}
-	var out struct {
-		Token string `json:"token"`
-	}
-	if err := json.Unmarshal(body, &out); err != nil || out.Token == "" {
-		f.t.Fatalf("login answer %s", body)
-	}
-	return out.Token
+	return f.AdminClient().Login(f.t, email, password)
 }
 
 type apiToken struct {
@@ -380,7 +141,7 @@ func fileMode(t *testing.T, path string) os.FileMode {
 }
 
 func TestStaticBinary(t *testing.T) {
-	f, err := elf.Open(bin)
+	f, err := elf.Open(stratumtest.Binary(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // The README's quick start ("## Trying it"), run as written. Its fenced
@@ -53,10 +55,10 @@ func TestReadmeQuickStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink(bin, filepath.Join(work, "bin", "stratum")); err != nil {
+	if err := os.Symlink(stratumtest.Binary(t), filepath.Join(work, "bin", "stratum")); err != nil {
 		t.Fatal(err)
 	}
-	repo, err := moduleRoot()
+	repo, err := stratumtest.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ var fenceAttr = regexp.MustCompile(`(\w+)=("[^"]*"|\S+)`)
 // quickStartBlocks reads the sh blocks of README.md's "## Trying it".
 func quickStartBlocks(t *testing.T) []readmeBlock {
 	t.Helper()
-	repo, err := moduleRoot()
+	repo, err := stratumtest.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,7 @@ type quickStart struct {
 type session struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
-	out    *syncBuffer
+	out    *stratumtest.SyncBuffer
 	exited chan struct{}
 }
 
@@ -285,7 +287,7 @@ func (qs *quickStart) session(name string) *session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &session{stdin: w, out: &syncBuffer{}, exited: make(chan struct{})}
+	s := &session{stdin: w, out: &stratumtest.SyncBuffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command("bash", "--noprofile", "--norc")
 	s.cmd.Dir, s.cmd.Env, s.cmd.Stdin = qs.work, qs.env, r
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out

@@ -69,22 +69,17 @@ func refusedServe(t *testing.T, dir string, extra ...string) result {
 // listeners startFounder waits for).
 func (f *founder) pin() string {
 	f.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if m := bannerPin.FindStringSubmatch(f.stdout.String()); m != nil {
-			return m[1]
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("no CA pin in the banner: %s", f.stdout)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if m := bannerPin.FindStringSubmatch(f.Stdout()); m != nil {
+		return m[1]
 	}
+	f.t.Fatalf("no CA pin in the banner: %s", f.Stdout())
+	return ""
 }
 
 func (f *founder) stopOK() {
 	f.t.Helper()
 	if code, _ := f.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
-		f.t.Fatalf("founder exit %d: %s", code, f.stderr)
+		f.t.Fatalf("founder exit %d: %s", code, f.Stderr())
 	}
 }
 
@@ -132,7 +127,7 @@ func TestTPMSealedFounder(t *testing.T) {
 			t.Fatalf("serving CA pin %s, want %s", f.pin(), pin)
 		}
 		f.stopOK()
-		if strings.Contains(f.stdout.String()+f.stderr.String(), rkBody) {
+		if strings.Contains(f.Stdout()+f.Stderr(), rkBody) {
 			t.Fatal("the founder printed the recovery key")
 		}
 	}
@@ -316,7 +311,10 @@ func TestConvertAndEncryptedBackups(t *testing.T) {
 	if fB.pin() != pin {
 		t.Fatalf("the restored founder serves CA pin %s, want %s", fB.pin(), pin)
 	}
-	fB.client = clientFor(t, filepath.Join(dirA, "ca.pem")) // the original CA certificate
+	// The original CA certificate.
+	if err := fB.UseCA(filepath.Join(dirA, "ca.pem")); err != nil {
+		t.Fatal(err)
+	}
 	if !fB.tokenIDs(fB.login(email, password))[tok.ID] {
 		t.Error("a token created before the backup is missing from the restore")
 	}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"stratum/apierr"
 	"stratum/releaseset"
@@ -58,19 +57,7 @@ func TestAuthorization(t *testing.T) {
 func TestReleaseRecords(t *testing.T) {
 	f := startFounder(t, nil, nil)
 	token := f.joinToken("worker", 1)
-	j := f.newJoiner()
-	v, _ := register(t, j, token, "0.1.0", "192.0.2.41", 201)
-	f.admin("POST", "/v1/admin/join/registrations/"+v.JoinID+"/approve", map[string]any{}, 200, nil)
-	var d struct {
-		Delivery struct {
-			Bundle struct{ NodeCert, NodeKey, CABundle string }
-		}
-	}
-	j.do(t, "GET", "/v1/join/registrations/"+v.JoinID, nil, 200, &d)
-	b := d.Delivery.Bundle
-	node := checkLeaf(t, b.CABundle, b.NodeCert, b.NodeKey, "192.0.2.41")
-	pair, _ := tls.X509KeyPair([]byte(b.NodeCert), []byte(b.NodeKey))
-	nodeCli := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.caPool, Certificates: []tls.Certificate{pair}}}}
+	j, v, node, nodeCli := f.deliveredJoin(t, token, "192.0.2.41")
 
 	var set releaseset.Set
 	f.admin("GET", "/v1/admin/upgrades/release", nil, 200, &set)

@@ -14,6 +14,7 @@ func (f *Founder) registerDomainMetrics(reg *prometheus.Registry) {
 	}
 	reg.MustRegister(
 		counter("stratum_release_busy_total", "Release reads refused with RELEASE_BUSY.", f.mirror.BusyCount),
+		counter("stratum_release_reads_cut_total", "Release reads cut for being too slow or too long.", f.mirror.CutCount),
 		counter("stratum_release_corrupt_total", "Release chunks that failed verification while serving.", f.mirror.CorruptCount),
 		counter("stratum_release_responses_total", "Release file reads started (a slot taken).", f.mirror.Reads),
 		counter("stratum_release_bytes_sent_total", "Verified release bytes sent.", f.mirror.BytesSent),

@@ -50,6 +50,9 @@ type Options struct {
 	Out io.Writer
 	// Ready, when set, is called with the bound addresses once serving.
 	Ready func(apiAddr, joinAddr string)
+	// ReleaseReads are the fairness limits of release reads (zero: SPEC
+	// 10.8's); tests shorten them.
+	ReleaseReads repo.ReadLimits
 }
 
 // Founder is a running founder.

@@ -35,7 +35,7 @@ func (f *Founder) services() {
 	if err := f.releases.Load(); err != nil {
 		f.log.Error("loading release records failed", "err", err)
 	}
-	f.mirror = repo.NewMirror(repo.MirrorConfig{DB: f.db, DataDir: string(f.opts.Data), Concurrency: concurrency, Log: f.log})
+	f.mirror = repo.NewMirror(repo.MirrorConfig{DB: f.db, DataDir: string(f.opts.Data), Concurrency: concurrency, Limits: f.opts.ReleaseReads, Log: f.log})
 	var payloads join.PayloadOfferer = f.mirror
 	if f.opts.ReleaseSource != "" {
 		// A configured mirror serves the release; the founder does not.

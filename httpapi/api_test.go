@@ -25,6 +25,7 @@ import (
 	"stratum/httpapi"
 	"stratum/iam"
 	"stratum/store"
+	"stratum/strictjson"
 )
 
 // fixture is an initialized founder store served over real TLS with a
@@ -718,7 +719,7 @@ func TestDecodeStrict(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var v req
-		err := httpapi.DecodeStrict([]byte(tc.body), &v)
+		err := strictjson.Decode([]byte(tc.body), &v)
 		if tc.ok != (err == nil) {
 			t.Errorf("%s: err = %v", tc.body, err)
 			continue
@@ -753,7 +754,7 @@ func TestDecodeStrictNestedFieldPaths(t *testing.T) {
 	}
 	for body, want := range cases {
 		var v req
-		err := httpapi.DecodeStrict([]byte(body), &v)
+		err := strictjson.Decode([]byte(body), &v)
 		e, ok := apierr.As(err)
 		if !ok || e.Code != apierr.InvalidInput || len(e.Fields) != 1 {
 			t.Errorf("%s: %v", body, err)

@@ -29,16 +29,13 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// decodeJSON reads a JSON body strictly into v: an unknown field, a wrong
-// type or trailing data is INVALID_INPUT naming the field.
+// decodeJSON reads a JSON body into v with the one strict decoder: an
+// unknown, duplicate or mis-cased key, a wrong type or trailing data is
+// INVALID_INPUT naming the field's path.
 func decodeJSON(r *http.Request, v any) error {
 	b, err := readBody(r, DefaultBodyLimit)
 	if err != nil {
 		return err
 	}
-	return DecodeStrict(b, v)
+	return strictjson.Decode(b, v)
 }
-
-// DecodeStrict decodes b into v: unknown, duplicate and mis-cased keys
-// are INVALID_INPUT naming each field's path.
-func DecodeStrict(b []byte, v any) error { return strictjson.Decode(b, v) }

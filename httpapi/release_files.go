@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,13 +19,6 @@ type ReleaseFiles interface {
 	// Open takes one of holder's read slots and opens the file.
 	Open(holder string, fi *repo.FileInfo) (*repo.Reader, error)
 }
-
-// chunkWriteTimeout bounds the write of one chunk to the client, so a
-// reader that stops reading gives its slot back instead of holding it
-// until the server's own timeouts (it replaces the server's write
-// deadline for the rest of the response, which lets a large file take as
-// long as it needs while it keeps moving).
-const chunkWriteTimeout = 60 * time.Second
 
 // ServeReleaseFile answers GET or HEAD for one file of an imported
 // release, for holder (the registration reading it). The caller has
@@ -91,6 +85,12 @@ func ServeReleaseFile(w http.ResponseWriter, r *http.Request, files ReleaseFiles
 // gets a clean error response.
 func streamPart(w http.ResponseWriter, r *http.Request, rd *repo.Reader, part ByteRange, writeHeader func()) error {
 	rc := http.NewResponseController(w)
+	// The reader's own limits replace the server's write deadline: a file
+	// takes as long as it needs while it keeps moving, and a write blocked
+	// on a reader that stopped reading ends as soon as the read is cut.
+	_ = rc.SetWriteDeadline(rd.Deadline()) // not every writer supports it
+	stop := context.AfterFunc(rd.Context(), func() { _ = rc.SetWriteDeadline(time.Now()) })
+	defer stop()
 	started := false
 	end := part.Start + part.Length
 	for c := part.Start / repo.ChunkSize; c*repo.ChunkSize < end; c++ {
@@ -110,7 +110,6 @@ func streamPart(w http.ResponseWriter, r *http.Request, rd *repo.Reader, part By
 		}
 		off := c * repo.ChunkSize
 		lo, hi := max(part.Start, off)-off, min(end, off+int64(len(b)))-off
-		_ = rc.SetWriteDeadline(time.Now().Add(chunkWriteTimeout)) // not every writer supports it
 		n, err := w.Write(b[lo:hi])
 		rd.Sent(n)
 		if err != nil {

@@ -7,10 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -372,22 +369,14 @@ func TestServeSymlinkRefused(t *testing.T) {
 	}
 }
 
-// TestServeBusy: 8 slow readers against 4 slots: exactly 4 are served,
+// TestServeBusy: 8 slow readers (8 registrations) against 4 slots: exactly 4 are served,
 // 4 are told RELEASE_BUSY at once with Retry-After in 1..5, none hangs.
 func TestServeBusy(t *testing.T) {
 	f := newFixture(t, 16*repo.ChunkSize, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	// A small fixed receive buffer (no autotuning) makes a reader that
-	// does not read stall the server after a few MiB, whatever the
-	// machine's TCP limits: the slots are then really held.
-	f.client.Transport.(*http.Transport).DialContext = (&net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10)
-		})
-		return errors.Join(err, serr)
-	}}).DialContext
+	// A reader that does not read then really holds its slot.
+	f.client.Transport.(*http.Transport).DialContext = releasetest.StallingDialer()
 
 	type outcome struct {
 		resp    *http.Response
@@ -395,9 +384,10 @@ func TestServeBusy(t *testing.T) {
 		err     error
 	}
 	results := make(chan outcome, 8)
-	for range 8 {
+	for i := range 8 {
 		go func() {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.url(f.blob), nil)
+			req.Header.Set("X-Holder", "reg-"+strconv.Itoa(i)) // one read each: the founder's limit is tried
 			start := time.Now()
 			resp, err := f.client.Do(req)
 			results <- outcome{resp, time.Since(start), err}

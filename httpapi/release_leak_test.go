@@ -2,18 +2,16 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"runtime"
-	"stratum/release/releasetest"
-	"stratum/release/repo"
-	"syscall"
 	"testing"
 	"time"
+
+	"stratum/release/releasetest"
+	"stratum/release/repo"
 )
 
 // heapAfterGC is the live heap once garbage is collected (twice, so the
@@ -35,15 +33,9 @@ func TestServeNoLeak(t *testing.T) {
 	// Large enough that a stalled reader's response does not fit in the
 	// socket buffers.
 	f := newFixture(t, 12*repo.ChunkSize+12345, 2)
-	// A small receive buffer: a reader that stops reading really holds its
-	// slot (the server's writes block), so RELEASE_BUSY can be provoked.
-	f.client.Transport.(*http.Transport).DialContext = (&net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10)
-		})
-		return errors.Join(err, serr)
-	}}).DialContext
+	// A reader that stops reading really holds its slot, so RELEASE_BUSY
+	// can be provoked.
+	f.client.Transport.(*http.Transport).DialContext = releasetest.StallingDialer()
 	size := int64(len(f.data))
 	rng := rand.New(rand.NewPCG(7, 7))
 

@@ -23,6 +23,9 @@ type ReleaseCatalog interface {
 
 type importRequest struct {
 	Path string `json:"path"`
+	// Replace allows replacing an imported release of the same version
+	// whose content differs (audited).
+	Replace bool `json:"replace"`
 }
 
 // MountReleaseImport adds the release catalog endpoints.
@@ -44,7 +47,7 @@ func MountReleaseImport(cat ReleaseCatalog) func(*API) {
 				// The import runs to its end (or failure) even when the client
 				// goes away: a half import is cleaned up by the domain, never
 				// left for the next one.
-				m, err := cat.Import(context.WithoutCancel(r.Context()), req.Path, repo.ImportOptions{Actor: p.Subject})
+				m, err := cat.Import(context.WithoutCancel(r.Context()), req.Path, repo.ImportOptions{Actor: p.Subject, Replace: req.Replace})
 				if err != nil {
 					return err
 				}

@@ -33,12 +33,8 @@ func MountReleaseSet(svc *releaseset.Service) func(*API) {
 				if err != nil {
 					return err
 				}
-				body, err := readBody(r, DefaultBodyLimit)
-				if err != nil {
-					return err
-				}
 				var req releaseset.SetAdmissionRequest
-				if err := DecodeStrict(body, &req); err != nil {
+				if err := decodeJSON(r, &req); err != nil {
 					return err
 				}
 				v, err := svc.SetAdmission(p.Subject, req)

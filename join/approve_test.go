@@ -50,7 +50,7 @@ func TestDecodeAssignment(t *testing.T) {
 	_, err = DecodeAssignment([]byte(`{"nodeID":"x","networks":{"storage":{"ip":"10.9.0.12","iface":"eth1"},"overlay":"10.0.0.1"},"labels":{"topology.rack":5}}`))
 	wantCode(t, err, apierr.InvalidInput)
 	got := fieldNames(err)
-	for _, want := range []string{"nodeID", "networks.storage.iface", "networks.overlay", "labels"} {
+	for _, want := range []string{"nodeID", "networks.storage.iface", "networks.overlay", "labels.topology.rack"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("fields %v lack %s", got, want)
 		}

@@ -1,12 +1,11 @@
 package join
 
 import (
-	"encoding/json"
 	"regexp"
-	"sort"
 
 	"stratum/apierr"
 	"stratum/cluster"
+	"stratum/strictjson"
 )
 
 var azPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -22,54 +21,13 @@ type Assignment struct {
 
 // DecodeAssignment decodes an approval body strictly: unknown fields are
 // named at every depth (networks.storage.ipp), and every malformed value
-// is listed with them.
+// is listed with them. An empty body takes every default.
 func DecodeAssignment(body []byte) (Assignment, error) {
-	var f apierr.Fields
 	var a Assignment
-	m, ok := decodeObject(&f, "", body, "nodeId", "az", "mgmtIp", "networks", "labels")
-	if ok {
-		decodeField(&f, "", m, "nodeId", &a.NodeID, "a string")
-		decodeField(&f, "", m, "az", &a.AZ, "a string")
-		decodeField(&f, "", m, "mgmtIp", &a.MgmtIP, "a string")
-		decodeField(&f, "", m, "labels", &a.Labels, "an object of strings")
-		if raw, present := m["networks"]; present {
-			a.Networks = decodeNetworks(&f, raw)
-		}
-		f = append(f, a.problems()...)
-	}
-	if err := f.Err("the assignment has problems"); err != nil {
+	if err := strictjson.DecodeChecked(strictjson.OrEmptyObject(body), &a, "the assignment has problems", func() apierr.Fields { return a.problems() }); err != nil {
 		return Assignment{}, err
 	}
 	return a, nil
-}
-
-func decodeNetworks(f *apierr.Fields, raw json.RawMessage) map[string]cluster.Network {
-	var classes map[string]json.RawMessage
-	if string(raw) == "null" {
-		return nil
-	}
-	if err := json.Unmarshal(raw, &classes); err != nil {
-		f.Add("networks", "must be an object of traffic classes")
-		return nil
-	}
-	out := map[string]cluster.Network{}
-	keys := make([]string, 0, len(classes))
-	for k := range classes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, class := range keys {
-		at := "networks." + class
-		m, ok := decodeObject(f, at, classes[class], "ip", "interface")
-		if !ok {
-			continue
-		}
-		var n cluster.Network
-		decodeField(f, at, m, "ip", &n.IP, "a string")
-		decodeField(f, at, m, "interface", &n.Interface, "a string")
-		out[class] = n
-	}
-	return out
 }
 
 // problems lists every malformed value, independent of the cluster.

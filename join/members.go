@@ -7,6 +7,7 @@ import (
 	"stratum/apierr"
 	"stratum/cluster"
 	"stratum/store"
+	"stratum/strictjson"
 )
 
 // MemberView is one member as GET /v1/admin/cluster/members lists it.
@@ -100,20 +101,22 @@ func (s *Service) WaitMembers(ctx context.Context, nodeID string, generation uin
 
 // DecodeApplied decodes PUT /v1/cluster/members/{nodeId}/applied.
 func DecodeApplied(body []byte) (uint64, error) {
-	var f apierr.Fields
-	var g float64
-	m, ok := decodeObject(&f, "", body, "generation")
-	if ok {
-		if _, present := m["generation"]; !present {
+	var req struct {
+		Generation *uint64 `json:"generation"`
+	}
+	err := strictjson.DecodeChecked(body, &req, "the applied report has problems", func() apierr.Fields {
+		var f apierr.Fields
+		if req.Generation == nil {
 			f.Add("generation", "required")
-		} else if decodeField(&f, "", m, "generation", &g, "a number") && (g < 1 || g != float64(uint64(g)) || g > 1<<53) {
+		} else if g := *req.Generation; g < 1 || g > 1<<53 {
 			f.Add("generation", "must be a whole number of at least 1")
 		}
-	}
-	if err := f.Err("the applied report has problems"); err != nil {
+		return f
+	})
+	if err != nil {
 		return 0, err
 	}
-	return uint64(g), nil
+	return *req.Generation, nil
 }
 
 // Applied records that nodeID applied generation (its own report, with

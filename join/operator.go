@@ -9,6 +9,7 @@ import (
 	"stratum/apierr"
 	"stratum/iam"
 	"stratum/store"
+	"stratum/strictjson"
 )
 
 const maxReasonSize = 1024
@@ -67,13 +68,14 @@ func (s *Service) Get(joinID string) (OperatorView, error) {
 // DecodeReason decodes a reject or cancel body {"reason": "..."}; an
 // empty body is no reason.
 func DecodeReason(body []byte) (string, error) {
-	var f apierr.Fields
-	var reason string
-	if m, ok := decodeObject(&f, "", body, "reason"); ok {
-		decodeField(&f, "", m, "reason", &reason, "a string")
-		f = append(f, reasonProblems(reason)...)
+	var req struct {
+		Reason string `json:"reason"`
 	}
-	return reason, f.Err("the request has problems")
+	err := strictjson.DecodeChecked(strictjson.OrEmptyObject(body), &req, "the request has problems", func() apierr.Fields { return reasonProblems(req.Reason) })
+	if err != nil {
+		return "", err
+	}
+	return req.Reason, nil
 }
 
 func reasonProblems(reason string) apierr.Fields {

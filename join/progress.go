@@ -7,6 +7,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/cluster"
+	"stratum/strictjson"
 )
 
 // Phases a joiner reports.
@@ -26,14 +27,8 @@ type ProgressRequest struct {
 
 // DecodeProgress decodes strictly and validates.
 func DecodeProgress(body []byte) (ProgressRequest, error) {
-	var f apierr.Fields
 	var req ProgressRequest
-	if m, ok := decodeObject(&f, "", body, "phase", "message"); ok {
-		decodeField(&f, "", m, "phase", &req.Phase, "a string")
-		decodeField(&f, "", m, "message", &req.Message, "a string")
-		f = append(f, req.problems()...)
-	}
-	if err := f.Err("the progress report has problems"); err != nil {
+	if err := strictjson.DecodeChecked(body, &req, "the progress report has problems", func() apierr.Fields { return req.problems() }); err != nil {
 		return ProgressRequest{}, err
 	}
 	return req, nil

@@ -9,6 +9,7 @@ import (
 	"stratum/apierr"
 	"stratum/cluster"
 	"stratum/semver"
+	"stratum/strictjson"
 )
 
 const (
@@ -34,26 +35,10 @@ type RegisterRequest struct {
 // DecodeRegisterRequest decodes strictly and validates every field at
 // once: unknown fields are named, wrong types and bad values listed.
 func DecodeRegisterRequest(body []byte) (RegisterRequest, error) {
-	var f apierr.Fields
 	var req RegisterRequest
-	m, ok := decodeObject(&f, "", body, "token", "release", "selfUpgrade", "hostname", "mgmtIp", "machineId", "facts")
-	if ok {
-		typed := map[string]bool{}
-		for key, dst := range map[string]*string{"token": &req.Token, "release": &req.Release, "hostname": &req.Hostname, "mgmtIp": &req.MgmtIP, "machineId": &req.MachineID} {
-			_, present := m[key]
-			typed[key] = !present || decodeField(&f, "", m, key, dst, "a string")
-		}
-		decodeField(&f, "", m, "selfUpgrade", &req.SelfUpgrade, "true or false")
-		if raw, present := m["facts"]; present {
-			req.Facts = raw
-		}
-		for _, p := range req.problems() {
-			if typed[p.Field] || p.Field == "facts" {
-				f = append(f, p)
-			}
-		}
-	}
-	if err := f.Err("the registration has problems"); err != nil {
+	// An empty body is an empty registration: the answer lists what is
+	// required.
+	if err := strictjson.DecodeChecked(strictjson.OrEmptyObject(body), &req, "the registration has problems", func() apierr.Fields { return req.problems() }); err != nil {
 		return RegisterRequest{}, err
 	}
 	return req, nil

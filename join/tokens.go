@@ -13,6 +13,7 @@ import (
 	"stratum/crypto"
 	"stratum/iam"
 	"stratum/store"
+	"stratum/strictjson"
 )
 
 // Roles a join token can grant.
@@ -94,30 +95,27 @@ func (t tokenRecord) view(now time.Time) TokenView {
 // DecodeCreateTokenRequest decodes strictly: unknown fields are named, and
 // an explicit "uses": 0 is refused rather than taken as the default.
 func DecodeCreateTokenRequest(body []byte) (CreateTokenRequest, error) {
-	var f apierr.Fields
-	var req CreateTokenRequest
-	m, ok := decodeObject(&f, "", body, "role", "ttl", "uses", "description")
-	if ok {
-		decodeField(&f, "", m, "role", &req.Role, "a string")
-		decodeField(&f, "", m, "ttl", &req.TTL, "a duration string such as \"24h\"")
-		decodeField(&f, "", m, "description", &req.Description, "a string")
-		var uses float64
-		if decodeField(&f, "", m, "uses", &uses, "a number") {
-			n := int(uses)
-			if float64(n) != uses || n < 1 || n > maxTokenUses {
+	// Uses is a pointer on the wire only, to tell an explicit 0 from none.
+	var wire struct {
+		CreateTokenRequest
+		Uses *int `json:"uses"`
+	}
+	err := strictjson.DecodeChecked(body, &wire, "the join token request has problems", func() apierr.Fields {
+		var f apierr.Fields
+		if u := wire.Uses; u != nil {
+			if *u < 1 || *u > maxTokenUses {
 				f.Add("uses", "must be a whole number from 1 to %d", maxTokenUses)
 			} else {
-				req.Uses = n
+				wire.CreateTokenRequest.Uses = *u
 			}
 		}
-		if _, err := req.validate(); err != nil {
-			f = append(f, err...)
-		}
-	}
-	if err := f.Err("the join token request has problems"); err != nil {
+		_, problems := wire.CreateTokenRequest.validate()
+		return append(f, problems...)
+	})
+	if err != nil {
 		return CreateTokenRequest{}, err
 	}
-	return req, nil
+	return wire.CreateTokenRequest, nil
 }
 
 // validate lists every problem and returns the TTL to use.

@@ -79,18 +79,6 @@ func makeTree(t testing.TB, blobSize int) (dir, blobPath string) {
 	return dir, blobPath
 }
 
-// signedTree makes a tree signed by a fresh key and returns it with the
-// public key file.
-func signedTree(t testing.TB, blobSize int, release string) (dir, blobPath, pubFile string) {
-	t.Helper()
-	dir, blobPath = makeTree(t, blobSize)
-	keyFile, pubFile, _ := testKey(t, t.TempDir(), "k1")
-	if _, err := Sign(dir, keyFile, release, []string{"0.5.0"}); err != nil {
-		t.Fatal(err)
-	}
-	return dir, blobPath, pubFile
-}
-
 // flipByte inverts one byte of a file, making it writable first when it
 // is an imported (read-only) file.
 func flipByte(t testing.TB, path string, off int64) {

@@ -3,11 +3,14 @@ package release
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"stratum/apierr"
 	"stratum/semver"
+	"stratum/strictjson"
 )
 
 // The two payload files are the only files of a release tree that the
@@ -56,20 +59,13 @@ type Sysext struct {
 	RootHash string `json:"rootHash"`
 }
 
-var manifestKeys = map[string]bool{
-	"schemaVersion": true, "release": true, "createdAt": true, "upgradesFrom": true,
-	"os": true, "imageVersion": true, "layout": true,
-	"files": true, "path": true, "size": true, "sha256": true,
-	"sysext": true, "name": true, "version": true, "rootHash": true,
-}
-
 // ParseManifest decodes and validates manifest bytes strictly: unknown or
 // duplicate fields, another schema version, a release or upgradesFrom that
 // is not a semantic version, unclean or duplicate paths, negative sizes and
 // malformed hashes are each an error naming the problem and the path.
 func ParseManifest(b []byte) (*Manifest, error) {
 	var m Manifest
-	if err := decodeStrict(b, manifestKeys, &m); err != nil {
+	if err := decodeDocument(b, &m); err != nil {
 		return nil, fmt.Errorf("manifest.json: %w", err)
 	}
 	if err := m.validate(); err != nil {
@@ -219,3 +215,18 @@ func (m *Manifest) Marshal() ([]byte, error) {
 }
 
 func hexSum(sum []byte) string { return hex.EncodeToString(sum) }
+
+// decodeDocument decodes a signed JSON document with the one strict
+// decoder: a signed document must mean exactly one thing. The error
+// names the first problem and its path.
+func decodeDocument(b []byte, v any) error {
+	err := strictjson.Decode(b, v)
+	e, ok := apierr.As(err)
+	if !ok || len(e.Fields) == 0 {
+		return err
+	}
+	if f := e.Fields[0]; f.Field != "" {
+		return fmt.Errorf("%s: %s", f.Field, f.Message)
+	}
+	return errors.New(e.Fields[0].Message)
+}

@@ -44,10 +44,10 @@ func TestParseManifest(t *testing.T) {
 	cases := []struct {
 		name, doc, want string
 	}{
-		{"unknown field", strings.Replace(manifestJSON(good), `"release"`, `"extra":1,"release"`, 1), `unknown field "extra"`},
-		{"field in wrong place", strings.Replace(manifestJSON(good), `"release"`, `"path":"x","release"`, 1), `unknown field "path"`},
-		{"case-folded field", strings.Replace(manifestJSON(good), `"release"`, `"Release"`, 1), `unknown field "Release"`},
-		{"duplicate field", strings.Replace(manifestJSON(good), `"release":"0.6.0"`, `"release":"0.6.0","release":"9.9.9"`, 1), `duplicate field "release"`},
+		{"unknown field", strings.Replace(manifestJSON(good), `"release"`, `"extra":1,"release"`, 1), `extra: unknown field`},
+		{"field in wrong place", strings.Replace(manifestJSON(good), `"release"`, `"path":"x","release"`, 1), `path: unknown field`},
+		{"case-folded field", strings.Replace(manifestJSON(good), `"release"`, `"Release"`, 1), `Release: unknown field`},
+		{"duplicate field", strings.Replace(manifestJSON(good), `"release":"0.6.0"`, `"release":"0.6.0","release":"9.9.9"`, 1), `release: given twice`},
 		{"trailing data", manifestJSON(good) + "{}", "after the JSON value"},
 		{"schema 2", strings.Replace(manifestJSON(good), `"schemaVersion":1`, `"schemaVersion":2`, 1), "schemaVersion 2"},
 		{"release not semver", strings.Replace(manifestJSON(good), `"0.6.0"`, `"v0.6"`, 1), "release"},
@@ -99,7 +99,7 @@ func TestParseSignatures(t *testing.T) {
 	}
 	cases := []struct{ name, doc, want string }{
 		{"empty", `{"signatures":[]}`, "no signature"},
-		{"unknown field", strings.Replace(good, `"algorithm"`, `"x":1,"algorithm"`, 1), `unknown field "x"`},
+		{"unknown field", strings.Replace(good, `"algorithm"`, `"x":1,"algorithm"`, 1), `signatures[0].x: unknown field`},
 		{"short keyId", strings.Replace(good, id, "abcd", 1), "keyId"},
 		{"bad base64", strings.Replace(good, sig, "!!!", 1), "not base64"},
 		{"short signature", strings.Replace(good, sig, "AAAA", 1), "ed25519 signature of 3 bytes"},

@@ -31,14 +31,12 @@ type Signature struct {
 	Signature string `json:"signature"` // standard base64
 }
 
-var signatureKeys = map[string]bool{"signatures": true, "keyId": true, "algorithm": true, "signature": true}
-
 // ParseSignatures decodes manifest.sig strictly. Signatures of algorithms
 // other than ed25519 are kept (a later release may add some) but never
 // count towards the threshold; an ed25519 signature must be 64 bytes.
 func ParseSignatures(b []byte) (*Signatures, error) {
 	var s Signatures
-	if err := decodeStrict(b, signatureKeys, &s); err != nil {
+	if err := decodeDocument(b, &s); err != nil {
 		return nil, fmt.Errorf("manifest.sig: %w", err)
 	}
 	if len(s.Signatures) == 0 {

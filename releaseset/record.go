@@ -9,7 +9,7 @@ import "time"
 type Record struct {
 	// RecordedAt is when the founder received the record. The founder
 	// stamps it; a value in a request body is ignored.
-	RecordedAt time.Time `json:"recordedAt"`
+	RecordedAt time.Time `json:"recordedAt" strictjson:"ignore"`
 	// HostReportedAt is when the node collected the host facts; null (not
 	// absent) when it has not reported them, as the seed says.
 	HostReportedAt *time.Time `json:"hostReportedAt"`

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/strictjson"
 )
 
 // body is a valid request around baseRecord, re-encoded after edit (which
@@ -207,16 +208,16 @@ func TestDecodeRecordRequestAccepts(t *testing.T) {
 }
 
 func TestDecodeRecordRequestCapsProblems(t *testing.T) {
-	pins := make([]any, 3*maxProblems)
+	pins := make([]any, 3*strictjson.MaxProblems)
 	for i := range pins {
 		pins[i] = map[string]any{"name": "x", "state": "bogus"}
 	}
 	_, err := DecodeRecordRequest(body(t, func(m map[string]any) { rel(m)["pins"] = pins }))
 	e, _ := apierr.As(err)
-	if e == nil || len(e.Fields) != maxProblems+1 {
-		t.Fatalf("err = %v, want %d problems and a count", err, maxProblems)
+	if e == nil || len(e.Fields) != strictjson.MaxProblems+1 {
+		t.Fatalf("err = %v, want %d problems and a count", err, strictjson.MaxProblems)
 	}
-	if last := e.Fields[maxProblems]; last.Field != "" || !strings.Contains(last.Message, "2000 more") {
+	if last := e.Fields[strictjson.MaxProblems]; last.Field != "" || !strings.Contains(last.Message, "2000 more") {
 		t.Errorf("last problem = %+v", last)
 	}
 }

@@ -1,7 +1,18 @@
-// Package strictjson decodes outside JSON so that it means exactly one
-// thing: unknown fields, duplicate keys (encoding/json lets the last one
-// win) and keys that match a field only case-insensitively are refused,
-// each named by its full path, all at once.
+// Package strictjson is the one decoder of outside JSON (every request
+// body on both listeners, release manifests, policy documents), so that a
+// document means exactly one thing: unknown fields, duplicate keys
+// (encoding/json lets the last one win) and keys that match a field only
+// case-insensitively are refused, each named by its full path, all at
+// once. The struct tags of the target type are the only list of fields;
+// a field tagged `strictjson:"ignore"` is accepted whatever it holds and
+// never read (a value the server stamps itself).
+//
+// Values are decoded as they are checked, in one pass over the tokens: a
+// value of the wrong type is named and left zero while every other field
+// is still decoded, so a caller's value checks can be reported together
+// with the decoding problems (DecodeChecked). Normalisations, so that a
+// decoded value re-encodes to itself: null means absent, an empty array
+// is a nil slice, times are in UTC.
 package strictjson
 
 import (
@@ -15,40 +26,62 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"stratum/apierr"
 )
 
-// Decode checks b against v's type and decodes it into v. Every problem is
-// an apierr.FieldError in one INVALID_INPUT error.
+// MaxProblems bounds the list of problems: a 4 MiB body of bad elements
+// would otherwise answer with a larger list than the body.
+const MaxProblems = 1000
+
+// Decode decodes b into v (a pointer). Every problem is an
+// apierr.FieldError in one INVALID_INPUT error.
 func Decode(b []byte, v any) error {
+	return DecodeChecked(b, v, "the request has fields with problems", nil)
+}
+
+// DecodeChecked decodes b into v, then adds the problems check finds in
+// the decoded value, except those at or under a path the decoding already
+// faulted (a field of the wrong type is left zero, and "required" on top
+// of "must be a string" would only be noise). Every problem is answered
+// at once, as one INVALID_INPUT error whose message is what.
+func DecodeChecked(b []byte, v any, what string, check func() apierr.Fields) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return apierr.WithFields(apierr.InvalidInput, "the request body is empty; a JSON object is expected", []apierr.FieldError{{Field: "", Message: "required"}})
 	}
 	var fields apierr.Fields
-	if err := Check(b, reflect.TypeOf(v), &fields); err != nil {
+	if err := decode(b, reflect.ValueOf(v), &fields); err != nil {
 		return apierr.WithFields(apierr.InvalidInput, "the request body is not valid JSON", []apierr.FieldError{{Field: "", Message: err.Error()}})
 	}
-	if len(fields) > 0 {
-		return fields.Err("the request has fields with problems")
+	if check != nil {
+		fields = append(fields, withoutCovered(check(), fields)...)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return apierr.WithFields(apierr.InvalidInput, "a field has the wrong type", []apierr.FieldError{{Field: typeErr.Field, Message: "must be " + kind(typeErr.Type)}})
-		}
-		return apierr.WithFields(apierr.InvalidInput, "the request body is not valid JSON", []apierr.FieldError{{Field: "", Message: err.Error()}})
-	}
-	return nil
+	return capped(fields).Err(what)
 }
 
-// Check walks the tokens of b alongside type t, recording unknown,
-// duplicate and mis-cased keys in fields. It fails only on malformed JSON
-// or data after the value.
+// OrEmptyObject is b, or "{}" when b is empty: for bodies that may be
+// left out (every field takes its default).
+func OrEmptyObject(b []byte) []byte {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return []byte("{}")
+	}
+	return b
+}
+
+// Check walks b alongside type t without keeping the value, recording
+// unknown, duplicate and mis-cased keys and values of the wrong type in
+// fields. It fails only on malformed JSON or data after the value.
 func Check(b []byte, t reflect.Type, fields *apierr.Fields) error {
+	return decode(b, reflect.New(t), fields)
+}
+
+// decode fills ptr's target from b.
+func decode(b []byte, ptr reflect.Value, fields *apierr.Fields) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	if err := walk(dec, t, "", fields); err != nil {
+	d := decoder{dec: dec, fields: fields}
+	if err := d.value(ptr.Elem(), ""); err != nil {
 		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
@@ -57,106 +90,244 @@ func Check(b []byte, t reflect.Type, fields *apierr.Fields) error {
 	return nil
 }
 
+type decoder struct {
+	dec    *json.Decoder
+	fields *apierr.Fields
+}
+
 var (
 	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	timeType            = reflect.TypeFor[time.Time]()
 )
 
 // opaque types decode themselves (or take anything): no key checks inside.
 func opaque(t reflect.Type) bool {
-	if t == nil || t.Kind() == reflect.Interface {
+	if t.Kind() == reflect.Interface {
 		return true
 	}
 	return t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) ||
 		t.Implements(textUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType)
 }
 
-func walk(dec *json.Decoder, t reflect.Type, path string, fields *apierr.Fields) error {
-	for t != nil && t.Kind() == reflect.Pointer {
+// target is v with pointers followed, allocating them: called once the
+// value is known not to be null.
+func target(v reflect.Value) reflect.Value {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		v = v.Elem()
+	}
+	return v
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return syntaxError(err)
+	return t
+}
+
+// value reads the next value into v (settable), recording problems at path.
+func (d *decoder) value(v reflect.Value, path string) error {
+	t := deref(v.Type())
+	if t == timeType {
+		return d.timeValue(v, path)
 	}
-	d, isDelim := tok.(json.Delim)
 	if opaque(t) {
-		if isDelim {
-			return skip(dec, d)
+		var raw json.RawMessage
+		if err := d.dec.Decode(&raw); err != nil {
+			return syntaxError(err)
+		}
+		if string(raw) == "null" {
+			return nil
+		}
+		if err := json.Unmarshal(raw, target(v).Addr().Interface()); err != nil {
+			d.fields.Add(path, "is not a valid value")
 		}
 		return nil
 	}
+	tok, err := d.dec.Token()
+	if err != nil {
+		return syntaxError(err)
+	}
+	if tok == nil {
+		return nil // null: absent
+	}
+	delim, isDelim := tok.(json.Delim)
 	if !fits(tok, t) {
-		fields.Add(path, "must be %s", kind(t))
+		d.fields.Add(path, "must be %s", kind(t))
 		if isDelim {
-			return skip(dec, d)
+			return skip(d.dec, delim)
 		}
 		return nil
 	}
 	if !isDelim {
+		setScalar(target(v), tok)
 		return nil
 	}
-	switch d {
-	case '[':
-		var elem reflect.Type
-		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
-			elem = t.Elem()
-		}
-		for i := 0; dec.More(); i++ {
-			if err := walk(dec, elem, fmt.Sprintf("%s[%d]", path, i), fields); err != nil {
-				return err
-			}
-		}
-		_, err := dec.Token()
-		return syntaxError(err)
-	case '{':
-		var known map[string]reflect.Type
-		var mapElem reflect.Type
-		switch t.Kind() {
-		case reflect.Struct:
-			known = structFields(t)
-		case reflect.Map:
-			mapElem = t.Elem()
-		}
-		seen := map[string]string{}
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return syntaxError(err)
-			}
-			key := tok.(string)
-			at := join(path, key)
-			if prev, dup := seen[strings.ToLower(key)]; dup {
-				if prev == key {
-					fields.Add(at, "given twice")
-				} else {
-					fields.Add(at, "clashes with %q: keys differ only by case", prev)
-				}
-			}
-			seen[strings.ToLower(key)] = key
-			var next reflect.Type
-			switch {
-			case mapElem != nil:
-				next = mapElem
-			case known != nil:
-				ft, ok := known[key]
-				if !ok {
-					fields.Add(at, "unknown field")
-					if err := skipValue(dec); err != nil {
-						return err
-					}
-					continue
-				}
-				next = ft
-			}
-			if err := walk(dec, next, at, fields); err != nil {
-				return err
-			}
-		}
-		_, err := dec.Token()
+	if delim == '[' {
+		return d.array(v, t, path)
+	}
+	if t.Kind() == reflect.Map {
+		return d.mapObject(v, t, path)
+	}
+	return d.structObject(target(v), t, path)
+}
+
+// timeValue accepts an RFC 3339 string and keeps it in UTC.
+func (d *decoder) timeValue(v reflect.Value, path string) error {
+	tok, err := d.dec.Token()
+	if err != nil {
 		return syntaxError(err)
 	}
+	if tok == nil {
+		return nil
+	}
+	const want = "must be an RFC 3339 time, e.g. 2026-07-01T12:00:00Z"
+	if delim, ok := tok.(json.Delim); ok {
+		d.fields.Add(path, want)
+		return skip(d.dec, delim)
+	}
+	s, ok := tok.(string)
+	var tm time.Time
+	if !ok || tm.UnmarshalText([]byte(s)) != nil {
+		d.fields.Add(path, want)
+		return nil
+	}
+	tm = tm.UTC()
+	// A time near year 0 or 9999 can leave the range JSON can encode
+	// once moved to UTC.
+	if y := tm.Year(); y < 0 || y > 9999 {
+		d.fields.Add(path, "year out of range")
+		return nil
+	}
+	target(v).Set(reflect.ValueOf(tm))
 	return nil
+}
+
+// array decodes the elements after '['; an empty array leaves v nil.
+func (d *decoder) array(v reflect.Value, t reflect.Type, path string) error {
+	var s reflect.Value
+	if t.Kind() == reflect.Slice {
+		s = reflect.Zero(t)
+	}
+	for i := 0; d.dec.More(); i++ {
+		at := path + "[" + strconv.Itoa(i) + "]"
+		if t.Kind() == reflect.Array {
+			el := reflect.New(t.Elem()).Elem()
+			if err := d.value(el, at); err != nil {
+				return err
+			}
+			if i < t.Len() {
+				target(v).Index(i).Set(el)
+			}
+			continue
+		}
+		el := reflect.New(t.Elem()).Elem()
+		if err := d.value(el, at); err != nil {
+			return err
+		}
+		s = reflect.Append(s, el)
+	}
+	if s.IsValid() && s.Len() > 0 {
+		target(v).Set(s)
+	}
+	_, err := d.dec.Token()
+	return syntaxError(err)
+}
+
+// members reads the members of an object whose '{' was just read, and
+// its '}'. Each key is checked against the others of the object (a
+// repeated key, or one differing from another only by case, is a problem
+// at its path), then member reads its value.
+func (d *decoder) members(path string, member func(key, at string) error) error {
+	seen := map[string]string{} // lower-case key -> key as given
+	for d.dec.More() {
+		tok, err := d.dec.Token()
+		if err != nil {
+			return syntaxError(err)
+		}
+		key := tok.(string)
+		at := join(path, key)
+		if prev, dup := seen[strings.ToLower(key)]; dup {
+			if prev == key {
+				d.fields.Add(at, "given twice")
+			} else {
+				d.fields.Add(at, "clashes with %q: keys differ only by case", prev)
+			}
+		}
+		seen[strings.ToLower(key)] = key
+		if err := member(key, at); err != nil {
+			return err
+		}
+	}
+	_, err := d.dec.Token()
+	return syntaxError(err)
+}
+
+func (d *decoder) mapObject(v reflect.Value, t reflect.Type, path string) error {
+	m := reflect.MakeMap(t)
+	err := d.members(path, func(key, at string) error {
+		el := reflect.New(t.Elem()).Elem()
+		if err := d.value(el, at); err != nil {
+			return err
+		}
+		if t.Key().Kind() == reflect.String {
+			m.SetMapIndex(reflect.ValueOf(key).Convert(t.Key()), el)
+		}
+		return nil
+	})
+	target(v).Set(m)
+	return err
+}
+
+func (d *decoder) structObject(v reflect.Value, t reflect.Type, path string) error {
+	known := structFields(t)
+	return d.members(path, func(key, at string) error {
+		f, ok := known[key]
+		switch {
+		case !ok:
+			d.fields.Add(at, "unknown field")
+			return skipValue(d.dec)
+		case f.ignore:
+			return skipValue(d.dec)
+		}
+		return d.value(fieldByIndex(v, f.index), at)
+	})
+}
+
+// fieldByIndex is v.FieldByIndex, allocating embedded struct pointers.
+func fieldByIndex(v reflect.Value, index []int) reflect.Value {
+	for i, x := range index {
+		if i > 0 {
+			v = target(v)
+		}
+		v = v.Field(x)
+	}
+	return v
+}
+
+func setScalar(v reflect.Value, tok json.Token) {
+	switch x := tok.(type) {
+	case string:
+		v.SetString(x)
+	case bool:
+		v.SetBool(x)
+	case json.Number:
+		switch v.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			n, _ := x.Int64() // fits checked it
+			v.SetInt(n)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			n, _ := strconv.ParseUint(x.String(), 10, 64)
+			v.SetUint(n)
+		default:
+			f, _ := x.Float64()
+			v.SetFloat(f)
+		}
+	}
 }
 
 func join(path, key string) string {
@@ -166,15 +337,20 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
+type field struct {
+	index  []int
+	ignore bool // tagged strictjson:"ignore": accepted, never read
+}
+
+var fieldCache sync.Map // reflect.Type -> map[string]field
 
 // structFields maps each JSON name of t (promoted fields included) to its
-// type, exactly as encoding/json names them.
-func structFields(t reflect.Type) map[string]reflect.Type {
+// field, exactly as encoding/json names them.
+func structFields(t reflect.Type) map[string]field {
 	if m, ok := fieldCache.Load(t); ok {
-		return m.(map[string]reflect.Type)
+		return m.(map[string]field)
 	}
-	m := map[string]reflect.Type{}
+	m := map[string]field{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -183,14 +359,10 @@ func structFields(t reflect.Type) map[string]reflect.Type {
 		}
 		name, _, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
+			if ft := deref(f.Type); ft.Kind() == reflect.Struct {
 				for k, v := range structFields(ft) {
 					if _, shadowed := m[k]; !shadowed {
-						m[k] = v
+						m[k] = field{index: append([]int{i}, v.index...), ignore: v.ignore}
 					}
 				}
 				continue
@@ -202,7 +374,7 @@ func structFields(t reflect.Type) map[string]reflect.Type {
 		if name == "" {
 			name = f.Name
 		}
-		m[name] = f.Type
+		m[name] = field{index: []int{i}, ignore: f.Tag.Get("strictjson") == "ignore"}
 	}
 	fieldCache.Store(t, m)
 	return m
@@ -254,18 +426,13 @@ func syntaxError(err error) error {
 	return err
 }
 
-// fits reports whether a token can decode into t (null fits anything).
+// fits reports whether a token can decode into t.
 func fits(tok json.Token, t reflect.Type) bool {
-	if t == nil {
-		return true
-	}
 	switch v := tok.(type) {
-	case nil:
-		return true
 	case json.Delim:
 		switch v {
 		case '{':
-			return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
+			return t.Kind() == reflect.Struct || (t.Kind() == reflect.Map && t.Key().Kind() == reflect.String)
 		case '[':
 			return t.Kind() == reflect.Slice || t.Kind() == reflect.Array
 		}
@@ -277,13 +444,14 @@ func fits(tok json.Token, t reflect.Type) bool {
 	case json.Number:
 		switch t.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			_, err := v.Int64()
+			_, err := strconv.ParseInt(v.String(), 10, t.Bits())
 			return err == nil
 		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			_, err := strconv.ParseUint(v.String(), 10, 64)
+			_, err := strconv.ParseUint(v.String(), 10, t.Bits())
 			return err == nil
 		case reflect.Float32, reflect.Float64:
-			return true
+			_, err := strconv.ParseFloat(v.String(), t.Bits())
+			return err == nil
 		}
 	}
 	return false
@@ -298,7 +466,58 @@ func kind(t reflect.Type) string {
 	case reflect.String:
 		return "a string"
 	case reflect.Bool:
-		return "a boolean"
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number in range"
 	}
 	return "a number"
+}
+
+// withoutCovered drops checks at or under a path the decoder already
+// faulted. It looks up each prefix of a check's path, so a body with many
+// problems stays cheap.
+func withoutCovered(checks, decoded apierr.Fields) apierr.Fields {
+	if len(decoded) == 0 {
+		return checks
+	}
+	faulted := make(map[string]bool, len(decoded))
+	for _, p := range decoded {
+		faulted[p.Field] = true
+	}
+	if faulted[""] {
+		return nil
+	}
+	var out apierr.Fields
+	for _, c := range checks {
+		if !coveredBy(c.Field, faulted) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// coveredBy reports whether path or one of its parents is in faulted.
+func coveredBy(path string, faulted map[string]bool) bool {
+	for {
+		if faulted[path] {
+			return true
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i <= 0 {
+			return false
+		}
+		path = path[:i]
+	}
+}
+
+// capped keeps the first MaxProblems and says how many were left out.
+func capped(f apierr.Fields) apierr.Fields {
+	if len(f) <= MaxProblems {
+		return f
+	}
+	more := len(f) - MaxProblems
+	out := append(apierr.Fields(nil), f[:MaxProblems]...)
+	out.Add("", "%d more problems not listed", more)
+	return out
 }

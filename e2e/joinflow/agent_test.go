@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // TestAgent: a real founder, two real joins into temp roots, and
@@ -31,8 +33,8 @@ func TestAgent(t *testing.T) {
 	}
 	nodeA := nodeIDOf(t, rootA)
 
-	agent := exec.Command(binary, "agent", "--api", f.api, "--root", rootA, "--listen", "127.0.0.2:"+strconv.Itoa(agentPort), "--interval", "2s", "--packages", "base=base-files")
-	agent.Env = cleanEnv()
+	agent := exec.Command(stratumtest.Binary(t), "agent", "--api", "https://"+f.API, "--root", rootA, "--listen", "127.0.0.2:"+strconv.Itoa(agentPort), "--interval", "2s", "--packages", "base=base-files")
+	agent.Env = stratumtest.Env()
 	var aout bytes.Buffer
 	agent.Stdout, agent.Stderr = &aout, &aout
 	if err := agent.Start(); err != nil {
@@ -118,7 +120,7 @@ func TestAgent(t *testing.T) {
 	if !bytes.Contains(bundle, []byte(`"bootState": "ready"`)) {
 		t.Errorf("node-b's bundle carries no ready peer:\n%s", bundle)
 	}
-	out := mustRun(t, "members", "--api", f.api, "--ca-file", filepath.Join(f.dir, "ca.pem"), "--token-file", tokenFile(t, f))
+	out := mustRun(t, "members", "--api", "https://"+f.API, "--ca-file", filepath.Join(f.Dir, "ca.pem"), "--token-file", tokenFile(t, f))
 	if !strings.Contains(out, "ready") || !strings.Contains(out, "unreachable") {
 		t.Errorf("stratum members:\n%s", out)
 	}
@@ -137,10 +139,10 @@ func joinNode(t *testing.T, f *founder, work, name, mgmtIP string) string {
 	var tok struct{ Token string }
 	f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker"}, 201, &tok)
 	root := filepath.Join(work, name)
-	cmd := exec.Command(binary, "join", "--founder", f.join, "--token", tok.Token, "--ca-pin", f.pin, "--release", "0.1.0",
+	cmd := exec.Command(stratumtest.Binary(t), "join", "--founder", f.Join, "--token", tok.Token, "--ca-pin", f.Pin, "--release", "0.1.0",
 		"--state-dir", filepath.Join(work, name+"-state"), "--root", root, "--hostname", name, "--mgmt-ip", mgmtIP,
 		"--tpm", filepath.Join(work, "no-tpm"), "--insecure-store-unseal-key")
-	cmd.Env = cleanEnv()
+	cmd.Env = stratumtest.Env()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -220,7 +222,7 @@ func osReleaseValue(t *testing.T, key string) string {
 
 func tokenFile(t *testing.T, f *founder) string {
 	p := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(p, []byte(f.token), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(f.admin.Token), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p

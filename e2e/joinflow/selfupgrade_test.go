@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/go-tpm/tpm2"
 
+	"stratum/internal/stratumtest"
 	"stratum/release"
 	"stratum/tpm"
 	"stratum/tpm/tpmtest"
@@ -92,31 +93,31 @@ func TestSelfUpgradeJoin(t *testing.T) {
 	// Take the only release slot with a slow reader of our own.
 	var tok struct{ Token string }
 	f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "control-plane", "uses": 2}, 201, &tok)
-	holder := selfSignedClient(t, f.pool, 32<<10)
+	holder := selfSignedClient(t, f.Pool, 32<<10)
 	var reg struct {
 		JoinID, State string
 		Upgrade       *struct{ From, To, Source string }
 	}
-	post(t, holder, "https://"+f.join+"/v1/join/registrations", map[string]any{"token": tok.Token, "release": "0.1.0", "selfUpgrade": true, "hostname": "holder", "mgmtIp": "192.0.2.99"}, 201, &reg)
+	post(t, holder, "https://"+f.Join+"/v1/join/registrations", map[string]any{"token": tok.Token, "release": "0.1.0", "selfUpgrade": true, "hostname": "holder", "mgmtIp": "192.0.2.99"}, 201, &reg)
 	if reg.State != "needs-upgrade" || reg.Upgrade == nil || reg.Upgrade.To != "0.2.0" || reg.Upgrade.Source != "" {
 		t.Fatalf("holder registration: %+v", reg)
 	}
 	blobPath := firstBlob(t, tree)
-	resp, err := holder.Get("https://" + f.join + "/v1/join/registrations/" + reg.JoinID + "/release/" + blobPath)
+	resp, err := holder.Get("https://" + f.Join + "/v1/join/registrations/" + reg.JoinID + "/release/" + blobPath)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("holder read: %v %v", err, resp)
 	}
 	resp.Body.Read(make([]byte, 1))
 
-	proxy := startCuttingProxy(t, f.join, 20<<20)
+	proxy := startCuttingProxy(t, f.Join, 20<<20)
 	hook := filepath.Join(work, "hook.sh")
 	hookOut := filepath.Join(work, "hook.out")
 	os.WriteFile(hook, []byte("#!/bin/sh\nset -e\necho \"$2\" > "+hookOut+"\ncd \"$1\" && find . -type f | sort >> "+hookOut+"\n"), 0o755)
 	state, root := filepath.Join(work, "state"), filepath.Join(work, "root")
-	joiner := exec.Command(binary, "join", "--founder", proxy.addr(), "--token", tok.Token, "--ca-pin", f.pin,
+	joiner := exec.Command(stratumtest.Binary(t), "join", "--founder", proxy.addr(), "--token", tok.Token, "--ca-pin", f.Pin,
 		"--release", "0.1.0", "--self-upgrade", "--upgrade-hook", hook, "--release-keys", pub,
 		"--state-dir", state, "--root", root, "--tpm", sock, "--hostname", "lab-2", "--mgmt-ip", "192.0.2.12")
-	joiner.Env = cleanEnv()
+	joiner.Env = stratumtest.Env()
 	var jout bytes.Buffer
 	joiner.Stdout, joiner.Stderr = &jout, &jout
 	if err := joiner.Start(); err != nil {
@@ -287,7 +288,7 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 
 // metric reads one unlabelled counter from /metrics.
 func metric(t *testing.T, f *founder, name string) float64 {
-	resp, err := f.client.Get(f.api + "/metrics")
+	resp, err := f.Client.Get("https://" + f.API + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,10 +336,10 @@ func untrustedKey(t *testing.T, f *founder, work, hook string) {
 	os.Remove(marker)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "join", "--founder", f.join, "--token", tok.Token, "--ca-pin", f.pin,
+	cmd := exec.CommandContext(ctx, stratumtest.Binary(t), "join", "--founder", f.Join, "--token", tok.Token, "--ca-pin", f.Pin,
 		"--release", "0.1.0", "--self-upgrade", "--upgrade-hook", hook, "--release-keys", other,
 		"--state-dir", filepath.Join(work, "state2"), "--root", filepath.Join(work, "root2"), "--hostname", "lab-3", "--mgmt-ip", "192.0.2.13")
-	cmd.Env = cleanEnv()
+	cmd.Env = stratumtest.Env()
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("a manifest signed by an untrusted key was accepted:\n%s", out)

@@ -110,8 +110,8 @@ type member struct {
 // register registers a new joiner on rel with mgmt.
 func (f *founder) register(t *testing.T, token, rel, mgmt string) (*member, answer) {
 	t.Helper()
-	m := &member{f: f, joiner: selfSignedClient(t, f.pool, 0)}
-	a := send(t, m.joiner, "POST", "https://"+f.join+"/v1/join/registrations", "", map[string]any{"token": token, "release": rel, "hostname": "lab-" + strings.NewReplacer(".", "-", ":", "x").Replace(mgmt) + "x", "mgmtIp": mgmt})
+	m := &member{f: f, joiner: selfSignedClient(t, f.Pool, 0)}
+	a := send(t, m.joiner, "POST", "https://"+f.Join+"/v1/join/registrations", "", map[string]any{"token": token, "release": rel, "hostname": "lab-" + strings.NewReplacer(".", "-", ":", "x").Replace(mgmt) + "x", "mgmtIp": mgmt})
 	if a.status == 201 || a.status == 200 {
 		var v struct{ JoinID string }
 		_ = json.Unmarshal(a.raw, &v)
@@ -132,7 +132,7 @@ func (m *member) deliver(t *testing.T) {
 			Bundle struct{ NodeCert, NodeKey string }
 		}
 	}
-	a := send(t, m.joiner, "GET", "https://"+m.f.join+"/v1/join/registrations/"+m.joinID, "", nil).want(t, 200, "")
+	a := send(t, m.joiner, "GET", "https://"+m.f.Join+"/v1/join/registrations/"+m.joinID, "", nil).want(t, 200, "")
 	_ = json.Unmarshal(a.raw, &v)
 	if v.State != "delivering" || v.Delivery.Bundle.NodeCert == "" {
 		t.Fatalf("after approval: %s", a.raw)
@@ -143,13 +143,13 @@ func (m *member) deliver(t *testing.T) {
 	}
 	m.leaf = pair
 	m.cert, _ = x509.ParseCertificate(pair.Certificate[0])
-	m.node = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: m.f.pool, Certificates: []tls.Certificate{pair}}}}
+	m.node = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: m.f.Pool, Certificates: []tls.Certificate{pair}}}}
 }
 
 // progress reports phase on the join listener.
 func (m *member) progress(t *testing.T, phase string) {
 	t.Helper()
-	send(t, m.joiner, "POST", "https://"+m.f.join+"/v1/join/registrations/"+m.joinID+"/progress", "", map[string]any{"phase": phase}).want(t, 200, "")
+	send(t, m.joiner, "POST", "https://"+m.f.Join+"/v1/join/registrations/"+m.joinID+"/progress", "", map[string]any{"phase": phase}).want(t, 200, "")
 }
 
 // joined runs a full join: delivered, installing, done.
@@ -171,13 +171,13 @@ func releaseRecord(rel string) map[string]any {
 // record PUTs m's release record with its own leaf.
 func (m *member) record(t *testing.T, rel string) answer {
 	t.Helper()
-	return send(t, m.node, "PUT", m.f.api+"/v1/cluster/nodes/"+m.nodeID+"/release", "", releaseRecord(rel))
+	return send(t, m.node, "PUT", "https://"+m.f.API+"/v1/cluster/nodes/"+m.nodeID+"/release", "", releaseRecord(rel))
 }
 
 // versionView is /version, with or without the admin token.
 func (f *founder) versionView(t *testing.T, bearer string) map[string]any {
 	t.Helper()
-	a := send(t, f.client, "GET", f.api+"/version", bearer, nil).want(t, 200, "")
+	a := send(t, f.Client, "GET", "https://"+f.API+"/version", bearer, nil).want(t, 200, "")
 	var v map[string]any
 	_ = json.Unmarshal(a.raw, &v)
 	return v

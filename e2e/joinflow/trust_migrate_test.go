@@ -2,9 +2,11 @@ package joinflow
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -63,24 +65,24 @@ func TestTrust_MigratesPreviousDataDir(t *testing.T) {
 	b, reg := f.register(t, f.joinToken(t, 1), "0.2.0", "192.0.2.82")
 	reg.want(t, 201, "")
 	b.deliver(t)
-	f.stop(t)
-	asPreviousBuild(t, f.dir)
+	f.Stop(os.Interrupt, 20*time.Second)
+	asPreviousBuild(t, f.Dir)
 
-	g := startFounder(t, f.dir)
+	g := startFounder(t, f.Dir)
 	a.f, b.f = g, g
 	a.record(t, "0.2.0").want(t, 204, "")
 	b.record(t, "0.2.0").want(t, 403, "FORBIDDEN")
 	b.progress(t, "installing")
 	b.record(t, "0.2.0").want(t, 204, "")
-	if v := g.versionView(t, g.token); v["admissionRelease"] != "0.2.0" {
+	if v := g.versionView(t, g.admin.Token); v["admissionRelease"] != "0.2.0" {
 		t.Fatalf("admission release after migration: %v", v)
 	}
 	_, reg = g.register(t, g.joinToken(t, 1), "0.2.0", "192.0.2.83")
 	reg.want(t, 201, "")
 
 	// A second start finds nothing left to migrate.
-	g.stop(t)
-	h := startFounder(t, f.dir)
+	g.Stop(os.Interrupt, 20*time.Second)
+	h := startFounder(t, f.Dir)
 	n := 0
 	for _, k := range h.auditKinds(t) {
 		if k == "cluster.release.migrated" {
@@ -96,9 +98,9 @@ func TestTrust_MigratesPreviousDataDir(t *testing.T) {
 
 	// The members got back the serials their deliveries were audited
 	// with: only those leaves count for them from now on.
-	h.stop(t)
+	h.Stop(os.Interrupt, 20*time.Second)
 	for _, m := range []*member{a, b} {
-		if got := storedLeafSerial(t, f.dir, m.nodeID); got != m.cert.SerialNumber.Text(16) {
+		if got := storedLeafSerial(t, f.Dir, m.nodeID); got != m.cert.SerialNumber.Text(16) {
 			t.Errorf("member %s: leaf serial %q after migration, want %s", m.nodeID, got, m.cert.SerialNumber.Text(16))
 		}
 	}

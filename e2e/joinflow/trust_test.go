@@ -47,7 +47,7 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 	if r := c.record(t, "0.0.1"); r.status != 403 || r.err.Code != "FORBIDDEN" {
 		t.Fatalf("a delivering node's record: %d %s", r.status, r.raw)
 	}
-	if r := send(t, f.client, "PUT", f.api+"/v1/cluster/nodes/"+c.nodeID+"/release", f.token, releaseRecord("0.0.1")); r.status != 403 {
+	if r := send(t, f.Client, "PUT", "https://"+f.API+"/v1/cluster/nodes/"+c.nodeID+"/release", f.admin.Token, releaseRecord("0.0.1")); r.status != 403 {
 		t.Fatalf("a bearer record for a delivering node: %d %s", r.status, r.raw)
 	}
 
@@ -56,23 +56,23 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 	if _, shown := anon["admissionRelease"]; shown || anon["runningRelease"] != nil {
 		t.Fatalf("/version without a token shows the releases: %v", anon)
 	}
-	v := f.versionView(t, f.token)
+	v := f.versionView(t, f.admin.Token)
 	if v["admissionRelease"] != "0.2.0" || v["runningRelease"] != "0.0.1" {
 		t.Fatalf("/version with a token: %v", v)
 	}
 
 	// Lowering needs the operator's explicit word.
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(f.token), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte(f.admin.Token), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cli := func(args ...string) (string, int) {
-		return run(t, append([]string{"cluster", "release", "set", "--api", f.api, "--ca-file", filepath.Join(f.dir, "ca.pem"), "--token-file", tokenFile}, args...)...)
+		return run(t, append([]string{"cluster", "release", "set", "--api", "https://"+f.API, "--ca-file", filepath.Join(f.Dir, "ca.pem"), "--token-file", tokenFile}, args...)...)
 	}
 	if out, code := cli("0.1.0"); code == 0 || !strings.Contains(out, "allowDowngrade") {
 		t.Fatalf("lowering without --allow-downgrade: exit %d: %s", code, out)
 	}
-	if v := f.versionView(t, f.token); v["admissionRelease"] != "0.2.0" {
+	if v := f.versionView(t, f.admin.Token); v["admissionRelease"] != "0.2.0" {
 		t.Fatalf("a refused downgrade changed the admission release: %v", v)
 	}
 	if out, code := cli("0.1.0", "--allow-downgrade"); code != 0 || !strings.Contains(out, "0.1.0 (was 0.2.0)") {
@@ -81,7 +81,7 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 	if out, code := cli("0.2.0"); code != 0 {
 		t.Fatalf("raising: exit %d: %s", code, out)
 	}
-	if r := send(t, f.client, "PUT", f.api+"/v1/admin/cluster/release", f.token, map[string]any{"release": "0.2", "allowDowngrade": false}); r.status != 400 || !r.fieldNamed("release") {
+	if r := send(t, f.Client, "PUT", "https://"+f.API+"/v1/admin/cluster/release", f.admin.Token, map[string]any{"release": "0.2", "allowDowngrade": false}); r.status != 400 || !r.fieldNamed("release") {
 		t.Fatalf("a release that is not semver: %d %s", r.status, r.raw)
 	}
 	kinds := f.auditKinds(t)
@@ -92,11 +92,11 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 	// Every joined member (a is the only one) reports 0.3.0: the
 	// admission release follows by itself.
 	a.record(t, "0.3.0").want(t, 204, "")
-	if v := f.versionView(t, f.token); v["admissionRelease"] != "0.3.0" {
+	if v := f.versionView(t, f.admin.Token); v["admissionRelease"] != "0.3.0" {
 		t.Fatalf("the admission release did not rise with its joined members: %v", v)
 	}
 	a.record(t, "0.0.1").want(t, 204, "")
-	if v := f.versionView(t, f.token); v["admissionRelease"] != "0.3.0" {
+	if v := f.versionView(t, f.admin.Token); v["admissionRelease"] != "0.3.0" {
 		t.Fatalf("a record lowered the admission release: %v", v)
 	}
 }
@@ -112,7 +112,7 @@ func TestTrust03_FakeListenerWithMemberLeafGetsNoToken(t *testing.T) {
 		t.Fatalf("a node leaf carries a stratum:// URI SAN: %v", a.cert.URIs)
 	}
 
-	ca, err := os.ReadFile(filepath.Join(f.dir, "ca.pem"))
+	ca, err := os.ReadFile(filepath.Join(f.Dir, "ca.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestTrust03_FakeListenerWithMemberLeafGetsNoToken(t *testing.T) {
 	token := f.joinToken(t, 1)
 	state := t.TempDir()
 	start := time.Now()
-	out, code := run(t, "join", "--founder", ln.Addr().String(), "--token", token, "--ca-pin", f.pin,
+	out, code := run(t, "join", "--founder", ln.Addr().String(), "--token", token, "--ca-pin", f.Pin,
 		"--release", "0.2.0", "--state-dir", state, "--root", t.TempDir(), "--hostname", "victim", "--mgmt-ip", "192.0.2.32")
 	if code != 4 {
 		t.Fatalf("join against a member's leaf: exit %d (want 4) after %v:\n%s", code, time.Since(start), out)
@@ -170,7 +170,7 @@ func TestTrust03_CancelledJoinLeafRefused(t *testing.T) {
 	reg.want(t, 201, "")
 	m.deliver(t)
 	applied := func(c *member) answer {
-		return send(t, c.node, "PUT", f.api+"/v1/cluster/members/"+c.nodeID+"/applied", "", map[string]any{"generation": 1})
+		return send(t, c.node, "PUT", "https://"+f.API+"/v1/cluster/members/"+c.nodeID+"/applied", "", map[string]any{"generation": 1})
 	}
 	applied(m).want(t, 403, "FORBIDDEN")
 	f.do(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/cancel", map[string]any{"reason": "wrong rack"}, 200, nil)
@@ -178,7 +178,7 @@ func TestTrust03_CancelledJoinLeafRefused(t *testing.T) {
 	if r := m.record(t, "0.2.0"); r.status != 401 {
 		t.Fatalf("a cancelled join's leaf recording a release: %d %s", r.status, r.raw)
 	}
-	if v := send(t, m.node, "GET", f.api+"/version", "", nil); strings.Contains(string(v.raw), "admissionRelease") {
+	if v := send(t, m.node, "GET", "https://"+f.API+"/version", "", nil); strings.Contains(string(v.raw), "admissionRelease") {
 		t.Fatalf("a cancelled join's leaf counts as authenticated on /version: %s", v.raw)
 	}
 
@@ -208,7 +208,7 @@ func (m *member) deliver2(t *testing.T) {
 			Bundle struct{ NodeCert, NodeKey string }
 		}
 	}
-	a := send(t, m.joiner, "GET", "https://"+m.f.join+"/v1/join/registrations/"+m.joinID, "", nil).want(t, 200, "")
+	a := send(t, m.joiner, "GET", "https://"+m.f.Join+"/v1/join/registrations/"+m.joinID, "", nil).want(t, 200, "")
 	_ = json.Unmarshal(a.raw, &v)
 	pair, err := tls.X509KeyPair([]byte(v.Delivery.Bundle.NodeCert), []byte(v.Delivery.Bundle.NodeKey))
 	if err != nil {
@@ -216,7 +216,7 @@ func (m *member) deliver2(t *testing.T) {
 	}
 	m.leaf = pair
 	m.nodeID = pair.Leaf.Subject.CommonName
-	m.node = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: m.f.pool, Certificates: []tls.Certificate{pair}}}}
+	m.node = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: m.f.Pool, Certificates: []tls.Certificate{pair}}}}
 }
 
 // TestTrust05_MgmtIPRefused: addresses that are no node's own, or that the
@@ -246,7 +246,7 @@ func TestTrust05_MgmtIPRefused(t *testing.T) {
 		t.Fatalf("operator view before approval: %+v", op)
 	}
 	for _, ip := range []string{apiVIP, "::1", "169.254.1.1"} {
-		a := send(t, f.client, "POST", f.api+"/v1/admin/join/registrations/"+m.joinID+"/approve", f.token, map[string]any{"mgmtIp": ip})
+		a := send(t, f.Client, "POST", "https://"+f.API+"/v1/admin/join/registrations/"+m.joinID+"/approve", f.admin.Token, map[string]any{"mgmtIp": ip})
 		if a.status != 409 || a.err.Code != "JOIN_APPROVAL_REFUSED" || !a.fieldNamed("mgmtIp") {
 			t.Errorf("operator-set mgmtIp %s: %d %s", ip, a.status, a.raw)
 		}
@@ -264,7 +264,7 @@ func TestTrust10_LongPollCap(t *testing.T) {
 	f := trustFounder(t, "0.2.0")
 	m, reg := f.register(t, f.joinToken(t, 1), "0.2.0", "192.0.2.61")
 	reg.want(t, 201, "")
-	url := "https://" + f.join + "/v1/join/registrations/" + m.joinID + "?wait=30&state=pending"
+	url := "https://" + f.Join + "/v1/join/registrations/" + m.joinID + "?wait=30&state=pending"
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range 4 {
@@ -292,9 +292,9 @@ func TestTrust10_LongPollCap(t *testing.T) {
 // admin listener TLS 1.2+ with AEAD suites only.
 func TestTrust10_ListenerTLS(t *testing.T) {
 	f := trustFounder(t, "0.2.0")
-	api := strings.TrimPrefix(f.api, "https://")
+	api := strings.TrimPrefix("https://"+f.API, "https://")
 	dial := func(addr string, cfg *tls.Config) error {
-		cfg.RootCAs = f.pool
+		cfg.RootCAs = f.Pool
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, cfg)
 		if err == nil {
 			conn.Close()
@@ -303,11 +303,11 @@ func TestTrust10_ListenerTLS(t *testing.T) {
 	}
 	// A joiner presents its own key; without one any handshake fails,
 	// which would prove nothing about the version.
-	joinerCert := selfSignedClient(t, f.pool, 0).Transport.(*http.Transport).TLSClientConfig.Certificates
-	if err := dial(f.join, &tls.Config{Certificates: joinerCert, MaxVersion: tls.VersionTLS12, ServerName: "localhost"}); err == nil {
+	joinerCert := selfSignedClient(t, f.Pool, 0).Transport.(*http.Transport).TLSClientConfig.Certificates
+	if err := dial(f.Join, &tls.Config{Certificates: joinerCert, MaxVersion: tls.VersionTLS12, ServerName: "localhost"}); err == nil {
 		t.Fatal("the join listener accepted a TLS 1.2 client")
 	}
-	if err := dial(f.join, &tls.Config{Certificates: joinerCert, MinVersion: tls.VersionTLS13, ServerName: "localhost"}); err != nil {
+	if err := dial(f.Join, &tls.Config{Certificates: joinerCert, MinVersion: tls.VersionTLS13, ServerName: "localhost"}); err != nil {
 		t.Fatalf("the join listener refused a TLS 1.3 joiner: %v", err)
 	}
 	cbc := []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA, tls.TLS_RSA_WITH_AES_128_CBC_SHA}

@@ -5,14 +5,18 @@ package releasetest
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -174,5 +178,52 @@ func MustContain(t testing.TB, err error, wants ...string) {
 		if !strings.Contains(err.Error(), w) {
 			t.Fatalf("error %q does not contain %q", err, w)
 		}
+	}
+}
+
+// StallingDialer dials with a small fixed receive buffer (no autotuning):
+// a client that stops reading then stalls the server's writes after a few
+// MiB, whatever the machine's TCP limits, so the read really holds its
+// slot.
+func StallingDialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return (&net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10)
+		})
+		return errors.Join(err, serr)
+	}}).DialContext
+}
+
+// UnreadableSources makes, under base, a path of each kind that cannot be
+// read as a release tree: missing, a file, a FIFO, an empty and an
+// unreadable directory, and a payload manifest that is a directory, a
+// FIFO or a link out of the tree. An import must answer each the same way
+// (no oracle on the disk) and at once (a FIFO must not block it).
+func UnreadableSources(t testing.TB, base string) []string {
+	t.Helper()
+	at := func(name string, build func(p string) error) string {
+		p := filepath.Join(base, name)
+		if err := build(p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	manifest := func(p string) string {
+		if err := os.MkdirAll(filepath.Join(p, "payload"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(p, "payload", "manifest.json")
+	}
+	return []string{
+		filepath.Join(base, "no-such-dir"),
+		at("file", func(p string) error { return os.WriteFile(p, []byte("x"), 0o600) }),
+		at("fifo", func(p string) error { return syscall.Mkfifo(p, 0o600) }),
+		at("empty", func(p string) error { return os.MkdirAll(p, 0o755) }),
+		at("unreadable", func(p string) error { return os.MkdirAll(p, 0o000) }),
+		at("manifest-dir", func(p string) error { return os.MkdirAll(manifest(p), 0o755) }),
+		at("manifest-fifo", func(p string) error { return syscall.Mkfifo(manifest(p), 0o600) }),
+		at("manifest-link", func(p string) error { return os.Symlink("/etc/shadow", manifest(p)) }),
+		at("manifest-only", func(p string) error { return os.WriteFile(manifest(p), []byte("{}"), 0o644) }),
 	}
 }

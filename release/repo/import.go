@@ -16,6 +16,7 @@ import (
 
 	sha256 "github.com/minio/sha256-simd"
 
+	"stratum/apierr"
 	"stratum/release"
 	"stratum/store"
 )
@@ -64,6 +65,14 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 	if err := release.CheckUnlisted(srcRoot, m); err != nil {
 		return nil, err
 	}
+	manifestSum := hex.EncodeToString(sha256Sum(mb))
+	if prev, found, err := Get(db, m.Release); err != nil {
+		return nil, err
+	} else if found {
+		if err := checkReplace(prev, manifestSum, opts.Replace); err != nil {
+			return nil, err
+		}
+	}
 
 	releasesDir := filepath.Join(dataDir, "releases")
 	if err := os.MkdirAll(releasesDir, 0o755); err != nil {
@@ -93,7 +102,7 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 
 	rec := Imported{
 		Release:        m.Release,
-		ManifestSHA256: hex.EncodeToString(sha256Sum(mb)),
+		ManifestSHA256: manifestSum,
 		ImportID:       randomID(),
 		ImportedAt:     time.Now().UTC(),
 		CreatedAt:      m.CreatedAt,
@@ -139,6 +148,10 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 		replaced, err := tx.GetJSON(bucketReleases, m.Release, &prev)
 		if err != nil {
 			replaced = true // an unreadable record is replaced all the same
+		} else if replaced {
+			if err := checkReplace(&prev, manifestSum, opts.Replace); err != nil {
+				return err
+			}
 		}
 		if err := tx.PutJSON(bucketReleases, m.Release, &rec); err != nil {
 			return err
@@ -160,6 +173,10 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 			"files":          strconv.Itoa(rec.Files),
 			"bytes":          strconv.FormatInt(rec.Bytes, 10),
 			"replaced":       strconv.FormatBool(replaced),
+			// Another content under the same version: the replace the
+			// operator asked for, and what it replaced.
+			"contentReplaced":        strconv.FormatBool(replaced && prev.ManifestSHA256 != manifestSum),
+			"previousManifestSha256": prev.ManifestSHA256,
 		})
 	})
 	if err != nil {
@@ -333,14 +350,32 @@ const noReleaseThere = "no readable signed release tree there (a directory holdi
 
 // openSource opens the release tree at src and reads its payload files.
 func openSource(src string) (manifest, sig []byte, root *os.Root, err error) {
+	// Only a directory is opened: opening a FIFO would wait for a writer.
+	if st, err := os.Stat(src); err != nil || !st.IsDir() {
+		return nil, nil, nil, &release.FileError{Reason: noReleaseThere}
+	}
 	root, err = os.OpenRoot(src)
 	if err != nil {
-		return nil, nil, nil, &release.FileError{Reason: src + ": " + noReleaseThere}
+		return nil, nil, nil, &release.FileError{Reason: noReleaseThere}
 	}
 	manifest, sig, err = release.ReadPayload(root)
 	if err != nil {
 		root.Close()
-		return nil, nil, nil, &release.FileError{Reason: src + ": " + noReleaseThere}
+		return nil, nil, nil, &release.FileError{Reason: noReleaseThere}
 	}
 	return manifest, sig, root, nil
+}
+
+// checkReplace refuses to replace an imported release by another content
+// under the same version unless the caller asked to: joiners may hold
+// files of the imported one, and a version must name one content. The
+// same content is imported again freely (that is how a file marked
+// corrupt is repaired).
+func checkReplace(prev *Imported, manifestSum string, replace bool) error {
+	if prev.ManifestSHA256 == manifestSum || replace {
+		return nil
+	}
+	return apierr.New(apierr.Conflict,
+		"release %s is already imported with other content (manifest sha256 %s, this tree's %s); a version names one content: to replace it, import again with \"replace\": true (stratum release import --replace)",
+		prev.Release, prev.ManifestSHA256, manifestSum)
 }

@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"stratum/apierr"
 	"stratum/release"
 	"stratum/release/releasetest"
 	"stratum/store"
@@ -229,5 +231,89 @@ func TestImportCleansStale(t *testing.T) {
 	left := strings.Join(releasesLeft(t, dataDir), ",")
 	if left != "0.6.0" {
 		t.Fatalf("releases dir holds %s", left)
+	}
+}
+
+// TestImportOtherContentConflicts: the same version with another content
+// is CONFLICT and changes nothing, unless Replace is given (then audited
+// with what it replaced); the same content imports again freely.
+func TestImportOtherContentConflicts(t *testing.T) {
+	src, _, pub := releasetest.SignedTree(t, 2*ChunkSize, "0.6.0")
+	keyring := releasetest.Keyring(t, 1, pub)
+	db, dataDir := releasetest.OpenDB(t)
+	ctx := context.Background()
+	if _, err := Import(ctx, db, dataDir, src, keyring, ImportOptions{Actor: "user:a"}); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := Get(db, "0.6.0")
+
+	other, _ := releasetest.MakeTree(t, 2*ChunkSize+1)
+	keyFile, otherPub, _ := releasetest.Key(t, t.TempDir(), "k2")
+	if _, err := release.Sign(other, keyFile, "0.6.0", []string{"0.5.0"}); err != nil {
+		t.Fatal(err)
+	}
+	keyring = releasetest.Keyring(t, 1, pub, otherPub)
+	_, err := Import(ctx, db, dataDir, other, keyring, ImportOptions{Actor: "user:a"})
+	if apierr.CodeOf(err) != apierr.Conflict || !strings.Contains(err.Error(), "replace") {
+		t.Fatalf("other content under 0.6.0: %v", err)
+	}
+	if now, _, _ := Get(db, "0.6.0"); now.ImportID != first.ImportID || now.ManifestSHA256 != first.ManifestSHA256 {
+		t.Fatalf("a refused import changed the record: %+v", now)
+	}
+	if left := releasesLeft(t, dataDir); len(left) != 1 {
+		t.Fatalf("a refused import left %v", left)
+	}
+	if kinds := auditKinds(t, db); len(kinds) != 1 {
+		t.Fatalf("a refused import was audited: %v", kinds)
+	}
+
+	if _, err := Import(ctx, db, dataDir, src, keyring, ImportOptions{}); err != nil {
+		t.Fatalf("the same content again: %v", err)
+	}
+	if _, err := Import(ctx, db, dataDir, other, keyring, ImportOptions{Actor: "user:a", Replace: true}); err != nil {
+		t.Fatalf("with Replace: %v", err)
+	}
+	now, _, _ := Get(db, "0.6.0")
+	if now.ManifestSHA256 == first.ManifestSHA256 {
+		t.Fatal("Replace did not replace")
+	}
+	evs, _ := db.AuditEvents(0, 100)
+	last := evs[len(evs)-1]
+	if last.Kind != "release.imported" || last.Actor != "user:a" || last.Data["contentReplaced"] != "true" || last.Data["previousManifestSha256"] != first.ManifestSHA256 {
+		t.Fatalf("the replace is not audited with what it replaced: %+v", last)
+	}
+}
+
+// TestImportSourceNoOracle: before a signature is verified, whatever is
+// wrong with the source (missing, a file, a FIFO, no payload, a payload
+// that is a directory, a FIFO or a link out) gets one answer, at once.
+func TestImportSourceNoOracle(t *testing.T) {
+	db, dataDir := releasetest.OpenDB(t)
+	_, pubFile, _ := releasetest.Key(t, t.TempDir(), "k")
+	keyring := releasetest.Keyring(t, 1, pubFile)
+	sources := releasetest.UnreadableSources(t, t.TempDir())
+	var first string
+	for _, src := range sources {
+		done := make(chan error, 1)
+		go func() {
+			_, err := Import(context.Background(), db, dataDir, src, keyring, ImportOptions{})
+			done <- err
+		}()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the import hangs", src)
+		}
+		var fe *release.FileError
+		if !errors.As(err, &fe) {
+			t.Fatalf("%s: %v, want a FileError", src, err)
+		}
+		if first == "" {
+			first = err.Error()
+		}
+		if err.Error() != first {
+			t.Errorf("%s answers %q, another source %q: the answer tells them apart", src, err, first)
+		}
 	}
 }

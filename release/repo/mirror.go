@@ -23,6 +23,7 @@ type MirrorConfig struct {
 	// Concurrency is how many files are read at once across all joiners
 	// (<= 0: DefaultConcurrency).
 	Concurrency int
+	Limits      ReadLimits
 	Log         *slog.Logger
 }
 
@@ -35,12 +36,17 @@ type Mirror struct {
 	log   *slog.Logger
 	slots chan struct{}
 
+	limits  ReadLimits
+	mu      sync.Mutex
+	holders map[string]int // reads in flight per holder
+
 	done      chan struct{}
 	closeOnce sync.Once
 	indexes   indexCache
 
 	corrupt   atomic.Uint64
 	busy      atomic.Uint64
+	cuts      atomic.Uint64
 	reads     atomic.Uint64
 	bytesSent atomic.Uint64
 }
@@ -54,11 +60,13 @@ func NewMirror(cfg MirrorConfig) *Mirror {
 		cfg.Log = slog.Default()
 	}
 	return &Mirror{
-		db:    cfg.DB,
-		dir:   filepath.Join(cfg.DataDir, "releases"),
-		log:   cfg.Log,
-		slots: make(chan struct{}, cfg.Concurrency),
-		done:  make(chan struct{}),
+		db:      cfg.DB,
+		dir:     filepath.Join(cfg.DataDir, "releases"),
+		log:     cfg.Log,
+		slots:   make(chan struct{}, cfg.Concurrency),
+		limits:  cfg.Limits.withDefaults(),
+		holders: map[string]int{},
+		done:    make(chan struct{}),
 	}
 }
 
@@ -99,6 +107,9 @@ func (m *Mirror) CorruptCount() uint64 { return m.corrupt.Load() }
 // BusyCount is the number of reads refused because every slot was taken.
 func (m *Mirror) BusyCount() uint64 { return m.busy.Load() }
 
+// CutCount is the number of reads cut for being too slow or too long.
+func (m *Mirror) CutCount() uint64 { return m.cuts.Load() }
+
 // Reads is the number of file reads started (a slot taken).
 func (m *Mirror) Reads() uint64 { return m.reads.Load() }
 
@@ -109,25 +120,38 @@ func (m *Mirror) BytesSent() uint64 { return m.bytesSent.Load() }
 // InFlight is the number of slots taken now.
 func (m *Mirror) InFlight() int { return len(m.slots) }
 
-// tryAcquire takes a slot if one is free, at once: a read waits for no
-// slot (the client is told to come back instead).
-func (m *Mirror) tryAcquire() bool {
+// acquire takes one of holder's read slots and a slot of the founder, at
+// once or not at all: a read waits for no slot (the client is told to
+// come back instead).
+func (m *Mirror) acquire(holder string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.holders[holder] >= m.limits.PerHolder {
+		return m.busyError(fmt.Sprintf("this registration is already reading %d release files, its limit", m.limits.PerHolder))
+	}
 	select {
 	case m.slots <- struct{}{}:
-		return true
 	default:
-		return false
+		return m.busyError(fmt.Sprintf("the founder is already sending %d release files, its limit", cap(m.slots)))
 	}
+	m.holders[holder]++
+	return nil
 }
 
-func (m *Mirror) releaseSlot() { <-m.slots }
+func (m *Mirror) release(holder string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.holders[holder]--; m.holders[holder] <= 0 {
+		delete(m.holders, holder)
+	}
+	<-m.slots
+}
 
-func (m *Mirror) busyError() *apierr.Error {
+func (m *Mirror) busyError(why string) *apierr.Error {
 	m.busy.Add(1)
 	return &apierr.Error{
-		Code: apierr.ReleaseBusy,
-		Message: fmt.Sprintf("the founder is already sending %d release files, its limit; retry after the Retry-After delay",
-			cap(m.slots)),
+		Code:    apierr.ReleaseBusy,
+		Message: why + "; retry after the Retry-After delay",
 		// Jittered so that joiners refused together do not return together.
 		RetryAfter: 1 + rand.IntN(5),
 	}

@@ -2,17 +2,20 @@ package repo
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	sha256 "github.com/minio/sha256-simd"
 
+	"stratum/apierr"
 	"stratum/release"
 	"stratum/semver"
 	"stratum/store"
@@ -74,42 +77,56 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 }
 
 // Reader reads one imported file, verifying each chunk against the index
-// before returning any byte of it. It holds a read slot until Close.
+// before returning any byte of it. It holds one of its holder's read
+// slots until Close, and is cut (Context) when it stalls, crawls or lasts
+// too long.
 type Reader struct {
-	m    *Mirror
-	fi   *FileInfo
-	f    *os.File
-	buf  *[]byte
-	once sync.Once
+	m        *Mirror
+	fi       *FileInfo
+	holder   string
+	f        *os.File
+	buf      *[]byte
+	sent     atomic.Int64
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	deadline time.Time
+	closed   chan struct{}
+	once     sync.Once
 }
 
-// Open takes a read slot for holder (RELEASE_BUSY when none is free: a
-// read waits for no slot) and opens the file. A file that is not on disk
-// as imported is marked corrupt: RELEASE_CORRUPT.
+// Open takes a read slot for holder, a registration (RELEASE_BUSY when it
+// already holds its share or the founder has none free: a read waits for
+// no slot), and opens the file. A file that is not on disk as imported is
+// marked corrupt: RELEASE_CORRUPT.
 func (m *Mirror) Open(holder string, fi *FileInfo) (*Reader, error) {
 	if m.closed() {
 		return nil, shuttingDown()
 	}
-	if !m.tryAcquire() {
-		return nil, m.busyError()
+	if err := m.acquire(holder); err != nil {
+		return nil, err
 	}
 	f, err := m.open(fi)
 	if err != nil {
-		m.releaseSlot()
+		m.release(holder)
 		return nil, m.broken(fi, err)
 	}
 	m.reads.Add(1)
-	return &Reader{m: m, fi: fi, f: f, buf: getChunk()}, nil
+	start := time.Now()
+	rd := &Reader{m: m, fi: fi, holder: holder, f: f, buf: getChunk(), deadline: start.Add(m.limits.MaxRead), closed: make(chan struct{})}
+	rd.ctx, rd.cancel = context.WithCancelCause(context.Background())
+	go rd.watch(start)
+	return rd, nil
 }
 
 // Size is the file's size.
 func (rd *Reader) Size() int64 { return rd.fi.Size }
 
-// Done is closed when the read must stop: the founder is shutting down.
-func (rd *Reader) Done() <-chan struct{} { return rd.m.done }
-
-// Sent records n bytes of this file sent to the client.
-func (rd *Reader) Sent(n int) { rd.m.bytesSent.Add(uint64(n)) }
+// Sent records n bytes of this file sent to the client: the progress the
+// minimum rate is measured on.
+func (rd *Reader) Sent(n int) {
+	rd.sent.Add(int64(n))
+	rd.m.bytesSent.Add(uint64(n))
+}
 
 // Chunk returns the verified bytes of chunk c (ChunkSize bytes, fewer for
 // the last one), valid until the next call. A chunk whose hash differs
@@ -118,6 +135,9 @@ func (rd *Reader) Sent(n int) { rd.m.bytesSent.Add(uint64(n)) }
 func (rd *Reader) Chunk(c int64) ([]byte, error) {
 	if rd.m.closed() {
 		return nil, shuttingDown()
+	}
+	if err := context.Cause(rd.ctx); err != nil {
+		return nil, apierr.New(apierr.Unavailable, "release read cut: %v", err)
 	}
 	fi := rd.fi.index
 	if c < 0 || c >= fi.chunkCount() {
@@ -160,9 +180,11 @@ func (rd *Reader) ReadAt(p []byte, off int64) (int, error) {
 // Close gives the slot back.
 func (rd *Reader) Close() error {
 	rd.once.Do(func() {
+		close(rd.closed)
+		rd.cancel(nil)
 		rd.f.Close()
 		putChunk(rd.buf)
-		rd.m.releaseSlot()
+		rd.m.release(rd.holder)
 	})
 	return nil
 }

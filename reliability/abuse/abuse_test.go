@@ -25,6 +25,7 @@ const (
 	readTimeout       = 30 * time.Second
 	timeoutMargin     = 4 * time.Second
 	concurrency       = 4 // --release-concurrency
+	perRegistration   = 2 // release reads one registration holds at once (SPEC 10.8)
 	blobSize          = 16 << 20
 	clusterRelease    = "0.2.0"
 )
@@ -83,8 +84,8 @@ type result struct {
 	notes               []string
 }
 
-func (e *env) apiURL(p string) string  { return "https://" + e.f.api + p }
-func (e *env) joinURL(p string) string { return "https://" + e.f.join + p }
+func (e *env) apiURL(p string) string  { return "https://" + e.f.API + p }
+func (e *env) joinURL(p string) string { return "https://" + e.f.Join + p }
 func (e *env) bearer() map[string]string {
 	return map[string]string{"Authorization": "Bearer " + e.admin}
 }
@@ -114,7 +115,7 @@ func TestAbuse(t *testing.T) {
 	e := setup(t)
 	baseline := e.goroutines(t)
 	t.Logf("founder ready: admin API %s, join listener %s; baseline go_goroutines %d; %d registrations; full=%v",
-		e.f.api, e.f.join, baseline, e.regsAtStart, full)
+		e.f.API, e.f.Join, baseline, e.regsAtStart, full)
 
 	groups := []group{
 		{"slow-clients", slowScenarios()},
@@ -471,7 +472,7 @@ func aftermath(baseline int) []scenario {
 			c.check(e.joinerState(t, e.kb, e.jb) == "delivering", "B is %s", e.joinerState(t, e.kb, e.jb))
 		}},
 		{name: "no panic logged", expect: "the founder's output holds no panic and no INTERNAL error", run: func(t *testing.T, e *env, c *tally) {
-			out := e.f.out.String()
+			out := e.f.output()
 			c.check(!strings.Contains(out, "panic"), "the founder logged a panic:\n%s", tail(out, 4096))
 			c.check(!strings.Contains(out, "internal error"), "the founder logged an internal error:\n%s", grepLines(out, "internal error", 10))
 		}},

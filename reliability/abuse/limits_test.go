@@ -43,7 +43,7 @@ func limitScenarios() []scenario {
 					status  int
 					code    string
 				}
-				j, a, k3, leafA := e.f.join, e.f.api, &e.k3.cert, &e.leafA
+				j, a, k3, leafA := e.f.Join, e.f.API, &e.k3.cert, &e.leafA
 				cases := []bc{
 					{"register, 1 MiB + 1", j, k3, "", "POST", "/v1/join/registrations", "", over, false, 413, "PAYLOAD_TOO_LARGE"},
 					{"register, 1 MiB + 1 chunked", j, k3, "", "POST", "/v1/join/registrations", "", over, true, 413, "PAYLOAD_TOO_LARGE"},
@@ -111,17 +111,17 @@ func limitScenarios() []scenario {
 				}
 				get := "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
 				cases := []hc{
-					{"60 KiB header (admin)", e.f.api, get + big(60<<10), 200},
-					{"60 KiB header (join)", e.f.join, get + big(60<<10), 200},
-					{"64 KiB + 1 header (within net/http's slack)", e.f.api, get + big(maxHeaderBytes+1-len(get)-9), 200},
-					{"72 KiB header (admin)", e.f.api, get + big(maxHeaderBytes+netHTTPHdrSlack+4<<10), 431},
-					{"72 KiB header (join)", e.f.join, get + big(maxHeaderBytes+netHTTPHdrSlack+4<<10), 431},
-					{"80 KiB header (admin)", e.f.api, get + big(80<<10), 431},
-					{"1 MiB header (admin)", e.f.api, get + big(mib), 431},
-					{"1 MiB header (join)", e.f.join, get + big(mib), 431},
-					{"2,000 headers of 40 bytes (admin)", e.f.api, get + many(2000, 40), 431},
-					{"10,000 tiny headers (join)", e.f.join, get + many(10000, 1), 431},
-					{"80 KiB request line (admin)", e.f.api, "GET /healthz?" + strings.Repeat("q", 80<<10) + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n", 431},
+					{"60 KiB header (admin)", e.f.API, get + big(60<<10), 200},
+					{"60 KiB header (join)", e.f.Join, get + big(60<<10), 200},
+					{"64 KiB + 1 header (within net/http's slack)", e.f.API, get + big(maxHeaderBytes+1-len(get)-9), 200},
+					{"72 KiB header (admin)", e.f.API, get + big(maxHeaderBytes+netHTTPHdrSlack+4<<10), 431},
+					{"72 KiB header (join)", e.f.Join, get + big(maxHeaderBytes+netHTTPHdrSlack+4<<10), 431},
+					{"80 KiB header (admin)", e.f.API, get + big(80<<10), 431},
+					{"1 MiB header (admin)", e.f.API, get + big(mib), 431},
+					{"1 MiB header (join)", e.f.Join, get + big(mib), 431},
+					{"2,000 headers of 40 bytes (admin)", e.f.API, get + many(2000, 40), 431},
+					{"10,000 tiny headers (join)", e.f.Join, get + many(10000, 1), 431},
+					{"80 KiB request line (admin)", e.f.API, "GET /healthz?" + strings.Repeat("q", 80<<10) + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n", 431},
 				}
 				for _, hcase := range cases {
 					a := e.rawExchange(hcase.addr, e.certFor(hcase.addr), []byte(hcase.head+"\r\n"), "GET", 15*time.Second)
@@ -136,7 +136,7 @@ func limitScenarios() []scenario {
 // certFor is the certificate a raw client presents: a joiner's key on the
 // join listener, none on the admin API (which takes only CA-issued ones).
 func (e *env) certFor(addr string) *tls.Certificate {
-	if addr == e.f.join {
+	if addr == e.f.Join {
 		return &e.k3.cert
 	}
 	return nil

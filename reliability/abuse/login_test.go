@@ -54,7 +54,7 @@ func loginScenarios() []scenario {
 			name:   fmt.Sprintf("%d concurrent wrong logins from one source, on established connections", herd),
 			expect: "exactly 5 x 401 UNAUTHENTICATED (the burst), the rest 429 TOO_MANY_REQUESTS with Retry-After",
 			run: func(t *testing.T, e *env, c *tally) {
-				conns := e.prepConns(t, herd, liveOpts{addr: e.f.api, source: bruteHerdSource})
+				conns := e.prepConns(t, herd, liveOpts{addr: e.f.API, source: bruteHerdSource})
 				out := burst(conns, func(i int, lc *liveConn) answer {
 					body, _ := json.Marshal(map[string]string{"email": e.email, "password": fmt.Sprintf("guess-%d", i)})
 					return lc.exchange("POST", "/v1/auth/login", "", body)

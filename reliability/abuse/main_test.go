@@ -17,7 +17,6 @@ package abuse
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -26,7 +25,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -34,9 +32,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,10 +39,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// bin is the stratum binary TestMain built.
-var bin string
+	"stratum/internal/stratumtest"
+)
 
 // full is ABUSE_FULL=1: the issue's full counts.
 var full = os.Getenv("ABUSE_FULL") == "1"
@@ -60,173 +54,24 @@ func scale(def, fullCount int) int {
 	return def
 }
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "stratum-abuse-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	bin = filepath.Join(tmp, "stratum")
-	root, err := moduleRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	build := exec.Command("go", "build", "-o", bin, "stratum")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "abuse: building stratum (CGO_ENABLED=0): %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("abuse: no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// cleanEnv drops STRATUM_* so the developer's shell cannot steer a test.
-func cleanEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "STRATUM_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
+func TestMain(m *testing.M) { os.Exit(stratumtest.Main(m)) }
 
 // mustRun runs the binary to completion and fails on a non-zero exit.
 func mustRun(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = cleanEnv()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("stratum %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// syncBuffer collects a child's output while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	return stratumtest.MustRun(t, args...)
 }
 
 // founder is the one `stratum serve` child process of the suite.
-type founder struct {
-	cmd      *exec.Cmd
-	dir      string
-	api      string // host:port
-	join     string // host:port
-	pin      string
-	out      *syncBuffer // stdout and stderr
-	exited   chan struct{}
-	exitCode int
-}
-
-var bannerLine = regexp.MustCompile(`^\s+(admin API|join listener|CA pin):\s+(\S+)`)
+type founder struct{ *stratumtest.Founder }
 
 func startFounder(t *testing.T, dir string, extra ...string) *founder {
 	t.Helper()
-	args := append([]string{"serve", "--data", dir, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = cleanEnv()
-	f := &founder{cmd: cmd, dir: dir, out: &syncBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = f.out
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		signalled := false
-		var api, join, pin string
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = f.out.Write([]byte(line + "\n"))
-			if m := bannerLine.FindStringSubmatch(line); m != nil {
-				switch m[1] {
-				case "admin API":
-					api = strings.TrimPrefix(m[2], "https://")
-				case "join listener":
-					join = strings.TrimPrefix(m[2], "https://")
-				case "CA pin":
-					pin = m[2]
-				}
-			}
-			if !signalled && api != "" && join != "" && pin != "" {
-				signalled = true
-				f.api, f.join, f.pin = api, join, pin
-				close(ready)
-			}
-		}
-		_, _ = io.Copy(f.out, pipe)
-		_ = cmd.Wait()
-		f.exitCode = cmd.ProcessState.ExitCode()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			f.exitCode = -int(ws.Signal())
-		}
-		close(f.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-f.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-f.exited
-		}
-		if t.Failed() {
-			t.Logf("founder output (last 8 KiB):\n%s", tail(f.out.String(), 8<<10))
-		}
-	})
-	select {
-	case <-ready:
-	case <-f.exited:
-		t.Fatalf("founder exited (%d) before serving:\n%s", f.exitCode, f.out)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("founder did not print its listeners within 30s:\n%s", f.out)
-	}
-	return f
+	return &founder{stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: extra})}
 }
+
+// output is everything the founder wrote.
+func (f *founder) output() string { return f.Stdout() + f.Stderr() }
 
 func tail(s string, n int) string {
 	if len(s) <= n {
@@ -238,16 +83,7 @@ func tail(s string, n int) string {
 // stop signals the founder and waits for its exit code.
 func (f *founder) stop(t *testing.T, sig os.Signal, within time.Duration) (int, time.Duration) {
 	t.Helper()
-	start := time.Now()
-	if err := f.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signal %v: %v", sig, err)
-	}
-	select {
-	case <-f.exited:
-	case <-time.After(within):
-		t.Fatalf("founder did not exit within %v of %v", within, sig)
-	}
-	return f.exitCode, time.Since(start)
+	return f.Stop(sig, within)
 }
 
 // key is a joiner's identity: an ed25519 key in a self-signed certificate.

@@ -23,7 +23,7 @@ func (e *env) noCertAttempt(maxVersion uint16) (refusal string, answered string,
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	d := &tls.Dialer{NetDialer: &net.Dialer{}, Config: &tls.Config{RootCAs: e.pool, MinVersion: tls.VersionTLS12, MaxVersion: maxVersion}}
-	conn, err := d.DialContext(ctx, "tcp", e.f.join)
+	conn, err := d.DialContext(ctx, "tcp", e.f.Join)
 	if err != nil {
 		return classify(err), "", errors.Is(err, context.DeadlineExceeded) || isTimeout(err)
 	}
@@ -115,7 +115,7 @@ func noCertScenarios() []scenario {
 			lwg.Wait()
 			// Plain HTTP on the TLS port.
 			for range 5 {
-				conn, err := net.DialTimeout("tcp", e.f.join, 5*time.Second)
+				conn, err := net.DialTimeout("tcp", e.f.Join, 5*time.Second)
 				if err != nil {
 					c.check(false, "plain dial: %v", err)
 					continue

@@ -2,6 +2,7 @@ package abuse
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
@@ -34,20 +35,23 @@ func releaseScenarios() []scenario {
 	}
 }
 
-// stampede: N concurrent reads of the large file, sent at once on N
-// connections established beforehand (so the burst is one of requests,
-// not of handshakes). The holders never read their bodies (a small
-// SO_RCVBUF blocks the founder's write), so exactly --release-concurrency
-// are served and every other one is refused at once with RELEASE_BUSY.
+// stampede: N concurrent reads of the large file by two registrations
+// (half each), sent at once on N connections established beforehand (so
+// the burst is one of requests, not of handshakes). The holders never
+// read their bodies (a small SO_RCVBUF blocks the founder's write), so
+// each registration is served its share of 2 (SPEC 10.8), together
+// exactly --release-concurrency, and every other read is refused at once
+// with RELEASE_BUSY.
 func stampede() scenario {
 	n := scale(200, 1000)
 	return scenario{
-		name:   fmt.Sprintf("%d concurrent release reads", n),
-		expect: fmt.Sprintf("exactly %d x 200, the rest 503 RELEASE_BUSY with Retry-After 1..5, every answer within 30 s; HEAD still 200 while full; busy counter +%d; slots free again after", concurrency, n-concurrency+1),
+		name:   fmt.Sprintf("%d concurrent release reads by two registrations", n),
+		expect: fmt.Sprintf("exactly %d x 200 (%d per registration), the rest 503 RELEASE_BUSY with Retry-After 1..5, every answer within 30 s; HEAD still 200 while full; busy counter +%d; slots free again after", concurrency, perRegistration, n-concurrency+1),
 		run: func(t *testing.T, e *env, c *tally) {
-			target := "/v1/join/registrations/" + e.r1 + "/release/" + e.blob
-			url := e.joinURL(target)
-			conns := e.prepConns(t, n, liveOpts{addr: e.f.join, cert: same(&e.k1.cert), rcvbuf: 16 << 10})
+			targets := [2]string{"/v1/join/registrations/" + e.r1 + "/release/" + e.blob, "/v1/join/registrations/" + e.r2 + "/release/" + e.blob}
+			url := e.joinURL(targets[0])
+			certs := [2]*tls.Certificate{&e.k1.cert, &e.k2.cert}
+			conns := e.prepConns(t, n, liveOpts{addr: e.f.Join, cert: func(i int) *tls.Certificate { return certs[i%2] }, rcvbuf: 16 << 10})
 			busyBefore := e.metrics(t)["stratum_release_busy_total"]
 			type res struct {
 				status  int
@@ -69,7 +73,7 @@ func stampede() scenario {
 					<-fire
 					_ = lc.c.SetDeadline(time.Now().Add(2 * time.Minute))
 					start := time.Now()
-					resp, err := lc.do("GET", target, "", nil)
+					resp, err := lc.do("GET", targets[i%2], "", nil)
 					if err != nil {
 						results[i] = res{err: err, elapsed: time.Since(start)}
 						answered.Done()
@@ -106,11 +110,13 @@ func stampede() scenario {
 			finished.Wait()
 
 			served, busy, slowest := 0, 0, time.Duration(0)
-			for _, r := range results {
+			var servedTo [2]int
+			for i, r := range results {
 				slowest = max(slowest, r.elapsed)
 				switch {
 				case r.err == nil && r.status == 200:
 					served++
+					servedTo[i%2]++
 					c.check(r.elapsed < 30*time.Second, "a served read took %v to answer", r.elapsed)
 				case r.err == nil && r.status == 503 && r.code == "RELEASE_BUSY":
 					busy++
@@ -121,6 +127,7 @@ func stampede() scenario {
 				}
 			}
 			c.check(served == concurrency, "%d reads served, want exactly %d", served, concurrency)
+			c.check(servedTo[0] == perRegistration && servedTo[1] == perRegistration, "reads served per registration %v, want %d each", servedTo, perRegistration)
 			c.note("%d served, %d RELEASE_BUSY, %d other; slowest answer %v", served, busy, n-served-busy, slowest.Round(time.Millisecond))
 			busyAfter := e.metrics(t)["stratum_release_busy_total"]
 			c.check(busyAfter-busyBefore == float64(n-concurrency+1), "stratum_release_busy_total grew by %v, want %d", busyAfter-busyBefore, n-concurrency+1)
@@ -276,12 +283,12 @@ func pathTricks() scenario {
 			prefix := "/v1/join/registrations/" + e.r1 + "/release/"
 			outside := map[string][]byte{}
 			for _, name := range []string{"data.key", "stratum.db", "bootstrap-credentials.txt"} {
-				b, _ := os.ReadFile(filepath.Join(e.f.dir, name))
+				b, _ := os.ReadFile(filepath.Join(e.f.Dir, name))
 				outside[name] = b
 			}
 			for _, pcase := range cases {
 				req := "GET " + prefix + pcase.target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-				a := e.rawExchange(e.f.join, &e.k1.cert, []byte(req), "GET", 15*time.Second)
+				a := e.rawExchange(e.f.Join, &e.k1.cert, []byte(req), "GET", 15*time.Second)
 				ok := a.err == nil
 				statusOK := false
 				for _, s := range pcase.status {
@@ -314,13 +321,13 @@ func pathTricks() scenario {
 				"/v1/join/registrations/" + e.r1 + "/release/../../../../../../etc/passwd?x=payload/manifest.json",
 			} {
 				req := "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-				a := e.rawExchange(e.f.join, &e.k1.cert, []byte(req), "GET", 15*time.Second)
+				a := e.rawExchange(e.f.Join, &e.k1.cert, []byte(req), "GET", 15*time.Second)
 				c.check(a.is(404, "NOT_FOUND") && !outsideBytes(a.body), "%q: %v", target, a)
 			}
 			// Controls: the listed manifest is served, byte for byte; a
 			// registration that is not needs-upgrade reads nothing.
 			req := "GET " + prefix + "payload/manifest.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-			a := e.rawExchange(e.f.join, &e.k1.cert, []byte(req), "GET", 15*time.Second)
+			a := e.rawExchange(e.f.Join, &e.k1.cert, []byte(req), "GET", 15*time.Second)
 			c.check(a.is(200, "") && bytes.Equal(a.body, e.manifest), "the listed manifest: %v", a)
 			a = do(e.joiner(e.kp), "GET", e.releaseURL(e.p1, "payload/manifest.json"), nil, nil)
 			c.check(a.is(404, "NOT_FOUND"), "the manifest through a pending registration: %v", a)

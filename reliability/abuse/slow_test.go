@@ -184,9 +184,9 @@ func slowScenarios() []scenario {
 			pace := make(chan struct{}, dialPace)
 			outs := make([][]slowOutcome, len(variants))
 			for vi, v := range variants {
-				addr, cert := e.f.api, (*tls.Certificate)(nil)
+				addr, cert := e.f.API, (*tls.Certificate)(nil)
 				if v.listener == "join" {
-					addr, cert = e.f.join, &e.k3.cert
+					addr, cert = e.f.Join, &e.k3.cert
 				}
 				head := ""
 				if v.head != nil {

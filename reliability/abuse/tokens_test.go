@@ -114,7 +114,7 @@ func tokenScenarios() []scenario {
 					for i := range keys {
 						keys[i] = newKey(t, fmt.Sprintf("race-%d-%d", r.uses, i))
 					}
-					conns := e.prepConns(t, r.keys, liveOpts{addr: e.f.join, cert: func(i int) *tls.Certificate { return &keys[i].cert }})
+					conns := e.prepConns(t, r.keys, liveOpts{addr: e.f.Join, cert: func(i int) *tls.Certificate { return &keys[i].cert }})
 					out := burst(conns, func(i int, lc *liveConn) answer {
 						body, _ := json.Marshal(map[string]any{"token": tok, "release": clusterRelease, "hostname": keys[i].name})
 						return lc.exchange("POST", "/v1/join/registrations", "", body)

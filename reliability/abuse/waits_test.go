@@ -108,7 +108,7 @@ func herdScenarios() []scenario {
 			expect: fmt.Sprintf("at most 4 held (SPEC 10.10), each 200 after 3 s (+0-5 %%) and none later than %v; every other one 429 TOO_MANY_REQUESTS with Retry-After at once (none hangs; the waiter gauge is checked at the end, when no other long-poll runs)", 3*time.Second+150*time.Millisecond+herdMargin+loadSlack()),
 			run: func(t *testing.T, e *env, c *tally) {
 				target := "/v1/join/registrations/" + e.ph + "?wait=3&state=pending"
-				conns := e.prepConns(t, herd, liveOpts{addr: e.f.join, cert: same(&e.kh.cert)})
+				conns := e.prepConns(t, herd, liveOpts{addr: e.f.Join, cert: same(&e.kh.cert)})
 				out := burst(conns, func(_ int, lc *liveConn) answer { return lc.exchange("GET", target, "", nil) })
 				lo, hi := time.Duration(1<<62), time.Duration(0)
 				held := 0

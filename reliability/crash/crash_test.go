@@ -24,6 +24,7 @@ import (
 	// The whole schema: the restored backup carries every domain's
 	// migrations, and a store refuses a schema newer than what is linked.
 	_ "stratum/founder"
+	"stratum/internal/stratumtest"
 	"stratum/store"
 )
 
@@ -121,8 +122,8 @@ func (h *harness) setup(mb int) {
 	h.pickAddrs()
 	h.restart()
 	t.Cleanup(func() {
-		if h.f != nil && h.f.alive() {
-			h.f.kill()
+		if h.f != nil && h.f.Alive() {
+			h.f.Kill()
 		}
 	})
 	pool, err := caPool(h.dir)
@@ -130,7 +131,7 @@ func (h *harness) setup(mb int) {
 		t.Fatal(err)
 	}
 	h.admin = httpClient(pool, nil, true)
-	email, password, err := credentials(h.dir)
+	email, password, err := stratumtest.ReadCredentials(h.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func (h *harness) restart() {
 	for try := 0; ; try++ {
 		api, join := h.addrs()
 		p, err := startServe(h.dir, api, join)
-		if err == errAddrInUse && try < 5 {
+		if err == stratumtest.ErrAddrInUse && try < 5 {
 			h.note("port-taken-while-down")
 			h.pickAddrs()
 			continue
@@ -223,8 +224,8 @@ func (h *harness) waitSelfRecord() {
 			h.mu.Unlock()
 			return
 		}
-		started := h.f.started
-		h.f.kill()
+		started := h.f.Started
+		h.f.Kill()
 		h.note("extra-kill-after-stale-release-set")
 		stored, err := storedRecords(filepath.Join(h.dir, "stratum.db"))
 		got := stored[h.founderNode]
@@ -260,7 +261,7 @@ func (h *harness) selfRecordShown(within time.Duration) (storedRecord, bool) {
 			if n.Release.OS != nil {
 				last.buildID = n.Release.OS.BuildID
 			}
-			if !n.Release.RecordedAt.Before(h.f.started.Add(-time.Second)) && !strings.HasPrefix(last.buildID, "crash-") {
+			if !n.Release.RecordedAt.Before(h.f.Started.Add(-time.Second)) && !strings.HasPrefix(last.buildID, "crash-") {
 				return last, true
 			}
 		}
@@ -513,11 +514,11 @@ func (h *harness) cycle(k int, kind string) string {
 		snap = h.quietSnapshot()
 	}
 	killed := time.Now()
-	h.f.kill()
+	h.f.Kill()
 	cancel()
 	wg.Wait()
-	if !h.f.status.Signaled() || h.f.status.Signal() != syscall.SIGKILL {
-		h.violate("cycle %d: the founder was not killed by SIGKILL (%v)", k, h.f.status)
+	if code := h.f.ExitCode(); code != -int(syscall.SIGKILL) {
+		h.violate("cycle %d: the founder was not killed by SIGKILL (exit %d)", k, code)
 	}
 
 	what := kind
@@ -1212,7 +1213,7 @@ func (h *harness) waiterResumes(w *waiter) {
 
 // finish stops the last founder with SIGTERM and verifies the file.
 func (h *harness) finish() {
-	code, took, err := h.f.term(30 * time.Second)
+	code, took, err := h.f.Signal(syscall.SIGTERM, 30*time.Second)
 	h.check(err == nil && code == 0, "final SIGTERM: exit %d after %v: %v\n%s", code, took, err, h.logTail())
 	_, serr := os.Stat(filepath.Join(h.dir, "control.sock"))
 	h.check(os.IsNotExist(serr), "control.sock left after a clean shutdown")

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"stratum/internal/stratumtest"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -38,8 +40,8 @@ func TestDiskFull(t *testing.T) {
 	}
 	var f *proc
 	t.Cleanup(func() {
-		if f != nil && f.alive() {
-			f.kill()
+		if f != nil && f.Alive() {
+			f.Kill()
 		}
 		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
 			t.Logf("umount %s: %v %s; retrying lazily", mnt, err, out)
@@ -83,7 +85,7 @@ func TestDiskFull(t *testing.T) {
 	admin := httpClient(pool, nil, true)
 	admin.Timeout = 30 * time.Second // a write that hangs on a full disk fails the test
 	ctx := context.Background()
-	email, password, err := credentials(dir)
+	email, password, err := stratumtest.ReadCredentials(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,9 +250,9 @@ func TestDiskFull(t *testing.T) {
 	}
 
 	// Stop it; the store opens again with every acknowledged write.
-	code, took, err := f.term(30 * time.Second)
+	code, took, err := f.Signal(syscall.SIGTERM, 30*time.Second)
 	if err != nil || code != 0 {
-		t.Errorf("SIGTERM on a full disk: exit %d after %v: %v\n%s", code, took, err, f.out)
+		t.Errorf("SIGTERM on a full disk: exit %d after %v: %v\n%s", code, took, err, f.Output())
 	}
 	if r := stratum(t, "audit", "verify", "--data", dir); r.code != 0 || !strings.Contains(r.stdout, "intact") {
 		t.Errorf("audit verify after the disk filled: %d %q %q", r.code, r.stdout, r.stderr)
@@ -310,15 +312,15 @@ func TestDiskFull(t *testing.T) {
 		} else {
 			mustCall(t, ctx, admin, "POST", "https://"+api+"/v1/admin/join/tokens", session, map[string]any{"role": "worker"}, 201, nil)
 		}
-		if code, _, err := f.term(30 * time.Second); err != nil || code != 0 {
-			t.Errorf("SIGTERM after the disk filled: exit %d: %v\n%s", code, err, f.out)
+		if code, _, err := f.Signal(syscall.SIGTERM, 30*time.Second); err != nil || code != 0 {
+			t.Errorf("SIGTERM after the disk filled: exit %d: %v\n%s", code, err, f.Output())
 		}
 		if r := stratum(t, "audit", "verify", "--data", dir); r.code != 0 {
 			t.Errorf("audit verify at the end: %d %q %q", r.code, r.stdout, r.stderr)
 		}
 	}
 	if t.Failed() && f != nil {
-		t.Logf("founder log:\n%s", f.out)
+		t.Logf("founder log:\n%s", f.Output())
 	}
 }
 

@@ -11,8 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // TestImportCrashWindows rebuilds, on disk, exactly what a SIGKILL leaves
@@ -100,7 +103,7 @@ func TestImportCrashWindows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer p.kill()
+			defer p.Kill()
 			pool, err := caPool(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -108,7 +111,7 @@ func TestImportCrashWindows(t *testing.T) {
 			admin := httpClient(pool, nil, true)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			email, password, err := credentials(dir)
+			email, password, err := stratumtest.ReadCredentials(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +156,7 @@ func TestImportCrashWindows(t *testing.T) {
 
 			// The next import succeeds and leaves nothing behind.
 			var imp map[string]any
-			mustCall(t, ctx, admin, "POST", "https://"+api+"/v1/admin/releases", login.Token, map[string]any{"path": b.dir}, 201, &imp)
+			mustCall(t, ctx, admin, "POST", "https://"+api+"/v1/admin/releases", login.Token, map[string]any{"path": b.dir, "replace": true}, 201, &imp)
 			var final struct{ Releases []releaseView }
 			mustCall(t, ctx, admin, "GET", "https://"+api+"/v1/admin/releases", login.Token, nil, 200, &final)
 			if len(final.Releases) != 1 || final.Releases[0].ManifestSHA256 != b.manifestSum || len(final.Releases[0].Corrupt) > 0 {
@@ -168,14 +171,14 @@ func TestImportCrashWindows(t *testing.T) {
 					t.Errorf("after a successful import DIR/releases still holds %s", e.Name())
 				}
 			}
-			if code, _, err := p.term(30 * time.Second); err != nil || code != 0 {
+			if code, _, err := p.Signal(syscall.SIGTERM, 30*time.Second); err != nil || code != 0 {
 				t.Errorf("SIGTERM: exit %d %v", code, err)
 			}
 			if r := stratum(t, "audit", "verify", "--data", dir); r.code != 0 {
 				t.Errorf("audit verify: %d %s %s", r.code, r.stdout, r.stderr)
 			}
 			if t.Failed() {
-				t.Logf("founder log:\n%s", p.out)
+				t.Logf("founder log:\n%s", p.Output())
 			}
 		})
 	}

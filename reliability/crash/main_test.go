@@ -12,7 +12,6 @@
 package crash
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/ed25519"
@@ -23,7 +22,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -31,73 +29,24 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
-// bin is the stratum binary TestMain built.
-var bin string
+func TestMain(m *testing.M) { os.Exit(stratumtest.Main(m)) }
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "stratum-crash-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	bin = filepath.Join(tmp, "stratum")
-	root, err := moduleRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	build := exec.Command("go", "build", "-o", bin, "stratum")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "crash: building stratum (CGO_ENABLED=0): %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-// moduleRoot is the directory holding go.mod above the test's directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("crash: no go.mod above the test directory")
-		}
-		dir = parent
-	}
+// bin is the stratum binary, built once by stratumtest.Main.
+func bin() string {
+	p, _ := stratumtest.Build()
+	return p
 }
 
 // cleanEnv is the environment without STRATUM_* twins that would steer flags.
-func cleanEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "STRATUM_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
+func cleanEnv() []string { return stratumtest.Env() }
 
 // result is a finished command.
 type result struct {
@@ -106,28 +55,11 @@ type result struct {
 	took           time.Duration
 }
 
-// stratum runs the binary to completion (at most two minutes: the host
-// may be loaded).
+// stratum runs the binary to completion.
 func stratum(t testing.TB, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = cleanEnv()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		r.code = exit.ExitCode()
-	default:
-		t.Fatalf("stratum %v: %v", args, err)
-	}
-	return r
+	r := stratumtest.Run(t, nil, args...)
+	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr, took: r.Took}
 }
 
 func mustStratum(t testing.TB, args ...string) string {
@@ -139,114 +71,14 @@ func mustStratum(t testing.TB, args ...string) string {
 	return r.stdout
 }
 
-// syncBuffer collects a child's output while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // proc is one running `stratum serve`.
-type proc struct {
-	cmd     *exec.Cmd
-	out     *syncBuffer
-	started time.Time
-	ready   chan struct{}
-	exited  chan struct{}
-	status  syscall.WaitStatus
-}
+type proc = stratumtest.Founder
 
 // startServe runs `stratum serve --data dir` on fixed addresses and waits
 // for the banner. A port taken by someone else while the founder was down
-// is reported as errAddrInUse so the caller can pick others.
+// is reported as stratumtest.ErrAddrInUse so the caller can pick others.
 func startServe(dir, apiAddr, joinAddr string, extra ...string) (*proc, error) {
-	args := append([]string{"serve", "--data", dir, "--api-addr", apiAddr, "--join-addr", joinAddr}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = cleanEnv()
-	p := &proc{cmd: cmd, out: &syncBuffer{}, ready: make(chan struct{}), exited: make(chan struct{})}
-	cmd.Stderr = p.out
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	p.started = time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		signalled := false
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = p.out.Write([]byte(line + "\n"))
-			if !signalled && strings.Contains(line, "join listener:") {
-				signalled = true
-				close(p.ready)
-			}
-		}
-		_, _ = io.Copy(p.out, pipe)
-		_ = cmd.Wait()
-		p.status, _ = cmd.ProcessState.Sys().(syscall.WaitStatus)
-		close(p.exited)
-	}()
-	select {
-	case <-p.ready:
-		return p, nil
-	case <-p.exited:
-		if strings.Contains(p.out.String(), "address already in use") {
-			return nil, errAddrInUse
-		}
-		return nil, fmt.Errorf("founder exited (%v) before serving:\n%s", p.status, p.out)
-	case <-time.After(90 * time.Second):
-		_ = cmd.Process.Kill()
-		<-p.exited
-		return nil, fmt.Errorf("founder did not print its listeners within 90s:\n%s", p.out)
-	}
-}
-
-var errAddrInUse = errors.New("address already in use")
-
-// kill sends SIGKILL and waits for the exit.
-func (p *proc) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-}
-
-// term sends SIGTERM and waits at most within for a clean exit.
-func (p *proc) term(within time.Duration) (code int, took time.Duration, err error) {
-	start := time.Now()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(within):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return -1, time.Since(start), fmt.Errorf("no exit within %v of SIGTERM", within)
-	}
-	if p.status.Signaled() {
-		return -int(p.status.Signal()), time.Since(start), nil
-	}
-	return p.status.ExitStatus(), time.Since(start), nil
-}
-
-func (p *proc) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
+	return stratumtest.Spawn(stratumtest.FounderOptions{Dir: dir, APIAddr: apiAddr, JoinAddr: joinAddr, Args: extra, StartTimeout: 90 * time.Second})
 }
 
 // freeAddr reserves nothing: it asks the kernel for a free port and
@@ -347,23 +179,6 @@ func call(ctx context.Context, c *http.Client, method, url, bearer string, body 
 		return 0, nil, nil, err
 	}
 	return resp.StatusCode, raw, resp.Header, nil
-}
-
-// credentials reads bootstrap-credentials.txt.
-func credentials(dir string) (email, password string, err error) {
-	b, err := os.ReadFile(filepath.Join(dir, "bootstrap-credentials.txt"))
-	if err != nil {
-		return "", "", err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "email="); ok {
-			email = v
-		}
-		if v, ok := strings.CutPrefix(line, "password="); ok {
-			password = v
-		}
-	}
-	return email, password, nil
 }
 
 // unixClient talks HTTP over the founder's control socket.

@@ -213,7 +213,7 @@ func (h *harness) logTail() string {
 	if h.f == nil {
 		return ""
 	}
-	s := h.f.out.String()
+	s := h.f.Output()
 	if len(s) > 4000 {
 		s = s[len(s)-4000:]
 	}

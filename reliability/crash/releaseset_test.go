@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // TestReleaseSetConcurrentRecords: concurrent records of one node commit
@@ -31,8 +33,8 @@ func TestReleaseSetConcurrentRecords(t *testing.T) {
 	h.pickAddrs()
 	h.restart()
 	t.Cleanup(func() {
-		if h.f.alive() {
-			h.f.kill()
+		if h.f.Alive() {
+			h.f.Kill()
 		}
 	})
 	pool, err := caPool(h.dir)
@@ -40,7 +42,7 @@ func TestReleaseSetConcurrentRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.admin = httpClient(pool, nil, true)
-	email, password, err := credentials(h.dir)
+	email, password, err := stratumtest.ReadCredentials(h.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // here was an argon2id hash (64 MiB, seconds on a loaded host) computed
 // for a dummy password in iam's package variables, before main runs.
 func TestStartupCost(t *testing.T) {
-	cmd := exec.Command(bin, "version")
+	cmd := exec.Command(bin(), "version")
 	cmd.Env = append(cleanEnv(), "GODEBUG=inittrace=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -634,7 +634,7 @@ func (h *harness) importRelease(ctx context.Context, tree *releaseTree) (time.Du
 	h.importSent[tree.manifestSum] = true
 	h.mu.Unlock()
 	start := time.Now()
-	st, raw, err := h.adminCall(ctx, "POST", "/v1/admin/releases", map[string]any{"path": tree.dir})
+	st, raw, err := h.adminCall(ctx, "POST", "/v1/admin/releases", map[string]any{"path": tree.dir, "replace": true})
 	took := time.Since(start)
 	if err != nil {
 		return took, false

@@ -1,85 +1,26 @@
 package soak
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
-
-// moduleRoot is the directory holding go.mod above the test's directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("soak: no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// buildBinary builds the static stratum binary into dir.
-func buildBinary(dir string) (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "stratum")
-	build := exec.Command("go", "build", "-o", out, "stratum")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building stratum (CGO_ENABLED=0): %v\n%s", err, b)
-	}
-	return out, nil
-}
-
-// cleanEnv drops STRATUM_* so the developer's shell cannot steer the soak.
-func cleanEnv() []string {
-	var env []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "STRATUM_") {
-			env = append(env, e)
-		}
-	}
-	return env
-}
 
 // mustRun runs the binary to completion and fails the test on a non-zero
 // exit.
 func mustRun(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = cleanEnv()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("stratum %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return stratumtest.MustRun(t, args...)
 }
 
 // Releases of the soak: the cluster runs clusterRelease; an upgrader
@@ -158,122 +99,35 @@ func initFounder(t *testing.T, work, tree, pubDir string) string {
 	return dir
 }
 
-// founder is a running `stratum serve` child process.
+// founder is a running `stratum serve` child process whose output goes
+// to a file (a long soak would not fit in memory).
 type founder struct {
-	cmd     *exec.Cmd
-	dir     string
-	api     string // https://host:port of the admin API
-	join    string // host:port of the join listener
-	pid     int
-	pool    *x509.CertPool
-	logPath string
-	exited  chan struct{}
-	exitErr error
+	*stratumtest.Founder
+	pid int
 }
 
-var bannerLine = regexp.MustCompile(`^\s+(admin API|join listener):\s+(\S+)`)
-
-// startFounder runs `stratum serve` on dir with ephemeral ports; its
-// output goes to a file (a long soak would not fit in memory).
+// startFounder runs `stratum serve` on dir with ephemeral ports; it must
+// stop cleanly on SIGINT within 30 s when the test ends.
 func startFounder(t *testing.T, dir string, extra ...string) *founder {
 	t.Helper()
-	args := append([]string{"serve", "--data", dir, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(binary, args...)
-	cmd.Env = cleanEnv()
-	logPath := filepath.Join(filepath.Dir(dir), "founder.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = logFile
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	f := &founder{cmd: cmd, dir: dir, pid: cmd.Process.Pid, logPath: logPath, exited: make(chan struct{})}
-	ready := make(chan [2]string, 1)
-	go func() {
-		var api, join string
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = logFile.WriteString(line + "\n")
-			if m := bannerLine.FindStringSubmatch(line); m != nil {
-				if m[1] == "admin API" {
-					api = m[2]
-				} else {
-					join = strings.TrimPrefix(m[2], "https://")
-				}
-				if api != "" && join != "" {
-					ready <- [2]string{api, join}
-				}
-			}
+	sf := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: extra, LogFile: filepath.Join(filepath.Dir(dir), "founder.log")})
+	f := &founder{Founder: sf, pid: sf.Process().Pid}
+	t.Cleanup(func() {
+		select {
+		case <-sf.Exited():
+			return
+		default:
 		}
-		_, _ = io.Copy(logFile, stdout)
-	}()
-	go func() {
-		f.exitErr = cmd.Wait()
-		logFile.Close()
-		close(f.exited)
-	}()
-	select {
-	case a := <-ready:
-		f.api, f.join = a[0], a[1]
-	case <-f.exited:
-		t.Fatalf("founder exited (%v) before serving:\n%s", f.exitErr, f.logTail(4096))
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("founder did not print its listeners within 60s:\n%s", f.logTail(4096))
-	}
-	t.Cleanup(func() { f.stop(t) })
-	pem, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.pool = x509.NewCertPool()
-	if !f.pool.AppendCertsFromPEM(pem) {
-		t.Fatal("ca.pem holds no certificate")
-	}
+		if code, _ := sf.Stop(os.Interrupt, 30*time.Second); code != 0 {
+			t.Errorf("founder exit %d after SIGINT:\n%s", code, sf.OutputTail(4096))
+		}
+	})
 	return f
-}
-
-// stop sends SIGINT and waits for a clean exit.
-func (f *founder) stop(t *testing.T) {
-	select {
-	case <-f.exited:
-		return
-	default:
-	}
-	_ = f.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-f.exited:
-		if f.exitErr != nil {
-			t.Errorf("founder exit after SIGINT: %v\n%s", f.exitErr, f.logTail(4096))
-		}
-	case <-time.After(30 * time.Second):
-		_ = f.cmd.Process.Kill()
-		t.Errorf("founder ignored SIGINT for 30s")
-	}
-}
-
-// logTail is the last n bytes of the founder's output.
-func (f *founder) logTail(n int64) string {
-	b, err := os.ReadFile(f.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	if int64(len(b)) > n {
-		b = b[int64(len(b))-n:]
-	}
-	return string(b)
 }
 
 // logLines counts the founder's log lines at each level.
 func (f *founder) logLevels() (map[string]int, []string) {
-	b, _ := os.ReadFile(f.logPath)
+	b := []byte(f.Output())
 	levels := map[string]int{}
 	var errs []string
 	for _, line := range bytes.Split(b, []byte("\n")) {
@@ -293,7 +147,7 @@ func (f *founder) logLevels() (map[string]int, []string) {
 // adminClient trusts only the cluster CA; cert, when given, is a node's
 // transport leaf for the node endpoints.
 func (f *founder) adminClient(cert *tls.Certificate) *http.Client {
-	cfg := &tls.Config{RootCAs: f.pool}
+	cfg := &tls.Config{RootCAs: f.Pool}
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}

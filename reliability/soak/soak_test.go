@@ -15,31 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"stratum/internal/stratumtest"
 	"stratum/release"
 )
-
-// binary is the stratum binary TestMain built.
-var binary string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
 		os.Exit(m.Run()) // TestSoak skips; no binary needed
 	}
-	dir, err := os.MkdirTemp("", "stratum-soak-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary, err = buildBinary(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(stratumtest.Main(m))
 }
 
 // Thresholds of the verdict (README.md says why these numbers).
@@ -357,7 +342,7 @@ func finalChecks(t *testing.T, s *soak) {
 			s.tally.checkFailed("members: %d (%d active), want the founder and %d joined nodes", len(members.Members), active, want-1)
 		}
 	}
-	out := mustRun(t, "audit", "verify", "--data", s.f.dir)
+	out := mustRun(t, "audit", "verify", "--data", s.f.Dir)
 	if !strings.Contains(out, "intact") {
 		s.tally.checkFailed("audit verify: %s", out)
 	}
@@ -366,7 +351,7 @@ func finalChecks(t *testing.T, s *soak) {
 
 func login(t *testing.T, s *soak) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(s.f.dir, "bootstrap-credentials.txt"))
+	b, err := os.ReadFile(filepath.Join(s.f.Dir, "bootstrap-credentials.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

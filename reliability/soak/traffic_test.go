@@ -195,8 +195,8 @@ func errorCode(raw []byte) string {
 	return e.Code
 }
 
-func (s *soak) adminURL(path string) string { return s.f.api + path }
-func (s *soak) joinURL(path string) string  { return "https://" + s.f.join + path }
+func (s *soak) adminURL(path string) string { return "https://" + s.f.API + path }
+func (s *soak) joinURL(path string) string  { return "https://" + s.f.Join + path }
 
 // every runs fn at a steady pace until stop is closed.
 func every(stop <-chan struct{}, d time.Duration, fn func()) {
@@ -275,7 +275,7 @@ func (s *soak) newJoiner() (*joiner, error) {
 			// joiner's reads, so a slow reader holds its release slot as on
 			// a real link (on loopback the kernel would buffer a whole range).
 			DialContext:         smallRcvBuf.DialContext,
-			TLSClientConfig:     &tls.Config{RootCAs: s.f.pool, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}}},
+			TLSClientConfig:     &tls.Config{RootCAs: s.f.Pool, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}}},
 			MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second,
 		}},
 	}, nil

@@ -1,0 +1,46 @@
+package stratumtest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"stratum/release"
+	"stratum/release/releasetest"
+)
+
+// ReleaseTree is a signed release tree on disk.
+type ReleaseTree struct {
+	Dir     string // the tree
+	Blob    string // manifest path of its large file
+	PubFile string // the signer's public key (NAME.pub)
+}
+
+// SignedReleaseTree writes a release tree whose blob has blobSize bytes
+// and signs it as rel (upgrading from upgradesFrom) with a new key.
+func SignedReleaseTree(t testing.TB, rel string, upgradesFrom []string, blobSize int) ReleaseTree {
+	t.Helper()
+	dir, blob := releasetest.MakeTree(t, blobSize)
+	keyFile, pubFile, _ := releasetest.Key(t, t.TempDir(), "release")
+	if _, err := release.Sign(dir, keyFile, rel, upgradesFrom); err != nil {
+		t.Fatal(err)
+	}
+	return ReleaseTree{Dir: dir, Blob: blob, PubFile: pubFile}
+}
+
+// Trust puts the tree's public key in the founder data directory's
+// release keys, so the founder imports the tree.
+func (r ReleaseTree) Trust(t testing.TB, dataDir string) {
+	t.Helper()
+	pub, err := os.ReadFile(r.PubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := filepath.Join(dataDir, "release-keys")
+	if err := os.MkdirAll(keys, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(keys, filepath.Base(r.PubFile)), pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,106 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ReadLimits keep release reads fair (SPEC 10.8): one registration cannot
+// hold every slot, and a reader that stalls or crawls gives its slot back.
+// Zero fields take the defaults; tests shorten them.
+type ReadLimits struct {
+	PerHolder int           // reads one registration holds at once (2)
+	MinRate   int64         // bytes per second a read must keep up (256 KiB)
+	Window    time.Duration // over any window this long (30 s)
+	MaxRead   time.Duration // and no read lasts longer (15 min)
+}
+
+// Defaults of ReadLimits.
+const (
+	DefaultPerHolder = 2
+	DefaultMinRate   = 256 << 10
+	DefaultWindow    = 30 * time.Second
+	DefaultMaxRead   = 15 * time.Minute
+)
+
+func (l ReadLimits) withDefaults() ReadLimits {
+	if l.PerHolder <= 0 {
+		l.PerHolder = DefaultPerHolder
+	}
+	if l.MinRate <= 0 {
+		l.MinRate = DefaultMinRate
+	}
+	if l.Window <= 0 {
+		l.Window = DefaultWindow
+	}
+	if l.MaxRead <= 0 {
+		l.MaxRead = DefaultMaxRead
+	}
+	return l
+}
+
+// samplesPerWindow is how finely the window slides: progress is sampled
+// this many times per window, and each sample is compared with the one a
+// whole window before it.
+const samplesPerWindow = 6
+
+var (
+	errTooSlow  = errors.New("slower than the minimum rate")
+	errTooLong  = errors.New("longer than the longest read")
+	errShutdown = errors.New("the founder is shutting down")
+)
+
+// watch cuts the read when it falls under the minimum rate over a window,
+// outlives the longest read, or the founder shuts down. It returns when
+// the read is closed.
+func (rd *Reader) watch(start time.Time) {
+	l := rd.m.limits
+	tick := time.NewTicker(l.Window / samplesPerWindow)
+	defer tick.Stop()
+	longest := time.NewTimer(time.Until(start.Add(l.MaxRead)))
+	defer longest.Stop()
+	var samples [samplesPerWindow + 1]int64 // a ring of bytes sent
+	n := 0
+	for {
+		select {
+		case <-rd.closed:
+			return
+		case <-rd.m.done:
+			rd.cut(errShutdown)
+			return
+		case <-longest.C:
+			rd.cut(fmt.Errorf("%w (%s)", errTooLong, l.MaxRead))
+			return
+		case <-tick.C:
+			sent := rd.sent.Load()
+			oldest := samples[(n+1)%len(samples)]
+			samples[n%len(samples)] = sent
+			n++
+			if n > samplesPerWindow && sent-oldest < l.MinRate*int64(l.Window)/int64(time.Second) {
+				rd.cut(fmt.Errorf("%w: %d bytes in %s, at least %d bytes/s needed", errTooSlow, sent-oldest, l.Window, l.MinRate))
+				return
+			}
+		}
+	}
+}
+
+// cut ends the read: its context is cancelled with the reason, which the
+// HTTP layer turns into an immediate write deadline.
+func (rd *Reader) cut(reason error) {
+	if errors.Is(reason, errShutdown) {
+		rd.cancel(reason)
+		return
+	}
+	rd.m.cuts.Add(1)
+	rd.m.log.Warn("release read cut", "holder", rd.holder, "release", rd.fi.Release, "path", rd.fi.Path, "sent", rd.sent.Load(), "reason", reason)
+	rd.cancel(reason)
+}
+
+// Context is cancelled when the read must stop: too slow, too long, or
+// the founder shutting down (context.Cause says which).
+func (rd *Reader) Context() context.Context { return rd.ctx }
+
+// Deadline is when the read ends at the latest.
+func (rd *Reader) Deadline() time.Time { return rd.deadline }
