@@ -67,7 +67,7 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	cli := func(args ...string) (string, int) {
-		return run(t, append([]string{"cluster", "release", "set", "--api", "https://"+f.API, "--ca-file", filepath.Join(f.Dir, "ca.pem"), "--token-file", tokenFile}, args...)...)
+		return run(t, append([]string{"cluster", "release", "set", "--api", "https://" + f.API, "--ca-file", filepath.Join(f.Dir, "ca.pem"), "--token-file", tokenFile}, args...)...)
 	}
 	if out, code := cli("0.1.0"); code == 0 || !strings.Contains(out, "allowDowngrade") {
 		t.Fatalf("lowering without --allow-downgrade: exit %d: %s", code, out)
