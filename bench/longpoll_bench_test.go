@@ -71,12 +71,11 @@ const (
 // STRATUM_BIN. This process and the founder each need file descriptors
 // for 10,000 connections (`ulimit -n` 20000 is enough for both).
 func BenchmarkLongPoll10k(b *testing.B) {
-	bin := lpBuildFounder(b)
 	dir := filepath.Join(b.TempDir(), "data")
 	benchStart := time.Now()
 
 	// 1. Registration, on founder A.
-	fa := lpStartFounder(b, bin, dir, "founder-a.log")
+	fa := lpStartFounder(b, dir, "founder-a.log")
 	b.Cleanup(func() {
 		select {
 		case <-fa.exited:
@@ -110,7 +109,7 @@ func BenchmarkLongPoll10k(b *testing.B) {
 	stopA := fa.stop(b)
 
 	// 2. Founder B on the same data.
-	fb := lpStartFounder(b, bin, dir, "founder-b.log")
+	fb := lpStartFounder(b, dir, "founder-b.log")
 	b.Cleanup(func() {
 		select {
 		case <-fb.exited:

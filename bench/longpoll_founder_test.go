@@ -15,7 +15,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,86 +27,24 @@ import (
 
 // lpFounder is one running `stratum serve --dev` child.
 type lpFounder struct {
-	cmd      *exec.Cmd
+	proc     *stratumtest.Founder // nil for an in-process founder
 	dir      string
 	apiAddr  string
 	joinAddr string
 	logPath  string
-	exited   chan struct{} // closed when the process has exited
-	exitErr  error
+	exited   <-chan struct{}
 	roots    *x509.CertPool
 	admin    *http.Client
 	token    string
 }
 
-// lpBuildFounder builds the stratum binary once (or takes STRATUM_BIN).
-func lpBuildFounder(b *testing.B) string {
-	if bin := os.Getenv("STRATUM_BIN"); bin != "" {
-		return bin
-	}
-	return stratumtest.Binary(b)
-}
-
 // lpStartFounder runs `stratum serve --dev` on dir with ephemeral ports
-// and waits for its banner. logName names the file its stderr goes to.
-func lpStartFounder(b *testing.B, bin, dir, logName string) *lpFounder {
-	f := &lpFounder{dir: dir, logPath: filepath.Join(filepath.Dir(dir), logName), exited: make(chan struct{})}
-	logFile, err := os.Create(f.logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f.cmd = exec.Command(bin, "serve", "--dev", "--data", dir, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0")
-	f.cmd.Stderr = logFile
-	// The founder dies with this process, whatever ends it.
-	f.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdout, err := f.cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := f.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	go func() {
-		f.exitErr = f.cmd.Wait()
-		logFile.Close()
-		close(f.exited)
-	}()
-	addrs := make(chan [2]string, 1)
-	go func() {
-		var api, join string
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			if _, v, ok := strings.Cut(line, "admin API:"); ok {
-				api = strings.TrimPrefix(strings.TrimSpace(v), "https://")
-			}
-			if _, v, ok := strings.Cut(line, "join listener:"); ok {
-				join = strings.TrimPrefix(strings.TrimSpace(v), "https://")
-			}
-			if api != "" && join != "" {
-				addrs <- [2]string{api, join}
-				api, join = "", ""
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case a := <-addrs:
-		f.apiAddr, f.joinAddr = a[0], a[1]
-	case <-f.exited:
-		b.Fatalf("founder exited before its banner: %v\n%s", f.exitErr, f.logTail(20))
-	case <-time.After(60 * time.Second):
-		f.kill()
-		b.Fatalf("no founder banner within 60s\n%s", f.logTail(20))
-	}
-	pem, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	f.roots = x509.NewCertPool()
-	if !f.roots.AppendCertsFromPEM(pem) {
-		b.Fatal("ca.pem holds no certificate")
-	}
+// (the shared test harness, binary built once) and logs in. logName
+// names the file beside dir its output goes to.
+func lpStartFounder(b *testing.B, dir, logName string) *lpFounder {
+	logPath := filepath.Join(filepath.Dir(dir), logName)
+	p := stratumtest.StartFounder(b, stratumtest.FounderOptions{Dir: dir, Dev: true, LogFile: logPath})
+	f := &lpFounder{proc: p, dir: dir, apiAddr: p.API, joinAddr: p.Join, logPath: logPath, exited: p.Exited(), roots: p.Pool}
 	f.admin = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: f.roots, ServerName: "127.0.0.1"}, MaxIdleConnsPerHost: 4,
 	}}
@@ -115,44 +52,31 @@ func lpStartFounder(b *testing.B, bin, dir, logName string) *lpFounder {
 	return f
 }
 
-func (f *lpFounder) pid() int { return f.cmd.Process.Pid }
+func (f *lpFounder) pid() int { return f.proc.Process().Pid }
 
 // kill ends the child at once (failure paths).
-func (f *lpFounder) kill() {
-	_ = f.cmd.Process.Kill()
-	<-f.exited
-}
+func (f *lpFounder) kill() { f.proc.Kill() }
 
 // stop sends SIGTERM and waits for the exit; it answers how long that took.
 func (f *lpFounder) stop(b *testing.B) time.Duration {
-	start := time.Now()
-	if err := f.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		b.Fatal(err)
+	code, took, err := f.proc.Signal(syscall.SIGTERM, 30*time.Second)
+	if err != nil {
+		b.Fatalf("%v\n%s", err, f.logTail(20))
 	}
-	select {
-	case <-f.exited:
-	case <-time.After(30 * time.Second):
-		f.kill()
-		b.Fatalf("founder did not exit within 30s of SIGTERM\n%s", f.logTail(20))
+	if code != 0 {
+		b.Errorf("founder exit %d after SIGTERM\n%s", code, f.logTail(20))
 	}
-	if f.exitErr != nil {
-		b.Errorf("founder exit after SIGTERM: %v\n%s", f.exitErr, f.logTail(20))
-	}
-	return time.Since(start)
+	return took
 }
 
-// logTail is the last n lines of the founder's stderr.
+// logTail is the last n lines of the founder's output.
 func (f *lpFounder) logTail(n int) string {
-	raw, _ := os.ReadFile(f.logPath)
-	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(f.proc.Output(), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// logCount counts stderr lines containing s.
-func (f *lpFounder) logCount(s string) int {
-	raw, _ := os.ReadFile(f.logPath)
-	return bytes.Count(raw, []byte(s))
-}
+// logCount counts output lines containing s.
+func (f *lpFounder) logCount(s string) int { return strings.Count(f.proc.Output(), s) }
 
 // login reads the bootstrap credentials and logs in.
 func (f *lpFounder) login(b *testing.B) {
@@ -274,7 +198,8 @@ func (f *lpFounder) procMem(b *testing.B) lpProcMem {
 func (f *lpFounder) cpu() time.Duration {
 	select {
 	case <-f.exited:
-		return f.cmd.ProcessState.UserTime() + f.cmd.ProcessState.SystemTime()
+		ps := f.proc.ProcessState()
+		return ps.UserTime() + ps.SystemTime()
 	default:
 	}
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", f.pid()))

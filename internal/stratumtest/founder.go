@@ -227,6 +227,10 @@ func (f *Founder) ExitCode() int           { <-f.exited; return f.exitCode }
 // Process is the child process.
 func (f *Founder) Process() *os.Process { return f.cmd.Process }
 
+// ProcessState is the exited process's state (CPU times, status); it
+// waits for the exit.
+func (f *Founder) ProcessState() *os.ProcessState { <-f.exited; return f.cmd.ProcessState }
+
 // Stop signals the founder and waits for it to exit; it returns the exit
 // code (negative: killed by that signal) and how long it took, and fails
 // the test when it does not exit within.
