@@ -19,13 +19,16 @@ type BuildInfo struct {
 
 // Deps are what the handlers call into.
 type Deps struct {
-	DB       *store.DB
-	Log      *slog.Logger
-	Build    BuildInfo
-	Startup  *Startup
-	Limiter  *iam.LoginLimiter
-	Registry *prometheus.Registry
-	Now      func() time.Time
+	DB      *store.DB
+	Log     *slog.Logger
+	Build   BuildInfo
+	Startup *Startup
+	Limiter *iam.LoginLimiter
+	// AccountLimiter counts failed logins per account, beside the
+	// per-source Limiter: many sources cannot guess one password.
+	AccountLimiter *iam.LoginLimiter
+	Registry       *prometheus.Registry
+	Now            func() time.Time
 	// ClusterRelease answers the release set's running release and
 	// AdmissionRelease the release joiners are admitted on (/version).
 	ClusterRelease   func() string
@@ -56,6 +59,9 @@ func New(d Deps) *API {
 	}
 	if d.Limiter == nil {
 		d.Limiter = iam.NewLoginLimiter(5, time.Minute)
+	}
+	if d.AccountLimiter == nil {
+		d.AccountLimiter = iam.NewLoginLimiter(10, 15*time.Minute)
 	}
 	if d.Startup == nil {
 		d.Startup = NewStartup()

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -18,7 +19,8 @@ func (a *API) mountIAM() {
 	m.handle(Route{Method: "GET", Path: "/v1/auth/self", Summary: "The caller: its subject and the actions its policy allows on each resource collection (what a console may offer).", Auth: "bearer"}, a.self)
 	m.handle(Route{Method: "POST", Path: "/v1/iam/tokens", Summary: "Create an API token with an identity policy.", Action: "iam:CreateToken", Auth: "bearer"}, a.createAPIToken)
 	m.handle(Route{Method: "GET", Path: "/v1/iam/tokens", Summary: "List API tokens (no secrets).", Action: "iam:ListTokens", Auth: "bearer"}, a.listAPITokens)
-	m.handle(Route{Method: "DELETE", Path: "/v1/iam/tokens/:tokenId", Summary: "Revoke an API token.", Action: "iam:RevokeToken", Auth: "bearer"}, a.revokeAPIToken)
+	m.handle(Route{Method: "DELETE", Path: "/v1/iam/tokens/:tokenId", Summary: "Revoke an API token and every token made under it.", Action: "iam:RevokeToken", Auth: "bearer"}, a.revokeAPIToken)
+	a.mountSessions()
 }
 
 // passwordChecks bounds concurrent argon2id verifications.
@@ -29,19 +31,18 @@ type loginRequest struct {
 	Password string `json:"password"`
 }
 
-func (a *API) login(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	source, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		source = r.RemoteAddr
-	}
-	if ok, wait := a.Limiter.Allow(source, a.Now()); !ok {
-		e := apierr.New(apierr.TooManyRequests, "too many login attempts from this address; try again later")
-		e.RetryAfter = int(wait/time.Second) + 1
-		return e
-	}
-	var req loginRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
+func tooMany(wait time.Duration, format string) error {
+	e := apierr.New(apierr.TooManyRequests, "%s", format)
+	e.RetryAfter = int(wait/time.Second) + 1
+	return e
+}
+
+// checkPassword verifies email's password, limited per account: only
+// failures count, so the rightful user is not slowed by the limiter.
+func (a *API) checkPassword(r *http.Request, email, password string) (iam.User, error) {
+	account := "account:" + strings.ToLower(email)
+	if ok, wait := a.AccountLimiter.Check(account, a.Now()); !ok {
+		return iam.User{}, tooMany(wait, "too many failed logins for this account; try again later")
 	}
 	// The argon2id check (64 MiB, tens of ms) runs outside the write
 	// transaction and at most two at a time, so a flood of logins neither
@@ -49,15 +50,34 @@ func (a *API) login(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 	select {
 	case passwordChecks <- struct{}{}:
 	case <-r.Context().Done():
-		return r.Context().Err()
+		return iam.User{}, r.Context().Err()
 	}
 	var u iam.User
-	err = a.DB.View(func(tx *store.Tx) error {
+	err := a.DB.View(func(tx *store.Tx) error {
 		var err error
-		u, err = iam.CheckLogin(tx, req.Email, req.Password)
+		u, err = iam.CheckLogin(tx, email, password)
 		return err
 	})
 	<-passwordChecks
+	if apierr.CodeOf(err) == apierr.Unauthenticated {
+		a.AccountLimiter.Fail(account, a.Now())
+	}
+	return u, err
+}
+
+func (a *API) login(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	source, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		source = r.RemoteAddr
+	}
+	if ok, wait := a.Limiter.Allow(source, a.Now()); !ok {
+		return tooMany(wait, "too many login attempts from this address; try again later")
+	}
+	var req loginRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	u, err := a.checkPassword(r, req.Email, req.Password)
 	if err != nil {
 		return err
 	}
@@ -99,11 +119,12 @@ func (a *API) createAPIToken(w http.ResponseWriter, r *http.Request, _ httproute
 }
 
 func (a *API) listAPITokens(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	if _, err := a.authorize(r, "iam:ListTokens", iam.Resource(iam.ResIAMToken, "*")); err != nil {
+	p, err := a.authorize(r, "iam:ListTokens", iam.Resource(iam.ResIAMToken, "*"))
+	if err != nil {
 		return err
 	}
 	var list []iam.TokenView
-	err := a.DB.View(func(tx *store.Tx) error {
+	err = a.DB.View(func(tx *store.Tx) error {
 		var err error
 		list, err = iam.ListTokens(tx)
 		return err
@@ -111,6 +132,7 @@ func (a *API) listAPITokens(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err != nil {
 		return err
 	}
+	list = iam.Visible(p, list, "iam:ListTokens", func(t iam.TokenView) string { return iam.Resource(iam.ResIAMToken, t.ID) })
 	writeJSON(w, http.StatusOK, map[string]any{"tokens": list})
 	return nil
 }

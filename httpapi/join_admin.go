@@ -41,13 +41,15 @@ func MountJoinAdmin(svc *join.Service) func(*API) {
 			})
 		m.handle(Route{Method: "GET", Path: "/v1/admin/join/tokens", Summary: "List join tokens (no secrets).", Action: "join:ListJoinTokens", Auth: "bearer"},
 			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-				if _, err := a.authorize(r, "join:ListJoinTokens", tokens); err != nil {
+				p, err := a.authorize(r, "join:ListJoinTokens", tokens)
+				if err != nil {
 					return err
 				}
 				list, err := svc.ListTokens()
 				if err != nil {
 					return err
 				}
+				list = iam.Visible(p, list, "join:ListJoinTokens", func(t join.TokenView) string { return iam.Resource(iam.ResJoinToken, t.TokenID) })
 				writeJSON(w, http.StatusOK, map[string]any{"tokens": list})
 				return nil
 			})
@@ -66,7 +68,8 @@ func MountJoinAdmin(svc *join.Service) func(*API) {
 			})
 		m.handle(Route{Method: "GET", Path: "/v1/admin/join/registrations", Summary: "List registrations (state= filters); with index (from an earlier answer) and wait (seconds, at most 60) it holds until the list differs from that index.", Action: "join:ListRegistrations", Auth: "bearer"},
 			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-				if _, err := a.authorize(r, "join:ListRegistrations", iam.Resource(iam.ResJoinRegistration, "*")); err != nil {
+				p, err := a.authorize(r, "join:ListRegistrations", iam.Resource(iam.ResJoinRegistration, "*"))
+				if err != nil {
 					return err
 				}
 				wait, state, err := waitParams(r)
@@ -78,6 +81,7 @@ func MountJoinAdmin(svc *join.Service) func(*API) {
 				if err != nil {
 					return err
 				}
+				list = iam.Visible(p, list, "join:ListRegistrations", func(v join.OperatorView) string { return iam.Resource(iam.ResJoinRegistration, v.JoinID) })
 				writeJSON(w, http.StatusOK, map[string]any{"registrations": list, "index": index})
 				return nil
 			})
@@ -142,13 +146,15 @@ func MountJoinAdmin(svc *join.Service) func(*API) {
 		}
 		m.handle(Route{Method: "GET", Path: "/v1/admin/cluster/members", Summary: "The members and the current membership generation.", Action: "cluster:ListMembers", Auth: "bearer"},
 			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-				if _, err := a.authorize(r, "cluster:ListMembers", iam.Resource(iam.ResMember, "*")); err != nil {
+				p, err := a.authorize(r, "cluster:ListMembers", iam.Resource(iam.ResMember, "*"))
+				if err != nil {
 					return err
 				}
 				v, err := svc.Members()
 				if err != nil {
 					return err
 				}
+				v.Members = iam.Visible(p, v.Members, "cluster:ListMembers", func(m join.MemberView) string { return iam.Resource(iam.ResMember, m.NodeID) })
 				writeJSON(w, http.StatusOK, v)
 				return nil
 			})

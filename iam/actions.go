@@ -16,6 +16,7 @@ const (
 	ResRelease          ResourceType = "release"
 	ResNode             ResourceType = "node"
 	ResIAMToken         ResourceType = "iam-token"
+	ResIAMSession       ResourceType = "iam-session"
 	ResAudit            ResourceType = "audit"
 )
 
@@ -37,6 +38,8 @@ var Actions = map[string]ResourceType{
 	"iam:CreateToken":           ResIAMToken,
 	"iam:ListTokens":            ResIAMToken,
 	"iam:RevokeToken":           ResIAMToken,
+	"iam:ListSessions":          ResIAMSession,
+	"iam:RevokeSession":         ResIAMSession,
 	"audit:ReadAudit":           ResAudit,
 }
 

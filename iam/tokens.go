@@ -18,12 +18,19 @@ const (
 
 // Token is a stored bearer token; the secret itself is kept only hashed.
 type Token struct {
-	ID        string    `json:"tokenId"`
-	Name      string    `json:"name"`
-	Kind      string    `json:"kind"`
-	Subject   string    `json:"subject"`
-	Policy    Policy    `json:"policy"`
-	Hash      string    `json:"hash"`
+	ID      string `json:"tokenId"`
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Subject string `json:"subject"` // the user the token acts for
+	Policy  Policy `json:"policy"`
+	Hash    string `json:"hash"`
+	// Parent is the token (session or API token) that created this one;
+	// empty for a root: a login session, or a token made before parents
+	// were recorded. Revoking a token revokes every descendant.
+	Parent string `json:"parent,omitempty"`
+	// CreatedBy is the acting principal that made it ("session:<id>",
+	// "token:<id>", "user:<email>").
+	CreatedBy string    `json:"createdBy,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
 	RevokedAt time.Time `json:"revokedAt,omitzero"`
@@ -36,6 +43,8 @@ type TokenView struct {
 	Kind      string    `json:"kind"`
 	Subject   string    `json:"subject"`
 	Policy    Policy    `json:"policy"`
+	Parent    string    `json:"parent,omitempty"`
+	CreatedBy string    `json:"createdBy,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
 	Revoked   bool      `json:"revoked"`
@@ -43,7 +52,15 @@ type TokenView struct {
 
 // View hides the hash.
 func (t Token) View() TokenView {
-	return TokenView{ID: t.ID, Name: t.Name, Kind: t.Kind, Subject: t.Subject, Policy: t.Policy, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Revoked: !t.RevokedAt.IsZero()}
+	return TokenView{ID: t.ID, Name: t.Name, Kind: t.Kind, Subject: t.Subject, Policy: t.Policy, Parent: t.Parent, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Revoked: !t.RevokedAt.IsZero()}
+}
+
+// Actor names the token as the audit log names an acting principal.
+func (t Token) Actor() string {
+	if t.Kind == KindSession {
+		return "session:" + t.ID
+	}
+	return "token:" + t.ID
 }
 
 // tokenPrefix marks stratum API bearer tokens: sat1.<id>.<secret>.
@@ -62,9 +79,17 @@ func issueToken(tx *store.Tx, t Token) (string, Token, error) {
 
 // Principal is who a request acts as.
 type Principal struct {
+	// Subject is the acting principal as the audit log names it:
+	// "session:<id>", "token:<id>", "user:<email>" or "node:<id>".
 	Subject string
+	// User is the email of the user behind a session or token.
+	User    string
 	TokenID string
+	Kind    string
 	Policy  Policy
+	// ExpiresAt bounds what the principal may create; zero is unbounded
+	// (internal callers only: every bearer has an expiry).
+	ExpiresAt time.Time
 }
 
 // Authenticate resolves a bearer token; every failure is the same
@@ -88,7 +113,7 @@ func Authenticate(tx *store.Tx, bearer string, now time.Time) (Principal, error)
 	if !crypto.TokenMatches(bearer, t.Hash) || !t.RevokedAt.IsZero() || !now.Before(t.ExpiresAt) {
 		return Principal{}, fail
 	}
-	return Principal{Subject: t.Subject, TokenID: t.ID, Policy: t.Policy}, nil
+	return Principal{Subject: t.Actor(), User: t.Subject, TokenID: t.ID, Kind: t.Kind, Policy: t.Policy, ExpiresAt: t.ExpiresAt}, nil
 }
 
 // Authorize checks p may perform action on resource.
@@ -112,13 +137,13 @@ func CreateToken(tx *store.Tx, by Principal, req CreateTokenRequest, now time.Ti
 	if req.Name == "" || len(req.Name) > 128 {
 		f.Add("name", "required, at most 128 characters")
 	}
-	ttl := 30 * 24 * time.Hour
+	expires := now.Add(30 * 24 * time.Hour)
 	if req.TTL != "" {
 		d, err := time.ParseDuration(req.TTL)
 		if err != nil || d <= 0 || d > 366*24*time.Hour {
 			f.Add("ttl", "a duration such as 24h, at most 8784h")
 		} else {
-			ttl = d
+			expires = now.Add(d)
 		}
 	}
 	if len(req.Policy) == 0 {
@@ -131,11 +156,28 @@ func CreateToken(tx *store.Tx, by Principal, req CreateTokenRequest, now time.Ti
 	if err != nil {
 		return "", TokenView{}, err
 	}
-	secret, t, err := issueToken(tx, Token{Name: req.Name, Kind: KindAPI, Subject: by.Subject, Policy: pol, CreatedAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC()})
+	if err := WithinPolicy(pol, by.Policy); err != nil {
+		return "", TokenView{}, err
+	}
+	if !by.ExpiresAt.IsZero() && expires.After(by.ExpiresAt) {
+		if req.TTL != "" {
+			return "", TokenView{}, apierr.New(apierr.Forbidden, "the new token would outlive the calling token, which expires at %s: ask for a shorter ttl", by.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		expires = by.ExpiresAt // the default lifetime shrinks to the caller's
+	}
+	user := by.User
+	if user == "" {
+		user = by.Subject
+	}
+	secret, t, err := issueToken(tx, Token{Name: req.Name, Kind: KindAPI, Subject: user, Policy: pol, Parent: by.TokenID, CreatedBy: by.Subject, CreatedAt: now.UTC(), ExpiresAt: expires.UTC()})
 	if err != nil {
 		return "", TokenView{}, err
 	}
-	if err := tx.Audit("iam.token.created", by.Subject, t.ID, map[string]string{"name": t.Name}); err != nil {
+	data := map[string]string{"name": t.Name, "user": user}
+	if t.Parent != "" {
+		data["parent"] = t.Parent
+	}
+	if err := tx.Audit("iam.token.created", by.Subject, t.ID, data); err != nil {
 		return "", TokenView{}, err
 	}
 	return secret, t.View(), nil
@@ -143,13 +185,13 @@ func CreateToken(tx *store.Tx, by Principal, req CreateTokenRequest, now time.Ti
 
 // ListTokens lists API tokens (sessions excluded).
 func ListTokens(tx *store.Tx) ([]TokenView, error) {
+	return listKind(tx, KindAPI)
+}
+
+func listKind(tx *store.Tx, kind string) ([]TokenView, error) {
 	out := []TokenView{}
-	err := tx.ForEach(bucketTokens, func(_ string, raw []byte) error {
-		var t Token
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return err
-		}
-		if t.Kind == KindAPI {
+	err := forEachToken(tx, func(t Token) error {
+		if t.Kind == kind {
 			out = append(out, t.View())
 		}
 		return nil
@@ -170,9 +212,5 @@ func RevokeToken(tx *store.Tx, by Principal, id string, now time.Time) error {
 	if !t.RevokedAt.IsZero() {
 		return apierr.New(apierr.Conflict, "token %s is already revoked", id)
 	}
-	t.RevokedAt = now.UTC()
-	if err := tx.PutJSON(bucketTokens, id, t); err != nil {
-		return err
-	}
-	return tx.Audit("iam.token.revoked", by.Subject, id, nil)
+	return revokeWithDescendants(tx, by.Subject, t, "iam.token.revoked", now)
 }

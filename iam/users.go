@@ -60,7 +60,7 @@ func StartSession(tx *store.Tx, u User, now time.Time) (string, time.Time, error
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	return secret, t.ExpiresAt, tx.Audit("iam.login", u.Email, t.ID, nil)
+	return secret, t.ExpiresAt, tx.Audit("iam.login", "user:"+u.Email, t.ID, nil)
 }
 
 // PurgeExpiredSessions deletes session tokens past their expiry.

@@ -1,0 +1,115 @@
+package iam
+
+import (
+	"strconv"
+	"time"
+
+	"stratum/apierr"
+	"stratum/store"
+)
+
+// ListSessions lists the login sessions that have not expired, without
+// their secrets.
+func ListSessions(tx *store.Tx, now time.Time) ([]TokenView, error) {
+	all, err := listKind(tx, KindSession)
+	live := all[:0]
+	for _, s := range all {
+		if now.Before(s.ExpiresAt) {
+			live = append(live, s)
+		}
+	}
+	return live, err
+}
+
+// RevokeSession ends the session id and every token made under it.
+func RevokeSession(tx *store.Tx, by Principal, id string, now time.Time) error {
+	var t Token
+	found, err := tx.GetJSON(bucketTokens, id, &t)
+	if err != nil {
+		return err
+	}
+	if !found || t.Kind != KindSession || !now.Before(t.ExpiresAt) {
+		return apierr.New(apierr.NotFound, "no live session %s", id)
+	}
+	if !t.RevokedAt.IsZero() {
+		return apierr.New(apierr.Conflict, "session %s has already ended", id)
+	}
+	return revokeWithDescendants(tx, by.Subject, t, "iam.session.revoked", now)
+}
+
+// Logout ends the caller's own session.
+func Logout(tx *store.Tx, by Principal, now time.Time) error {
+	if by.Kind != KindSession {
+		return apierr.New(apierr.Forbidden, "logout ends a login session; an API token is revoked with DELETE /v1/iam/tokens/{tokenId}")
+	}
+	var t Token
+	found, err := tx.GetJSON(bucketTokens, by.TokenID, &t)
+	if err != nil {
+		return err
+	}
+	if !found || !t.RevokedAt.IsZero() {
+		return apierr.New(apierr.Unauthenticated, "missing, expired or invalid bearer token")
+	}
+	return revokeWithDescendants(tx, by.Subject, t, "iam.logout", now)
+}
+
+// PasswordChange is the body of POST /v1/auth/password.
+type PasswordChange struct {
+	CurrentPassword string `json:"currentPassword"`
+	NewPassword     string `json:"newPassword"`
+}
+
+// MinPasswordLength is the shortest password a user may choose.
+const MinPasswordLength = 12
+
+// Validate lists every problem of the request; the current password is
+// checked later, against the stored hash.
+func (c PasswordChange) Validate(by Principal) error {
+	if by.Kind != KindSession {
+		return apierr.New(apierr.Forbidden, "a password is changed from a login session, not with an API token")
+	}
+	var f apierr.Fields
+	if c.CurrentPassword == "" {
+		f.Add("currentPassword", "required")
+	}
+	if len(c.NewPassword) < MinPasswordLength || len(c.NewPassword) > 1024 {
+		f.Add("newPassword", "from %d to 1024 characters", MinPasswordLength)
+	} else if c.NewPassword == c.CurrentPassword {
+		f.Add("newPassword", "must differ from the current password")
+	}
+	return f.Err("the password change has problems")
+}
+
+// SetPassword stores newHash for the caller's user, whose current password
+// was checked against checked (the user as read then), and ends every
+// other session of that user. A password changed in between is refused.
+func SetPassword(tx *store.Tx, by Principal, checked User, newHash string, now time.Time) error {
+	var u User
+	found, err := tx.GetJSON(bucketUsers, checked.Email, &u)
+	if err != nil {
+		return err
+	}
+	if !found || u.PasswordHash != checked.PasswordHash {
+		return apierr.New(apierr.Conflict, "the password changed while this request was checked; try again")
+	}
+	u.PasswordHash = newHash
+	if err := tx.PutJSON(bucketUsers, u.Email, u); err != nil {
+		return err
+	}
+	var others []Token
+	err = forEachToken(tx, func(t Token) error {
+		if t.Kind == KindSession && t.Subject == u.Email && t.ID != by.TokenID && t.RevokedAt.IsZero() && now.Before(t.ExpiresAt) {
+			others = append(others, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, t := range others {
+		if err := revokeWithDescendants(tx, by.Subject, t, "iam.session.revoked", now); err != nil {
+			return err
+		}
+	}
+	return tx.Audit("iam.password.changed", by.Subject, "user:"+u.Email, map[string]string{"sessionsEnded": strconv.Itoa(len(others))})
+}
