@@ -1,7 +1,9 @@
 package crypto
 
 import (
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -93,4 +95,11 @@ func (k *DataKey) Open(ct, ad []byte) ([]byte, error) {
 		return nil, errors.New("sealed value does not open under this data key")
 	}
 	return pt, nil
+}
+
+// DeriveKey returns a 32-byte subkey of the data key for one purpose
+// (HKDF-SHA256, the purpose as info), so a key used for MACs is never the
+// key used for sealing.
+func (k *DataKey) DeriveKey(purpose string) ([]byte, error) {
+	return hkdf.Key(sha256.New, k.key, nil, "stratum "+purpose, 32)
 }

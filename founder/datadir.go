@@ -129,3 +129,13 @@ func InitWithKey(d DataDir, cfg cluster.Config, dev bool, ks KeySource, now time
 	res.CredentialsPath = d.Credentials()
 	return res, nil
 }
+
+// VerifyAudit checks the audit chain of a store no founder holds: the
+// links are keyed, so it needs the data key.
+func (d DataDir) VerifyAudit() (int, error) {
+	key, err := crypto.LoadOrCreateDataKey(d.DataKey(), false)
+	if err != nil {
+		return 0, err
+	}
+	return store.VerifyAuditFile(d.DB(), key)
+}

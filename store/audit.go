@@ -2,14 +2,22 @@ package store
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
+
+// auditHeadKey (in the meta bucket, sealed under the data key) holds the
+// newest event's sequence and link: removing the newest events, or the
+// whole bucket, no longer leaves a chain that verifies.
+const auditHeadKey = "auditHead"
 
 // AuditEvent is one state change. Data never holds a secret.
 type AuditEvent struct {
@@ -19,10 +27,48 @@ type AuditEvent struct {
 	Actor   string            `json:"actor,omitempty"`
 	Subject string            `json:"subject,omitempty"`
 	Data    map[string]string `json:"data,omitempty"`
-	// Prev is the SHA-256 of the previous event's stored bytes, so editing
-	// or removing any event breaks every link after it.
+	// Prev is the HMAC-SHA256, under a key derived from the data key, of
+	// the previous event's stored bytes (zeros for the first event): an
+	// attacker with the file but not the key can neither edit an event
+	// nor recompute the links after it.
 	Prev string `json:"prev"`
 }
+
+type auditHead struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
+}
+
+// keyDeriver is a Sealer that derives subkeys (the data key does).
+type keyDeriver interface {
+	DeriveKey(purpose string) ([]byte, error)
+}
+
+var errAuditNeedsKey = errors.New("store: the audit chain is keyed by the data key; open the store with it")
+
+func (db *DB) auditKey() ([]byte, error) {
+	d, ok := db.sealer.(keyDeriver)
+	if !ok {
+		return nil, errAuditNeedsKey
+	}
+	return d.DeriveKey("audit chain v1")
+}
+
+func hmacLink(key []byte) func(prev []byte) []byte {
+	return func(prev []byte) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write(prev)
+		return m.Sum(nil)
+	}
+}
+
+// sha256Link is the link of the first build's unkeyed chain.
+func sha256Link(prev []byte) []byte {
+	sum := sha256.Sum256(prev)
+	return sum[:]
+}
+
+var genesis = make([]byte, sha256.Size)
 
 func seqKey(n uint64) []byte {
 	var k [8]byte
@@ -30,16 +76,20 @@ func seqKey(n uint64) []byte {
 	return k[:]
 }
 
-// Audit appends an event to the chain inside tx.
+// Audit appends an event to the chain inside tx and moves the sealed head.
 func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
-	prev := make([]byte, sha256.Size)
+	key, err := tx.db.auditKey()
+	if err != nil {
+		return err
+	}
+	link := hmacLink(key)
+	prev := genesis
 	k, v, err := tx.kv.last(AuditBucket.Name())
 	if err != nil {
 		return err
 	}
 	if k != nil {
-		sum := sha256.Sum256(v)
-		prev = sum[:]
+		prev = link(v)
 	}
 	seq, err := tx.kv.nextSequence(AuditBucket.Name())
 	if err != nil {
@@ -50,7 +100,14 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 	if err != nil {
 		return err
 	}
-	return tx.kv.put(AuditBucket.Name(), seqKey(seq), raw)
+	if err := tx.kv.put(AuditBucket.Name(), seqKey(seq), raw); err != nil {
+		return err
+	}
+	head, err := json.Marshal(auditHead{Seq: seq, Hash: hex.EncodeToString(link(raw))})
+	if err != nil {
+		return err
+	}
+	return tx.PutSealed(metaBucket, auditHeadKey, head)
 }
 
 // AuditEvents returns events with seq > after, at most limit of them.
@@ -75,31 +132,164 @@ func (db *DB) AuditEvents(after uint64, limit int) ([]AuditEvent, error) {
 	return out, err
 }
 
-// VerifyAudit walks the whole chain and reports the first broken link.
+// chainEnd is where a walk of the chain stopped.
+type chainEnd struct {
+	events  int
+	lastSeq uint64
+	last    []byte // the newest event's stored bytes
+}
+
+// walkChain checks every link of the chain in tx with link and reports
+// the first break.
+func walkChain(tx *Tx, link func(prev []byte) []byte) (chainEnd, error) {
+	var end chainEnd
+	prev := genesis
+	err := tx.kv.scan(AuditBucket.Name(), nil, func(k, v []byte) (bool, error) {
+		var ev AuditEvent
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return false, fmt.Errorf("audit event %d does not decode: %w", binary.BigEndian.Uint64(k), err)
+		}
+		if !bytes.Equal(k, seqKey(ev.Seq)) {
+			return false, fmt.Errorf("audit event %d is stored under key %d", ev.Seq, binary.BigEndian.Uint64(k))
+		}
+		if ev.Seq != end.lastSeq+1 {
+			return false, fmt.Errorf("audit chain skips from event %d to %d", end.lastSeq, ev.Seq)
+		}
+		if ev.Prev != hex.EncodeToString(prev) {
+			return false, fmt.Errorf("audit event %d does not chain to event %d: the log was altered", ev.Seq, end.lastSeq)
+		}
+		prev = link(v)
+		end.lastSeq, end.last = ev.Seq, append(end.last[:0], v...)
+		end.events++
+		return true, nil
+	})
+	return end, err
+}
+
+// VerifyAudit walks the whole chain with the data key and checks its end
+// against the sealed head; it reports the first problem.
 func (db *DB) VerifyAudit() (events int, err error) {
+	key, err := db.auditKey()
+	if err != nil {
+		return 0, err
+	}
 	err = db.View(func(tx *Tx) error {
-		prev := make([]byte, sha256.Size)
-		var lastSeq uint64
-		return tx.kv.scan(AuditBucket.Name(), nil, func(k, v []byte) (bool, error) {
-			var ev AuditEvent
-			if err := json.Unmarshal(v, &ev); err != nil {
-				return false, fmt.Errorf("audit event %d does not decode: %w", binary.BigEndian.Uint64(k), err)
+		if v := schemaOf(tx); v < keyedAuditSchema {
+			return fmt.Errorf("the audit chain predates keyed links (schema %d): start the founder once to migrate it", v)
+		}
+		end, err := walkChain(tx, hmacLink(key))
+		events = end.events
+		if err != nil {
+			return err
+		}
+		raw, found, err := tx.GetSealed(metaBucket, auditHeadKey)
+		if err != nil {
+			return fmt.Errorf("the audit head: %w", err)
+		}
+		if !found {
+			if end.events > 0 {
+				return errors.New("the sealed audit head is missing: the log's end cannot be checked (was it removed?)")
 			}
-			if !bytes.Equal(k, seqKey(ev.Seq)) {
-				return false, fmt.Errorf("audit event %d is stored under key %d", ev.Seq, binary.BigEndian.Uint64(k))
+			if holdsData(tx) {
+				return errors.New("the audit log and its sealed head are missing from an initialized store: the log was removed")
 			}
-			if ev.Seq != lastSeq+1 {
-				return false, fmt.Errorf("audit chain skips from event %d to %d", lastSeq, ev.Seq)
-			}
-			if ev.Prev != hex.EncodeToString(prev) {
-				return false, fmt.Errorf("audit event %d does not chain to event %d: the log was altered", ev.Seq, lastSeq)
-			}
-			sum := sha256.Sum256(v)
-			prev = sum[:]
-			lastSeq = ev.Seq
-			events++
-			return true, nil
-		})
+			return nil // a store nothing was written to yet
+		}
+		var head auditHead
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return fmt.Errorf("the audit head does not decode: %w", err)
+		}
+		if end.events == 0 {
+			return fmt.Errorf("the audit head names event %d but the audit bucket is missing or empty: the log was removed", head.Seq)
+		}
+		if head.Seq != end.lastSeq {
+			return fmt.Errorf("the audit head names event %d but the chain ends at event %d: the newest events were removed", head.Seq, end.lastSeq)
+		}
+		if head.Hash != hex.EncodeToString(hmacLink(key)(end.last)) {
+			return fmt.Errorf("audit event %d does not match the sealed head: the log was altered", end.lastSeq)
+		}
+		return nil
 	})
 	return events, err
+}
+
+// holdsData reports whether any declared bucket but meta and audit has a
+// key: the store was initialized, so its audit log cannot be empty.
+func holdsData(tx *Tx) bool {
+	for _, name := range DeclaredBuckets() {
+		if name == metaBucket.Name() || name == AuditBucket.Name() {
+			continue
+		}
+		found := false
+		_ = tx.kv.scan(name, nil, func(_, _ []byte) (bool, error) { found = true; return false, nil })
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+// VerifyAuditFile verifies the chain of a store no process holds, opened
+// read-only, under the data key.
+func VerifyAuditFile(path string, key Sealer) (int, error) {
+	db, err := OpenReadOnly(path)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	db.sealer = key
+	return db.VerifyAudit()
+}
+
+// keyedAuditSchema is the schema from which the chain is keyed.
+const keyedAuditSchema = 3
+
+func init() {
+	AddMigration(Migration{Version: keyedAuditSchema, Name: "keyed audit chain", Apply: keyAuditChain})
+}
+
+// keyAuditChain relinks an unkeyed (plain SHA-256) chain with HMAC links,
+// once, and marks it with an event saying whether the old chain was
+// intact. A store with no events has nothing to relink.
+func keyAuditChain(tx *Tx) error {
+	type kv struct{ k, v []byte }
+	var events []kv
+	err := tx.kv.scan(AuditBucket.Name(), nil, func(k, v []byte) (bool, error) {
+		events = append(events, kv{append([]byte(nil), k...), append([]byte(nil), v...)})
+		return true, nil
+	})
+	if err != nil || len(events) == 0 {
+		return err
+	}
+	key, err := tx.db.auditKey()
+	if err != nil {
+		return err
+	}
+	old := "intact"
+	end, err := walkChain(tx, sha256Link)
+	if err != nil {
+		old = "broken: " + err.Error()
+	}
+	link := hmacLink(key)
+	prev := genesis
+	for _, e := range events {
+		var ev AuditEvent
+		if err := json.Unmarshal(e.v, &ev); err != nil {
+			// An undecodable event stays as it is: verify names it.
+			prev = link(e.v)
+			continue
+		}
+		ev.Prev = hex.EncodeToString(prev)
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		if err := tx.kv.put(AuditBucket.Name(), e.k, raw); err != nil {
+			return err
+		}
+		prev = link(raw)
+	}
+	return tx.Audit("audit.chain.keyed", "stratum", AuditBucket.Name(), map[string]string{
+		"events": strconv.Itoa(len(events)), "previousChain": old, "previousIntactThrough": strconv.FormatUint(end.lastSeq, 10),
+	})
 }

@@ -23,6 +23,7 @@ import (
 
 	// The whole schema: the restored backup carries every domain's
 	// migrations, and a store refuses a schema newer than what is linked.
+	"stratum/crypto"
 	_ "stratum/founder"
 	"stratum/internal/stratumtest"
 	"stratum/store"
@@ -1060,7 +1061,11 @@ func (h *harness) checkBackup(b backupRun) {
 		return
 	}
 	defer db.Close()
-	n, err := db.VerifyAudit()
+	key, err := crypto.LoadOrCreateDataKey(filepath.Join(h.dir, "data.key"), false)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	n, err := store.VerifyAuditFile(restored, key)
 	h.check(err == nil, "backup %s: audit chain broken after %d events: %v", b.out, n, err)
 	var missing []string
 	_ = db.View(func(tx *store.Tx) error {
