@@ -208,6 +208,8 @@ func mustJSON(v any) string {
 // the method's usual one (Route carries no status of its own).
 var successStatus = map[string][]string{
 	"POST /v1/iam/tokens":                               {"201"},
+	"POST /v1/auth/logout":                              {"204"},
+	"POST /v1/auth/password":                            {"204"},
 	"POST /v1/admin/join/tokens":                        {"201"},
 	"POST /v1/admin/releases":                           {"201"},
 	"POST /v1/join/registrations":                       {"200", "201"},
@@ -220,6 +222,9 @@ var successStatus = map[string][]string{
 // parameters and method imply.
 var extraErrors = map[string][]string{
 	"POST /v1/auth/login":                               {"401", "429"},
+	"POST /v1/auth/logout":                              {"403"},
+	"POST /v1/auth/password":                            {"403", "409", "429"},
+	"DELETE /v1/iam/sessions/:sessionId":                {"409"},
 	"DELETE /v1/iam/tokens/:tokenId":                    {"409"},
 	"DELETE /v1/admin/join/tokens/:tokenId":             {"409"},
 	"POST /v1/join/registrations":                       {"409"},
@@ -262,11 +267,15 @@ var requestSchemas = map[string]map[string]any{
 		"type": "object", "additionalProperties": false, "required": []string{"email", "password"},
 		"properties": map[string]any{"email": map[string]any{"type": "string"}, "password": map[string]any{"type": "string", "format": "password"}},
 	},
+	"POST /v1/auth/password": {
+		"type": "object", "additionalProperties": false, "required": []string{"currentPassword", "newPassword"},
+		"properties": map[string]any{"currentPassword": map[string]any{"type": "string", "format": "password"}, "newPassword": map[string]any{"type": "string", "format": "password", "minLength": 12, "maxLength": 1024}},
+	},
 	"POST /v1/iam/tokens": {
 		"type": "object", "additionalProperties": false, "required": []string{"name", "policy"},
 		"properties": map[string]any{
 			"name":   map[string]any{"type": "string", "maxLength": 128},
-			"ttl":    map[string]any{"type": "string", "description": "A Go duration such as 24h; default 720h, at most 8784h."},
+			"ttl":    map[string]any{"type": "string", "description": "A Go duration such as 24h; default 720h, at most 8784h; never past the calling token's own expiry."},
 			"policy": map[string]any{"$ref": "#/components/schemas/Policy"},
 		},
 	},

@@ -144,7 +144,7 @@ func TestParsePolicyRefusesAmbiguousKeys(t *testing.T) {
 
 func TestActionCatalog(t *testing.T) {
 	// SPEC sections 8 and 10 list exactly these actions.
-	want := []string{"join:CreateJoinToken", "join:ListJoinTokens", "join:RevokeJoinToken", "join:ListRegistrations", "join:GetRegistration", "join:ApproveNodeJoin", "join:RejectNodeJoin", "join:CancelNodeJoin", "cluster:ListMembers", "upgrade:DescribeRelease", "upgrade:RecordRelease", "upgrade:ImportRelease", "upgrade:SetClusterRelease", "iam:CreateToken", "iam:ListTokens", "iam:RevokeToken", "audit:ReadAudit"}
+	want := []string{"iam:ListSessions", "iam:RevokeSession", "join:CreateJoinToken", "join:ListJoinTokens", "join:RevokeJoinToken", "join:ListRegistrations", "join:GetRegistration", "join:ApproveNodeJoin", "join:RejectNodeJoin", "join:CancelNodeJoin", "cluster:ListMembers", "upgrade:DescribeRelease", "upgrade:RecordRelease", "upgrade:ImportRelease", "upgrade:SetClusterRelease", "iam:CreateToken", "iam:ListTokens", "iam:RevokeToken", "audit:ReadAudit"}
 	if len(Actions) != len(want) {
 		t.Errorf("catalog has %d actions, spec lists %d", len(Actions), len(want))
 	}
@@ -330,7 +330,7 @@ func TestAuthenticate(t *testing.T) {
 				return err
 			})
 			if tc.ok {
-				if err != nil || p.TokenID != view.ID || p.Subject != admin.Subject || !p.Policy.Allows("upgrade:DescribeRelease", "release/*") {
+				if err != nil || p.TokenID != view.ID || p.Subject != "token:"+view.ID || p.User != admin.Subject || !p.Policy.Allows("upgrade:DescribeRelease", "release/*") {
 					t.Fatalf("Authenticate = %+v, %v", p, err)
 				}
 				return
@@ -535,7 +535,7 @@ func TestLogin(t *testing.T) {
 		}
 		_ = db.View(func(tx *store.Tx) error {
 			p, err := Authenticate(tx, tok, now)
-			if err != nil || p.Subject != "admin@stratum.local" || !p.Policy.Allows("iam:CreateToken", "iam-token/*") {
+			if err != nil || p.Subject != "session:"+p.TokenID || p.User != "admin@stratum.local" || p.Kind != KindSession || !p.Policy.Allows("iam:CreateToken", "iam-token/*") {
 				t.Errorf("session principal = %+v, %v", p, err)
 			}
 			return nil
