@@ -56,7 +56,7 @@ func CheckLogin(tx *store.Tx, email, password string) (User, error) {
 
 // StartSession issues a login token carrying the admin policy.
 func StartSession(tx *store.Tx, u User, now time.Time) (string, time.Time, error) {
-	secret, t, err := issueToken(tx, Token{Name: "login", Kind: KindSession, Subject: u.Email, Policy: AdminPolicy(), CreatedAt: now.UTC(), ExpiresAt: now.Add(SessionTTL).UTC()})
+	secret, t, err := issueToken(tx, Token{Name: "login", Kind: KindSession, Subject: u.Email, CreatedBy: "user:" + u.Email, Policy: AdminPolicy(), CreatedAt: now.UTC(), ExpiresAt: now.Add(SessionTTL).UTC()})
 	if err != nil {
 		return "", time.Time{}, err
 	}
