@@ -1,0 +1,88 @@
+package founder
+
+import (
+	"testing"
+
+	"stratum/join"
+)
+
+// Issue 10 item 10 (list filtering): a deny on one registration was
+// bypassed by listing the collection. Every list answers only the items
+// the caller may read.
+func TestTrust10_ListsAnswerOnlyReadableItems(t *testing.T) {
+	f := startFounder(t, nil, nil)
+	var jt1, jt2 join.CreatedToken
+	f.admin("POST", "/v1/admin/join/tokens", map[string]any{"role": "worker", "ttl": "1h", "uses": 2}, 201, &jt1)
+	f.admin("POST", "/v1/admin/join/tokens", map[string]any{"role": "worker", "ttl": "1h", "uses": 1}, 201, &jt2)
+	hidden, _ := register(t, f.newJoiner(), jt1.Token, "0.1.0", "192.0.2.31", 201)
+	shown, _ := register(t, f.newJoiner(), jt1.Token, "0.1.0", "192.0.2.32", 201)
+
+	var members join.MembersView
+	f.admin("GET", "/v1/admin/cluster/members", nil, 200, &members)
+	if len(members.Members) == 0 {
+		t.Fatal("no member to hide: the founder itself should be one")
+	}
+	hiddenMember := members.Members[0].NodeID
+
+	var created struct {
+		Token string `json:"token"`
+		ID    string `json:"tokenId"`
+	}
+	policy := map[string]any{"version": "2026-01-01", "statement": []any{
+		map[string]any{"effect": "allow", "action": []string{"join:ListRegistrations", "join:GetRegistration", "join:ListJoinTokens", "cluster:ListMembers", "iam:ListTokens", "iam:ListSessions"}, "resource": []string{"*"}},
+		map[string]any{"effect": "deny", "action": []string{"join:GetRegistration"}, "resource": []string{"join-registration/" + hidden.JoinID}},
+		map[string]any{"effect": "deny", "action": []string{"join:ListJoinTokens"}, "resource": []string{"join-token/" + jt2.TokenID}},
+		map[string]any{"effect": "deny", "action": []string{"cluster:ListMembers"}, "resource": []string{"member/" + hiddenMember}},
+		map[string]any{"effect": "deny", "action": []string{"iam:ListTokens", "iam:ListSessions"}, "resource": []string{"iam-token/tok-*", "iam-session/tok-*"}},
+	}}
+	f.admin("POST", "/v1/iam/tokens", map[string]any{"name": "scoped", "ttl": "1h", "policy": policy}, 201, &created)
+	c := f.adminCli
+
+	// The single read is refused, and so is the list's copy of it.
+	call(t, c, "GET", f.api+"/v1/admin/join/registrations/"+hidden.JoinID, created.Token, nil, 403, nil)
+	var regs struct {
+		Registrations []join.OperatorView `json:"registrations"`
+	}
+	call(t, c, "GET", f.api+"/v1/admin/join/registrations", created.Token, nil, 200, &regs)
+	var ids []string
+	for _, r := range regs.Registrations {
+		ids = append(ids, r.JoinID)
+	}
+	if len(ids) != 1 || ids[0] != shown.JoinID {
+		t.Fatalf("listed registrations %v, want only %s (not the denied %s)", ids, shown.JoinID, hidden.JoinID)
+	}
+	// The admin still sees both.
+	var all struct {
+		Registrations []join.OperatorView `json:"registrations"`
+	}
+	f.admin("GET", "/v1/admin/join/registrations", nil, 200, &all)
+	if len(all.Registrations) != 2 {
+		t.Fatalf("admin sees %d registrations, want 2", len(all.Registrations))
+	}
+
+	var toks struct {
+		Tokens []join.TokenView `json:"tokens"`
+	}
+	call(t, c, "GET", f.api+"/v1/admin/join/tokens", created.Token, nil, 200, &toks)
+	if len(toks.Tokens) != 1 || toks.Tokens[0].TokenID != jt1.TokenID {
+		t.Errorf("listed join tokens %+v, want only %s", toks.Tokens, jt1.TokenID)
+	}
+
+	var mv join.MembersView
+	call(t, c, "GET", f.api+"/v1/admin/cluster/members", created.Token, nil, 200, &mv)
+	for _, m := range mv.Members {
+		if m.NodeID == hiddenMember {
+			t.Errorf("denied member %s listed", hiddenMember)
+		}
+	}
+
+	// Lists of IAM tokens and sessions: every item denied, an empty list
+	// (never null, never the items).
+	for path, key := range map[string]string{"/v1/iam/tokens": "tokens", "/v1/iam/sessions": "sessions"} {
+		var raw map[string][]map[string]any
+		call(t, c, "GET", f.api+path, created.Token, nil, 200, &raw)
+		if v, ok := raw[key]; !ok || v == nil || len(v) != 0 {
+			t.Errorf("%s = %v, want %q: []", path, raw, key)
+		}
+	}
+}
