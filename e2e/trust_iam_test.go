@@ -237,6 +237,10 @@ func TestTrust06_SessionsListRevokeLogoutPassword(t *testing.T) {
 			t.Fatalf("the session list holds a secret or a hash: %s", raw)
 		}
 	}
+	cliArgs := []string{"--api", "https://" + f.api, "--ca-file", dir + "/ca.pem"}
+	if r := stratumEnv(t, []string{"STRATUM_TOKEN=" + s1}, append([]string{"sessions", "list"}, cliArgs...)...); r.code != 0 || !strings.Contains(r.stdout, sessionID(s3)) {
+		t.Errorf("stratum sessions list = %d %q %q", r.code, r.stdout, r.stderr)
+	}
 	// A token without iam:ListSessions is refused.
 	_, describe, _ := f.mint(s1, "1h", policyDoc(allow("upgrade:DescribeRelease")))
 	if status, _, _ := f.call("GET", "/v1/iam/sessions", describe.Token, nil); status != 403 {
@@ -315,6 +319,12 @@ func TestTrust06_SessionsListRevokeLogoutPassword(t *testing.T) {
 	}
 	if kinds["iam.logout"] != "session:"+sessionID(s4) || kinds["iam.password.changed"] != "session:"+sessionID(s1) || kinds["iam.session.revoked"] != "session:"+sessionID(s1) {
 		t.Errorf("audit actors = %v", kinds)
+	}
+	if r := stratumEnv(t, []string{"STRATUM_TOKEN=" + s1}, append([]string{"logout"}, cliArgs...)...); r.code != 0 {
+		t.Errorf("stratum logout = %d %q", r.code, r.stderr)
+	}
+	if status, _, _ := f.call("GET", "/v1/iam/tokens", s1, nil); status != 401 {
+		t.Errorf("session after stratum logout = %d, want 401", status)
 	}
 }
 
