@@ -87,5 +87,5 @@ func MigrateTokens(tx *store.Tx) error {
 			return err
 		}
 	}
-	return tx.Audit("iam.tokens.migrated", "stratum", bucketTokens, map[string]string{"tokens": strconv.Itoa(len(old)), "as": "roots owned by their creator"})
+	return tx.Audit("iam.tokens.migrated", "stratum", bucketTokens.Name(), map[string]string{"tokens": strconv.Itoa(len(old)), "as": "roots owned by their creator"})
 }

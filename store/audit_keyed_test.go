@@ -18,14 +18,14 @@ import (
 func writeFirstBuildStore(t *testing.T, path string, n int) {
 	t.Helper()
 	rawUpdate(t, path, func(tx *bolt.Tx) error {
-		meta, err := tx.CreateBucketIfNotExists([]byte(metaBucket))
+		meta, err := tx.CreateBucketIfNotExists([]byte(metaBucket.Name()))
 		if err != nil {
 			return err
 		}
 		if err := meta.Put([]byte("schema"), seqKey(1)); err != nil {
 			return err
 		}
-		b, err := tx.CreateBucketIfNotExists([]byte(AuditBucket))
+		b, err := tx.CreateBucketIfNotExists([]byte(AuditBucket.Name()))
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func TestTrust07_FirstBuildChainMigratedOnce(t *testing.T) {
 func TestTrust07_BrokenFirstBuildChainMarkedBroken(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "stratum.db")
 	writeFirstBuildStore(t, path, 3)
-	rawUpdate(t, path, func(tx *bolt.Tx) error { return tx.Bucket([]byte(AuditBucket)).Delete(seqKey(2)) })
+	rawUpdate(t, path, func(tx *bolt.Tx) error { return tx.Bucket([]byte(AuditBucket.Name())).Delete(seqKey(2)) })
 	db, err := Open(path, testKey(t))
 	if err != nil {
 		t.Fatal(err)
@@ -108,14 +108,14 @@ func TestTrust07_AuditTamperWithoutTheKey(t *testing.T) {
 		want   string
 	}{
 		{"remove the newest two events", func(tx *bolt.Tx) error {
-			b := tx.Bucket([]byte(AuditBucket))
+			b := tx.Bucket([]byte(AuditBucket.Name()))
 			if err := b.Delete(seqKey(5)); err != nil {
 				return err
 			}
 			return b.Delete(seqKey(4))
 		}, "newest events were removed"},
 		{"edit the newest event", func(tx *bolt.Tx) error {
-			b := tx.Bucket([]byte(AuditBucket))
+			b := tx.Bucket([]byte(AuditBucket.Name()))
 			var ev AuditEvent
 			_ = json.Unmarshal(b.Get(seqKey(5)), &ev)
 			ev.Actor = "nobody"
@@ -128,20 +128,23 @@ func TestTrust07_AuditTamperWithoutTheKey(t *testing.T) {
 		{"edit event 2 and recompute the links with a guessed key", func(tx *bolt.Tx) error {
 			return recomputeFrom(tx, 2, hmacLink([]byte("guessed")))
 		}, "event 3 does not chain to event 2"},
-		{"delete the audit bucket", func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte(AuditBucket)) }, "audit bucket is missing"},
+		{"delete the audit bucket", func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte(AuditBucket.Name())) }, "audit bucket is missing"},
 		{"delete the bucket and the head", func(tx *bolt.Tx) error {
-			if err := tx.Bucket([]byte(metaBucket)).Delete([]byte(auditHeadKey)); err != nil {
+			if err := tx.Bucket([]byte(metaBucket.Name())).Delete([]byte(auditHeadKey)); err != nil {
 				return err
 			}
-			_ = tx.DeleteBucket([]byte(AuditBucket))
-			_, err := tx.CreateBucket([]byte(AuditBucket))
+			_ = tx.DeleteBucket([]byte(AuditBucket.Name()))
+			_, err := tx.CreateBucket([]byte(AuditBucket.Name()))
 			return err
-		}, "sealed audit head is missing"},
+		}, "audit log and its sealed head are missing"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			db, path := openTemp(t, testKey(t))
 			fill(t, db)
+			if err := db.Update(func(tx *Tx) error { return declaredInTest.Put(tx, "k", map[string]int{"n": 1}) }); err != nil {
+				t.Fatal(err)
+			}
 			appendEvents(t, db, 4)
 			db.Close()
 			if _, err := VerifyAuditFile(path, testKey(t)); err != nil {
@@ -158,7 +161,7 @@ func TestTrust07_AuditTamperWithoutTheKey(t *testing.T) {
 
 // recomputeFrom edits event seq and relinks every later event with link.
 func recomputeFrom(tx *bolt.Tx, seq uint64, link func([]byte) []byte) error {
-	b := tx.Bucket([]byte(AuditBucket))
+	b := tx.Bucket([]byte(AuditBucket.Name()))
 	var prev []byte
 	for k, v := b.Cursor().Seek(seqKey(seq)); k != nil; k, v = b.Cursor().Seek(seqKey(seq)) {
 		var ev AuditEvent
