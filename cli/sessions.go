@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -20,12 +21,7 @@ func runSessions(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return errors.New("usage: stratum sessions list|revoke SESSION_ID")
 	}
-	fs := newFlagSet("sessions " + args[0])
-	af := addAdminFlags(fs)
-	if err := parseFlags(fs, args[1:]); err != nil {
-		return err
-	}
-	c, err := af.client()
+	fs, c, err := adminCommand("sessions "+args[0], args[1:])
 	if err != nil {
 		return err
 	}
@@ -56,13 +52,20 @@ func runSessions(ctx context.Context, args []string) error {
 	return fmt.Errorf("unknown sessions subcommand %q", args[0])
 }
 
-func runLogout(ctx context.Context, args []string) error {
-	fs := newFlagSet("logout")
+// adminCommand parses a command that takes only the admin flags and
+// returns its client.
+func adminCommand(name string, args []string) (*flag.FlagSet, *adminClient, error) {
+	fs := newFlagSet(name)
 	af := addAdminFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, nil, err
 	}
 	c, err := af.client()
+	return fs, c, err
+}
+
+func runLogout(ctx context.Context, args []string) error {
+	_, c, err := adminCommand("logout", args)
 	if err != nil {
 		return err
 	}
@@ -74,12 +77,7 @@ func runLogout(ctx context.Context, args []string) error {
 }
 
 func runPassword(ctx context.Context, args []string) error {
-	fs := newFlagSet("password")
-	af := addAdminFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	c, err := af.client()
+	_, c, err := adminCommand("password", args)
 	if err != nil {
 		return err
 	}

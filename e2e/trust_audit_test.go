@@ -106,6 +106,29 @@ func toFirstBuild(tx *bolt.Tx) error {
 	})
 }
 
+// stoppedWithTokens runs a founder on dir, creates n API tokens, checks
+// the chain through the control socket while serving, and stops it.
+func stoppedWithTokens(t *testing.T, dir string, n int) []apiToken {
+	t.Helper()
+	f := startFounder(t, dir)
+	admin := f.login(credentials(t, dir))
+	var toks []apiToken
+	for i := 0; i < n; i++ {
+		tok, status, err := f.createToken(admin, "audited")
+		if err != nil || status != 201 {
+			t.Fatalf("create token: %d %v", status, err)
+		}
+		toks = append(toks, tok)
+	}
+	if r := stratum(t, "audit", "verify", "--data", dir); r.code != 0 || !strings.Contains(r.stdout, "intact") {
+		t.Fatalf("audit verify while serving = %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if code, _ := f.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+		t.Fatalf("founder exit %d", code)
+	}
+	return toks
+}
+
 // Issue 10 item 7: `stratum audit verify` said "intact" after the newest
 // events were deleted, after a middle event was edited and the later
 // links recomputed, and when the audit bucket was gone.
@@ -113,21 +136,7 @@ func TestTrust07_AuditCannotBeTrimmed(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
 	dir := filepath.Join(tmp, "data")
-	f := startFounder(t, dir)
-	email, password := credentials(t, dir)
-	admin := f.login(email, password)
-	for i := 0; i < 3; i++ {
-		if _, status, err := f.createToken(admin, "audited"); err != nil || status != 201 {
-			t.Fatalf("create token: %d %v", status, err)
-		}
-	}
-	// Through the control socket, while serving.
-	if r := stratum(t, "audit", "verify", "--data", dir); r.code != 0 || !strings.Contains(r.stdout, "intact") {
-		t.Fatalf("audit verify while serving = %d %q %q", r.code, r.stdout, r.stderr)
-	}
-	if code, _ := f.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
-		t.Fatalf("founder exit %d", code)
-	}
+	stoppedWithTokens(t, dir, 3)
 	if r := stratum(t, "audit", "verify", "--data", dir); r.code != 0 || !strings.Contains(r.stdout, "intact") {
 		t.Fatalf("offline audit verify = %d %q %q", r.code, r.stdout, r.stderr)
 	}
@@ -192,29 +201,20 @@ func TestTrust07_AuditCannotBeTrimmed(t *testing.T) {
 // parents) is migrated once at start, marked by audit events.
 func TestTrust07_FirstBuildDataDirMigrated(t *testing.T) {
 	t.Parallel()
-	tmp := t.TempDir()
-	dir := filepath.Join(tmp, "data")
-	f := startFounder(t, dir)
+	dir := filepath.Join(t.TempDir(), "data")
+	tok := stoppedWithTokens(t, dir, 1)[0]
 	email, password := credentials(t, dir)
-	admin := f.login(email, password)
-	tok, status, err := f.createToken(admin, "old")
-	if err != nil || status != 201 {
-		t.Fatalf("create token: %d %v", status, err)
-	}
-	if code, _ := f.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
-		t.Fatalf("founder exit %d", code)
-	}
 	boltEdit(t, dir, toFirstBuild)
 	if r := stratum(t, "audit", "verify", "--data", dir); r.code == 0 || !strings.Contains(r.stderr, "predates keyed links") {
 		t.Fatalf("audit verify of a first-build store = %d %q %q", r.code, r.stdout, r.stderr)
 	}
 
 	for round := 0; round < 2; round++ {
-		f = startFounder(t, dir)
+		f := startFounder(t, dir)
 		if r := stratum(t, "audit", "verify", "--data", dir); r.code != 0 || !strings.Contains(r.stdout, "intact") {
 			t.Fatalf("round %d: audit verify after migration = %d %q %q", round, r.code, r.stdout, r.stderr)
 		}
-		admin = f.login(email, password)
+		admin := f.login(email, password)
 		count := map[string]int{}
 		for _, ev := range f.auditEvents(admin) {
 			count[ev.Kind]++
