@@ -23,13 +23,18 @@ func TestTrust10_ListsAnswerOnlyReadableItems(t *testing.T) {
 		t.Fatal("no member to hide: the founder itself should be one")
 	}
 	hiddenMember := members.Members[0].NodeID
+	for _, rel := range []string{"0.2.0", "0.3.0"} {
+		tree, _, _ := signedTree(t, f.dir, rel)
+		f.admin("POST", "/v1/admin/releases", map[string]string{"path": tree}, 201, nil)
+	}
 
 	var created struct {
 		Token string `json:"token"`
 		ID    string `json:"tokenId"`
 	}
 	policy := map[string]any{"version": "2026-01-01", "statement": []any{
-		map[string]any{"effect": "allow", "action": []string{"join:ListRegistrations", "join:GetRegistration", "join:ListJoinTokens", "cluster:ListMembers", "iam:ListTokens", "iam:ListSessions"}, "resource": []string{"*"}},
+		map[string]any{"effect": "allow", "action": []string{"join:ListRegistrations", "join:GetRegistration", "join:ListJoinTokens", "cluster:ListMembers", "iam:ListTokens", "iam:ListSessions", "upgrade:DescribeRelease"}, "resource": []string{"*"}},
+		map[string]any{"effect": "deny", "action": []string{"upgrade:DescribeRelease"}, "resource": []string{"release/0.2.0"}},
 		map[string]any{"effect": "deny", "action": []string{"join:GetRegistration"}, "resource": []string{"join-registration/" + hidden.JoinID}},
 		map[string]any{"effect": "deny", "action": []string{"join:ListJoinTokens"}, "resource": []string{"join-token/" + jt2.TokenID}},
 		map[string]any{"effect": "deny", "action": []string{"cluster:ListMembers"}, "resource": []string{"member/" + hiddenMember}},
@@ -74,6 +79,14 @@ func TestTrust10_ListsAnswerOnlyReadableItems(t *testing.T) {
 		if m.NodeID == hiddenMember {
 			t.Errorf("denied member %s listed", hiddenMember)
 		}
+	}
+
+	var rels struct {
+		Releases []struct{ Release string } `json:"releases"`
+	}
+	call(t, c, "GET", f.api+"/v1/admin/releases", created.Token, nil, 200, &rels)
+	if len(rels.Releases) != 1 || rels.Releases[0].Release != "0.3.0" {
+		t.Errorf("listed releases %+v, want only 0.3.0", rels.Releases)
 	}
 
 	// Lists of IAM tokens and sessions: every item denied, an empty list

@@ -56,13 +56,15 @@ func MountReleaseImport(cat ReleaseCatalog) func(*API) {
 			})
 		a.admin.handle(Route{Method: "GET", Path: "/v1/admin/releases", Summary: "List imported releases.", Action: "upgrade:DescribeRelease", Auth: "bearer"},
 			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-				if _, err := a.authorize(r, "upgrade:DescribeRelease", iam.Resource(iam.ResRelease, "*")); err != nil {
+				p, err := a.authorize(r, "upgrade:DescribeRelease", iam.Resource(iam.ResRelease, "*"))
+				if err != nil {
 					return err
 				}
 				out, err := cat.List()
 				if err != nil {
 					return err
 				}
+				out = iam.Visible(p, out, "upgrade:DescribeRelease", func(im repo.Imported) string { return iam.Resource(iam.ResRelease, im.Release) })
 				writeJSON(w, http.StatusOK, map[string]any{"releases": out})
 				return nil
 			})
