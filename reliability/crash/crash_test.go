@@ -149,7 +149,7 @@ func (h *harness) setup(mb int) {
 	var rec struct {
 		Token string `json:"token"`
 	}
-	h.mustAdmin("POST", "/v1/iam/tokens", map[string]any{"name": "recorder", "ttl": "12h", "policy": json.RawMessage(recordOnly)}, 201, &rec)
+	h.mustAdmin("POST", "/v1/iam/tokens", map[string]any{"name": "recorder", "ttl": "11h", "policy": json.RawMessage(recordOnly)}, 201, &rec)
 	h.recorder = rec.Token
 	h.waitSelfRecord()
 

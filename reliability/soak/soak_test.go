@@ -378,7 +378,7 @@ func recorderToken(t *testing.T, s *soak) string {
 		Token string `json:"token"`
 	}
 	if _, raw, _, ok := s.do(call{op: "iam token create", client: s.admin, method: "POST", url: s.adminURL("/v1/iam/tokens"), bearer: s.adminTok,
-		body: map[string]any{"name": "soak-recorder", "ttl": "24h", "policy": policy}, expect: []int{201}, out: &out}); !ok || out.Token == "" {
+		body: map[string]any{"name": "soak-recorder", "policy": policy}, expect: []int{201}, out: &out}); !ok || out.Token == "" {
 		t.Fatalf("recorder token: %s", raw)
 	}
 	return out.Token
