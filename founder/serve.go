@@ -20,7 +20,6 @@ import (
 	"stratum/crypto"
 	"stratum/hostrecord"
 	"stratum/httpapi"
-	"stratum/iam"
 	"stratum/join"
 	"stratum/release/repo"
 	"stratum/releaseset"
@@ -117,9 +116,6 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	f := &Founder{opts: o, db: db, dataKey: key, startup: startup, log: o.Log}
 	defer f.close()
-	if err := db.Update(iam.MigrateTokens); err != nil {
-		return fmt.Errorf("migrating API tokens: %w", err)
-	}
 	if err := db.View(func(tx *store.Tx) error {
 		var err error
 		if f.id, err = cluster.LoadIdentity(tx); err != nil {

@@ -67,10 +67,10 @@ func forEachToken(tx *store.Tx, fn func(t Token) error) error {
 	})
 }
 
-// MigrateTokens gives tokens made before parents were recorded their
-// creator: they stay roots, owned by the user who made them. It runs at
-// start and does nothing once every token has a creator.
-func MigrateTokens(tx *store.Tx) error {
+// migrateTokens gives tokens made before parents were recorded their
+// creator: they stay roots, owned by the user who made them. It is the
+// store migration of schema 8, run once when an older store is opened.
+func migrateTokens(tx *store.Tx) error {
 	var old []Token
 	err := forEachToken(tx, func(t Token) error {
 		if t.CreatedBy == "" {

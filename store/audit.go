@@ -241,8 +241,9 @@ func VerifyAuditFile(path string, key Sealer) (int, error) {
 	return db.VerifyAudit()
 }
 
-// keyedAuditSchema is the schema from which the chain is keyed.
-const keyedAuditSchema = 3
+// keyedAuditSchema is the schema from which the chain is keyed (3..6
+// are other domains' migrations; the numbers only order them).
+const keyedAuditSchema = 7
 
 func init() {
 	AddMigration(Migration{Version: keyedAuditSchema, Name: "keyed audit chain", Apply: keyAuditChain})

@@ -64,15 +64,15 @@ func rawUpdate(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 
 func TestMigrationsSetSchema(t *testing.T) {
 	db, path := openTemp(t, testKey(t))
-	if got := db.Schema(); got != SchemaVersion() || SchemaVersion() != 3 {
-		t.Fatalf("Schema() = %d, SchemaVersion = %d; want 3", got, SchemaVersion())
+	if got := db.Schema(); got != SchemaVersion() || SchemaVersion() != 7 {
+		t.Fatalf("Schema() = %d, SchemaVersion = %d; want 7", got, SchemaVersion())
 	}
 	if db.Path() != path {
 		t.Errorf("Path() = %q, want %q", db.Path(), path)
 	}
 	db.Close()
 
-	// The file itself records schema 3 and has the buckets the migrations make, declared ones included.
+	// The file itself records schema 7 and has the buckets the migrations make, declared ones included.
 	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -84,8 +84,8 @@ func TestMigrationsSetSchema(t *testing.T) {
 			}
 		}
 		v := tx.Bucket([]byte(metaBucket.Name())).Get([]byte("schema"))
-		if len(v) != 8 || binary.BigEndian.Uint64(v) != 3 {
-			return fmt.Errorf("meta/schema = %x, want big-endian 3", v)
+		if len(v) != 8 || binary.BigEndian.Uint64(v) != 7 {
+			return fmt.Errorf("meta/schema = %x, want big-endian 7", v)
 		}
 		return nil
 	})
@@ -100,8 +100,8 @@ func TestMigrationsSetSchema(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer db2.Close()
-	if got := db2.Schema(); got != 3 {
-		t.Fatalf("after reopen Schema() = %d, want 3", got)
+	if got := db2.Schema(); got != 7 {
+		t.Fatalf("after reopen Schema() = %d, want 7", got)
 	}
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("store file mode = %v (%v), want 0600", st.Mode().Perm(), err)

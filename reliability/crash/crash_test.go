@@ -27,6 +27,14 @@ import (
 	_ "stratum/founder"
 	"stratum/internal/stratumtest"
 	"stratum/store"
+
+	// The offline checks open the founder's store: this binary must know
+	// every bucket and migration the founder has, or the store is "newer".
+	_ "stratum/cluster"
+	_ "stratum/iam"
+	_ "stratum/join"
+	_ "stratum/release/repo"
+	_ "stratum/releaseset"
 )
 
 func envInt(name string, def int) int {
