@@ -78,11 +78,17 @@ func seqKey(n uint64) []byte {
 
 // Audit appends an event to the chain inside tx and moves the sealed head.
 func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
-	key, err := tx.db.auditKey()
-	if err != nil {
-		return err
+	// An event written by an earlier migration, before the chain is
+	// keyed, links the first build's way; keyAuditChain relinks it.
+	keyed := schemaOf(tx) >= keyedAuditSchema
+	link := sha256Link
+	if keyed {
+		key, err := tx.db.auditKey()
+		if err != nil {
+			return err
+		}
+		link = hmacLink(key)
 	}
-	link := hmacLink(key)
 	prev := genesis
 	k, v, err := tx.kv.last(AuditBucket.Name())
 	if err != nil {
@@ -102,6 +108,9 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 	}
 	if err := tx.kv.put(AuditBucket.Name(), seqKey(seq), raw); err != nil {
 		return err
+	}
+	if !keyed {
+		return nil
 	}
 	head, err := json.Marshal(auditHead{Seq: seq, Hash: hex.EncodeToString(link(raw))})
 	if err != nil {
@@ -289,6 +298,11 @@ func keyAuditChain(tx *Tx) error {
 			return err
 		}
 		prev = link(raw)
+	}
+	// The marker is the first keyed event: record the level now (migrate
+	// records it again when this transaction commits).
+	if err := tx.PutRaw(metaBucket, schemaKey, seqKey(keyedAuditSchema)); err != nil {
+		return err
 	}
 	return tx.Audit("audit.chain.keyed", "stratum", AuditBucket.Name(), map[string]string{
 		"events": strconv.Itoa(len(events)), "previousChain": old, "previousIntactThrough": strconv.FormatUint(end.lastSeq, 10),

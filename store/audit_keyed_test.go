@@ -182,3 +182,39 @@ func recomputeFrom(tx *bolt.Tx, seq uint64, link func([]byte) []byte) error {
 	}
 	return nil
 }
+
+// auditBeforeKeying makes the test migration of schema 6 (standing for
+// another domain's migration that audits) append an event.
+var auditBeforeKeying bool
+
+func init() {
+	AddMigration(Migration{Version: 6, Name: "test: an earlier migration that audits", Apply: func(tx *Tx) error {
+		if !auditBeforeKeying {
+			return nil
+		}
+		return tx.Audit("test.earlier.migration", "stratum", "", nil)
+	}})
+}
+
+// A migration before the keyed chain that audits links its event the
+// first build's way, so the relinking finds the old chain intact and the
+// marker follows it.
+func TestTrust07_EarlierMigrationEventsRelinked(t *testing.T) {
+	auditBeforeKeying = true
+	defer func() { auditBeforeKeying = false }()
+	path := filepath.Join(t.TempDir(), "stratum.db")
+	writeFirstBuildStore(t, path, 2)
+	db, err := Open(path, testKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n, err := db.VerifyAudit()
+	if err != nil || n != 4 {
+		t.Fatalf("VerifyAudit = %d, %v; want 4 events", n, err)
+	}
+	evs, _ := db.AuditEvents(0, 10)
+	if evs[2].Kind != "test.earlier.migration" || evs[3].Kind != "audit.chain.keyed" || evs[3].Data["previousChain"] != "intact" || evs[3].Data["events"] != "3" {
+		t.Fatalf("events %+v", evs)
+	}
+}
