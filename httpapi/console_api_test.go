@@ -33,9 +33,10 @@ func TestSelf(t *testing.T) {
 		}
 		var out struct {
 			Subject string   `json:"subject"`
+			User    string   `json:"user"`
 			Actions []string `json:"actions"`
 		}
-		if err := json.Unmarshal(r.body, &out); err != nil || out.Subject == "" || len(out.Actions) != c.actions {
+		if err := json.Unmarshal(r.body, &out); err != nil || out.Subject == "" || out.User == "" || len(out.Actions) != c.actions {
 			t.Errorf("%s: %s (%v), want %d actions", c.name, r.body, err, c.actions)
 		}
 		if c.name == "describe only" && !reflect.DeepEqual(out.Actions, []string{"upgrade:DescribeRelease"}) {

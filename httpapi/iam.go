@@ -16,7 +16,7 @@ import (
 func (a *API) mountIAM() {
 	m := a.admin
 	m.handle(Route{Method: "POST", Path: "/v1/auth/login", Summary: "Log in with email and password; returns a 12-hour bearer token.", Auth: "none"}, a.login)
-	m.handle(Route{Method: "GET", Path: "/v1/auth/self", Summary: "The caller: its subject and the actions its policy allows on each resource collection (what a console may offer).", Auth: "bearer"}, a.self)
+	m.handle(Route{Method: "GET", Path: "/v1/auth/self", Summary: "The caller: its subject (the acting session or token), its user and the actions its policy allows on each resource collection (what a console may offer).", Auth: "bearer"}, a.self)
 	m.handle(Route{Method: "POST", Path: "/v1/iam/tokens", Summary: "Create an API token with an identity policy.", Action: "iam:CreateToken", Auth: "bearer"}, a.createAPIToken)
 	m.handle(Route{Method: "GET", Path: "/v1/iam/tokens", Summary: "List API tokens (no secrets).", Action: "iam:ListTokens", Auth: "bearer"}, a.listAPITokens)
 	m.handle(Route{Method: "DELETE", Path: "/v1/iam/tokens/:tokenId", Summary: "Revoke an API token and every token made under it.", Action: "iam:RevokeToken", Auth: "bearer"}, a.revokeAPIToken)

@@ -13,6 +13,6 @@ func (a *API) self(w http.ResponseWriter, r *http.Request, _ httprouter.Params) 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"subject": p.Subject, "actions": p.AllowedActions()})
+	writeJSON(w, http.StatusOK, map[string]any{"subject": p.Subject, "user": p.User, "actions": p.AllowedActions()})
 	return nil
 }

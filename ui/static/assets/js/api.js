@@ -87,7 +87,7 @@ let caller = null;
 export async function loadSelf() {
   if (!caller) {
     const out = await api('GET', '/v1/auth/self');
-    caller = { subject: out.subject, actions: new Set(out.actions || []) };
+    caller = { subject: out.subject, user: out.user, actions: new Set(out.actions || []) };
   }
   return caller;
 }

@@ -54,7 +54,7 @@ async function render() {
     else a.removeAttribute('aria-current');
   }
   who.replaceChildren(
-    h('span', { class: 'subject', title: 'signed in as' }, self.subject),
+    h('span', { class: 'subject', title: 'signed in as (' + self.subject + ')' }, self.user || self.subject),
     h('button', { type: 'button', class: 'link', 'data-action': 'logout', onclick: logout }, 'Sign out'));
   const page = pages[name];
   if (!page) {
