@@ -14,13 +14,12 @@ import (
 
 	"stratum/backup"
 	"stratum/founder"
-	"stratum/store"
 )
 
 func init() {
 	Register(Command{Name: "backup", Summary: "write a consistent zstd snapshot of the store (works while serving)", Run: runBackup})
 	Register(Command{Name: "restore", Summary: "restore a snapshot into an empty data directory", Run: runRestore})
-	Register(Command{Name: "audit", Summary: "audit verify: check the keyed audit chain and its sealed head (needs DIR/data.key)", Run: runAudit})
+	Register(Command{Name: "audit", Summary: "audit verify: check the keyed audit chain and its sealed head (needs the data key, or asks the running founder)", Run: runAudit})
 }
 
 func runBackup(ctx context.Context, args []string) error {
@@ -173,6 +172,7 @@ func runAudit(_ context.Context, args []string) error {
 	}
 	fs := newFlagSet("audit verify")
 	data := fs.String("data", "./data", "data directory")
+	keys := addKeyFlags(fs, "TPM holding a stopped founder's sealed data key (default /dev/tpmrm0)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -184,7 +184,11 @@ func runAudit(_ context.Context, args []string) error {
 		fmt.Print(msg)
 		return nil
 	}
-	n, err := d.VerifyAudit()
+	ks, err := keys.source()
+	if err != nil {
+		return err
+	}
+	n, err := d.VerifyAudit(ks)
 	if err != nil {
 		return &ExitError{Code: 3, Err: fmt.Errorf("audit chain broken after %d good events: %w", n, err)}
 	}

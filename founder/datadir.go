@@ -131,9 +131,9 @@ func InitWithKey(d DataDir, cfg cluster.Config, dev bool, ks KeySource, now time
 }
 
 // VerifyAudit checks the audit chain of a store no founder holds: the
-// links are keyed, so it needs the data key.
-func (d DataDir) VerifyAudit() (int, error) {
-	key, err := crypto.LoadOrCreateDataKey(d.DataKey(), false)
+// links are keyed, so it needs the data key (a file, or sealed to the TPM).
+func (d DataDir) VerifyAudit(ks KeySource) (int, error) {
+	key, err := d.LoadDataKey(ks)
 	if err != nil {
 		return 0, err
 	}

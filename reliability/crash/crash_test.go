@@ -21,20 +21,13 @@ import (
 	"github.com/klauspost/compress/zstd"
 	bolt "go.etcd.io/bbolt"
 
-	// The whole schema: the restored backup carries every domain's
-	// migrations, and a store refuses a schema newer than what is linked.
 	"stratum/crypto"
-	_ "stratum/founder"
 	"stratum/internal/stratumtest"
 	"stratum/store"
 
-	// The offline checks open the founder's store: this binary must know
-	// every bucket and migration the founder has, or the store is "newer".
-	_ "stratum/cluster"
-	_ "stratum/iam"
-	_ "stratum/join"
-	_ "stratum/release/repo"
-	_ "stratum/releaseset"
+	// The whole schema: the restored backup carries every domain's
+	// migrations, and a store refuses a schema newer than what is linked.
+	_ "stratum/founder"
 )
 
 func envInt(name string, def int) int {
