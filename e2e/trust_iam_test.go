@@ -191,7 +191,7 @@ func TestTrust01_TokenCannotOutgrowCreator(t *testing.T) {
 // fromSource is a client of f whose connections come from the loopback
 // address ip, so the founder sees another source.
 func (f *founder) fromSource(ip string) *http.Client {
-	tr := f.client.Transport.(*http.Transport).Clone()
+	tr := f.Client.Transport.(*http.Transport).Clone()
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
 	tr.DialContext = d.DialContext
 	tr.TLSClientConfig = tr.TLSClientConfig.Clone()
@@ -237,7 +237,7 @@ func TestTrust06_SessionsListRevokeLogoutPassword(t *testing.T) {
 			t.Fatalf("the session list holds a secret or a hash: %s", raw)
 		}
 	}
-	cliArgs := []string{"--api", "https://" + f.api, "--ca-file", dir + "/ca.pem"}
+	cliArgs := []string{"--api", "https://" + f.API, "--ca-file", dir + "/ca.pem"}
 	if r := stratumEnv(t, []string{"STRATUM_TOKEN=" + s1}, append([]string{"sessions", "list"}, cliArgs...)...); r.code != 0 || !strings.Contains(r.stdout, sessionID(s3)) {
 		t.Errorf("stratum sessions list = %d %q %q", r.code, r.stdout, r.stderr)
 	}
@@ -340,7 +340,7 @@ func TestTrust06_LoginLimitedPerSourceAndAccount(t *testing.T) {
 	var last int
 	var hdr http.Header
 	for i := 0; i < 6; i++ {
-		last, hdr = loginFrom(t, one, f.api, "nobody@stratum.local", "guess")
+		last, hdr = loginFrom(t, one, f.API, "nobody@stratum.local", "guess")
 	}
 	if last != 429 || hdr.Get("Retry-After") == "" {
 		t.Fatalf("sixth attempt from one source = %d (Retry-After %q), want 429 with Retry-After", last, hdr.Get("Retry-After"))
@@ -350,16 +350,16 @@ func TestTrust06_LoginLimitedPerSourceAndAccount(t *testing.T) {
 	// (but not another account) for every source, the right password too.
 	for i := 0; i < 10; i++ {
 		c := f.fromSource(fmt.Sprintf("127.0.1.%d", i+1))
-		if status, _ := loginFrom(t, c, f.api, email, "guess-"+fmt.Sprint(i)); status != 401 {
+		if status, _ := loginFrom(t, c, f.API, email, "guess-"+fmt.Sprint(i)); status != 401 {
 			t.Fatalf("failure %d = %d, want 401", i, status)
 		}
 	}
 	fresh := f.fromSource("127.0.2.1")
-	status, hdr := loginFrom(t, fresh, f.api, email, password)
+	status, hdr := loginFrom(t, fresh, f.API, email, password)
 	if status != 429 || hdr.Get("Retry-After") == "" {
 		t.Fatalf("right password after ten failures for the account = %d (Retry-After %q), want 429", status, hdr.Get("Retry-After"))
 	}
-	if status, _ := loginFrom(t, f.fromSource("127.0.2.2"), f.api, "other@stratum.local", "guess"); status != 401 {
+	if status, _ := loginFrom(t, f.fromSource("127.0.2.2"), f.API, "other@stratum.local", "guess"); status != 401 {
 		t.Errorf("another account from a fresh source = %d, want 401 (not limited)", status)
 	}
 }
