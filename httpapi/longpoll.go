@@ -1,12 +1,12 @@
 package httpapi
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -27,26 +27,23 @@ import (
 func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, svc *join.Service, pin, joinID, state string, wait time.Duration) error {
 	ready := make(chan struct{})
 	var conn net.Conn
+	// The answer keeps only what it writes and logs: holding r or w for
+	// the whole wait would keep net/http's request and response (their
+	// buffers, the peer's certificate) alive for every parked poll.
+	requestID, method, path := w.Header().Get("X-Request-Id"), r.Method, r.URL.Path
 	answer := func(v join.JoinerView, err error) {
 		if conn == nil {
 			return
 		}
 		defer conn.Close()
 		_ = conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		rec := newBufferedResponse(w.Header().Get("X-Request-Id"))
+		rec := newBufferedResponse(requestID)
 		if err != nil {
-			writeError(rec, r, a.log, err)
+			writeError(rec, &http.Request{Method: method, URL: &url.URL{Path: path}}, a.log, err)
 		} else {
 			writeJSON(rec, http.StatusOK, v)
 		}
-		// One buffered write: a response written piecemeal would cost a
-		// TLS record and a system call for each header line.
-		bw := bufio.NewWriterSize(conn, 4096)
-		werr := rec.writeTo(bw, r)
-		if werr == nil {
-			werr = bw.Flush()
-		}
-		if werr != nil {
+		if werr := rec.writeTo(conn); werr != nil {
 			a.log.Debug("long-poll answer not delivered", "joinId", joinID, "err", werr)
 		}
 	}
@@ -118,22 +115,24 @@ func (b *bufferedResponse) WriteHeader(status int) {
 	}
 }
 
-// writeTo writes the whole HTTP/1.1 response, closing the connection.
-func (b *bufferedResponse) writeTo(w io.Writer, req *http.Request) error {
+// writeTo writes the whole HTTP/1.1 response in one write (one TLS
+// record for a joiner's view: thousands are answered at once at
+// shutdown), telling the client the connection closes after it.
+func (b *bufferedResponse) writeTo(w io.Writer) error {
 	if b.status == 0 {
 		b.status = http.StatusOK
 	}
 	b.header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	b.header.Set("Content-Length", strconv.Itoa(b.body.Len()))
-	resp := &http.Response{
-		StatusCode:    b.status,
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        b.header,
-		Body:          io.NopCloser(&b.body),
-		ContentLength: int64(b.body.Len()),
-		Close:         true,
-		Request:       req,
+	b.header.Set("Connection", "close")
+	var out bytes.Buffer
+	out.Grow(256 + b.body.Len())
+	out.WriteString("HTTP/1.1 " + strconv.Itoa(b.status) + " " + http.StatusText(b.status) + "\r\n")
+	if err := b.header.Write(&out); err != nil {
+		return err
 	}
-	return resp.Write(w)
+	out.WriteString("\r\n")
+	out.Write(b.body.Bytes())
+	_, err := w.Write(out.Bytes())
+	return err
 }
