@@ -80,9 +80,9 @@ func ServeReleaseFile(w http.ResponseWriter, r *http.Request, files ReleaseFiles
 	return streamPart(w, r, rd, part, writeHeader)
 }
 
-// streamPart sends part of the file chunk by chunk; writeHeader is called
-// once the first chunk is verified, so a file found corrupt at once still
-// gets a clean error response.
+// streamPart sends part of the file as the reader verifies it; writeHeader
+// is called once the first unit is verified, so a file found corrupt at
+// once still gets a clean error response.
 func streamPart(w http.ResponseWriter, r *http.Request, rd *repo.Reader, part ByteRange, writeHeader func()) error {
 	rc := http.NewResponseController(w)
 	// The reader's own limits replace the server's write deadline: a file
@@ -92,25 +92,21 @@ func streamPart(w http.ResponseWriter, r *http.Request, rd *repo.Reader, part By
 	stop := context.AfterFunc(rd.Context(), func() { _ = rc.SetWriteDeadline(time.Now()) })
 	defer stop()
 	started := false
-	end := part.Start + part.Length
-	for c := part.Start / repo.ChunkSize; c*repo.ChunkSize < end; c++ {
-		if r.Context().Err() != nil {
-			return nil // the client is gone
-		}
-		b, err := rd.Chunk(c)
+	for b, err := range rd.Verified(part.Start, part.Start+part.Length) {
 		if err != nil {
 			if started {
 				return nil // cut short: the client sees a short body
 			}
 			return err
 		}
+		if r.Context().Err() != nil {
+			return nil // the client is gone
+		}
 		if !started {
 			writeHeader()
 			started = true
 		}
-		off := c * repo.ChunkSize
-		lo, hi := max(part.Start, off)-off, min(end, off+int64(len(b)))-off
-		n, err := w.Write(b[lo:hi])
+		n, err := w.Write(b)
 		rd.Sent(n)
 		if err != nil {
 			return nil // the client stopped reading or went away

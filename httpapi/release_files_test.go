@@ -453,9 +453,10 @@ func TestServeBusy(t *testing.T) {
 }
 
 // TestServeCorrupt: a byte flipped on disk after import. The client gets
-// exactly the bytes before the bad chunk, never a wrong one; the file is
-// marked corrupt, audited and counted; later requests get RELEASE_CORRUPT
-// until a re-import.
+// exactly the bytes before the bad 64 KiB sub-chunk, never a wrong one;
+// the file is marked corrupt, audited and counted; later requests get
+// RELEASE_CORRUPT until a re-import. (No cache here: a cached unit is
+// served as verified, whatever the disk holds since; TestServeCache.)
 func TestServeCorrupt(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		t.Run("http2="+strconv.FormatBool(h2), func(t *testing.T) { testServeCorrupt(t, h2) })
@@ -463,9 +464,10 @@ func TestServeCorrupt(t *testing.T) {
 }
 
 func testServeCorrupt(t *testing.T, http2 bool) {
-	f := newFixtureWith(t, 8*repo.ChunkSize, http2, repo.MirrorConfig{Concurrency: 4})
+	f := newFixtureWith(t, 8*repo.ChunkSize, http2, repo.MirrorConfig{Concurrency: 4, CacheBytes: -1})
 	onDisk := f.onDisk()
-	releasetest.FlipByte(t, onDisk, 3*repo.ChunkSize+100)
+	const bad = 3*repo.ChunkSize + 5*repo.SubChunkSize
+	releasetest.FlipByte(t, onDisk, bad+100)
 
 	resp, body, err := f.do(t, "GET", f.url(f.blob))
 	if resp.StatusCode != 200 || resp.ProtoMajor != map[bool]int{false: 1, true: 2}[http2] {
@@ -474,9 +476,9 @@ func testServeCorrupt(t *testing.T, http2 bool) {
 	if err == nil {
 		t.Fatal("the cut response read as complete")
 	}
-	if len(body) != 3*repo.ChunkSize || !bytes.Equal(body, f.data[:len(body)]) {
-		t.Fatalf("client got %d bytes (want the %d before the bad chunk), equal prefix: %v",
-			len(body), 3*repo.ChunkSize, bytes.Equal(body, f.data[:min(len(body), len(f.data))]))
+	if len(body) != bad || !bytes.Equal(body, f.data[:len(body)]) {
+		t.Fatalf("client got %d bytes (want the %d before the bad sub-chunk), equal prefix: %v",
+			len(body), bad, bytes.Equal(body, f.data[:min(len(body), len(f.data))]))
 	}
 
 	for _, headers := range [][]string{nil, {"Range", "bytes=0-10"}} {
@@ -500,7 +502,7 @@ func testServeCorrupt(t *testing.T, http2 bool) {
 	}
 
 	// A bad first chunk: nothing was written, so the error is clean.
-	releasetest.FlipByte(t, onDisk, 3*repo.ChunkSize+100) // repair, then re-import to clear
+	releasetest.FlipByte(t, onDisk, bad+100) // repair, then re-import to clear
 	f.reimport(t)
 	if resp, body, err := f.do(t, "GET", f.url(f.blob)); resp.StatusCode != 200 || err != nil || !bytes.Equal(body, f.data) {
 		t.Fatalf("after re-import: %d %v", resp.StatusCode, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"stratum/apierr"
@@ -42,6 +43,9 @@ type fileIndex struct {
 	Size     int64  `json:"size"`
 	SHA256   string `json:"sha256"`
 	Chunks   []byte `json:"chunks"`
+	// subs is the sub-chunk index of the same import (subindex.go), kept
+	// apart in the store: computed at import, loaded by Stat once.
+	subs atomic.Pointer[[]byte]
 }
 
 func (fi *fileIndex) chunkCount() int64 { return (fi.Size + ChunkSize - 1) / ChunkSize }

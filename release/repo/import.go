@@ -159,8 +159,14 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 		if err := deletePrefix(tx, bucketFiles, m.Release); err != nil {
 			return err
 		}
+		if err := deletePrefix(tx, bucketSubs, m.Release); err != nil {
+			return err
+		}
 		for p, fi := range index {
 			if err := tx.PutJSON(bucketFiles, fileKey(m.Release, p), fi); err != nil {
+				return err
+			}
+			if err := putSubIndex(tx, fileKey(m.Release, p), rec.ImportID, *fi.subs.Load()); err != nil {
 				return err
 			}
 		}
@@ -265,6 +271,7 @@ func copyFile(ctx context.Context, src, dst *os.Root, f release.File, advance fu
 
 	fi := &fileIndex{Size: f.Size, SHA256: f.SHA256}
 	fi.Chunks = make([]byte, 0, fi.chunkCount()*32)
+	subs := make([]byte, 0, fi.subCount()*32)
 	buf := getChunk()
 	defer putChunk(buf)
 	whole := sha256.New()
@@ -281,7 +288,7 @@ func copyFile(ctx context.Context, src, dst *os.Root, f release.File, advance fu
 			}
 			return nil, fmt.Errorf("read failed: %v", release.UnwrapPath(err))
 		}
-		wg.Go(func() { chunkSum = sha256.Sum256(b) })
+		wg.Go(func() { chunkSum, subs = indexChunk(b, subs) })
 		whole.Write(b)
 		_, werr := out.Write(b)
 		wg.Wait()
@@ -304,6 +311,7 @@ func copyFile(ctx context.Context, src, dst *os.Root, f release.File, advance fu
 	if err := out.Close(); err != nil {
 		return nil, ioError("close "+f.Path, err)
 	}
+	fi.subs.Store(&subs)
 	return fi, nil
 }
 
@@ -324,10 +332,13 @@ func writeBytes(dst *os.Root, p string, b []byte) (*fileIndex, error) {
 		return nil, err
 	}
 	fi := &fileIndex{Size: int64(len(b)), SHA256: hex.EncodeToString(sha256Sum(b))}
+	var subs []byte
 	for off := 0; off < len(b); off += ChunkSize {
-		s := sha256.Sum256(b[off:min(off+ChunkSize, len(b))])
+		var s [32]byte
+		s, subs = indexChunk(b[off:min(off+ChunkSize, len(b))], subs)
 		fi.Chunks = append(fi.Chunks, s[:]...)
 	}
+	fi.subs.Store(&subs)
 	return fi, out.Close()
 }
 

@@ -24,7 +24,10 @@ type MirrorConfig struct {
 	// (<= 0: DefaultConcurrency).
 	Concurrency int
 	Limits      ReadLimits
-	Log         *slog.Logger
+	// CacheBytes bounds the cache of verified chunks shared by all
+	// readers (0: DefaultCacheBytes; < 0: no cache).
+	CacheBytes int64
+	Log        *slog.Logger
 }
 
 // Mirror hands joiners the files of imported releases (SPEC 5.3). It owns
@@ -43,12 +46,16 @@ type Mirror struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	indexes   indexCache
+	cache     *chunkCache // nil: none
 
 	corrupt   atomic.Uint64
 	busy      atomic.Uint64
 	cuts      atomic.Uint64
 	reads     atomic.Uint64
 	bytesSent atomic.Uint64
+	// cacheHits counts units sent from the cache, cacheMisses units read
+	// from disk and hashed.
+	cacheHits, cacheMisses atomic.Uint64
 }
 
 // NewMirror returns a mirror of the releases imported under cfg.DataDir.
@@ -59,6 +66,9 @@ func NewMirror(cfg MirrorConfig) *Mirror {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.CacheBytes == 0 {
+		cfg.CacheBytes = DefaultCacheBytes
+	}
 	return &Mirror{
 		db:      cfg.DB,
 		dir:     filepath.Join(cfg.DataDir, "releases"),
@@ -67,6 +77,7 @@ func NewMirror(cfg MirrorConfig) *Mirror {
 		limits:  cfg.Limits.withDefaults(),
 		holders: map[string]int{},
 		done:    make(chan struct{}),
+		cache:   newChunkCache(cfg.CacheBytes),
 	}
 }
 
@@ -116,6 +127,15 @@ func (m *Mirror) Reads() uint64 { return m.reads.Load() }
 // BytesSent is the number of verified bytes the readers' callers report
 // having sent.
 func (m *Mirror) BytesSent() uint64 { return m.bytesSent.Load() }
+
+// CacheHits is the number of verified units sent from the cache.
+func (m *Mirror) CacheHits() uint64 { return m.cacheHits.Load() }
+
+// CacheMisses is the number of units read from disk and hashed.
+func (m *Mirror) CacheMisses() uint64 { return m.cacheMisses.Load() }
+
+// CacheBytes is the size of the verified units in the cache now.
+func (m *Mirror) CacheBytes() int { return int(m.cache.Bytes()) }
 
 // InFlight is the number of slots taken now.
 func (m *Mirror) InFlight() int { return len(m.slots) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"sync"
@@ -60,6 +61,9 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 		if fi, err = m.indexes.decode(fileKey(rel, path), raw); err != nil {
 			return err
 		}
+		if err := loadSubIndex(tx, fileKey(rel, path), fi); err != nil {
+			return err
+		}
 		marked = tx.GetRaw(bucketCorrupt, fileKey(rel, path)) != nil
 		return nil
 	})
@@ -76,16 +80,19 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 	return &FileInfo{Release: rel, Path: path, Size: fi.Size, SHA256: fi.SHA256, index: fi}, nil
 }
 
-// Reader reads one imported file, verifying each chunk against the index
-// before returning any byte of it. It holds one of its holder's read
-// slots until Close, and is cut (Context) when it stalls, crawls or lasts
-// too long.
+// Reader reads one imported file, verifying every unit it returns (a
+// 64 KiB sub-chunk; a 1 MiB chunk for a file whose sub-chunk index is
+// missing) against the index before returning any byte of it. It holds
+// one of its holder's read slots until Close, and is cut (Context) when
+// it stalls, crawls or lasts too long.
 type Reader struct {
 	m        *Mirror
 	fi       *FileInfo
 	holder   string
 	f        *os.File
-	buf      *[]byte
+	unit     int64  // the verification unit, SubChunkSize or ChunkSize
+	sums     []byte // the SHA-256 of each unit, concatenated
+	key      string // the file's import, for the cache: import ID NUL release NUL path
 	sent     atomic.Int64
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -112,7 +119,12 @@ func (m *Mirror) Open(holder string, fi *FileInfo) (*Reader, error) {
 	}
 	m.reads.Add(1)
 	start := time.Now()
-	rd := &Reader{m: m, fi: fi, holder: holder, f: f, buf: getChunk(), deadline: start.Add(m.limits.MaxRead), closed: make(chan struct{})}
+	rd := &Reader{m: m, fi: fi, holder: holder, f: f, unit: ChunkSize, sums: fi.index.Chunks,
+		key:      fi.index.ImportID + "\x00" + fileKey(fi.Release, fi.Path),
+		deadline: start.Add(m.limits.MaxRead), closed: make(chan struct{})}
+	if subs := fi.index.subs.Load(); subs != nil {
+		rd.unit, rd.sums = SubChunkSize, *subs
+	}
 	rd.ctx, rd.cancel = context.WithCancelCause(context.Background())
 	go rd.watch(start)
 	return rd, nil
@@ -128,51 +140,206 @@ func (rd *Reader) Sent(n int) {
 	rd.m.bytesSent.Add(uint64(n))
 }
 
-// Chunk returns the verified bytes of chunk c (ChunkSize bytes, fewer for
-// the last one), valid until the next call. A chunk whose hash differs
-// from the index marks the file corrupt: RELEASE_CORRUPT, and no byte of
-// it is returned.
-func (rd *Reader) Chunk(c int64) ([]byte, error) {
+// pipelineBytes is how much a long read verifies per step: the next step
+// is read and hashed on another goroutine while this one is sent.
+const pipelineBytes = ChunkSize
+
+// Verified yields the verified bytes of [start, end) of the file in order,
+// a unit or part of one at a time. The slices may be shared with other
+// readers through the cache: never write to them. A unit whose hash
+// differs from the index marks the file corrupt and ends the sequence
+// with RELEASE_CORRUPT: no byte of it is yielded.
+//
+// A read longer than one step is pipelined: a goroutine reads and hashes
+// the next steps (at most two ahead) while the caller sends this one, so
+// hashing and the caller's work (TLS) run on two cores. Each unit is
+// still verified before any of its bytes is yielded; the goroutine has
+// ended when Verified returns, so the file may be closed then.
+func (rd *Reader) Verified(start, end int64) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		end = min(end, rd.fi.Size)
+		if start < 0 || start >= end {
+			return
+		}
+		first, last := start/rd.unit, (end-1)/rd.unit+1
+		emit := func(n int64, units [][]byte) bool {
+			for i, b := range units {
+				off := (n + int64(i)) * rd.unit
+				lo, hi := max(start, off)-off, min(end, off+int64(len(b)))-off
+				if !yield(b[lo:hi], nil) {
+					return false
+				}
+			}
+			return true
+		}
+		step := max(1, pipelineBytes/rd.unit)
+		if last-first <= step {
+			units, err := rd.units(first, last)
+			if emit(first, units) && err != nil {
+				yield(nil, err)
+			}
+			return
+		}
+		type verified struct {
+			n     int64
+			units [][]byte
+			err   error
+		}
+		ahead := make(chan verified, 1)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			defer close(ahead)
+			for n := first; n < last; n += step {
+				units, err := rd.units(n, min(n+step, last))
+				select {
+				case ahead <- verified{n, units, err}:
+				case <-stop:
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		})
+		defer func() {
+			close(stop)
+			wg.Wait()
+		}()
+		for v := range ahead {
+			if !emit(v.n, v.units) {
+				return
+			}
+			if v.err != nil {
+				yield(nil, v.err)
+				return
+			}
+		}
+	}
+}
+
+// units returns the verified bytes of units [first, last), one slice
+// each: from the cache when they are there (or being read by another
+// reader, which is waited for), else read and hashed here and added to
+// it. On a failure it returns the units verified before the first that
+// failed, and the error.
+func (rd *Reader) units(first, last int64) ([][]byte, error) {
 	if rd.m.closed() {
 		return nil, shuttingDown()
 	}
 	if err := context.Cause(rd.ctx); err != nil {
 		return nil, apierr.New(apierr.Unavailable, "release read cut: %v", err)
 	}
-	fi := rd.fi.index
-	if c < 0 || c >= fi.chunkCount() {
-		return nil, io.EOF
+	out := make([][]byte, last-first)
+	c := rd.m.cache
+	if c == nil {
+		n, err := rd.readUnits(first, out)
+		return out[:n], err
 	}
-	off := c * ChunkSize
-	b := (*rd.buf)[:min(ChunkSize, fi.Size-off)]
-	if _, err := rd.f.ReadAt(b, off); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = fmt.Errorf("chunk %d: file shorter than its %d bytes", c, fi.Size)
-		} else {
-			err = fmt.Errorf("chunk %d: read failed: %w", c, err)
+	claimed := make([]*cacheEntry, len(out))
+	waiting := make([]*cacheEntry, len(out))
+	for i := range out {
+		b, e, owner := c.get(chunkKey{file: rd.key, unit: rd.unit, n: first + int64(i)})
+		switch {
+		case b != nil:
+			out[i] = b
+			rd.m.cacheHits.Add(1)
+		case owner:
+			claimed[i] = e
+		default:
+			waiting[i] = e
 		}
-		return nil, rd.m.broken(rd.fi, err)
 	}
-	if sum := sha256.Sum256(b); !bytes.Equal(sum[:], fi.chunk(c)) {
-		err := fmt.Errorf("chunk %d (bytes %d-%d): sha256 %x, index says %x", c, off, off+int64(len(b))-1, sum, fi.chunk(c))
-		return nil, rd.m.broken(rd.fi, err)
+	// Claimed units are read, one run of neighbours at a time, and filled
+	// or given up before anything is waited for: a reader never waits
+	// while holding a claim, so two readers never wait on each other.
+	bad := len(out) // the first unit that failed
+	var err error
+	for i := 0; i < len(out); {
+		if claimed[i] == nil {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(out) && claimed[j] != nil {
+			j++
+		}
+		if err == nil {
+			var n int
+			if n, err = rd.readUnits(first+int64(i), out[i:j]); err != nil {
+				bad = i + n
+			}
+		}
+		for k := i; k < j; k++ {
+			if k < bad {
+				c.fill(claimed[k], out[k])
+			} else {
+				c.abandon(claimed[k])
+			}
+		}
+		i = j
 	}
-	return b, nil
+	for i := 0; i < bad; i++ {
+		e := waiting[i]
+		if e == nil {
+			continue
+		}
+		<-e.done
+		if e.b != nil {
+			out[i] = e.b
+			rd.m.cacheHits.Add(1)
+			continue
+		}
+		// The other reader gave the unit up: read it here, which reports
+		// the failure (or finds the unit sound after all).
+		if _, rerr := rd.readUnits(first+int64(i), out[i:i+1]); rerr != nil {
+			bad, err = i, rerr
+		}
+	}
+	return out[:bad], err
 }
 
-// ReadAt is io.ReaderAt over verified chunks (one copy; Chunk has none).
+// readUnits reads units first, first+1, ... into fresh buffers (out[i]
+// gets unit first+i) and checks each against the index, stopping at the
+// first that fails; n units were verified. The buffers are new because
+// they may go into the cache, which hands them to other readers: a
+// buffer is never reused.
+func (rd *Reader) readUnits(first int64, out [][]byte) (n int, err error) {
+	size := rd.fi.Size
+	defer func() { rd.m.cacheMisses.Add(uint64(n)) }()
+	for i := range out {
+		u := first + int64(i)
+		off := u * rd.unit
+		b := make([]byte, min(rd.unit, size-off))
+		if _, err := rd.f.ReadAt(b, off); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("bytes %d-%d: file shorter than its %d bytes", off, off+int64(len(b))-1, size)
+			} else {
+				err = fmt.Errorf("bytes %d-%d: read failed: %w", off, off+int64(len(b))-1, err)
+			}
+			return i, rd.m.broken(rd.fi, err)
+		}
+		want := rd.sums[u*32 : u*32+32]
+		if sum := sha256.Sum256(b); !bytes.Equal(sum[:], want) {
+			err := fmt.Errorf("bytes %d-%d: sha256 %x, index says %x", off, off+int64(len(b))-1, sum, want)
+			return i, rd.m.broken(rd.fi, err)
+		}
+		out[i] = b
+	}
+	return len(out), nil
+}
+
+// ReadAt is io.ReaderAt over verified bytes.
 func (rd *Reader) ReadAt(p []byte, off int64) (int, error) {
 	n := 0
-	for n < len(p) {
-		pos := off + int64(n)
-		if pos >= rd.fi.Size {
-			return n, io.EOF
-		}
-		b, err := rd.Chunk(pos / ChunkSize)
+	for b, err := range rd.Verified(off, off+int64(len(p))) {
 		if err != nil {
 			return n, err
 		}
-		n += copy(p[n:], b[pos%ChunkSize:])
+		n += copy(p[n:], b)
+	}
+	if n < len(p) {
+		return n, io.EOF
 	}
 	return n, nil
 }
@@ -183,7 +350,6 @@ func (rd *Reader) Close() error {
 		close(rd.closed)
 		rd.cancel(nil)
 		rd.f.Close()
-		putChunk(rd.buf)
 		rd.m.release(rd.holder)
 	})
 	return nil

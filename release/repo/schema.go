@@ -8,4 +8,5 @@ var (
 	bucketReleases = store.NewBucket[Imported]("releases")           // release -> Imported
 	bucketFiles    = store.NewBucket[fileIndex]("release-files")     // release NUL path -> fileIndex
 	bucketCorrupt  = store.NewBucket[corruptMark]("release-corrupt") // release NUL path -> corruptMark
+	bucketSubs     = store.NewBucket[subIndex]("release-subchunks")  // release NUL path -> subIndex
 )

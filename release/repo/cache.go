@@ -1,0 +1,135 @@
+package repo
+
+import "sync"
+
+// DefaultCacheBytes is the default size of the cache of verified chunks.
+const DefaultCacheBytes = 256 << 20
+
+// chunkCache keeps verified units of imported files in memory, bounded in
+// bytes, least recently used first out, shared by every reader: joiners
+// upgrading together fetch the same chunks at about the same time, and
+// the second one is sent what the first verified without reading or
+// hashing again.
+//
+// Why this is safe: an entry holds the verified bytes themselves, copied
+// out of the file into memory the cache owns before they were hashed, not
+// a "verified" flag about a file that could change under it. Nothing
+// writes an entry's bytes after it is filled (eviction only unlinks it),
+// so what the cache hands out is exactly what matched the index. The key
+// names the import (its random import ID), the file and the unit, so a
+// re-imported file, whose readers carry the new import ID, never finds
+// the old content; its old entries are never asked for again and age out.
+//
+// A unit being read is claimed: a second reader wanting it waits for the
+// first instead of reading and hashing it too (the downloads of one
+// upgrade run in step), and reads it itself only if the first failed.
+type chunkCache struct {
+	max int64
+
+	mu      sync.Mutex
+	used    int64
+	entries map[chunkKey]*cacheEntry
+	lru     cacheEntry // sentinel: lru.next is the most recently used
+}
+
+// chunkKey names one verification unit of one import of a file.
+type chunkKey struct {
+	file string // import ID NUL release NUL path
+	unit int64  // SubChunkSize, or ChunkSize for a file verified by chunk
+	n    int64
+}
+
+type cacheEntry struct {
+	key chunkKey
+	// b is nil until the unit is filled; once set it never changes.
+	b    []byte
+	done chan struct{} // closed when filled or abandoned
+	// prev and next link filled entries in LRU order.
+	prev, next *cacheEntry
+}
+
+// newChunkCache returns a cache of at most max bytes; nil (no cache)
+// when max <= 0.
+func newChunkCache(max int64) *chunkCache {
+	if max <= 0 {
+		return nil
+	}
+	c := &chunkCache{max: max, entries: map[chunkKey]*cacheEntry{}}
+	c.lru.prev, c.lru.next = &c.lru, &c.lru
+	return c
+}
+
+// get returns the cached bytes of k (hit), or an entry: claimed by this
+// caller (owner: it must fill or abandon it), or being read by another
+// (wait on done, then use b, or read the unit itself if b is nil).
+func (c *chunkCache) get(k chunkKey) (b []byte, e *cacheEntry, owner bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e = c.entries[k]
+	switch {
+	case e == nil:
+		e = &cacheEntry{key: k, done: make(chan struct{})}
+		c.entries[k] = e
+		return nil, e, true
+	case e.b != nil:
+		c.unlink(e)
+		c.pushFront(e)
+		return e.b, nil, false
+	default:
+		return nil, e, false
+	}
+}
+
+// fill stores the verified bytes of a claimed entry and wakes its
+// waiters; the least recently used entries go to make room.
+func (c *chunkCache) fill(e *cacheEntry, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.b = b
+	close(e.done)
+	if int64(len(b)) > c.max {
+		delete(c.entries, e.key)
+		return
+	}
+	c.pushFront(e)
+	c.used += int64(len(b))
+	for c.used > c.max {
+		old := c.lru.prev
+		c.unlink(old)
+		delete(c.entries, old.key)
+		c.used -= int64(len(old.b))
+	}
+}
+
+// abandon gives a claimed entry up (its unit failed verification or could
+// not be read): its waiters read the unit themselves.
+func (c *chunkCache) abandon(e *cacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries[e.key] == e {
+		delete(c.entries, e.key)
+	}
+	close(e.done)
+}
+
+func (c *chunkCache) pushFront(e *cacheEntry) {
+	e.prev, e.next = &c.lru, c.lru.next
+	c.lru.next.prev = e
+	c.lru.next = e
+}
+
+func (c *chunkCache) unlink(e *cacheEntry) {
+	e.prev.next = e.next
+	e.next.prev = e.prev
+	e.prev, e.next = nil, nil
+}
+
+// Bytes is the size of the cached units.
+func (c *chunkCache) Bytes() int64 {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
