@@ -60,7 +60,14 @@ const (
 	// mirrorRequestTimeout bounds one request, so a hung server fails the
 	// benchmark rather than the test binary's -timeout.
 	mirrorRequestTimeout = 3 * time.Minute
+	// mirrorStatsPath is the founder child's answer with its cache
+	// counters: units sent from the cache, units read and hashed.
+	mirrorStatsPath = "/_stats"
 )
+
+// mirrorTargets are SPEC section 14's: the founder's throughput over
+// nginx's, per case.
+var mirrorTargets = map[string]float64{"full": 1.0, "parallel4": 1.0, "range64k": 0.6}
 
 // BenchmarkMirrorVsNginx compares the founder's release mirror
 // (httpapi.ServeReleaseFile over repo.Mirror, which reads and SHA-256-checks every 1 MiB
@@ -377,6 +384,8 @@ func TestMirrorFounderServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// The founder's defaults but for the slots: the cache of verified
+	// chunks is repo.DefaultCacheBytes, as `stratum serve` has it.
 	m := repo.NewMirror(repo.MirrorConfig{DB: db, DataDir: dataDir, Concurrency: mirrorSlots, Log: slog.New(slog.DiscardHandler)})
 	ln, err := tls.Listen("tcp", os.Getenv("MIRROR_FOUNDER_ADDR"), &tls.Config{
 		Certificates: []tls.Certificate{cert},
@@ -388,6 +397,10 @@ func TestMirrorFounderServer(t *testing.T) {
 	}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == mirrorStatsPath {
+				fmt.Fprintf(w, "%d %d", m.CacheHits(), m.CacheMisses())
+				return
+			}
 			if err := httpapi.ServeReleaseFile(w, r, m, r.RemoteAddr, mirrorRelease, strings.TrimPrefix(r.URL.Path, "/")); err != nil {
 				http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			}
@@ -499,6 +512,9 @@ type mirrorSample struct {
 	clientCPU time.Duration // this process: the clients
 	serverCPU time.Duration // the server's process and its children
 	tls       string
+	// cacheHits and cacheMisses are the founder's units (64 KiB) sent
+	// from its cache of verified chunks and read and hashed.
+	cacheHits, cacheMisses uint64
 }
 
 func (s mirrorSample) mibs() float64 { return float64(s.bytes) / (1 << 20) / s.elapsed.Seconds() }
@@ -536,15 +552,18 @@ func (e *mirrorEnv) measure(b *testing.B) map[string]map[string][]mirrorSample {
 				if server == "nginx" {
 					pid = e.nginxPID
 				}
+				hits0, misses0 := e.founderCache(b, server)
 				client0, server0 := mirrorSelfCPU(), mirrorTreeCPU(pid)
 				s, err := c.run(e, e.url(server))
 				if err != nil {
 					b.Fatalf("round %d, case %s, %s: %v", round, c.name, server, err)
 				}
 				s.clientCPU, s.serverCPU = mirrorSelfCPU()-client0, mirrorTreeCPU(pid)-server0
-				fmt.Printf("mirror run round=%d case=%s server=%s mibs=%.0f requests=%d elapsed=%v server_cpu=%v client_cpu=%v\n",
+				hits1, misses1 := e.founderCache(b, server)
+				s.cacheHits, s.cacheMisses = hits1-hits0, misses1-misses0
+				fmt.Printf("mirror run round=%d case=%s server=%s mibs=%.0f requests=%d elapsed=%v server_cpu=%v client_cpu=%v cache_hits=%d cache_misses=%d\n",
 					round, c.name, server, s.mibs(), s.requests, s.elapsed.Round(time.Millisecond),
-					s.serverCPU.Round(10*time.Millisecond), s.clientCPU.Round(10*time.Millisecond))
+					s.serverCPU.Round(10*time.Millisecond), s.clientCPU.Round(10*time.Millisecond), s.cacheHits, s.cacheMisses)
 				out[c.name][server] = append(out[c.name][server], s)
 			}
 		}
@@ -579,6 +598,16 @@ func (e *mirrorEnv) report(b *testing.B, samples map[string]map[string][]mirrorS
 			line += fmt.Sprintf(" founder_us_per_req=%.0f nginx_us_per_req=%.0f", fCPU*perReq, nCPU*perReq)
 		}
 		fmt.Println(line)
+		var hits, units uint64
+		for _, s := range fs {
+			hits, units = hits+s.cacheHits, units+s.cacheHits+s.cacheMisses
+		}
+		verdict := "PASS"
+		if ratio < mirrorTargets[c.name] {
+			verdict = "MISS"
+		}
+		fmt.Printf("TARGET mirror %-9s founder/nginx %.2fx (target >= %.1fx) %s: founder %.0f MiB/s at %.2f s CPU/GiB, nginx %.0f MiB/s at %.2f s CPU/GiB; founder cache %.0f%% of units\n",
+			c.name, ratio, mirrorTargets[c.name], verdict, f.mibs(), fCPU, n.mibs(), nCPU, 100*float64(hits)/float64(max(units, 1)))
 		b.ReportMetric(f.mibs(), c.name+"_founder_MiB/s")
 		b.ReportMetric(n.mibs(), c.name+"_nginx_MiB/s")
 		b.ReportMetric(ratio, c.name+"_ratio")
@@ -586,6 +615,24 @@ func (e *mirrorEnv) report(b *testing.B, samples map[string]map[string][]mirrorS
 	}
 	f, n := mirrorBest(samples["full"]["founder"]), mirrorBest(samples["full"]["nginx"])
 	fmt.Printf("mirror tls founder=%s nginx=%s loadavg=%s\n", f.tls, n.tls, mirrorLoadAvg())
+}
+
+// founderCache reads the founder child's cache counters (zero for nginx).
+func (e *mirrorEnv) founderCache(b *testing.B, server string) (hits, misses uint64) {
+	if server != "founder" {
+		return 0, 0
+	}
+	client := &http.Client{Transport: e.transport(), Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(e.founderURL + mirrorStatsPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := fmt.Fscan(resp.Body, &hits, &misses); err != nil {
+		b.Fatalf("founder cache counters: %v", err)
+	}
+	return hits, misses
 }
 
 // mirrorMedian is the median of v over ss.

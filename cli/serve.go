@@ -9,6 +9,7 @@ import (
 	"stratum/bootprobe"
 	"stratum/founder"
 	"stratum/httpapi"
+	"stratum/release/repo"
 )
 
 // Set at link time by the Makefile.
@@ -32,6 +33,8 @@ func runServe(ctx context.Context, args []string) error {
 	joinAddr := fs.String("join-addr", "127.0.0.1:9443", "join listener address")
 	advertise := fs.String("join-advertise", "", "HOST:PORT joiners dial (default: the join listener address)")
 	concurrency := fs.Int("release-concurrency", 4, "release files served at once")
+	cache := byteSize(repo.DefaultCacheBytes)
+	fs.Var(&cache, "release-cache", "memory for verified release chunks, shared by downloads (e.g. 256MiB, 1GiB; 0: none)")
 	source := fs.String("release-source", "", "release mirror URL to offer instead of serving releases")
 	timeout := fs.Duration("delivery-timeout", 30*time.Minute, "time a delivery may stay unacknowledged")
 	probe := fs.Bool("probe-startupz", true, "probe every member's agent /startupz for the boot fields of the members lists and bundle")
@@ -50,10 +53,18 @@ func runServe(ctx context.Context, args []string) error {
 	return founder.Serve(ctx, founder.Options{
 		Data: founder.DataDir(*data), Keys: ks, Dev: *dev, ConfigFile: *config,
 		APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
-		ReleaseConcurrency: *concurrency, ReleaseSource: *source, DeliveryTimeout: *timeout,
+		ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseSource: *source, DeliveryTimeout: *timeout,
 		ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort,
 		Build: buildInfo(), Log: newLogger(*logLevel, *logFormat), Out: os.Stdout,
 	})
+}
+
+// cacheBytes maps the flag's 0 (no cache) to the mirror's "none".
+func cacheBytes(b byteSize) int64 {
+	if b == 0 {
+		return -1
+	}
+	return int64(b)
 }
 
 func newLogger(level, format string) *slog.Logger {

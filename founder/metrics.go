@@ -19,6 +19,9 @@ func (f *Founder) registerDomainMetrics(reg *prometheus.Registry) {
 		counter("stratum_release_responses_total", "Release file reads started (a slot taken).", f.mirror.Reads),
 		counter("stratum_release_bytes_sent_total", "Verified release bytes sent.", f.mirror.BytesSent),
 		gauge("stratum_release_reads_in_flight", "Release reads holding a slot.", f.mirror.InFlight),
+		counter("stratum_release_cache_hits_total", "Verified 64 KiB release units sent from the cache of verified chunks.", f.mirror.CacheHits),
+		counter("stratum_release_cache_misses_total", "Release units read from disk and hashed (64 KiB; 1 MiB for a file without a sub-chunk index).", f.mirror.CacheMisses),
+		gauge("stratum_release_cache_bytes", "Bytes held by the cache of verified release chunks.", f.mirror.CacheBytes),
 		gauge("stratum_join_waiters", "Long-polls waiting on a registration.", f.joins.Hub().Waiters),
 	)
 }

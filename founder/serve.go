@@ -37,8 +37,11 @@ type Options struct {
 	JoinAddr           string
 	JoinAdvertise      string
 	ReleaseConcurrency int
-	ReleaseSource      string
-	DeliveryTimeout    time.Duration
+	// ReleaseCacheBytes bounds the cache of verified release chunks
+	// (0: repo.DefaultCacheBytes; < 0: no cache).
+	ReleaseCacheBytes int64
+	ReleaseSource     string
+	DeliveryTimeout   time.Duration
 	// ProbeStartupz turns the boot-health prober on (SPEC 11): every
 	// ProbeInterval each member's agent is asked at mgmtIp:AgentPort.
 	ProbeStartupz bool
@@ -168,7 +171,7 @@ func (f *Founder) run(ctx context.Context) error {
 			return err
 		}
 	}
-	f.services()
+	f.services(ctx)
 	reg := prometheus.NewRegistry()
 	f.registerDomainMetrics(reg)
 	f.api = httpapi.New(httpapi.Deps{

@@ -18,7 +18,7 @@ import (
 const selfRecordEvery = 3 * time.Minute
 
 // services builds the domain services once the store is open.
-func (f *Founder) services() {
+func (f *Founder) services(ctx context.Context) {
 	cp := releaseset.ControlPlane{Version: f.opts.Build.Version, Commit: f.opts.Build.Commit}
 	// This build's newest migration, the oldest level whose control plane
 	// still runs against it, and the level the store actually has.
@@ -32,10 +32,15 @@ func (f *Founder) services() {
 	if err := repo.Recover(f.db, string(f.opts.Data)); err != nil {
 		f.log.Error("settling an interrupted release import failed", "err", err)
 	}
+	f.startup.Phase("release index")
+	if err := repo.UpgradeIndexes(ctx, f.db, string(f.opts.Data), f.log); err != nil {
+		f.log.Error("indexing the sub-chunks of imported releases failed; files without one are verified by 1 MiB chunk", "err", err)
+	}
 	if err := f.releases.Load(); err != nil {
 		f.log.Error("loading release records failed", "err", err)
 	}
-	f.mirror = repo.NewMirror(repo.MirrorConfig{DB: f.db, DataDir: string(f.opts.Data), Concurrency: concurrency, Limits: f.opts.ReleaseReads, Log: f.log})
+	f.mirror = repo.NewMirror(repo.MirrorConfig{DB: f.db, DataDir: string(f.opts.Data), Concurrency: concurrency,
+		Limits: f.opts.ReleaseReads, CacheBytes: f.opts.ReleaseCacheBytes, Log: f.log})
 	var payloads join.PayloadOfferer = f.mirror
 	if f.opts.ReleaseSource != "" {
 		// A configured mirror serves the release; the founder does not.

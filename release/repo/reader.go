@@ -112,7 +112,7 @@ func (m *Mirror) Open(holder string, fi *FileInfo) (*Reader, error) {
 	if err := m.acquire(holder); err != nil {
 		return nil, err
 	}
-	f, err := m.open(fi)
+	f, err := openImported(m.dir, fi.Release, fi.Path, fi.Size)
 	if err != nil {
 		m.release(holder)
 		return nil, m.broken(fi, err)
@@ -355,43 +355,63 @@ func (rd *Reader) Close() error {
 	return nil
 }
 
-// open opens the release file without following links (os.Root keeps
-// every step inside the release directory) and checks it is the regular
-// file of the indexed size.
-func (m *Mirror) open(fi *FileInfo) (*os.File, error) {
-	root, err := os.OpenRoot(filepath.Join(m.dir, fi.Release))
+// openImported opens file path of an imported release without following
+// links (os.Root keeps every step inside the release directory) and
+// checks it is the regular file of the indexed size.
+func openImported(releasesDir, rel, path string, size int64) (*os.File, error) {
+	root, err := os.OpenRoot(filepath.Join(releasesDir, rel))
 	if err != nil {
 		return nil, fmt.Errorf("release directory: %w", err)
 	}
 	defer root.Close()
-	f, st, err := release.OpenRegular(root, fi.Path)
+	f, st, err := release.OpenRegular(root, path)
 	if err != nil {
 		return nil, err
 	}
-	if st.Size() != fi.Size {
+	if st.Size() != size {
 		f.Close()
-		return nil, fmt.Errorf("%d bytes on disk, index says %d", st.Size(), fi.Size)
+		return nil, fmt.Errorf("%d bytes on disk, index says %d", st.Size(), size)
 	}
 	return f, nil
 }
 
+// transient tells a failure of the founder itself (out of file
+// descriptors or memory) from a tree that is not what was imported.
+func transient(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.EINTR)
+}
+
 // broken handles a file that cannot be served as imported. A transient
-// failure of the founder itself (out of file descriptors or memory) is an
-// internal error. Anything else means the tree on disk is not what was
-// imported: the file is marked corrupt (unless it was re-imported in the
-// meantime: the mismatch was then against the new bytes), logged and
-// counted, and the joiner is told RELEASE_CORRUPT.
+// failure is an internal error. Anything else means the tree on disk is
+// not what was imported: the file is marked corrupt (unless it was
+// re-imported in the meantime: the mismatch was then against the new
+// bytes), logged and counted, and the joiner is told RELEASE_CORRUPT.
 func (m *Mirror) broken(fi *FileInfo, cause error) error {
 	rel, path := fi.Release, fi.Path
-	if errors.Is(cause, syscall.EMFILE) || errors.Is(cause, syscall.ENFILE) || errors.Is(cause, syscall.ENOMEM) || errors.Is(cause, syscall.EINTR) {
+	if transient(cause) {
 		m.log.Error("release file cannot be opened", "release", rel, "path", path, "err", cause)
 		return fmt.Errorf("release %s: %s: %w", rel, path, cause)
 	}
 	reason := cause.Error()
+	marked, err := markCorrupt(m.db, rel, path, fi.index.ImportID, reason)
+	switch {
+	case err != nil:
+		m.log.Error("release file failed verification; marking it corrupt failed", "release", rel, "path", path, "reason", reason, "err", err)
+	case marked:
+		m.corrupt.Add(1)
+		m.log.Error("release file failed verification; marked corrupt until re-import", "release", rel, "path", path, "reason", reason)
+	default:
+		m.log.Warn("release file changed while served (re-imported?)", "release", rel, "path", path, "reason", reason)
+	}
+	return corruptError(rel, path)
+}
+
+// markCorrupt marks file path of rel corrupt and audits it, if the store
+// still holds the import that failed (importID) and it is not marked yet;
+// marked says whether this call marked it.
+func markCorrupt(db *store.DB, rel, path, importID, reason string) (marked bool, err error) {
 	key := fileKey(rel, path)
-	importID := fi.index.ImportID
-	marked := false
-	err := m.db.Update(func(tx *store.Tx) error {
+	err = db.Update(func(tx *store.Tx) error {
 		var now fileIndex
 		if found, err := tx.GetJSON(bucketFiles, key, &now); err != nil || !found || now.ImportID != importID {
 			return err
@@ -405,14 +425,5 @@ func (m *Mirror) broken(fi *FileInfo, cause error) error {
 		}
 		return tx.Audit("release.corrupt", "", rel, map[string]string{"path": path, "reason": reason, "importId": importID})
 	})
-	switch {
-	case err != nil:
-		m.log.Error("release file failed verification; marking it corrupt failed", "release", rel, "path", path, "reason", reason, "err", err)
-	case marked:
-		m.corrupt.Add(1)
-		m.log.Error("release file failed verification; marked corrupt until re-import", "release", rel, "path", path, "reason", reason)
-	default:
-		m.log.Warn("release file changed while served (re-imported?)", "release", rel, "path", path, "reason", reason)
-	}
-	return corruptError(rel, path)
+	return marked && err == nil, err
 }

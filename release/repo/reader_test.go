@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,7 +14,10 @@ import (
 	"stratum/release/releasetest"
 )
 
-func importedMirror(t *testing.T, blobSize, concurrency int) (m *Mirror, blob string, data []byte, reimport func()) {
+// importedMirror imports a release whose blob has blobSize bytes and
+// serves it with concurrency slots and a cache of cacheBytes (0: the
+// default; < 0: none).
+func importedMirror(t *testing.T, blobSize, concurrency int, cacheBytes int64) (m *Mirror, blob string, data []byte, reimport func()) {
 	t.Helper()
 	src, blob, pub := releasetest.SignedTree(t, blobSize, "0.6.0")
 	keys := releasetest.Keyring(t, 1, pub)
@@ -28,7 +32,7 @@ func importedMirror(t *testing.T, blobSize, concurrency int) (m *Mirror, blob st
 	if err != nil {
 		t.Fatal(err)
 	}
-	m = NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: concurrency})
+	m = NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: concurrency, CacheBytes: cacheBytes, Log: discardLog()})
 	t.Cleanup(m.Close)
 	return m, blob, data, reimport
 }
@@ -37,7 +41,7 @@ func importedMirror(t *testing.T, blobSize, concurrency int) (m *Mirror, blob st
 // slot is held until Close, and a stale mismatch (against an index a
 // re-import has replaced) marks nothing corrupt.
 func TestReader(t *testing.T) {
-	m, blob, data, reimport := importedMirror(t, 3*ChunkSize+77, 1)
+	m, blob, data, reimport := importedMirror(t, 3*ChunkSize+77, 1, 0)
 	fi, err := m.Stat("0.6.0", blob)
 	if err != nil || fi.Size != int64(len(data)) || fi.ETag() != `"sha256:`+fi.SHA256+`"` {
 		t.Fatalf("Stat: %+v %v", fi, err)
@@ -74,3 +78,5 @@ func TestReader(t *testing.T) {
 		t.Fatal("a mismatch against a replaced index marked the new import corrupt")
 	}
 }
+
+func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,324 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"stratum/apierr"
+	"stratum/release"
+	"stratum/release/releasetest"
+	"stratum/store"
+)
+
+// readRange opens the file and reads [off, off+n).
+func readRange(t *testing.T, m *Mirror, path string, off, n int64) ([]byte, error) {
+	t.Helper()
+	fi, err := m.Stat("0.6.0", path)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := m.Open("t", fi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	p := make([]byte, n)
+	k, err := rd.ReadAt(p, off)
+	return p[:k], err
+}
+
+// TestRangeHashesOnlyTouchedSubChunks: a 64 KiB range hashes the one or
+// two 64 KiB sub-chunks it touches, and a sub-chunk corrupted on disk is
+// caught by a range that touches it, however small, and by no other.
+func TestRangeHashesOnlyTouchedSubChunks(t *testing.T) {
+	m, blob, data, _ := importedMirror(t, 3*ChunkSize+77, 4, -1)
+	const bad = 20 // sub-chunk 20 of the file (in its second MiB)
+	onDisk := filepath.Join(m.dir, "0.6.0", filepath.FromSlash(blob))
+
+	for _, c := range []struct {
+		name      string
+		off, n    int64
+		subHashed uint64
+	}{
+		{"aligned 64 KiB", 5 * SubChunkSize, SubChunkSize, 1},
+		{"straddling 64 KiB", 7*SubChunkSize + 100, SubChunkSize, 2},
+		{"10 bytes", 9*SubChunkSize + 3, 10, 1},
+		{"the last 77 bytes", 3 * ChunkSize, 77, 1},
+	} {
+		before := m.CacheMisses()
+		got, err := readRange(t, m, blob, c.off, c.n)
+		if err != nil || !bytes.Equal(got, data[c.off:c.off+c.n]) {
+			t.Fatalf("%s: %d bytes, %v", c.name, len(got), err)
+		}
+		if hashed := m.CacheMisses() - before; hashed != c.subHashed {
+			t.Fatalf("%s: %d sub-chunks read and hashed, want %d", c.name, hashed, c.subHashed)
+		}
+	}
+
+	releasetest.FlipByte(t, onDisk, bad*SubChunkSize+SubChunkSize-1)
+	// Ranges beside the bad sub-chunk, even in its 1 MiB chunk, are served.
+	for _, off := range []int64{(bad - 1) * SubChunkSize, (bad + 1) * SubChunkSize} {
+		if got, err := readRange(t, m, blob, off, SubChunkSize); err != nil || !bytes.Equal(got, data[off:off+SubChunkSize]) {
+			t.Fatalf("range at %d beside the bad sub-chunk: %v", off, err)
+		}
+	}
+	if m.CorruptCount() != 0 {
+		t.Fatal("a range that does not touch the bad sub-chunk marked the file")
+	}
+	// One byte of it: caught, nothing returned.
+	got, err := readRange(t, m, blob, bad*SubChunkSize+SubChunkSize-1, 1)
+	if apierr.CodeOf(err) != apierr.ReleaseCorrupt || len(got) != 0 {
+		t.Fatalf("1-byte range of the bad sub-chunk: %d bytes, %v", len(got), err)
+	}
+	if m.CorruptCount() != 1 || m.Offered("0.6.0") {
+		t.Fatal("the corrupt sub-chunk did not mark the file")
+	}
+	if _, err := m.Stat("0.6.0", blob); apierr.CodeOf(err) != apierr.ReleaseCorrupt {
+		t.Fatalf("after the mark: %v", err)
+	}
+}
+
+// TestReadStopsAtTheBadSubChunk: a long read returns exactly the bytes
+// before the bad sub-chunk, cache or not.
+func TestReadStopsAtTheBadSubChunk(t *testing.T) {
+	for _, cache := range []int64{-1, 0} {
+		m, blob, data, _ := importedMirror(t, 4*ChunkSize, 4, cache)
+		bad := int64(2*ChunkSize + 3*SubChunkSize)
+		releasetest.FlipByte(t, filepath.Join(m.dir, "0.6.0", filepath.FromSlash(blob)), bad+10)
+		got, err := readRange(t, m, blob, 0, int64(len(data)))
+		if apierr.CodeOf(err) != apierr.ReleaseCorrupt || int64(len(got)) != bad || !bytes.Equal(got, data[:bad]) {
+			t.Fatalf("cache %d: %d bytes (want %d), %v", cache, len(got), bad, err)
+		}
+	}
+}
+
+// TestCache: concurrent readers of one file read and hash each unit once
+// (the others wait for it or find it cached); what the cache holds are
+// the verified bytes, so a byte changed on disk after they were verified
+// is not sent; the cache keeps to its size.
+func TestCache(t *testing.T) {
+	m, blob, data, _ := importedMirror(t, 3*ChunkSize+77, 8, 0)
+	units := uint64((len(data) + SubChunkSize - 1) / SubChunkSize)
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			got, err := readRange(t, m, blob, 0, int64(len(data)))
+			if err != nil || !bytes.Equal(got, data) {
+				t.Errorf("concurrent whole read: %d bytes, %v", len(got), err)
+			}
+		})
+	}
+	wg.Wait()
+	if m.CacheMisses() != units || m.CacheHits() != 5*units {
+		t.Fatalf("6 concurrent reads of %d units: %d read from disk, %d from the cache", units, m.CacheMisses(), m.CacheHits())
+	}
+	if m.CacheBytes() != len(data) {
+		t.Fatalf("cache holds %d bytes, want %d", m.CacheBytes(), len(data))
+	}
+
+	releasetest.FlipByte(t, filepath.Join(m.dir, "0.6.0", filepath.FromSlash(blob)), 100)
+	if got, err := readRange(t, m, blob, 0, 200); err != nil || !bytes.Equal(got, data[:200]) {
+		t.Fatalf("cached unit after the disk changed: %v", err)
+	}
+
+	small, blob2, data2, _ := importedMirror(t, 3*ChunkSize, 2, 4*SubChunkSize)
+	for range 2 {
+		if got, err := readRange(t, small, blob2, 0, int64(len(data2))); err != nil || !bytes.Equal(got, data2) {
+			t.Fatalf("read through a small cache: %v", err)
+		}
+		if small.CacheBytes() > 4*SubChunkSize {
+			t.Fatalf("cache of %d bytes holds %d", 4*SubChunkSize, small.CacheBytes())
+		}
+	}
+}
+
+// TestCacheAfterReimport: a file re-imported with other content is read
+// from the new import, never from the cached units of the old one.
+func TestCacheAfterReimport(t *testing.T) {
+	keyFile, pub, _ := releasetest.Key(t, t.TempDir(), "k")
+	keys := releasetest.Keyring(t, 1, pub)
+	tree := func(seed byte) (string, []byte) {
+		src, _ := releasetest.MakeTree(t, 1000)
+		data := releasetest.RandomBytes(3<<20+17, seed)
+		releasetest.WriteFile(t, src, releasetest.SysextPath, data)
+		if _, err := release.Sign(src, keyFile, "0.6.0", nil); err != nil {
+			t.Fatal(err)
+		}
+		return src, data
+	}
+	oldSrc, oldData := tree(2)
+	newSrc, newData := tree(9)
+	db, dataDir := releasetest.OpenDB(t)
+	if _, err := Import(context.Background(), db, dataDir, oldSrc, keys, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
+	t.Cleanup(m.Close)
+	for range 2 {
+		if got, err := readRange(t, m, releasetest.SysextPath, 0, int64(len(oldData))); err != nil || !bytes.Equal(got, oldData) {
+			t.Fatalf("old import: %v", err)
+		}
+	}
+	if m.CacheHits() == 0 {
+		t.Fatal("the second read was not served from the cache: the test proves nothing")
+	}
+	if _, err := Import(context.Background(), db, dataDir, newSrc, keys, ImportOptions{Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	hits := m.CacheHits()
+	if got, err := readRange(t, m, releasetest.SysextPath, 0, int64(len(newData))); err != nil || !bytes.Equal(got, newData) {
+		t.Fatalf("after re-import: equal to the new content %v, to the old %v, %v",
+			bytes.Equal(got, newData), bytes.Equal(got, oldData), err)
+	}
+	if m.CacheHits() != hits {
+		t.Fatalf("%d units of the re-imported file came from the cache", m.CacheHits()-hits)
+	}
+}
+
+// TestVerifiedStopsItsGoroutine: a caller that stops a long read early
+// leaves no goroutine behind, so the file can be closed.
+func TestVerifiedStopsItsGoroutine(t *testing.T) {
+	m, blob, data, _ := importedMirror(t, 8*ChunkSize, 2, 0)
+	baseline := runtime.NumGoroutine()
+	fi, err := m.Stat("0.6.0", blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := m.Open("t", fi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	for b, err := range rd.Verified(100, fi.Size) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b...)
+		if len(got) > ChunkSize {
+			break
+		}
+	}
+	rd.Close()
+	if !bytes.Equal(got, data[100:100+len(got)]) {
+		t.Fatal("wrong bytes")
+	}
+	releasetest.WaitGoroutines(t, baseline)
+	// And a read over the whole file through io.Reader.
+	rd, _ = m.Open("t", fi)
+	defer rd.Close()
+	if all, err := io.ReadAll(io.NewSectionReader(rd, 0, rd.Size())); err != nil || !bytes.Equal(all, data) {
+		t.Fatalf("whole read: %v", err)
+	}
+}
+
+// TestUpgradeIndexes: an import made before the sub-chunk index (none
+// stored, or one of another import) is served verified by 1 MiB chunk
+// until UpgradeIndexes reads each file once and stores the index the
+// import would have; a file damaged on disk since its import is marked
+// corrupt, not indexed; a second run finds nothing to do.
+func TestUpgradeIndexes(t *testing.T) {
+	m, blob, data, _ := importedMirror(t, 3*ChunkSize+77, 2, 0)
+	db, dataDir := m.db, filepath.Dir(m.dir)
+	rec, _, _ := Get(db, "0.6.0")
+	imported := map[string][]byte{}
+	err := db.Update(func(tx *store.Tx) error {
+		if err := tx.ForEach(bucketSubs, func(k string, raw []byte) error {
+			var si subIndex
+			_, err := tx.GetJSON(bucketSubs, k, &si)
+			imported[k] = si.Sums
+			return err
+		}); err != nil {
+			return err
+		}
+		if err := deletePrefix(tx, bucketSubs, "0.6.0"); err != nil {
+			return err
+		}
+		// One file holds the index of an earlier import: not used.
+		return putSubIndex(tx, fileKey("0.6.0", "os/index.json"), "0123456789abcdef", imported[fileKey("0.6.0", "os/index.json")])
+	})
+	if err != nil || len(imported) < 5 {
+		t.Fatalf("%d sub-chunk indexes at import: %v", len(imported), err)
+	}
+
+	old := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
+	t.Cleanup(old.Close)
+	fi, err := old.Stat("0.6.0", blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := old.Open("t", fi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 100)
+	if _, err := rd.ReadAt(p, ChunkSize+5); err != nil || !bytes.Equal(p, data[ChunkSize+5:ChunkSize+105]) || rd.unit != ChunkSize {
+		t.Fatalf("read before the upgrade: unit %d, %v", rd.unit, err)
+	}
+	rd.Close()
+
+	releasetest.FlipByte(t, filepath.Join(dataDir, "releases", "0.6.0", releasetest.SysextPath), 2*ChunkSize+1)
+	if err := UpgradeIndexes(context.Background(), db, dataDir, discardLog()); err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *store.Tx) error {
+		for k, want := range imported {
+			var si subIndex
+			found, err := tx.GetJSON(bucketSubs, k, &si)
+			switch {
+			case err != nil:
+				return err
+			case k == fileKey("0.6.0", releasetest.SysextPath):
+				if found {
+					t.Errorf("the damaged file got a sub-chunk index")
+				}
+			case !found || si.ImportID != rec.ImportID || !bytes.Equal(si.Sums, want):
+				t.Errorf("%q: found %v, import %s (want %s), equal to the import's %v", k, found, si.ImportID, rec.ImportID, bytes.Equal(si.Sums, want))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := Get(db, "0.6.0"); len(r.Corrupt) != 1 || r.Corrupt[0] != releasetest.SysextPath {
+		t.Fatalf("corrupt after the upgrade: %v", r.Corrupt)
+	}
+	if todo, err := filesWithoutSubIndex(db); err != nil || len(todo) != 0 {
+		t.Fatalf("left to do after the upgrade: %d, %v", len(todo), err)
+	}
+
+	up := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
+	t.Cleanup(up.Close)
+	if got, err := readRange(t, up, blob, ChunkSize+5, 100); err != nil || !bytes.Equal(got, data[ChunkSize+5:ChunkSize+105]) || up.CacheMisses() != 1 {
+		t.Fatalf("read after the upgrade: %v, %d units hashed", err, up.CacheMisses())
+	}
+}
+
+func TestUpgradeIndexesCancelled(t *testing.T) {
+	m, _, _, _ := importedMirror(t, 2*ChunkSize, 2, 0)
+	db, dataDir := m.db, filepath.Dir(m.dir)
+	db.Update(func(tx *store.Tx) error { return deletePrefix(tx, bucketSubs, "0.6.0") })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := UpgradeIndexes(ctx, db, dataDir, discardLog()); err == nil {
+		t.Fatal("a cancelled upgrade returned nil")
+	}
+	if todo, _ := filesWithoutSubIndex(db); len(todo) == 0 {
+		t.Fatal("a cancelled upgrade indexed files")
+	}
+	if err := UpgradeIndexes(context.Background(), db, dataDir, discardLog()); err != nil {
+		t.Fatal(err)
+	}
+	if todo, _ := filesWithoutSubIndex(db); len(todo) != 0 {
+		t.Fatalf("%d files left after the second run", len(todo))
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "releases", "0.6.0")); err != nil {
+		t.Fatal(err)
+	}
+}
