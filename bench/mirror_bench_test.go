@@ -70,10 +70,11 @@ const (
 var mirrorTargets = map[string]float64{"full": 1.0, "parallel4": 1.0, "range64k": 0.6}
 
 // BenchmarkMirrorVsNginx compares the founder's release mirror
-// (httpapi.ServeReleaseFile over repo.Mirror, which reads and SHA-256-checks every 1 MiB
-// chunk it sends from) with nginx serving the same imported tree from the
-// same disk, both over TLS on loopback with the same certificate, both
-// read by Go clients in this process:
+// (httpapi.ServeReleaseFile over repo.Mirror, which sends only bytes
+// SHA-256-checked against the 64 KiB sub-chunk index, read from disk or
+// from its default-sized cache of verified chunks) with nginx serving the
+// same imported tree from the same disk, both over TLS on loopback with
+// the same certificate, both read by Go clients in this process:
 //
 //   - full: one download of the 1 GiB file;
 //   - parallel4: four downloads of it at once (aggregate throughput);
@@ -81,7 +82,11 @@ var mirrorTargets = map[string]float64{"full": 1.0, "parallel4": 1.0, "range64k"
 //     keep-alive connections.
 //
 // It prints one line per case, the founder's and nginx's MiB/s and their
-// ratio, and one with each server's CPU seconds per GiB sent. The founder
+// ratio, one with each server's CPU seconds per GiB sent, and a TARGET
+// line with the ratio, SPEC section 14's target, PASS or MISS, and the
+// share of units the founder sent from its cache (the big file repeats a
+// 64 MiB block, but the cache is keyed by position, not content: the
+// repetition gives it nothing). The founder
 // runs in a child process (this test binary again, TestMirrorFounderServer)
 // so that its CPU is read from /proc like nginx's, apart from the
 // clients'; MIRROR_FOUNDER_CPUPROFILE=FILE has the child write a CPU
