@@ -82,8 +82,8 @@ var mirrorTargets = map[string]float64{"full": 1.0, "parallel4": 1.0, "range64k"
 //     keep-alive connections.
 //
 // It prints one line per case, the founder's and nginx's MiB/s and their
-// ratio, one with each server's CPU seconds per GiB sent, and a TARGET
-// line with the ratio, SPEC section 14's target, PASS or MISS, and the
+// ratio, one with each server's CPU seconds per GiB sent, and a "target"
+// line with the ratio, SPEC section 14's target, pass or MISS, and the
 // share of units the founder sent from its cache (the big file repeats a
 // 64 MiB block, but the cache is keyed by position, not content: the
 // repetition gives it nothing). The founder
@@ -607,11 +607,11 @@ func (e *mirrorEnv) report(b *testing.B, samples map[string]map[string][]mirrorS
 		for _, s := range fs {
 			hits, units = hits+s.cacheHits, units+s.cacheHits+s.cacheMisses
 		}
-		verdict := "PASS"
+		verdict := "pass"
 		if ratio < mirrorTargets[c.name] {
 			verdict = "MISS"
 		}
-		fmt.Printf("TARGET mirror %-9s founder/nginx %.2fx (target >= %.1fx) %s: founder %.0f MiB/s at %.2f s CPU/GiB, nginx %.0f MiB/s at %.2f s CPU/GiB; founder cache %.0f%% of units\n",
+		fmt.Printf("mirror target case=%s founder_over_nginx=%.2f target>=%.1f %s (founder %.0f MiB/s at %.2f s CPU/GiB, nginx %.0f MiB/s at %.2f s CPU/GiB; founder sent %.0f%% of its 64 KiB units from its cache)\n",
 			c.name, ratio, mirrorTargets[c.name], verdict, f.mibs(), fCPU, n.mibs(), nCPU, 100*float64(hits)/float64(max(units, 1)))
 		b.ReportMetric(f.mibs(), c.name+"_founder_MiB/s")
 		b.ReportMetric(n.mibs(), c.name+"_nginx_MiB/s")
