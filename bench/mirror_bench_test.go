@@ -90,7 +90,9 @@ var mirrorTargets = map[string]float64{"full": 1.0, "parallel4": 1.0, "range64k"
 // runs in a child process (this test binary again, TestMirrorFounderServer)
 // so that its CPU is read from /proc like nginx's, apart from the
 // clients'; MIRROR_FOUNDER_CPUPROFILE=FILE has the child write a CPU
-// profile. nginx comes from Debian's package (bench/nginx.sh install,
+// profile, MIRROR_CASES=range64k (comma-separated) runs only the cases
+// named, MIRROR_CACHE_BYTES=N gives the founder a cache of N bytes (-1:
+// none) instead of the default. nginx comes from Debian's package (bench/nginx.sh install,
 // which the benchmark runs when nginx is missing; without root it cannot,
 // and the benchmark is skipped) and is started by bench/nginx.sh with a
 // generated configuration.
@@ -390,8 +392,15 @@ func TestMirrorFounderServer(t *testing.T) {
 	}
 	defer db.Close()
 	// The founder's defaults but for the slots: the cache of verified
-	// chunks is repo.DefaultCacheBytes, as `stratum serve` has it.
-	m := repo.NewMirror(repo.MirrorConfig{DB: db, DataDir: dataDir, Concurrency: mirrorSlots, Log: slog.New(slog.DiscardHandler)})
+	// chunks is repo.DefaultCacheBytes, as `stratum serve` has it, unless
+	// MIRROR_CACHE_BYTES says otherwise (-1: none).
+	var cacheBytes int64
+	if v := os.Getenv("MIRROR_CACHE_BYTES"); v != "" {
+		if cacheBytes, err = strconv.ParseInt(v, 10, 64); err != nil {
+			t.Fatalf("MIRROR_CACHE_BYTES: %v", err)
+		}
+	}
+	m := repo.NewMirror(repo.MirrorConfig{DB: db, DataDir: dataDir, Concurrency: mirrorSlots, CacheBytes: cacheBytes, Log: slog.New(slog.DiscardHandler)})
 	ln, err := tls.Listen("tcp", os.Getenv("MIRROR_FOUNDER_ADDR"), &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   tls.RequireAnyClientCert,
@@ -537,12 +546,28 @@ var mirrorCases = []mirrorCase{
 	{"range64k", (*mirrorEnv).ranges},
 }
 
+// mirrorSelectedCases are the cases MIRROR_CASES names (comma-separated,
+// for a profile of one load), else all of them.
+func mirrorSelectedCases() []mirrorCase {
+	names := os.Getenv("MIRROR_CASES")
+	if names == "" {
+		return mirrorCases
+	}
+	var out []mirrorCase
+	for _, c := range mirrorCases {
+		if slices.Contains(strings.Split(names, ","), c.name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // measure runs every case mirrorRounds times on each server: the founder
 // first in even rounds, nginx first in odd ones, so that neither always
 // runs after the other on a noisy machine.
 func (e *mirrorEnv) measure(b *testing.B) map[string]map[string][]mirrorSample {
 	out := map[string]map[string][]mirrorSample{}
-	for _, c := range mirrorCases {
+	for _, c := range mirrorSelectedCases() {
 		out[c.name] = map[string][]mirrorSample{}
 	}
 	for round := range mirrorRounds {
@@ -550,7 +575,7 @@ func (e *mirrorEnv) measure(b *testing.B) map[string]map[string][]mirrorSample {
 		if round%2 == 1 {
 			order = []string{mirrorServers[1], mirrorServers[0]}
 		}
-		for _, c := range mirrorCases {
+		for _, c := range mirrorSelectedCases() {
 			for _, server := range order {
 				runtime.GC()
 				pid := e.founderPID
@@ -581,7 +606,7 @@ func (e *mirrorEnv) measure(b *testing.B) map[string]map[string][]mirrorSample {
 // seconds per GiB sent (and per request for ranges), of the clients' when
 // reading from it, and efficiency = nginx's CPU / the founder's.
 func (e *mirrorEnv) report(b *testing.B, samples map[string]map[string][]mirrorSample) {
-	for _, c := range mirrorCases {
+	for _, c := range mirrorSelectedCases() {
 		fs, ns := samples[c.name]["founder"], samples[c.name]["nginx"]
 		f, n := mirrorBest(fs), mirrorBest(ns)
 		ratio := f.mibs() / n.mibs()
@@ -618,7 +643,8 @@ func (e *mirrorEnv) report(b *testing.B, samples map[string]map[string][]mirrorS
 		b.ReportMetric(ratio, c.name+"_ratio")
 		b.ReportMetric(nCPU/fCPU, c.name+"_cpu_efficiency")
 	}
-	f, n := mirrorBest(samples["full"]["founder"]), mirrorBest(samples["full"]["nginx"])
+	first := mirrorSelectedCases()[0].name
+	f, n := mirrorBest(samples[first]["founder"]), mirrorBest(samples[first]["nginx"])
 	fmt.Printf("mirror tls founder=%s nginx=%s loadavg=%s\n", f.tls, n.tls, mirrorLoadAvg())
 }
 

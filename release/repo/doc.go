@@ -2,7 +2,10 @@
 // release tree into the data directory with a chunk index in the store,
 // the catalog of imported releases, recovery of an import cut by a crash,
 // and the mirror that hands joiners the imported files through a reader
-// that verifies every 1 MiB chunk against the index before returning it.
+// that verifies every 64 KiB sub-chunk it returns against the index
+// before returning any byte of it (SPEC 14: a range hashes only the
+// sub-chunks it touches), from disk or from a bounded cache of verified
+// sub-chunks shared by all readers.
 // The release format itself (manifest, keys, signatures, tree
 // verification) is package release; HTTP (ranges, ETags) is httpapi's.
 //
@@ -12,6 +15,19 @@
 //     one entry per file with its chunk index (bucket "release-files", key
 //     release NUL path), so serving one file reads one file's index, not the
 //     whole release. Corrupt marks live in "release-corrupt".
+//   - The SHA-256 of each 64 KiB sub-chunk is kept beside the 1 MiB chunk
+//     index SPEC 5.2 names, under its own key ("release-subchunks", tied
+//     to the import ID), so a request still reads the small chunk index
+//     only; the sub-chunk hashes are read once per import of a file.
+//     Imports made before it have theirs computed at start
+//     (UpgradeIndexes), from bytes checked against the chunk index first.
+//     Nothing a joiner sees (manifest, ETag, ranges) changed.
+//   - The cache of verified sub-chunks (serve --release-cache, default
+//     256 MiB) holds the bytes themselves, keyed by import ID, file and
+//     position: a re-imported file is never answered from it, and bytes
+//     verified once are sent again without re-hashing (cache.go says why
+//     that is safe). Go's heap may hold up to about twice the cache size
+//     between collections.
 //   - Re-importing a release with the same manifest replaces it (the way
 //     to repair a file marked corrupt); with another manifest it is a
 //     CONFLICT unless the caller asks to replace it. The new tree is
