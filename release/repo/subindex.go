@@ -18,9 +18,6 @@ import (
 // computed (UpgradeIndexes).
 const SubChunkSize = 64 << 10
 
-// subsPerChunk sub-chunks make one chunk.
-const subsPerChunk = ChunkSize / SubChunkSize
-
 // subIndex is the sub-chunk index of one imported file, kept under its own
 // key (bucketSubs) so that a request reads the small chunk index only;
 // the sub-chunk hashes (512 KiB per GiB) are read once per import of the

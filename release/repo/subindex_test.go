@@ -16,8 +16,9 @@ import (
 	"stratum/store"
 )
 
-// readRange opens the file and reads [off, off+n).
-func readRange(t *testing.T, m *Mirror, path string, off, n int64) ([]byte, error) {
+// openReader opens file path of release 0.6.0: the error is Stat's
+// (Open must succeed).
+func openReader(t *testing.T, m *Mirror, path string) (*Reader, error) {
 	t.Helper()
 	fi, err := m.Stat("0.6.0", path)
 	if err != nil {
@@ -26,6 +27,16 @@ func readRange(t *testing.T, m *Mirror, path string, off, n int64) ([]byte, erro
 	rd, err := m.Open("t", fi)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return rd, nil
+}
+
+// readRange opens the file and reads [off, off+n).
+func readRange(t *testing.T, m *Mirror, path string, off, n int64) ([]byte, error) {
+	t.Helper()
+	rd, err := openReader(t, m, path)
+	if err != nil {
+		return nil, err
 	}
 	defer rd.Close()
 	p := make([]byte, n)
@@ -186,16 +197,12 @@ func TestCacheAfterReimport(t *testing.T) {
 func TestVerifiedStopsItsGoroutine(t *testing.T) {
 	m, blob, data, _ := importedMirror(t, 8*ChunkSize, 2, 0)
 	baseline := runtime.NumGoroutine()
-	fi, err := m.Stat("0.6.0", blob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd, err := m.Open("t", fi)
+	rd, err := openReader(t, m, blob)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []byte
-	for b, err := range rd.Verified(100, fi.Size) {
+	for b, err := range rd.Verified(100, rd.Size()) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +217,7 @@ func TestVerifiedStopsItsGoroutine(t *testing.T) {
 	}
 	releasetest.WaitGoroutines(t, baseline)
 	// And a read over the whole file through io.Reader.
-	rd, _ = m.Open("t", fi)
+	rd, _ = openReader(t, m, blob)
 	defer rd.Close()
 	if all, err := io.ReadAll(io.NewSectionReader(rd, 0, rd.Size())); err != nil || !bytes.Equal(all, data) {
 		t.Fatalf("whole read: %v", err)
@@ -248,11 +255,7 @@ func TestUpgradeIndexes(t *testing.T) {
 
 	old := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
 	t.Cleanup(old.Close)
-	fi, err := old.Stat("0.6.0", blob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd, err := old.Open("t", fi)
+	rd, err := openReader(t, old, blob)
 	if err != nil {
 		t.Fatal(err)
 	}
