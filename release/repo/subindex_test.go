@@ -3,11 +3,13 @@ package repo
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"stratum/apierr"
@@ -15,6 +17,10 @@ import (
 	"stratum/release/releasetest"
 	"stratum/store"
 )
+
+// readers numbers the holders of openReader's reads: each its own
+// registration, so concurrent reads are not held to one's share.
+var readers atomic.Int64
 
 // openReader opens file path of release 0.6.0: the error is Stat's
 // (Open must succeed).
@@ -24,7 +30,7 @@ func openReader(t *testing.T, m *Mirror, path string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd, err := m.Open("t", fi)
+	rd, err := m.Open(fmt.Sprint("reader-", readers.Add(1)), fi)
 	if err != nil {
 		t.Fatal(err)
 	}
