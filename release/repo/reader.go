@@ -250,34 +250,26 @@ func (rd *Reader) units(first, last int64) ([][]byte, error) {
 			waiting[i] = e
 		}
 	}
-	// Claimed units are read, one run of neighbours at a time, and filled
-	// or given up before anything is waited for: a reader never waits
-	// while holding a claim, so two readers never wait on each other.
+	// Claimed units are read and filled (or given up) one at a time, before
+	// anything is waited for: a reader waiting for a unit gets it as soon
+	// as it is verified, and a reader never waits while holding a claim,
+	// so two readers never wait on each other.
 	bad := len(out) // the first unit that failed
 	var err error
-	for i := 0; i < len(out); {
-		if claimed[i] == nil {
-			i++
+	for i, e := range claimed {
+		if e == nil {
 			continue
 		}
-		j := i + 1
-		for j < len(out) && claimed[j] != nil {
-			j++
-		}
 		if err == nil {
-			var n int
-			if n, err = rd.readUnits(first+int64(i), out[i:j]); err != nil {
-				bad = i + n
+			if _, err = rd.readUnits(first+int64(i), out[i:i+1]); err != nil {
+				bad = i
 			}
 		}
-		for k := i; k < j; k++ {
-			if k < bad {
-				c.fill(claimed[k], out[k])
-			} else {
-				c.abandon(claimed[k])
-			}
+		if i < bad {
+			c.fill(e, out[i])
+		} else {
+			c.abandon(e)
 		}
-		i = j
 	}
 	for i := 0; i < bad; i++ {
 		e := waiting[i]
