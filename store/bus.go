@@ -40,7 +40,6 @@ func (b *bus) deliver(notes []note) {
 	}
 }
 
-
 // Subscribe calls fn with the payload of every committed Notify on topic,
 // from any replica. fn runs on the notifying goroutine: keep it short.
 func (db *DB) Subscribe(topic string, fn func(payload string)) {
