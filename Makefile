@@ -2,7 +2,7 @@
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS   := -s -w -X stratum/cli.version=$(VERSION) -X stratum/cli.commit=$(COMMIT)
+LDFLAGS   := -s -w -X stratum/buildinfo.version=$(VERSION) -X stratum/buildinfo.commit=$(COMMIT)
 DATA      ?= ./data
 FUZZTIME  ?= 10s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"stratum/bootclock"
+	"stratum/buildinfo"
 	"stratum/hostrecord"
 )
 
@@ -39,7 +40,7 @@ type Config struct {
 	Packages   []hostrecord.PackageSpec
 	PinsFile   string
 	PayloadDir string
-	Build      hostrecord.Build
+	Build      buildinfo.Info
 	Log        *slog.Logger
 	// Ready, when set, is called with the bound /startupz address.
 	Ready func(addr string)

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"stratum/buildinfo"
 	"stratum/crypto"
-	"stratum/hostrecord"
 )
 
 const (
@@ -362,8 +362,8 @@ func TestJitter(t *testing.T) {
 	}
 }
 
-func buildOf(commit string) hostrecord.Build {
-	return hostrecord.Build{Version: "v0.0.0-" + commit, Commit: commit}
+func buildOf(commit string) buildinfo.Info {
+	return buildinfo.Info{Version: "v0.0.0-" + commit, Commit: commit}
 }
 
 // TestMalformedPinsFile: a pins file that is not one leaves pins unread,

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"stratum/buildinfo"
 	"stratum/founder"
-	"stratum/httpapi"
 )
 
 // BenchmarkRegistrations measures registrations on an in-process founder
@@ -43,7 +43,7 @@ func BenchmarkRegistrations(b *testing.B) {
 	go func() {
 		done <- founder.Serve(ctx, founder.Options{
 			Data: dir, Dev: true, APIAddr: "127.0.0.1:0", JoinAddr: "127.0.0.1:0",
-			Build: httpapi.BuildInfo{Version: "bench", Commit: "bench"},
+			Build: buildinfo.Info{Version: "bench", Commit: "bench"},
 			Log:   slog.New(slog.DiscardHandler), Out: io.Discard,
 			Ready: func(a, j string) { ready <- [2]string{a, j} },
 		})

@@ -7,6 +7,7 @@ import (
 
 	"stratum/agent"
 	"stratum/agent/unit"
+	"stratum/buildinfo"
 	"stratum/hostrecord"
 )
 
@@ -31,7 +32,7 @@ func runAgent(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), agentUsage)
 		fs.PrintDefaults()
 	}
-	cfg := agent.Config{Build: hostrecord.Build{Version: version, Commit: commit}}
+	cfg := agent.Config{Build: buildinfo.Current()}
 	fs.StringVar(&cfg.API, "api", "", "the founder's admin API, https://HOST:PORT")
 	fs.StringVar(&cfg.Root, "root", agent.DefaultRoot, "root of the node's file system (node.yaml, secrets, members.json under ROOT/etc/stratum)")
 	fs.DurationVar(&cfg.Interval, "interval", agent.DefaultInterval, "how often the release is recorded when nothing changes (+-10% jitter)")

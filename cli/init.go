@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"stratum/buildinfo"
 	"stratum/cluster"
 	"stratum/founder"
 )
@@ -14,7 +15,8 @@ import (
 func init() {
 	Register(Command{Name: "init", Summary: "create a cluster in a data directory", Run: runInit})
 	Register(Command{Name: "version", Summary: "print the build version and commit", Run: func(context.Context, []string) error {
-		fmt.Printf("stratum %s (commit %s)\n", version, commit)
+		b := buildinfo.Current()
+		fmt.Printf("stratum %s (commit %s)\n", b.Version, b.Commit)
 		return nil
 	}})
 }

@@ -7,18 +7,10 @@ import (
 	"time"
 
 	"stratum/bootprobe"
+	"stratum/buildinfo"
 	"stratum/founder"
-	"stratum/httpapi"
 	"stratum/release/repo"
 )
-
-// Set at link time by the Makefile.
-var (
-	version = "dev"
-	commit  = "unknown"
-)
-
-func buildInfo() httpapi.BuildInfo { return httpapi.BuildInfo{Version: version, Commit: commit} }
 
 func init() {
 	Register(Command{Name: "serve", Summary: "run the founder (join listener, release mirror, admin API)", Run: runServe})
@@ -55,7 +47,7 @@ func runServe(ctx context.Context, args []string) error {
 		APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
 		ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseSource: *source, DeliveryTimeout: *timeout,
 		ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort,
-		Build: buildInfo(), Log: newLogger(*logLevel, *logFormat), Out: os.Stdout,
+		Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: os.Stdout,
 	})
 }
 

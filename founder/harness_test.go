@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/buildinfo"
 	"stratum/cluster"
-	"stratum/httpapi"
 )
 
 // testFounder is a founder served in-process on loopback ports.
@@ -49,7 +49,7 @@ func startFounder(t *testing.T, cfg *cluster.Config, mutate func(*Options)) *tes
 	ready := make(chan [2]string, 1)
 	o := Options{
 		Data: dir, Dev: true, APIAddr: "127.0.0.1:0", JoinAddr: "127.0.0.1:0",
-		Build: httpapi.BuildInfo{Version: "test", Commit: "abcdef12"},
+		Build: buildinfo.Info{Version: "test", Commit: "abcdef12"},
 		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard,
 		Ready: func(a, j string) { ready <- [2]string{a, j} },
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 
+	"stratum/buildinfo"
 	"stratum/hostrecord"
 	"stratum/releaseset"
 )
@@ -16,7 +17,7 @@ import (
 func (f *Founder) hostRecord(ctx context.Context) releaseset.Record {
 	exe, _ := os.Executable()
 	cp := f.releases.ControlPlane
-	build := hostrecord.Build{Version: cp.Version, Commit: cp.Commit}
+	build := buildinfo.Info{Version: cp.Version, Commit: cp.Commit}
 	rec, problems := hostrecord.Collect(ctx, hostrecord.Host{Root: "/", Build: build, Executable: exe})
 	f.recordProblems.Report(f.log, problems)
 	rec.ControlPlane = &cp

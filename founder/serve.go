@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"stratum/bootprobe"
+	"stratum/buildinfo"
 	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/hostrecord"
@@ -47,7 +48,7 @@ type Options struct {
 	ProbeStartupz bool
 	ProbeInterval time.Duration
 	AgentPort     int
-	Build         httpapi.BuildInfo
+	Build         buildinfo.Info
 	Log           *slog.Logger
 	// Out receives the start banner (listeners, CA pin, credentials).
 	Out io.Writer

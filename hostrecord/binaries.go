@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"stratum/buildinfo"
 	"stratum/releaseset"
 	"stratum/strictjson"
 )
@@ -68,7 +69,7 @@ func IsCommit(s string) bool {
 // run: on a mutable node its control plane's build (wantCommit); on an
 // image-mode node the OS image decides, which the agent does not know, so
 // want stays empty there.
-func HostBinaries(b Build, executable string, imageMode bool, wantCommit string) *releaseset.HostBinaries {
+func HostBinaries(b buildinfo.Info, executable string, imageMode bool, wantCommit string) *releaseset.HostBinaries {
 	hb := &releaseset.HostBinaries{Source: sourceOf(executable, imageMode), Commit: b.Commit}
 	if !IsCommit(hb.Commit) {
 		hb.Commit = releaseset.CommitUnknown

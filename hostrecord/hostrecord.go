@@ -14,18 +14,13 @@ import (
 	"context"
 	"time"
 
+	"stratum/buildinfo"
 	"stratum/releaseset"
 )
 
 // DefaultTimeout bounds each collector: a hung bootc or container runtime
 // must not stop the record.
 const DefaultTimeout = 10 * time.Second
-
-// Build is this binary's version and commit.
-type Build struct {
-	Version string
-	Commit  string
-}
 
 // Host says where the facts come from.
 type Host struct {
@@ -42,7 +37,7 @@ type Host struct {
 	PayloadDir string
 	// Build is this binary's build; Executable its path (for the
 	// hostBinaries source).
-	Build      Build
+	Build      buildinfo.Info
 	Executable string
 	// Run runs the host's tools; nil means ExecRunner.
 	Run     Runner

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"stratum/buildinfo"
 	"stratum/releaseset"
 )
 
@@ -74,7 +75,7 @@ func TestCollectDebianHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := Host{Root: "testdata/root", Packages: pkgs, Run: debianHost(),
-		Build: Build{Version: "v0.1.0-abc", Commit: "4298b2fe"}, Executable: "/usr/local/bin/stratum"}
+		Build: buildinfo.Info{Version: "v0.1.0-abc", Commit: "4298b2fe"}, Executable: "/usr/local/bin/stratum"}
 	rec, problems := Collect(context.Background(), h)
 	if len(problems) != 0 {
 		t.Fatalf("problems: %v", problems)
@@ -199,7 +200,7 @@ func TestParseBootc(t *testing.T) {
 		t.Fatalf("booted %+v staged %+v", b.Booted, b.Staged)
 	}
 	// The whole record with a staged deployment validates as a request.
-	rec, problems := Collect(context.Background(), Host{Root: "testdata/root", Run: fakeRunner{"bootc status": {file: "bootc-staged.json"}}, Executable: "/usr/bin/stratum", Build: Build{Commit: "abcd1234"}})
+	rec, problems := Collect(context.Background(), Host{Root: "testdata/root", Run: fakeRunner{"bootc status": {file: "bootc-staged.json"}}, Executable: "/usr/bin/stratum", Build: buildinfo.Info{Commit: "abcd1234"}})
 	if len(problems) != 0 || !rec.ImageMode || rec.HostBinaries.Source != releaseset.SourceOSImage || rec.HostBinaries.Want != "" {
 		t.Fatalf("%v %+v", problems, rec.HostBinaries)
 	}
@@ -293,7 +294,7 @@ func TestControlPlaneFile(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "etc/stratum"), 0o755)
 	write := func(s string) { os.WriteFile(filepath.Join(root, ControlPlaneFile), []byte(s), 0o644) }
 	write(`{"version":"v0.2.0-abcd1234","commit":"abcd1234","schemaLevel":7,"compatSchemaLevel":5}`)
-	rec, problems := Collect(context.Background(), Host{Root: root, Run: fakeRunner{}, Build: Build{Commit: "ffff0000"}})
+	rec, problems := Collect(context.Background(), Host{Root: root, Run: fakeRunner{}, Build: buildinfo.Info{Commit: "ffff0000"}})
 	if len(problemsOf(problems)["controlPlane"]) != 0 || rec.ControlPlane == nil || *rec.ControlPlane.SchemaLevel != 7 {
 		t.Fatalf("%v %+v", problems, rec.ControlPlane)
 	}

@@ -7,21 +7,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"stratum/buildinfo"
 	"stratum/iam"
 	"stratum/store"
 )
-
-// BuildInfo names the running build.
-type BuildInfo struct {
-	Version string `json:"version"`
-	Commit  string `json:"commit"`
-}
 
 // Deps are what the handlers call into.
 type Deps struct {
 	DB      *store.DB
 	Log     *slog.Logger
-	Build   BuildInfo
+	Build   buildinfo.Info // what /version names
 	Startup *Startup
 	Limiter *iam.LoginLimiter
 	// AccountLimiter counts failed logins per account, beside the

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/buildinfo"
 	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/httpapi"
@@ -71,7 +72,7 @@ func newFixture(t *testing.T, mod func(*httpapi.Deps)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := httpapi.Deps{DB: db, Build: httpapi.BuildInfo{Version: "v9.9.9-test", Commit: "abc1234"}, ClusterRelease: func() string { return id.ClusterRelease }}
+	d := httpapi.Deps{DB: db, Build: buildinfo.Info{Version: "v9.9.9-test", Commit: "abc1234"}, ClusterRelease: func() string { return id.ClusterRelease }}
 	if mod != nil {
 		mod(&d)
 	}

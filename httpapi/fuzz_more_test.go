@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/buildinfo"
 	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/httpapi"
@@ -83,7 +84,7 @@ func FuzzHTTPBodies(f *testing.F) {
 	schema := db.Schema()
 	sets := &releaseset.Service{DB: db, Now: time.Now, Node: id.FounderNodeID, ControlPlane: releaseset.ControlPlane{Version: "v0.1.0", Commit: "abc1234", SchemaLevel: &schema}}
 	api := httpapi.New(httpapi.Deps{
-		DB: db, Log: quiet, Build: httpapi.BuildInfo{Version: "v9.9.9-test", Commit: "abc1234"},
+		DB: db, Log: quiet, Build: buildinfo.Info{Version: "v9.9.9-test", Commit: "abc1234"},
 		Limiter:        iam.NewLoginLimiter(1<<30, time.Minute),
 		ClusterRelease: func() string { return id.ClusterRelease },
 		Mounts: []func(*httpapi.API){
