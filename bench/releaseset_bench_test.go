@@ -214,7 +214,7 @@ func newFixture(b *testing.B, nodes int) *fixture {
 	svc := &releaseset.Service{DB: db, Now: time.Now, Node: founderID, ControlPlane: cp}
 	f.svc = svc
 	f.in = releaseset.Input{Node: founderID, ControlPlane: cp, Members: ids, Records: map[string]releaseset.Stored{}}
-	api := httpapi.New(httpapi.Deps{DB: db, Mounts: []func(*httpapi.API){httpapi.MountReleaseSet(svc)}})
+	api := httpapi.New(httpapi.Deps{DB: db, ReleaseSet: svc})
 	f.srv = httptest.NewUnstartedServer(api.AdminHandler())
 	f.srv.StartTLS()
 	b.Cleanup(f.srv.Close)

@@ -25,6 +25,7 @@ import (
 	"stratum/release/repo"
 	"stratum/releaseset"
 	"stratum/store"
+	"stratum/ui"
 )
 
 // Options configure `stratum serve`.
@@ -178,7 +179,8 @@ func (f *Founder) run(ctx context.Context) error {
 	f.api = httpapi.New(httpapi.Deps{
 		DB: f.db, Log: f.log, Build: o.Build, Startup: f.startup, Registry: reg,
 		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease,
-		Mounts: f.mounts(),
+		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
+		Releases: &repo.Catalog{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys()},
 	})
 	servers := []*http.Server{newServer(f.api.AdminHandler(), f.log), newServer(f.api.JoinHandler(), f.log)}
 	lns := []net.Listener{apiLn, joinLn}

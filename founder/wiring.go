@@ -10,7 +10,6 @@ import (
 	"stratum/release/repo"
 	"stratum/releaseset"
 	"stratum/store"
-	"stratum/ui"
 )
 
 // selfRecordEvery is how often the founder records its own release; well
@@ -54,19 +53,13 @@ func (f *Founder) services(ctx context.Context) {
 	})
 }
 
-// mounts returns the domain routes to add to the API.
-func (f *Founder) mounts() []func(*httpapi.API) {
-	var serve httpapi.ReleaseFiles = f.mirror
+// releaseFiles is what the join listener serves release files from: the
+// founder's mirror, or nothing when a configured mirror serves them.
+func (f *Founder) releaseFiles() httpapi.ReleaseFiles {
 	if f.opts.ReleaseSource != "" {
-		serve = nil
+		return nil
 	}
-	return []func(*httpapi.API){
-		httpapi.MountReleaseSet(f.releases),
-		httpapi.MountJoinAdmin(f.joins),
-		httpapi.MountJoinListener(f.joins, serve),
-		httpapi.MountReleaseImport(&repo.Catalog{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys()}),
-		httpapi.MountUI(ui.Handler()),
-	}
+	return f.mirror
 }
 
 // runningRelease is the release set's running release (what the nodes

@@ -28,8 +28,17 @@ type Deps struct {
 	// AdmissionRelease the release joiners are admitted on (/version).
 	ClusterRelease   func() string
 	AdmissionRelease func() string
-	// Extra routes from domain wiring (join, release, release set).
-	Mounts []func(a *API)
+	// The domain services behind the endpoints. Every route is registered
+	// whatever is set: a service is reached only when a request comes, so
+	// a test may leave out the ones it does not call. ReleaseFiles is nil
+	// when the founder serves no releases (a mirror does); Console nil
+	// serves no /ui/.
+	JoinAdmin    JoinAdmin
+	Joiners      Joiners
+	ReleaseSet   ReleaseSet
+	Releases     ReleaseCatalog
+	ReleaseFiles ReleaseFiles
+	Console      http.Handler
 }
 
 // API holds the two listeners' handlers.
@@ -68,9 +77,11 @@ func New(d Deps) *API {
 	a.mountOps()
 	a.mountIAM()
 	a.mountAudit()
-	for _, m := range d.Mounts {
-		m(a)
-	}
+	a.mountReleaseSet()
+	a.mountJoinAdmin()
+	a.mountJoinListener()
+	a.mountReleaseImport()
+	a.mountUI()
 	return a
 }
 

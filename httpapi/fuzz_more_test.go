@@ -87,10 +87,7 @@ func FuzzHTTPBodies(f *testing.F) {
 		DB: db, Log: quiet, Build: buildinfo.Info{Version: "v9.9.9-test", Commit: "abc1234"},
 		Limiter:        iam.NewLoginLimiter(1<<30, time.Minute),
 		ClusterRelease: func() string { return id.ClusterRelease },
-		Mounts: []func(*httpapi.API){
-			httpapi.MountReleaseSet(sets), httpapi.MountJoinAdmin(joins),
-			httpapi.MountJoinListener(joins, nil), httpapi.MountReleaseImport(refusingCatalog{}),
-		},
+		ReleaseSet:     sets, JoinAdmin: joins, Joiners: joins, Releases: refusingCatalog{},
 	})
 	admin, joinH := api.AdminHandler(), api.JoinHandler()
 

@@ -24,7 +24,7 @@ import (
 // parkPoll answers the long-poll at once when it need not wait, else
 // parks it on a connection taken over from net/http. parked false with a
 // nil error means the view was written the ordinary way.
-func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, svc *join.Service, pin, joinID, state string, wait time.Duration) error {
+func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, svc Joiners, pin, joinID, state string, wait time.Duration) error {
 	ready := make(chan struct{})
 	var conn net.Conn
 	// The answer keeps only what it writes and logs: holding r or w for
@@ -73,7 +73,7 @@ func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, svc *join.Service
 
 // holdPoll is the fallback when the connection cannot be taken over: the
 // parked answer is written through w by this goroutine.
-func (a *API) holdPoll(w http.ResponseWriter, r *http.Request, svc *join.Service, pin, joinID, state string, wait time.Duration, why error) error {
+func (a *API) holdPoll(w http.ResponseWriter, r *http.Request, svc Joiners, pin, joinID, state string, wait time.Duration, why error) error {
 	if !errors.Is(why, http.ErrNotSupported) {
 		a.log.Debug("long-poll held without taking the connection over", "err", why)
 	}

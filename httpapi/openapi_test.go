@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"sort"
 	"strings"
@@ -17,63 +14,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite httpapi/openapi.json from the registered routes")
 
-// mounts are the domain route sets the founder adds through Deps.Mounts.
-// Mounting registers routes only (services are reached when a request
-// comes), so nil services give the full route table.
-var mounts = map[string]func(*httpapi.API){
-	"MountJoinAdmin":     httpapi.MountJoinAdmin(nil),
-	"MountJoinListener":  httpapi.MountJoinListener(nil, nil),
-	"MountReleaseImport": httpapi.MountReleaseImport(nil),
-	"MountReleaseSet":    httpapi.MountReleaseSet(nil),
-	"MountUI":            httpapi.MountUI(nil),
-}
-
-// fullRoutes is every route of both listeners, domain mounts included.
-func fullRoutes() []httpapi.Route {
-	names := make([]string, 0, len(mounts))
-	for n := range mounts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var ms []func(*httpapi.API)
-	for _, n := range names {
-		ms = append(ms, mounts[n])
-	}
-	return httpapi.New(httpapi.Deps{Mounts: ms}).Routes()
-}
-
-// TestOpenAPIMountsComplete fails when httpapi gains a Mount function
-// the OpenAPI tests do not mount, so no route escapes the document.
-func TestOpenAPIMountsComplete(t *testing.T) {
-	fset := token.NewFileSet()
-	entries, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := 0
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, e.Name(), nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, decl := range file.Decls {
-			fn, ok := decl.(*ast.FuncDecl)
-			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Mount") || !fn.Name.IsExported() {
-				continue
-			}
-			found++
-			if _, ok := mounts[fn.Name.Name]; !ok {
-				t.Errorf("httpapi.%s is not in openapi_test.go's mounts: its routes are missing from the document", fn.Name.Name)
-			}
-		}
-	}
-	if found != len(mounts) {
-		t.Errorf("httpapi has %d Mount functions, the test mounts %d", found, len(mounts))
-	}
-}
+// fullRoutes is every route of both listeners: New registers them all
+// whichever services are set (a service is reached only by a request),
+// so the routes table of an API without services is the founder's.
+func fullRoutes() []httpapi.Route { return httpapi.New(httpapi.Deps{}).Routes() }
 
 // openAPIPath turns httprouter syntax into OpenAPI's: ":name" and "*name"
 // segments become "{name}".

@@ -21,7 +21,7 @@ func TestReleaseSetETag(t *testing.T) {
 	var svc *releaseset.Service
 	f := newFixture(t, func(d *httpapi.Deps) {
 		svc = &releaseset.Service{DB: d.DB, Now: time.Now, Node: "n-founder"}
-		d.Mounts = append(d.Mounts, httpapi.MountReleaseSet(svc))
+		d.ReleaseSet = svc
 	})
 	admin := f.login()
 	get := func(enc, inm string) (*http.Response, []byte) {

@@ -69,7 +69,11 @@ func (a *API) Routes() []Route {
 		if out[i].Path != out[j].Path {
 			return out[i].Path < out[j].Path
 		}
-		return out[i].Method < out[j].Method
+		if out[i].Method != out[j].Method {
+			return out[i].Method < out[j].Method
+		}
+		// A route on both listeners (GET /healthz) comes in one order.
+		return out[i].Listener < out[j].Listener
 	})
 	return out
 }

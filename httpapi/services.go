@@ -1,0 +1,47 @@
+package httpapi
+
+import (
+	"context"
+	"time"
+
+	"stratum/iam"
+	"stratum/join"
+	"stratum/releaseset"
+)
+
+// The handlers depend on these narrow views of the domain services, not
+// on the services themselves: a handler sees only the calls its
+// endpoints make, and a test can stand in for any one of them.
+
+// JoinAdmin is the operator's side of joining: tokens, the join list and
+// its decisions, membership (join.Service).
+type JoinAdmin interface {
+	CreateToken(by iam.Principal, req join.CreateTokenRequest) (join.CreatedToken, error)
+	ListTokens() ([]join.TokenView, error)
+	RevokeToken(by iam.Principal, tokenID string) error
+	WaitList(ctx context.Context, state, index string, wait time.Duration) ([]join.OperatorView, string, error)
+	Get(joinID string) (join.OperatorView, error)
+	Approve(by iam.Principal, joinID string, a join.Assignment) (join.OperatorView, error)
+	Reject(by iam.Principal, joinID, reason string) (join.OperatorView, error)
+	Cancel(by iam.Principal, joinID, reason string) (join.OperatorView, error)
+	Members() (join.MembersView, error)
+	WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (join.MembersView, error)
+	Applied(nodeID string, generation uint64) (join.MemberView, error)
+}
+
+// Joiners is the joiner's side, every call keyed by the client
+// certificate's pin (join.Service).
+type Joiners interface {
+	Register(keyPin string, req join.RegisterRequest) (view join.JoinerView, created bool, err error)
+	Progress(keyPin, joinID string, req join.ProgressRequest) (join.JoinerView, error)
+	OfferedRelease(keyPin, joinID string) (string, error)
+	Park(keyPin, joinID, lastState string, wait time.Duration, ready <-chan struct{}, answer func(join.JoinerView, error)) (first join.JoinerView, parked bool, err error)
+	Wait(ctx context.Context, keyPin, joinID, lastState string, wait time.Duration) (join.JoinerView, error)
+}
+
+// ReleaseSet is the cluster's release set (releaseset.Service).
+type ReleaseSet interface {
+	Answer() (*releaseset.Answer, error)
+	SetAdmission(actor string, req releaseset.SetAdmissionRequest) (releaseset.AdmissionView, error)
+	Record(actor, nodeID string, req releaseset.RecordRequest) error
+}
