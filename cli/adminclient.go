@@ -27,6 +27,71 @@ type adminClient struct {
 	http  *http.Client
 }
 
+// adminCommand is the shape every operator command shares: its flag set
+// with the admin flags (--api, --ca-file, --token-file) and, for a
+// command that shows an answer, --json; then one client.
+type adminCommand struct {
+	fs      *flag.FlagSet
+	flags   adminFlags
+	jsonOut *bool
+	*adminClient
+}
+
+// newAdminCommand starts the flag set of an operator command; shows adds
+// --json (print the answer as it came).
+func newAdminCommand(name string, shows bool) *adminCommand {
+	fs := newFlagSet(name)
+	cmd := &adminCommand{fs: fs, flags: addAdminFlags(fs)}
+	if shows {
+		cmd.jsonOut = fs.Bool("json", false, "print the raw JSON")
+	}
+	return cmd
+}
+
+// connect parses args and builds the client. A usage given with args >= 0
+// is the error when the positional arguments are not that many.
+func (cmd *adminCommand) connect(args []string, positional int, usage string) error {
+	if err := parseFlags(cmd.fs, args); err != nil {
+		return err
+	}
+	if positional >= 0 && cmd.fs.NArg() != positional {
+		return errors.New(usage)
+	}
+	c, err := cmd.flags.client()
+	if err != nil {
+		return err
+	}
+	cmd.adminClient = c
+	return nil
+}
+
+// show GETs path. With --json it prints the answer as it came and
+// reports printed; otherwise it decodes the answer into out (a wire type
+// of the domain) for the caller to render.
+func (cmd *adminCommand) show(ctx context.Context, path string, out any) (printed bool, err error) {
+	var raw json.RawMessage
+	if err := cmd.do(ctx, "GET", path, nil, &raw); err != nil {
+		return false, err
+	}
+	if cmd.jsonOut != nil && *cmd.jsonOut {
+		return true, rawJSON(raw)
+	}
+	return false, json.Unmarshal(raw, out)
+}
+
+// showAnswer is a whole command that shows one answer: its flags, the
+// client, the GET, then --json or render over the decoded out.
+func showAnswer(ctx context.Context, name string, args []string, path string, out any, render func() error) error {
+	cmd := newAdminCommand(name, true)
+	if err := cmd.connect(args, -1, ""); err != nil {
+		return err
+	}
+	if printed, err := cmd.show(ctx, path, out); printed || err != nil {
+		return err
+	}
+	return render()
+}
+
 // adminFlags registers --api, --ca-file and --token-file on fs.
 type adminFlags struct {
 	api, caFile, tokenFile *string
@@ -70,7 +135,8 @@ func (f adminFlags) client() (*adminClient, error) {
 }
 
 // do sends body (JSON-encoded when not nil) and decodes a 2xx answer into
-// out; an error answer becomes the *apierr.Error it carries.
+// out; an error answer becomes the *apierr.Error it carries (Main renders
+// it with its fields).
 func (c *adminClient) do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
@@ -112,7 +178,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, body, out any
 	if resp.StatusCode >= 300 {
 		var e apierr.Error
 		if json.Unmarshal(raw, &e) == nil && e.Code != "" {
-			return describe(&e)
+			return &e
 		}
 		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}
@@ -124,6 +190,15 @@ func (c *adminClient) do(ctx context.Context, method, path string, body, out any
 		return nil
 	}
 	return json.Unmarshal(raw, out)
+}
+
+// rawJSON prints an API answer as indented JSON.
+func rawJSON(raw json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	return printJSON(v)
 }
 
 func printJSON(v any) error {

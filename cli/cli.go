@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"stratum/apierr"
 )
 
 // Command is one top-level subcommand.
@@ -58,6 +60,10 @@ func Main(args []string) int {
 	if err := cmd.Run(ctx, args[1:]); err != nil {
 		if errors.Is(err, errUsage) {
 			return 2
+		}
+		if e, ok := err.(*apierr.Error); ok {
+			// An admin API's answer: its message and field problems.
+			err = describe(e)
 		}
 		fmt.Fprintf(os.Stderr, "stratum %s: %v\n", cmd.Name, err)
 		var exit *ExitError

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"stratum/releaseset"
 )
 
 func init() {
@@ -14,28 +15,18 @@ func init() {
 // runCluster: `stratum cluster release set V [--allow-downgrade]` sets
 // the admission release joiners are admitted on (SPEC 10.2).
 func runCluster(ctx context.Context, args []string) error {
+	const usage = "usage: stratum cluster release set VERSION [--allow-downgrade]"
 	if len(args) < 2 || args[0] != "release" || args[1] != "set" {
-		return errors.New("usage: stratum cluster release set VERSION [--allow-downgrade]")
+		return errors.New(usage)
 	}
-	fs := newFlagSet("cluster release set")
-	af := addAdminFlags(fs)
-	allowDowngrade := fs.Bool("allow-downgrade", false, "allow lowering the admission release (re-admits joiners on an older release)")
-	if err := parseFlags(fs, args[2:]); err != nil {
+	cmd := newAdminCommand("cluster release set", false)
+	allowDowngrade := cmd.fs.Bool("allow-downgrade", false, "allow lowering the admission release (re-admits joiners on an older release)")
+	if err := cmd.connect(args[2:], 1, usage); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return errors.New("usage: stratum cluster release set VERSION [--allow-downgrade]")
-	}
-	c, err := af.client()
-	if err != nil {
-		return err
-	}
-	var out struct {
-		AdmissionRelease string `json:"admissionRelease"`
-		Previous         string `json:"previous"`
-	}
-	body := map[string]any{"release": fs.Arg(0), "allowDowngrade": *allowDowngrade}
-	if err := c.do(ctx, "PUT", "/v1/admin/cluster/release", body, &out); err != nil {
+	var out releaseset.AdmissionView
+	req := releaseset.SetAdmissionRequest{Release: cmd.fs.Arg(0), AllowDowngrade: *allowDowngrade}
+	if err := cmd.do(ctx, "PUT", "/v1/admin/cluster/release", req, &out); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stdout, "admission release: %s (was %s)\n", out.AdmissionRelease, out.Previous)

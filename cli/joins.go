@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"stratum/cluster"
+	"stratum/join"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,83 +37,62 @@ func runJoins(ctx context.Context, args []string) error {
 		return errors.New("usage: stratum joins list|get|approve|reject|cancel")
 	}
 	sub := args[0]
-	fs := newFlagSet("joins " + sub)
-	af := addAdminFlags(fs)
-	state := fs.String("state", "", "list: only registrations in this state")
-	nodeID := fs.String("node-id", "", "approve: node id (generated when empty)")
-	az := fs.String("az", "", "approve: availability zone")
-	mgmt := fs.String("mgmt-ip", "", "approve: management IP (default: the registration's)")
-	reason := fs.String("reason", "", "reject/cancel: why")
+	cmd := newAdminCommand("joins "+sub, true)
+	state := cmd.fs.String("state", "", "list: only registrations in this state")
+	nodeID := cmd.fs.String("node-id", "", "approve: node id (generated when empty)")
+	az := cmd.fs.String("az", "", "approve: availability zone")
+	mgmt := cmd.fs.String("mgmt-ip", "", "approve: management IP (default: the registration's)")
+	reason := cmd.fs.String("reason", "", "reject/cancel: why")
 	nets := kvFlag{}
 	labels := kvFlag{}
-	fs.Var(nets, "network", "approve: class=IP[@interface], repeatable (e.g. storage=10.9.0.12@vlan90)")
-	fs.Var(labels, "label", "approve: key=value, repeatable (e.g. topology.rack=r2)")
-	jsonOut := fs.Bool("json", false, "print the raw JSON")
-	if err := parseFlags(fs, args[1:]); err != nil {
+	cmd.fs.Var(nets, "network", "approve: class=IP[@interface], repeatable (e.g. storage=10.9.0.12@vlan90)")
+	cmd.fs.Var(labels, "label", "approve: key=value, repeatable (e.g. topology.rack=r2)")
+	if err := cmd.connect(args[1:], -1, ""); err != nil {
 		return err
 	}
-	c, err := af.client()
-	if err != nil {
-		return err
-	}
-	var raw json.RawMessage
 	switch sub {
 	case "list":
 		path := "/v1/admin/join/registrations"
 		if *state != "" {
 			path += "?state=" + url.QueryEscape(*state)
 		}
-		if err := c.do(ctx, "GET", path, nil, &raw); err != nil {
-			return err
-		}
-		if *jsonOut {
-			return rawJSON(raw)
-		}
 		var out struct {
-			Registrations []map[string]any `json:"registrations"`
+			Registrations []join.OperatorView `json:"registrations"`
 		}
-		if err := json.Unmarshal(raw, &out); err != nil {
+		if printed, err := cmd.show(ctx, path, &out); printed || err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "JOIN\tSTATE\tROLE\tHOSTNAME\tMGMT IP\tRELEASE\tQUEUE\tKEY")
 		for _, r := range out.Registrations {
-			fmt.Fprintf(tw, "%v\t%v\t%v\t%v\t%v\t%v\t%v\t%v\n", r["joinId"], r["state"], r["role"], r["hostname"], r["mgmtIp"], r["release"], r["queuePosition"], r["keyFingerprint"])
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.JoinID, r.State, r.Role, r.Hostname, r.MgmtIP, r.Release, r.QueuePosition, r.KeyFingerprint)
 		}
 		return tw.Flush()
 	case "get", "approve", "reject", "cancel":
-		if fs.NArg() != 1 {
+		if cmd.fs.NArg() != 1 {
 			return fmt.Errorf("usage: stratum joins %s JOIN_ID", sub)
 		}
-		base := "/v1/admin/join/registrations/" + url.PathEscape(fs.Arg(0))
+		base := "/v1/admin/join/registrations/" + url.PathEscape(cmd.fs.Arg(0))
+		var raw json.RawMessage
+		var err error
 		switch sub {
 		case "get":
-			err = c.do(ctx, "GET", base, nil, &raw)
+			err = cmd.do(ctx, "GET", base, nil, &raw)
 		case "approve":
-			body := map[string]any{}
-			if *nodeID != "" {
-				body["nodeId"] = *nodeID
-			}
-			if *az != "" {
-				body["az"] = *az
-			}
-			if *mgmt != "" {
-				body["mgmtIp"] = *mgmt
-			}
+			a := join.Assignment{NodeID: *nodeID, AZ: *az, MgmtIP: *mgmt}
 			if len(nets) > 0 {
-				n := map[string]any{}
+				a.Networks = map[string]cluster.Network{}
 				for class, v := range nets {
 					ip, iface, _ := strings.Cut(v, "@")
-					n[class] = map[string]string{"ip": ip, "interface": iface}
+					a.Networks[class] = cluster.Network{IP: ip, Interface: iface}
 				}
-				body["networks"] = n
 			}
 			if len(labels) > 0 {
-				body["labels"] = map[string]string(labels)
+				a.Labels = labels
 			}
-			err = c.do(ctx, "POST", base+"/approve", body, &raw)
+			err = cmd.do(ctx, "POST", base+"/approve", a, &raw)
 		default:
-			err = c.do(ctx, "POST", base+"/"+sub, map[string]string{"reason": *reason}, &raw)
+			err = cmd.do(ctx, "POST", base+"/"+sub, map[string]string{"reason": *reason}, &raw)
 		}
 		if err != nil {
 			return err
@@ -122,57 +103,33 @@ func runJoins(ctx context.Context, args []string) error {
 }
 
 func runMembers(ctx context.Context, args []string) error {
-	fs := newFlagSet("members")
-	af := addAdminFlags(fs)
-	jsonOut := fs.Bool("json", false, "print the raw JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	c, err := af.client()
-	if err != nil {
-		return err
-	}
-	var raw json.RawMessage
-	if err := c.do(ctx, "GET", "/v1/admin/cluster/members", nil, &raw); err != nil {
-		return err
-	}
-	if *jsonOut {
-		return rawJSON(raw)
-	}
-	var out struct {
-		Generation uint64           `json:"generation"`
-		Members    []map[string]any `json:"members"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return err
-	}
-	fmt.Printf("generation %d\n", out.Generation)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tGEN\tAPPLIED\tMGMT IP\tAZ\tBOOT\tLAST BOOT")
-	for _, m := range out.Members {
-		fmt.Fprintf(tw, "%v\t%v\t%v\t%v\t%v\t%v\t%v\t%s\t%s\n", m["nodeId"], m["role"], m["state"], m["generation"], m["appliedGeneration"], m["mgmtIp"], m["az"], bootColumn(m), lastBootColumn(m))
-	}
-	return tw.Flush()
+	var out join.MembersView
+	return showAnswer(ctx, "members", args, "/v1/admin/cluster/members", &out, func() error {
+		fmt.Printf("generation %d\n", out.Generation)
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tGEN\tAPPLIED\tMGMT IP\tAZ\tBOOT\tLAST BOOT")
+		for _, m := range out.Members {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", m.NodeID, m.Role, m.State, m.Generation, m.AppliedGeneration, m.MgmtIP, m.AZ, bootColumn(m), lastBootColumn(m))
+		}
+		return tw.Flush()
+	})
 }
 
 // bootColumn is the prober's view of a member: "ready", "starting
 // (phase 1.2s)", "unreachable", or "-" when it was not probed (yet).
-func bootColumn(m map[string]any) string {
-	state, _ := m["bootState"].(string)
-	if state == "" {
+func bootColumn(m join.MemberView) string {
+	switch m.BootState {
+	case "":
 		return "-"
+	case "starting":
+		return fmt.Sprintf("starting (%s %s)", m.BootPhase, time.Duration(m.BootPhaseMs)*time.Millisecond)
 	}
-	if state == "starting" {
-		phase, _ := m["bootPhase"].(string)
-		ms, _ := m["bootPhaseMs"].(float64)
-		return fmt.Sprintf("starting (%s %s)", phase, time.Duration(ms)*time.Millisecond)
-	}
-	return state
+	return m.BootState
 }
 
-func lastBootColumn(m map[string]any) string {
-	if ms, ok := m["lastBootMs"].(float64); ok && ms > 0 {
-		return (time.Duration(ms) * time.Millisecond).String()
+func lastBootColumn(m join.MemberView) string {
+	if m.LastBootMs > 0 {
+		return (time.Duration(m.LastBootMs) * time.Millisecond).String()
 	}
 	return "-"
 }
