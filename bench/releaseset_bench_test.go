@@ -24,6 +24,7 @@ import (
 	"stratum/httpapi"
 	"stratum/iam"
 	"stratum/releaseset"
+	"stratum/releaseset/releasesettest"
 	"stratum/store"
 )
 
@@ -307,7 +308,7 @@ func (f *fixture) phases(b *testing.B, nodes int, body []byte) {
 }
 
 // roleOf: a few control-plane nodes, every fourth stores, the rest compute
-// (SyntheticRecord's pins follow the same i%4 rule).
+// (releasesettest.Record's pins follow the same i%4 rule).
 func roleOf(i int) string {
 	switch {
 	case i < 3:
@@ -333,7 +334,7 @@ func syntheticRequest(i int) releaseset.RecordRequest {
 	if variant == 1 {
 		running = "0.1.0"
 	}
-	return releaseset.RecordRequest{RunningRelease: running, Release: releaseset.SyntheticRecord(i, variant)}
+	return releaseset.RecordRequest{RunningRelease: running, Release: releasesettest.Record(i, variant)}
 }
 
 // login is the bootstrap admin's session token, as POST /v1/auth/login

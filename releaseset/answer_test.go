@@ -1,4 +1,4 @@
-package releaseset
+package releaseset_test
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 
 	membership "stratum/cluster"
 	"stratum/crypto"
+	"stratum/releaseset"
+	"stratum/releaseset/releasesettest"
 	"stratum/store"
 )
 
@@ -46,14 +48,14 @@ func TestAnswerEqualsDescribe(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	svc := &Service{DB: db, Now: clock, Node: founder, ControlPlane: ControlPlane{Version: "v1", Commit: "c1"}}
+	svc := &releaseset.Service{DB: db, Now: clock, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}}
 	if err := svc.Load(); err != nil {
 		t.Fatal(err)
 	}
 	record := func(id string, i int) {
 		t.Helper()
-		r := SyntheticRecord(i, i%3)
-		if err := svc.Record("test", id, RecordRequest{RunningRelease: fmt.Sprintf("0.%d.0", 2+i%2), Release: r}); err != nil {
+		r := releasesettest.Record(i, i%3)
+		if err := svc.Record("test", id, releaseset.RecordRequest{RunningRelease: fmt.Sprintf("0.%d.0", 2+i%2), Release: r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,7 +80,7 @@ func TestAnswerEqualsDescribe(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got.Bytes(), want.Bytes()) {
-			t.Fatalf("%s: cached answer (%d bytes) differs from Describe (%d bytes)", step, got.Len(), want.Len())
+			t.Fatalf("%s: cached answer (%d bytes) differs from releaseset.Describe (%d bytes)", step, got.Len(), want.Len())
 		}
 		if a.Size() != got.Len() {
 			t.Fatalf("%s: Size %d, wrote %d", step, a.Size(), got.Len())
@@ -117,11 +119,11 @@ func TestAnswerEqualsDescribe(t *testing.T) {
 	check("a member removed", true)
 	// A node that records no release shows the cluster's, which moves
 	// when another node records an older one.
-	if err := svc.Record("test", "n-00000004", RecordRequest{Release: SyntheticRecord(5, 0)}); err != nil {
+	if err := svc.Record("test", "n-00000004", releaseset.RecordRequest{Release: releasesettest.Record(5, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	check("a record without a release", true)
-	if err := svc.Record("test", founder, RecordRequest{RunningRelease: "0.1.0", Release: SyntheticRecord(0, 0)}); err != nil {
+	if err := svc.Record("test", founder, releaseset.RecordRequest{RunningRelease: "0.1.0", Release: releasesettest.Record(0, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	check("the cluster's release moved", true)

@@ -1,25 +1,28 @@
-package releaseset
+package releaseset_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
+
+	"stratum/releaseset"
+	"stratum/releaseset/releasesettest"
 )
 
 // TestWriteJSONMatchesMarshal: the streamed form decodes to what
 // encoding/json produces for the same set.
 func TestWriteJSONMatchesMarshal(t *testing.T) {
-	now := SyntheticRecordedAt.Add(time.Minute)
-	in := Input{Now: now, Node: "n-00000000", Records: map[string]Stored{}}
+	now := releasesettest.RecordedAt.Add(time.Minute)
+	in := releaseset.Input{Now: now, Node: "n-00000000", Records: map[string]releaseset.Stored{}}
 	for i := 0; i < 5; i++ {
 		id := "n-0000000" + string(rune('0'+i))
 		in.Members = append(in.Members, id)
 		if i != 3 {
-			in.Records[id] = Stored{RunningRelease: "0.2.0", Release: SyntheticRecord(i, i)}
+			in.Records[id] = releaseset.Stored{RunningRelease: "0.2.0", Release: releasesettest.Record(i, i)}
 		}
 	}
-	for _, set := range []Set{Describe(in), Describe(Input{Now: now})} {
+	for _, set := range []releaseset.Set{releaseset.Describe(in), releaseset.Describe(releaseset.Input{Now: now})} {
 		var streamed bytes.Buffer
 		if err := set.WriteJSON(&streamed); err != nil {
 			t.Fatal(err)

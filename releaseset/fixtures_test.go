@@ -2,6 +2,8 @@ package releaseset
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"os"
@@ -62,7 +64,14 @@ func marshalIndent(t *testing.T, v any) []byte {
 }
 
 // digest is a fixture digest named by its parts.
-func digest(parts ...string) string { return synthDigest(parts...) }
+func digest(parts ...string) string { return "sha256:" + hexOf(parts...) }
+
+// hexOf is a stable hex SHA-256 of parts (the form releasesettest.Hex
+// gives its records, which an internal test cannot import).
+func hexOf(parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:])
+}
 
 // ref is a fixture image reference.
 func ref(name, tag string) string {
@@ -92,7 +101,7 @@ func baseRecord() *Record {
 			SchemaLevel: &level, CompatSchemaLevel: &compat, DatabaseSchemaLevel: &level},
 		HostBinaries: &HostBinaries{Source: SourceOSImage, Commit: "4298b2fe", Want: "4298b2fe"},
 		Extensions: []Extension{{Name: "stratum-ovs", Version: "3.5.3-5.el10s", Merged: true,
-			SysextLevel: "10.2", Release: "0.2.0", RootHash: synthHex("verity", "stratum-ovs")}},
+			SysextLevel: "10.2", Release: "0.2.0", RootHash: hexOf("verity", "stratum-ovs")}},
 		Packages: []Package{
 			{Component: "openvswitch", Name: "openvswitch3.5", Version: "3.5.3-5.el10s"},
 			{Component: "podman", Name: "podman", Version: "5.4.0-12.el10_2"},
@@ -102,7 +111,7 @@ func baseRecord() *Record {
 			{Name: "postgres", Pinned: ref("postgres", "0.2.0"), State: PinCurrent, Containers: 1},
 			{Name: "nova-compute", Pinned: ref("nova-compute", "0.2.0"), State: PinAbsent},
 		},
-		Payloads: []Payload{{Release: "0.2.0", SHA256: synthHex("payload", "0.2.0")}},
+		Payloads: []Payload{{Release: "0.2.0", SHA256: hexOf("payload", "0.2.0")}},
 		Stored: &Storage{Releases: []StoredRelease{
 			{Release: "0.2.0", Complete: true, Installed: true, Path: "releases/0.2.0", OS: "os/3f1c0d77"},
 		}},

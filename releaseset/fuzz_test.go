@@ -1,4 +1,4 @@
-package releaseset
+package releaseset_test
 
 import (
 	"encoding/json"
@@ -6,15 +6,17 @@ import (
 	"testing"
 
 	"stratum/apierr"
+	"stratum/releaseset"
+	"stratum/releaseset/releasesettest"
 )
 
 // FuzzDecodeRecordRequest: no body panics the decoder; a refusal is always
 // INVALID_INPUT with at least one field; an accepted request re-encodes to
 // a body that decodes to the same value.
 func FuzzDecodeRecordRequest(f *testing.F) {
-	f.Add(seedRecordBody(f))
+	f.Add(releaseset.SeedRecordBody(f))
 	for v := range 3 {
-		b, err := json.Marshal(RecordRequest{RunningRelease: "0.2.0", Release: SyntheticRecord(v, v)})
+		b, err := json.Marshal(releaseset.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(v, v)})
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -26,14 +28,14 @@ func FuzzDecodeRecordRequest(f *testing.F) {
 		`{"release":{"hostReportedAt":"0000-01-01T00:00:00+01:00"}}`,
 		`{"release":{"hostReportedAt":"2026-07-01T12:00:00.123456789+05:30"}}`,
 		`{"release":{"os":{"kernel":"\ud800"}}}`,
-		`{"release":{"bootc":{"booted":{"image":"x","digest":"sha256:` + synthHex("x") + `"}}},"release":{}}`,
+		`{"release":{"bootc":{"booted":{"image":"x","digest":"sha256:` + releasesettest.Hex("x") + `"}}},"release":{}}`,
 		`{"release":{"controlPlane":{"schemaLevel":1e3}}}`,
 		`{"release":{"stored":{"releases":[{"release":"0.2.0","complete":true,"path":"releases/0.2.0"}]}}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := DecodeRecordRequest(body)
+		req, err := releaseset.DecodeRecordRequest(body)
 		if err != nil {
 			e, ok := apierr.As(err)
 			if !ok || e.Code != apierr.InvalidInput || len(e.Fields) == 0 {
@@ -45,7 +47,7 @@ func FuzzDecodeRecordRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
-		back, err := DecodeRecordRequest(again)
+		back, err := releaseset.DecodeRecordRequest(again)
 		if err != nil {
 			t.Fatalf("re-encoded body %s refused: %v", again, err)
 		}

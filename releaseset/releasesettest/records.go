@@ -1,17 +1,21 @@
-package releaseset
+// Package releasesettest makes realistic node release records for tests
+// and benchmarks: the product package ships none of them.
+package releasesettest
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
 	"time"
+
+	"stratum/releaseset"
 )
 
-// SyntheticRecordedAt is the RecordedAt of every SyntheticRecord: describe
+// RecordedAt is the RecordedAt of every Record: describe
 // them with a Now within RecentWindow after it to see them recent.
-var SyntheticRecordedAt = time.Date(2026, time.July, 1, 12, 0, 0, 0, time.UTC)
+var RecordedAt = time.Date(2026, time.July, 1, 12, 0, 0, 0, time.UTC)
 
-// SyntheticRecord returns a realistic record for node i, for benchmarks
+// Record returns a realistic record for node i, for benchmarks
 // and tests: an image-mode node with its deployments, 4 system extensions,
 // 30 host packages, 36 pins and 2 payloads. It passes
 // DecodeRecordRequest's checks. Records of one variant only differ in
@@ -23,62 +27,62 @@ var SyntheticRecordedAt = time.Date(2026, time.July, 1, 12, 0, 0, 0, time.UTC)
 //   - 1: release 0.1.0, an older build of everything: skew against 0.
 //   - 2: release 0.2.0 with drift: stale host binaries, a staged
 //     deployment, a pin that differs and an unpinned image running.
-func SyntheticRecord(i int, variant int) Record {
+func Record(i int, variant int) releaseset.Record {
 	variant = ((variant % 3) + 3) % 3
 	b := syntheticBuilds[0]
 	if variant == 1 {
 		b = syntheticBuilds[1]
 	}
-	hostAt := SyntheticRecordedAt.Add(-time.Duration(30+i%60) * time.Second)
+	hostAt := RecordedAt.Add(-time.Duration(30+i%60) * time.Second)
 	level := b.schema
 	compat := b.schema - 2
-	r := Record{
-		RecordedAt:     SyntheticRecordedAt,
+	r := releaseset.Record{
+		RecordedAt:     RecordedAt,
 		HostReportedAt: &hostAt,
 		ImageMode:      true,
-		OS: &OS{
+		OS: &releaseset.OS{
 			PrettyName:       "Stratum OS " + b.version,
 			ID:               "almalinux",
 			VersionID:        b.versionID,
 			ImageVersion:     b.version,
 			BuildID:          b.commit,
-			BaseDigest:       synthDigest("base", b.versionID),
-			KernelArgsDigest: synthDigest("kargs", b.version),
+			BaseDigest:       digest("base", b.versionID),
+			KernelArgsDigest: digest("kargs", b.version),
 			Kernel:           b.kernel,
 		},
-		Bootc: &Bootc{
+		Bootc: &releaseset.Bootc{
 			Booted:   b.deployment(true),
 			Rollback: syntheticBuilds[1].deployment(false),
 		},
-		ControlPlane: &ControlPlane{Version: b.version, Commit: b.commit, SchemaLevel: &level,
+		ControlPlane: &releaseset.ControlPlane{Version: b.version, Commit: b.commit, SchemaLevel: &level,
 			CompatSchemaLevel: &compat, DatabaseSchemaLevel: &level},
-		HostBinaries: &HostBinaries{Source: SourceOSImage, Commit: b.commit, Want: b.commit},
-		Payloads: []Payload{
-			{Release: syntheticBuilds[1].release, SHA256: synthHex("payload", syntheticBuilds[1].release)},
-			{Release: syntheticBuilds[0].release, SHA256: synthHex("payload", syntheticBuilds[0].release)},
+		HostBinaries: &releaseset.HostBinaries{Source: releaseset.SourceOSImage, Commit: b.commit, Want: b.commit},
+		Payloads: []releaseset.Payload{
+			{Release: syntheticBuilds[1].release, SHA256: Hex("payload", syntheticBuilds[1].release)},
+			{Release: syntheticBuilds[0].release, SHA256: Hex("payload", syntheticBuilds[0].release)},
 		},
-		Stored: &Storage{Releases: []StoredRelease{
+		Stored: &releaseset.Storage{Releases: []releaseset.StoredRelease{
 			{Release: syntheticBuilds[1].release, Complete: true, Installed: true,
-				Path: "releases/" + syntheticBuilds[1].release, OS: "os/" + synthHex("os", syntheticBuilds[1].versionID)[:8]},
+				Path: "releases/" + syntheticBuilds[1].release, OS: "os/" + Hex("os", syntheticBuilds[1].versionID)[:8]},
 			{Release: syntheticBuilds[0].release, Complete: true,
-				Path: "releases/" + syntheticBuilds[0].release, OS: "os/" + synthHex("os", syntheticBuilds[0].versionID)[:8]},
+				Path: "releases/" + syntheticBuilds[0].release, OS: "os/" + Hex("os", syntheticBuilds[0].versionID)[:8]},
 		}},
 	}
 	for _, e := range syntheticExtensions {
-		r.Extensions = append(r.Extensions, Extension{Name: e.name, Version: e.versions[b.index],
-			Merged: true, SysextLevel: b.versionID, Release: b.release, RootHash: synthHex("verity", e.name, b.release)})
+		r.Extensions = append(r.Extensions, releaseset.Extension{Name: e.name, Version: e.versions[b.index],
+			Merged: true, SysextLevel: b.versionID, Release: b.release, RootHash: Hex("verity", e.name, b.release)})
 	}
 	for _, p := range syntheticPackages {
-		r.Packages = append(r.Packages, Package{Component: p.component, Name: p.name, Version: p.versions[b.index]})
+		r.Packages = append(r.Packages, releaseset.Package{Component: p.component, Name: p.name, Version: p.versions[b.index]})
 	}
 	storage := i%4 == 0 // every fourth node stores, the others compute
 	for k, name := range syntheticPins {
-		p := Pin{Name: name, Pinned: b.ref(name), State: PinCurrent, Containers: 1 + (i+k)%3}
+		p := releaseset.Pin{Name: name, Pinned: b.ref(name), State: releaseset.PinCurrent, Containers: 1 + (i+k)%3}
 		switch {
 		case k == 0:
-			p = Pin{Name: name, State: PinSelf, Running: b.ref(name), Containers: 1}
+			p = releaseset.Pin{Name: name, State: releaseset.PinSelf, Running: b.ref(name), Containers: 1}
 		case storage && strings.HasPrefix(name, "nova-"), !storage && strings.HasPrefix(name, "ceph-osd"):
-			p.State, p.Containers = PinAbsent, 0
+			p.State, p.Containers = releaseset.PinAbsent, 0
 		}
 		r.Pins = append(r.Pins, p)
 	}
@@ -86,9 +90,9 @@ func SyntheticRecord(i int, variant int) Record {
 		r.HostBinaries.Commit, r.HostBinaries.Stale = syntheticBuilds[1].commit, true
 		r.Bootc.Staged = syntheticBuilds[0].deployment(true)
 		r.Bootc.Staged.Version = "0.2.1"
-		r.Bootc.Staged.Digest = synthDigest("image", "0.2.1")
-		r.Pins[2].State, r.Pins[2].Running = PinDiffers, syntheticBuilds[1].ref(r.Pins[2].Name)
-		r.Unpinned = []Unpinned{{Image: "docker.io/library/busybox:1.36", Containers: 1}}
+		r.Bootc.Staged.Digest = digest("image", "0.2.1")
+		r.Pins[2].State, r.Pins[2].Running = releaseset.PinDiffers, syntheticBuilds[1].ref(r.Pins[2].Name)
+		r.Unpinned = []releaseset.Unpinned{{Image: "docker.io/library/busybox:1.36", Containers: 1}}
 	}
 	return r
 }
@@ -108,21 +112,21 @@ var syntheticBuilds = [2]syntheticBuild{
 
 // ref is the pinned reference of an image in this build.
 func (b syntheticBuild) ref(name string) string {
-	return "registry.example.com/stratum/" + name + "@" + synthDigest("image", name, b.release)
+	return "registry.example.com/stratum/" + name + "@" + digest("image", name, b.release)
 }
 
-func (b syntheticBuild) deployment(booted bool) *Deployment {
+func (b syntheticBuild) deployment(booted bool) *releaseset.Deployment {
 	built := time.Date(2026, time.June, 20-10*b.index, 8, 0, 0, 0, time.UTC)
-	d := &Deployment{
+	d := &releaseset.Deployment{
 		Image:        "registry.example.com/stratum-os:" + b.version,
 		Transport:    "registry",
-		Digest:       synthDigest("image", "stratum-os", b.release),
+		Digest:       digest("image", "stratum-os", b.release),
 		Version:      b.release,
 		Architecture: "amd64",
 		Timestamp:    &built,
 	}
 	if !booted {
-		d.SoftRebootCapable = ptr(false)
+		d.SoftRebootCapable = new(false)
 	}
 	return d
 }
@@ -184,9 +188,10 @@ var syntheticPins = []string{
 	"cinder-volume", "horizon", "memcached",
 }
 
-func synthHex(parts ...string) string {
+// Hex is a stable hex SHA-256 of parts: a digest that looks real.
+func Hex(parts ...string) string {
 	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(sum[:])
 }
 
-func synthDigest(parts ...string) string { return "sha256:" + synthHex(parts...) }
+func digest(parts ...string) string { return "sha256:" + Hex(parts...) }

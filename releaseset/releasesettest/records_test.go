@@ -1,4 +1,4 @@
-package releaseset
+package releasesettest
 
 import (
 	"encoding/json"
@@ -7,20 +7,22 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"stratum/releaseset"
 )
 
-func TestSyntheticRecordIsValid(t *testing.T) {
+func TestRecordIsValid(t *testing.T) {
 	for _, v := range []int{0, 1, 2, 5, -1} {
 		for _, i := range []int{0, 1, 2, 3, 997} {
-			r := SyntheticRecord(i, v)
+			r := Record(i, v)
 			if len(r.Pins) < 24 || len(r.Packages) < 24 {
 				t.Errorf("record %d/%d has %d pins and %d packages, want dozens", i, v, len(r.Pins), len(r.Packages))
 			}
-			b, err := json.Marshal(RecordRequest{RunningRelease: r.Bootc.Booted.Version, Release: r})
+			b, err := json.Marshal(releaseset.RecordRequest{RunningRelease: r.Bootc.Booted.Version, Release: r})
 			if err != nil {
 				t.Fatal(err)
 			}
-			req, err := DecodeRecordRequest(b)
+			req, err := releaseset.DecodeRecordRequest(b)
 			if err != nil {
 				t.Fatalf("record %d/%d refused: %v", i, v, err)
 			}
@@ -33,31 +35,31 @@ func TestSyntheticRecordIsValid(t *testing.T) {
 }
 
 // synthCluster records n synthetic nodes, node i of variant variant(i).
-func synthCluster(n int, variant func(i int) int) Input {
-	in := Input{Now: SyntheticRecordedAt.Add(time.Minute), Node: "n-0", Records: make(map[string]Stored, n)}
+func synthCluster(n int, variant func(i int) int) releaseset.Input {
+	in := releaseset.Input{Now: RecordedAt.Add(time.Minute), Node: "n-0", Records: make(map[string]releaseset.Stored, n)}
 	for i := range n {
 		id := fmt.Sprintf("n-%d", i)
 		in.Members = append(in.Members, id)
 		v := variant(i)
-		r := SyntheticRecord(i, v)
-		in.Records[id] = Stored{RunningRelease: r.Bootc.Booted.Version, Release: r}
+		r := Record(i, v)
+		in.Records[id] = releaseset.Stored{RunningRelease: r.Bootc.Booted.Version, Release: r}
 	}
 	in.ControlPlane = *in.Records["n-0"].Release.ControlPlane
 	return in
 }
 
-func TestSyntheticVariants(t *testing.T) {
-	s := Describe(synthCluster(40, func(int) int { return 0 }))
+func TestVariants(t *testing.T) {
+	s := releaseset.Describe(synthCluster(40, func(int) int { return 0 }))
 	if !s.Summary.Consistent || s.Summary.Recent != 40 || s.RunningRelease != "0.2.0" {
 		t.Errorf("variant 0 only: %+v, running %q; want consistent", s.Summary, s.RunningRelease)
 	}
 
-	s = Describe(synthCluster(40, func(i int) int { return i % 2 }))
+	s = releaseset.Describe(synthCluster(40, func(i int) int { return i % 2 }))
 	var fields []string
 	for _, sk := range s.Summary.Skew {
 		fields = append(fields, sk.Field)
 	}
-	for _, want := range []string{SkewOS, SkewKernel, SkewControlPlane, SkewSchema, SkewHostBinaries, SkewExtensions, "package:openvswitch"} {
+	for _, want := range []string{releaseset.SkewOS, releaseset.SkewKernel, releaseset.SkewControlPlane, releaseset.SkewSchema, releaseset.SkewHostBinaries, releaseset.SkewExtensions, "package:openvswitch"} {
 		if !slices.Contains(fields, want) {
 			t.Errorf("variants 0 and 1: skew %q lacks %s", fields, want)
 		}
@@ -66,7 +68,7 @@ func TestSyntheticVariants(t *testing.T) {
 		t.Errorf("variants 0 and 1: drift %+v running %q, want none and 0.1.0", s.Summary.Drift, s.RunningRelease)
 	}
 
-	s = Describe(synthCluster(4, func(i int) int { return 2 * (i % 2) }))
+	s = releaseset.Describe(synthCluster(4, func(i int) int { return 2 * (i % 2) }))
 	var kinds []string
 	for _, d := range s.Summary.Drift {
 		kinds = append(kinds, d.NodeID+" "+string(d.Kind)+" "+d.Field)
@@ -85,20 +87,20 @@ func BenchmarkDescribe(b *testing.B) {
 		in := synthCluster(n, func(i int) int { return i % 3 })
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for b.Loop() {
-				Describe(in)
+				releaseset.Describe(in)
 			}
 		})
 	}
 }
 
 func BenchmarkDecodeRecordRequest(b *testing.B) {
-	body, err := json.Marshal(RecordRequest{RunningRelease: "0.2.0", Release: SyntheticRecord(1, 2)})
+	body, err := json.Marshal(releaseset.RecordRequest{RunningRelease: "0.2.0", Release: Record(1, 2)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if _, err := DecodeRecordRequest(body); err != nil {
+		if _, err := releaseset.DecodeRecordRequest(body); err != nil {
 			b.Fatal(err)
 		}
 	}
