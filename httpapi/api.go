@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"stratum/buildinfo"
 	"stratum/iam"
@@ -46,8 +47,10 @@ type API struct {
 	Deps
 	log     *slog.Logger
 	metrics *metrics
-	admin   *mux
-	join    *mux
+	// promHandler serves /metrics from the registry.
+	promHandler http.Handler
+	admin       *mux
+	join        *mux
 }
 
 // New builds both routers.
@@ -74,13 +77,13 @@ func New(d Deps) *API {
 	a.metrics = newMetrics(d.Registry)
 	a.admin = a.newMux("admin")
 	a.join = a.newMux("join")
-	a.mountOps()
-	a.mountIAM()
-	a.mountAudit()
-	a.mountReleaseSet()
-	a.mountJoinAdmin()
-	a.mountJoinListener()
-	a.mountReleaseImport()
+	a.promHandler = promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})
+	for _, rt := range a.adminRoutes() {
+		a.admin.handle(rt)
+	}
+	for _, rt := range a.joinRoutes() {
+		a.join.handle(rt)
+	}
 	a.mountUI()
 	return a
 }

@@ -86,19 +86,20 @@ func (a *API) nodeOrBearer(r *http.Request, node, action, resource string) (stri
 	return p.Subject, nil
 }
 
-// requireNode accepts only the transport leaf of node itself.
-func (a *API) requireNode(r *http.Request, node string) error {
+// requireNode accepts only a node's transport leaf, of node itself when
+// node is not empty; it returns the leaf's node id.
+func (a *API) requireNode(r *http.Request, node string) (string, error) {
 	cn, err := a.nodeLeaf(r)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if cn == "" {
-		return apierr.New(apierr.Unauthenticated, "this endpoint needs the node's transport certificate, issued by the cluster CA")
+		return "", apierr.New(apierr.Unauthenticated, "this endpoint needs the node's transport certificate, issued by the cluster CA")
 	}
-	if cn != node {
-		return apierr.New(apierr.Forbidden, "node %s may not report for node %s", cn, node)
+	if node != "" && cn != node {
+		return "", apierr.New(apierr.Forbidden, "node %s may not report for node %s", cn, node)
 	}
-	return nil
+	return cn, nil
 }
 
 // authenticated reports whether r carries a valid bearer token or a

@@ -6,22 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/julienschmidt/httprouter"
-
 	"stratum/apierr"
 	"stratum/iam"
 	"stratum/store"
 )
-
-func (a *API) mountIAM() {
-	m := a.admin
-	m.handle(Route{Method: "POST", Path: "/v1/auth/login", Summary: "Log in with email and password; returns a 12-hour bearer token.", Auth: "none"}, a.login)
-	m.handle(Route{Method: "GET", Path: "/v1/auth/self", Summary: "The caller: its subject (the acting session or token), its user and the actions its policy allows on each resource collection (what a console may offer).", Auth: "bearer"}, a.self)
-	m.handle(Route{Method: "POST", Path: "/v1/iam/tokens", Summary: "Create an API token with an identity policy.", Action: "iam:CreateToken", Auth: "bearer"}, a.createAPIToken)
-	m.handle(Route{Method: "GET", Path: "/v1/iam/tokens", Summary: "List API tokens (no secrets).", Action: "iam:ListTokens", Auth: "bearer"}, a.listAPITokens)
-	m.handle(Route{Method: "DELETE", Path: "/v1/iam/tokens/:tokenId", Summary: "Revoke an API token and every token made under it.", Action: "iam:RevokeToken", Auth: "bearer"}, a.revokeAPIToken)
-	a.mountSessions()
-}
 
 // passwordChecks bounds concurrent argon2id verifications.
 var passwordChecks = make(chan struct{}, 2)
@@ -65,7 +53,7 @@ func (a *API) checkPassword(r *http.Request, email, password string) (iam.User, 
 	return u, err
 }
 
-func (a *API) login(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (a *API) login(w http.ResponseWriter, r *http.Request, _ *call) error {
 	source, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		source = r.RemoteAddr
@@ -95,18 +83,15 @@ func (a *API) login(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 	return nil
 }
 
-func (a *API) createAPIToken(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	p, err := a.authorize(r, "iam:CreateToken", iam.Resource(iam.ResIAMToken, "*"))
-	if err != nil {
-		return err
-	}
+func (a *API) createAPIToken(w http.ResponseWriter, r *http.Request, c *call) error {
+	p := c.principal
 	var req iam.CreateTokenRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
 	var secret string
 	var view iam.TokenView
-	err = a.DB.Update(func(tx *store.Tx) error {
+	err := a.DB.Update(func(tx *store.Tx) error {
 		var err error
 		secret, view, err = iam.CreateToken(tx, p, req, a.Now())
 		return err
@@ -118,13 +103,9 @@ func (a *API) createAPIToken(w http.ResponseWriter, r *http.Request, _ httproute
 	return nil
 }
 
-func (a *API) listAPITokens(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	p, err := a.authorize(r, "iam:ListTokens", iam.Resource(iam.ResIAMToken, "*"))
-	if err != nil {
-		return err
-	}
+func (a *API) listAPITokens(w http.ResponseWriter, r *http.Request, c *call) error {
 	var list []iam.TokenView
-	err = a.DB.View(func(tx *store.Tx) error {
+	err := a.DB.View(func(tx *store.Tx) error {
 		var err error
 		list, err = iam.ListTokens(tx)
 		return err
@@ -132,18 +113,14 @@ func (a *API) listAPITokens(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err != nil {
 		return err
 	}
-	list = iam.Visible(p, list, "iam:ListTokens", func(t iam.TokenView) string { return iam.Resource(iam.ResIAMToken, t.ID) })
+	list = iam.Visible(c.principal, list, c.action, func(t iam.TokenView) string { return iam.Resource(iam.ResIAMToken, t.ID) })
 	writeJSON(w, http.StatusOK, map[string]any{"tokens": list})
 	return nil
 }
 
-func (a *API) revokeAPIToken(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	id := ps.ByName("tokenId")
-	p, err := a.authorize(r, "iam:RevokeToken", iam.Resource(iam.ResIAMToken, id))
-	if err != nil {
-		return err
-	}
-	err = a.DB.Update(func(tx *store.Tx) error { return iam.RevokeToken(tx, p, id, a.Now()) })
+func (a *API) revokeAPIToken(w http.ResponseWriter, r *http.Request, c *call) error {
+	id := c.params.ByName("tokenId")
+	err := a.DB.Update(func(tx *store.Tx) error { return iam.RevokeToken(tx, c.principal, id, a.Now()) })
 	if err != nil {
 		return err
 	}

@@ -6,96 +6,76 @@ import (
 	"strings"
 	"time"
 
-	"github.com/julienschmidt/httprouter"
-
 	"stratum/apierr"
 	"stratum/join"
 )
 
-// mountJoinListener adds the joiner endpoints: every one is pinned to the
-// client certificate's key, the joiner's only identity.
-func (a *API) mountJoinListener() {
-	svc, releases := a.Joiners, a.ReleaseFiles
-	m := a.join
-	m.handle(Route{Method: "POST", Path: "/v1/join/registrations", Summary: "Register with a join token; pinned to the client certificate's key.", Auth: "joiner-key"},
-		func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-			pin, err := JoinerPin(r)
-			if err != nil {
-				return err
-			}
-			body, err := readBody(r, DefaultBodyLimit)
-			if err != nil {
-				return err
-			}
-			req, err := join.DecodeRegisterRequest(body)
-			if err != nil {
-				return err
-			}
-			view, created, err := svc.Register(pin, req)
-			if err != nil {
-				return err
-			}
-			status := http.StatusOK
-			if created {
-				status = http.StatusCreated
-				w.Header().Set("Location", "/v1/join/registrations/"+view.JoinID)
-			}
-			writeJSON(w, status, view)
-			return nil
-		})
-	m.handle(Route{Method: "GET", Path: "/v1/join/registrations/:joinId", Summary: "The joiner's view, long-polled with wait (seconds, at most 60) and state (the state last seen).", Auth: "joiner-key"},
-		func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-			pin, err := JoinerPin(r)
-			if err != nil {
-				return err
-			}
-			wait, state, err := waitParams(r)
-			if err != nil {
-				return err
-			}
-			return a.parkPoll(w, r, svc, pin, ps.ByName("joinId"), state, wait)
-		})
-	m.handle(Route{Method: "POST", Path: "/v1/join/registrations/:joinId/progress", Summary: "Report delivery progress: installing, done or failed.", Auth: "joiner-key"},
-		func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-			pin, err := JoinerPin(r)
-			if err != nil {
-				return err
-			}
-			body, err := readBody(r, DefaultBodyLimit)
-			if err != nil {
-				return err
-			}
-			req, err := join.DecodeProgress(body)
-			if err != nil {
-				return err
-			}
-			view, err := svc.Progress(pin, ps.ByName("joinId"), req)
-			if err != nil {
-				return err
-			}
-			writeJSON(w, http.StatusOK, view)
-			return nil
-		})
-	serve := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		pin, err := JoinerPin(r)
-		if err != nil {
-			return err
-		}
-		release, err := svc.OfferedRelease(pin, ps.ByName("joinId"))
-		if err != nil {
-			return err
-		}
-		if releases == nil {
-			return apierr.New(apierr.NotFound, "this founder serves no releases")
-		}
-		// Download time is bounded by the client, not by a timeout
-		// meant for small answers.
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		// The registration holds the read slots (SPEC 10.8).
-		return ServeReleaseFile(w, r, releases, ps.ByName("joinId"), release, strings.TrimPrefix(ps.ByName("path"), "/"))
+// The joiner's endpoints (Joiners): every one is pinned to the client
+// certificate's key, the joiner's only identity.
+
+func (a *API) register(w http.ResponseWriter, r *http.Request, c *call) error {
+	body, err := readBody(r, DefaultBodyLimit)
+	if err != nil {
+		return err
 	}
-	m.handle(Route{Method: "GET", Path: "/v1/join/registrations/:joinId/release/*path", Summary: "A file of the offered release, while needs-upgrade; ranges, ETag, hash-verified.", Auth: "joiner-key"}, serve)
-	m.handle(Route{Method: "HEAD", Path: "/v1/join/registrations/:joinId/release/*path", Summary: "Headers of a file of the offered release.", Auth: "joiner-key"}, serve)
+	req, err := join.DecodeRegisterRequest(body)
+	if err != nil {
+		return err
+	}
+	view, created, err := a.Joiners.Register(c.pin, req)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/v1/join/registrations/"+view.JoinID)
+	}
+	writeJSON(w, status, view)
+	return nil
+}
+
+func (a *API) pollRegistration(w http.ResponseWriter, r *http.Request, c *call) error {
+	wait, state, err := waitParams(r)
+	if err != nil {
+		return err
+	}
+	return a.parkPoll(w, r, a.Joiners, c.pin, c.params.ByName("joinId"), state, wait)
+}
+
+func (a *API) reportProgress(w http.ResponseWriter, r *http.Request, c *call) error {
+	body, err := readBody(r, DefaultBodyLimit)
+	if err != nil {
+		return err
+	}
+	req, err := join.DecodeProgress(body)
+	if err != nil {
+		return err
+	}
+	view, err := a.Joiners.Progress(c.pin, c.params.ByName("joinId"), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view)
+	return nil
+}
+
+// serveReleaseFile answers GET and HEAD for a file of the release offered
+// to the registration.
+func (a *API) serveReleaseFile(w http.ResponseWriter, r *http.Request, c *call) error {
+	joinID := c.params.ByName("joinId")
+	release, err := a.Joiners.OfferedRelease(c.pin, joinID)
+	if err != nil {
+		return err
+	}
+	if a.ReleaseFiles == nil {
+		return apierr.New(apierr.NotFound, "this founder serves no releases")
+	}
+	// Download time is bounded by the client, not by a timeout
+	// meant for small answers.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	// The registration holds the read slots (SPEC 10.8).
+	return ServeReleaseFile(w, r, a.ReleaseFiles, joinID, release, strings.TrimPrefix(c.params.ByName("path"), "/"))
 }
 
 // holdLongPoll gives a long-poll answer its own write deadline: the hold

@@ -7,10 +7,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"stratum/release/releasetest"
-	"stratum/release/repo"
 	"testing"
 	"time"
+
+	"stratum/release/releasetest"
+	"stratum/release/repo"
 )
 
 // BenchmarkServe measures one client downloading the 64 MiB blob over

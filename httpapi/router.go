@@ -7,21 +7,63 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"stratum/apierr"
+	"stratum/iam"
 )
 
-// Route is one endpoint as registered; the OpenAPI test compares the
-// routes actually registered with the published document.
+// Route is one endpoint of a listener's routes table; the OpenAPI test
+// compares the table with the published document.
 type Route struct {
 	Listener string // "admin" or "join"
 	Method   string
 	Path     string // httprouter syntax
 	Summary  string
-	Action   string // IAM action gate, empty for none
-	Auth     string // "none", "bearer", "node-or-bearer", "joiner-key", "node"
+	Auth     string // how the caller is established: the auth* constants
+	// Action is the IAM action a bearer token needs (empty for none); the
+	// resource it acts on has the action's type from iam's catalog and
+	// the id Resource gives, the whole collection ("*") when nil.
+	Action   string
+	Resource func(httprouter.Params) string
+	handler  handlerFunc
+}
+
+// How a route's caller is established before its handler runs.
+const (
+	authNone         = "none"
+	authBearer       = "bearer"         // a login session or API token
+	authNodeOrBearer = "node-or-bearer" // the node's transport leaf, or a bearer token
+	authNode         = "node"           // the node's transport leaf only
+	authJoinerKey    = "joiner-key"     // the joiner's client key (join listener)
+)
+
+// param is a Resource: the path parameter name is the resource's id.
+func param(name string) func(httprouter.Params) string {
+	return func(ps httprouter.Params) string { return ps.ByName(name) }
+}
+
+// fixed is a Resource naming one resource whatever the path.
+func fixed(id string) func(httprouter.Params) string {
+	return func(httprouter.Params) string { return id }
+}
+
+// call is what the router hands a handler: the path parameters and who
+// is asking, established from the route before the handler runs.
+type call struct {
+	params httprouter.Params
+	// action is the route's action, for iam.Visible over a listing.
+	action string
+	// principal is the bearer caller (authBearer, and authNodeOrBearer
+	// when no node leaf came).
+	principal iam.Principal
+	// actor names the caller in the audit log (authNodeOrBearer).
+	actor string
+	// node is the transport leaf's node id (authNode).
+	node string
+	// pin is the joiner's client key pin (authJoinerKey).
+	pin string
 }
 
 // handlerFunc is a handler that returns its error for the envelope.
-type handlerFunc func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
+type handlerFunc func(w http.ResponseWriter, r *http.Request, c *call) error
 
 // mux is one listener's router plus the record of its routes.
 type mux struct {
@@ -50,16 +92,57 @@ func (a *API) newMux(listener string) *mux {
 	return m
 }
 
-func (m *mux) handle(rt Route, h handlerFunc) {
+func (m *mux) handle(rt Route) {
+	if _, ok := iam.Actions[rt.Action]; rt.Action != "" && !ok {
+		panic("httpapi: " + rt.Method + " " + rt.Path + " names " + rt.Action + ", not in iam's action catalog")
+	}
 	rt.Listener = m.listener
 	m.routes = append(m.routes, rt)
 	route := rt.Method + " " + rt.Path
-	m.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+	m.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		setRoute(r, route)
-		if err := h(w, r, p); err != nil {
+		c, err := m.api.admit(r, rt, ps)
+		if err == nil {
+			err = rt.handler(w, r, c)
+		}
+		if err != nil {
 			writeError(w, r, m.api.log, err)
 		}
 	})
+}
+
+// admit establishes who is asking as the route says: 401 when the
+// caller is not established, then 403 naming the action it lacks.
+func (a *API) admit(r *http.Request, rt Route, ps httprouter.Params) (*call, error) {
+	c := &call{params: ps, action: rt.Action}
+	var err error
+	switch rt.Auth {
+	case authNone:
+	case authBearer:
+		if rt.Action == "" {
+			c.principal, err = a.principal(r)
+		} else {
+			c.principal, err = a.authorize(r, rt.Action, rt.resource(ps))
+		}
+	case authNodeOrBearer:
+		c.actor, err = a.nodeOrBearer(r, ps.ByName("nodeId"), rt.Action, rt.resource(ps))
+	case authNode:
+		c.node, err = a.requireNode(r, ps.ByName("nodeId"))
+	case authJoinerKey:
+		c.pin, err = JoinerPin(r)
+	default:
+		panic("httpapi: " + rt.Method + " " + rt.Path + " has no known auth: " + rt.Auth)
+	}
+	return c, err
+}
+
+// resource is the resource rt's action acts on for these parameters.
+func (rt Route) resource(ps httprouter.Params) string {
+	id := "*"
+	if rt.Resource != nil {
+		id = rt.Resource(ps)
+	}
+	return iam.Resource(iam.Actions[rt.Action], id)
 }
 
 // Routes lists every registered route of both listeners, sorted.
