@@ -215,7 +215,7 @@ func newFixture(b *testing.B, nodes int) *fixture {
 	svc := &releaseset.Service{DB: db, Now: time.Now, Node: founderID, ControlPlane: cp}
 	f.svc = svc
 	f.in = releaseset.Input{Node: founderID, ControlPlane: cp, Members: ids, Records: map[string]releaseset.Stored{}}
-	api := httpapi.New(httpapi.Deps{DB: db, ReleaseSet: svc})
+	api := httpapi.New(httpapi.Deps{Identity: iam.New(iam.Config{DB: db}), ReleaseSet: svc})
 	f.srv = httptest.NewUnstartedServer(api.AdminHandler())
 	f.srv.StartTLS()
 	b.Cleanup(f.srv.Close)

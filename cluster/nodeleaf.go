@@ -27,3 +27,15 @@ func CheckNodeLeaf(tx *store.Tx, nodeID, serialHex string) (Member, error) {
 	}
 	return m, nil
 }
+
+// NodeLeaves checks node transport leaves against the store's
+// membership: the HTTP layer's view of CheckNodeLeaf.
+type NodeLeaves struct{ DB *store.DB }
+
+// CheckNodeLeaf is CheckNodeLeaf in a read transaction of its own.
+func (l NodeLeaves) CheckNodeLeaf(nodeID, serialHex string) error {
+	return l.DB.View(func(tx *store.Tx) error {
+		_, err := CheckNodeLeaf(tx, nodeID, serialHex)
+		return err
+	})
+}

@@ -21,6 +21,7 @@ import (
 	"stratum/crypto"
 	"stratum/hostrecord"
 	"stratum/httpapi"
+	"stratum/iam"
 	"stratum/join"
 	"stratum/release/repo"
 	"stratum/releaseset"
@@ -74,6 +75,7 @@ type Founder struct {
 
 	prober   *bootprobe.Prober
 	releases *releaseset.Service
+	iam      *iam.Service
 	// recordProblems says once per change which fields of the founder's
 	// own record its host does not let it read.
 	recordProblems hostrecord.ProblemLog
@@ -177,8 +179,9 @@ func (f *Founder) run(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
 	f.registerDomainMetrics(reg)
 	f.api = httpapi.New(httpapi.Deps{
-		DB: f.db, Log: f.log, Build: o.Build, Startup: f.startup, Registry: reg,
+		Log: f.log, Build: o.Build, Startup: f.startup, Registry: reg,
 		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease,
+		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db}, Audit: f.db, Health: storeHealth{f.db},
 		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
 		Releases: &repo.Catalog{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys()},
 	})

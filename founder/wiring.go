@@ -23,6 +23,7 @@ func (f *Founder) services(ctx context.Context) {
 	// still runs against it, and the level the store actually has.
 	level, compat, db := store.SchemaVersion(), store.CompatSchemaVersion(), f.db.Schema()
 	cp.SchemaLevel, cp.CompatSchemaLevel, cp.DatabaseSchemaLevel = &level, &compat, &db
+	f.iam = iam.New(iam.Config{DB: f.db, Now: time.Now})
 	f.releases = &releaseset.Service{DB: f.db, Now: time.Now, Node: f.id.FounderNodeID, ControlPlane: cp}
 	concurrency := f.opts.ReleaseConcurrency
 	if concurrency <= 0 {
@@ -52,6 +53,14 @@ func (f *Founder) services(ctx context.Context) {
 		Dev: f.opts.Dev, FounderAddrs: hostAddrs(),
 	})
 }
+
+// storeHealth is the store as /healthz and /version see it.
+type storeHealth struct{ db *store.DB }
+
+// Ping fails when the store does not answer a read.
+func (h storeHealth) Ping() error { return h.db.View(func(*store.Tx) error { return nil }) }
+
+func (h storeHealth) Schema() int { return h.db.Schema() }
 
 // releaseFiles is what the join listener serves release files from: the
 // founder's mirror, or nothing when a configured mirror serves them.
@@ -129,7 +138,7 @@ func (f *Founder) purgeSessions(ctx context.Context) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		if err := f.db.Update(func(tx *store.Tx) error { return iam.PurgeExpiredSessions(tx, time.Now()) }); err != nil {
+		if err := f.iam.PurgeExpiredSessions(); err != nil {
 			f.log.Warn("purging expired sessions failed", "err", err)
 		}
 		select {

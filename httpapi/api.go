@@ -10,21 +10,18 @@ import (
 
 	"stratum/buildinfo"
 	"stratum/iam"
-	"stratum/store"
 )
 
 // Deps are what the handlers call into.
 type Deps struct {
-	DB      *store.DB
 	Log     *slog.Logger
 	Build   buildinfo.Info // what /version names
 	Startup *Startup
-	Limiter *iam.LoginLimiter
-	// AccountLimiter counts failed logins per account, beside the
-	// per-source Limiter: many sources cannot guess one password.
-	AccountLimiter *iam.LoginLimiter
-	Registry       *prometheus.Registry
-	Now            func() time.Time
+	// Limiter counts login attempts per source address (the account's
+	// own limit is the Identity's).
+	Limiter  *iam.LoginLimiter
+	Registry *prometheus.Registry
+	Now      func() time.Time
 	// ClusterRelease answers the release set's running release and
 	// AdmissionRelease the release joiners are admitted on (/version).
 	ClusterRelease   func() string
@@ -34,6 +31,10 @@ type Deps struct {
 	// a test may leave out the ones it does not call. ReleaseFiles is nil
 	// when the founder serves no releases (a mirror does); Console nil
 	// serves no /ui/.
+	Identity     Identity
+	NodeLeaves   NodeLeaves
+	Audit        AuditLog
+	Health       Health
 	JoinAdmin    JoinAdmin
 	Joiners      Joiners
 	ReleaseSet   ReleaseSet
@@ -66,9 +67,6 @@ func New(d Deps) *API {
 	}
 	if d.Limiter == nil {
 		d.Limiter = iam.NewLoginLimiter(5, time.Minute)
-	}
-	if d.AccountLimiter == nil {
-		d.AccountLimiter = iam.NewLoginLimiter(10, 15*time.Minute)
 	}
 	if d.Startup == nil {
 		d.Startup = NewStartup()

@@ -44,7 +44,7 @@ type fixture struct {
 	requestIDs map[string]bool
 }
 
-func newFixture(t *testing.T, mod func(*httpapi.Deps)) *fixture {
+func newFixture(t *testing.T, mod func(*store.DB, *httpapi.Deps)) *fixture {
 	t.Helper()
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw)
@@ -72,9 +72,11 @@ func newFixture(t *testing.T, mod func(*httpapi.Deps)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := httpapi.Deps{DB: db, Build: buildinfo.Info{Version: "v9.9.9-test", Commit: "abc1234"}, ClusterRelease: func() string { return id.ClusterRelease }}
+	d := storeDeps(db)
+	d.Build = buildinfo.Info{Version: "v9.9.9-test", Commit: "abc1234"}
+	d.ClusterRelease = func() string { return id.ClusterRelease }
 	if mod != nil {
-		mod(&d)
+		mod(db, &d)
 	}
 	api := httpapi.New(d)
 
@@ -94,6 +96,22 @@ func newFixture(t *testing.T, mod func(*httpapi.Deps)) *fixture {
 	t.Cleanup(client.CloseIdleConnections)
 	return &fixture{t: t, db: db, api: api, srv: srv, client: client, email: id.AdminEmail, password: sec.AdminPassword, requestIDs: map[string]bool{}}
 }
+
+// storeDeps are the services over db that the founder gives the API
+// besides the domain ones a test adds: identity, node leaves, the audit
+// log and the store's health.
+func storeDeps(db *store.DB) httpapi.Deps {
+	return httpapi.Deps{
+		Identity: iam.New(iam.Config{DB: db}), NodeLeaves: cluster.NodeLeaves{DB: db},
+		Audit: db, Health: storeHealth{db},
+	}
+}
+
+// storeHealth is the founder's health view of the store (founder/wiring.go).
+type storeHealth struct{ db *store.DB }
+
+func (h storeHealth) Ping() error { return h.db.View(func(*store.Tx) error { return nil }) }
+func (h storeHealth) Schema() int { return h.db.Schema() }
 
 // envelope is the error body of SPEC section 2.
 type envelope struct {
@@ -249,7 +267,7 @@ func apiCode(s string) apierr.Code { return apierr.Code(s) }
 
 const describeOnly = `{"version":"2026-01-01","statement":[{"effect":"allow","action":["upgrade:DescribeRelease"],"resource":["*"]}]}`
 
-func bigLimiter(d *httpapi.Deps) { d.Limiter = iam.NewLoginLimiter(1000, time.Minute) }
+func bigLimiter(_ *store.DB, d *httpapi.Deps) { d.Limiter = iam.NewLoginLimiter(1000, time.Minute) }
 
 func TestOpsEndpoints(t *testing.T) {
 	f := newFixture(t, nil)
@@ -299,7 +317,7 @@ func TestOpsEndpoints(t *testing.T) {
 
 func TestStartupReady(t *testing.T) {
 	st := httpapi.NewStartup()
-	f := newFixture(t, func(d *httpapi.Deps) { d.Startup = st })
+	f := newFixture(t, func(_ *store.DB, d *httpapi.Deps) { d.Startup = st })
 	st.Phase("store")
 	var s httpapi.StartupView
 	_ = json.Unmarshal(f.json("GET", "/startupz", "", nil).body, &s)
@@ -401,7 +419,10 @@ func TestLoginRateLimitWindow(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	f := newFixture(t, func(d *httpapi.Deps) { d.Now = clock })
+	f := newFixture(t, func(db *store.DB, d *httpapi.Deps) {
+		d.Now = clock
+		d.Identity = iam.New(iam.Config{DB: db, Now: clock})
+	})
 	for i := 0; i < 5; i++ {
 		f.json("POST", "/v1/auth/login", "", map[string]string{"email": f.email, "password": "wrong"})
 	}

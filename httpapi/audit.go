@@ -30,7 +30,7 @@ func (a *API) readAudit(w http.ResponseWriter, r *http.Request, _ *call) error {
 	if err := f.Err("bad query parameters"); err != nil {
 		return err
 	}
-	events, err := a.DB.AuditEvents(after, limit)
+	events, err := a.Audit.AuditEvents(after, limit)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (a *API) readAudit(w http.ResponseWriter, r *http.Request, _ *call) error {
 // checks. A broken chain is a finding, not a failed request: 200 with
 // intact false and the first broken link (sequence numbers, no content).
 func (a *API) verifyAudit(w http.ResponseWriter, r *http.Request, _ *call) error {
-	n, err := a.DB.VerifyAudit()
+	n, err := a.Audit.VerifyAudit()
 	if errors.Is(err, store.ErrClosed) {
 		return err
 	}

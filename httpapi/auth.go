@@ -5,10 +5,8 @@ import (
 	"strings"
 
 	"stratum/apierr"
-	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/iam"
-	"stratum/store"
 )
 
 // principal authenticates the bearer token of r.
@@ -18,13 +16,7 @@ func (a *API) principal(r *http.Request) (iam.Principal, error) {
 	if !ok || token == "" {
 		return iam.Principal{}, apierr.New(apierr.Unauthenticated, "missing bearer token: log in with POST /v1/auth/login")
 	}
-	var p iam.Principal
-	err := a.DB.View(func(tx *store.Tx) error {
-		var err error
-		p, err = iam.Authenticate(tx, token, a.Now())
-		return err
-	})
-	return p, err
+	return a.Identity.Authenticate(token)
 }
 
 // authorize authenticates r and checks action on resource: 401 before 403.
@@ -48,11 +40,7 @@ func (a *API) nodeLeaf(r *http.Request) (string, error) {
 	}
 	leaf := r.TLS.VerifiedChains[0][0]
 	node := leaf.Subject.CommonName
-	err := a.DB.View(func(tx *store.Tx) error {
-		_, err := cluster.CheckNodeLeaf(tx, node, leaf.SerialNumber.Text(16))
-		return err
-	})
-	return node, err
+	return node, a.NodeLeaves.CheckNodeLeaf(node, leaf.SerialNumber.Text(16))
 }
 
 // JoinerPin is the SHA-256 pin of the joiner's client certificate key,

@@ -83,12 +83,12 @@ func FuzzHTTPBodies(f *testing.F) {
 	f.Cleanup(joins.Close)
 	schema := db.Schema()
 	sets := &releaseset.Service{DB: db, Now: time.Now, Node: id.FounderNodeID, ControlPlane: releaseset.ControlPlane{Version: "v0.1.0", Commit: "abc1234", SchemaLevel: &schema}}
-	api := httpapi.New(httpapi.Deps{
-		DB: db, Log: quiet, Build: buildinfo.Info{Version: "v9.9.9-test", Commit: "abc1234"},
-		Limiter:        iam.NewLoginLimiter(1<<30, time.Minute),
-		ClusterRelease: func() string { return id.ClusterRelease },
-		ReleaseSet:     sets, JoinAdmin: joins, Joiners: joins, Releases: refusingCatalog{},
-	})
+	d := storeDeps(db)
+	d.Log, d.Build = quiet, buildinfo.Info{Version: "v9.9.9-test", Commit: "abc1234"}
+	d.Limiter = iam.NewLoginLimiter(1<<30, time.Minute)
+	d.ClusterRelease = func() string { return id.ClusterRelease }
+	d.ReleaseSet, d.JoinAdmin, d.Joiners, d.Releases = sets, joins, joins, refusingCatalog{}
+	api := httpapi.New(d)
 	admin, joinH := api.AdminHandler(), api.JoinHandler()
 
 	leafOf := func(cn string) *x509.Certificate {

@@ -3,8 +3,6 @@ package httpapi
 import (
 	_ "embed"
 	"net/http"
-
-	"stratum/store"
 )
 
 //go:embed openapi.json
@@ -16,7 +14,7 @@ func (a *API) serveMetrics(w http.ResponseWriter, r *http.Request, _ *call) erro
 }
 
 func (a *API) healthz(w http.ResponseWriter, r *http.Request, _ *call) error {
-	if err := a.DB.View(func(*store.Tx) error { return nil }); err != nil {
+	if err := a.Health.Ping(); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -32,7 +30,7 @@ func (a *API) startupz(w http.ResponseWriter, r *http.Request, _ *call) error {
 // caller (SPEC 10.2): which release joiners are admitted on is what an
 // intruder would need to forge a matching joiner.
 func (a *API) version(w http.ResponseWriter, r *http.Request, _ *call) error {
-	out := map[string]any{"version": a.Build.Version, "commit": a.Build.Commit, "schemaLevel": a.DB.Schema()}
+	out := map[string]any{"version": a.Build.Version, "commit": a.Build.Commit, "schemaLevel": a.Health.Schema()}
 	if a.authenticated(r) {
 		if a.ClusterRelease != nil {
 			out["runningRelease"] = a.ClusterRelease()

@@ -12,6 +12,7 @@ import (
 
 	"stratum/httpapi"
 	"stratum/releaseset"
+	"stratum/store"
 )
 
 // TestReleaseSetETag: every coding of an unchanged set has its own strong
@@ -19,8 +20,8 @@ import (
 // and a record changes the tag.
 func TestReleaseSetETag(t *testing.T) {
 	var svc *releaseset.Service
-	f := newFixture(t, func(d *httpapi.Deps) {
-		svc = &releaseset.Service{DB: d.DB, Now: time.Now, Node: "n-founder"}
+	f := newFixture(t, func(db *store.DB, d *httpapi.Deps) {
+		svc = &releaseset.Service{DB: db, Now: time.Now, Node: "n-founder"}
 		d.ReleaseSet = svc
 	})
 	admin := f.login()

@@ -7,11 +7,46 @@ import (
 	"stratum/iam"
 	"stratum/join"
 	"stratum/releaseset"
+	"stratum/store"
 )
 
 // The handlers depend on these narrow views of the domain services, not
 // on the services themselves: a handler sees only the calls its
 // endpoints make, and a test can stand in for any one of them.
+
+// Identity establishes who is asking and serves logins, API tokens and
+// sessions (iam.Service).
+type Identity interface {
+	Authenticate(bearer string) (iam.Principal, error)
+	Login(ctx context.Context, email, password string) (token string, expires time.Time, err error)
+	ChangePassword(ctx context.Context, p iam.Principal, req iam.PasswordChange) error
+	Logout(by iam.Principal) error
+	CreateToken(by iam.Principal, req iam.CreateTokenRequest) (secret string, view iam.TokenView, err error)
+	ListTokens() ([]iam.TokenView, error)
+	RevokeToken(by iam.Principal, id string) error
+	ListSessions() ([]iam.TokenView, error)
+	RevokeSession(by iam.Principal, id string) error
+}
+
+// NodeLeaves decides whether a CA-verified client certificate may act as
+// its node (cluster.NodeLeaves).
+type NodeLeaves interface {
+	CheckNodeLeaf(nodeID, serialHex string) error
+}
+
+// AuditLog reads the hash-chained audit log (store.DB).
+type AuditLog interface {
+	AuditEvents(after uint64, limit int) ([]store.AuditEvent, error)
+	VerifyAudit() (events int, err error)
+}
+
+// Health is the founder's store as /healthz and /version see it.
+type Health interface {
+	// Ping fails when the store does not answer.
+	Ping() error
+	// Schema is the store's schema level.
+	Schema() int
+}
 
 // JoinAdmin is the operator's side of joining: tokens, the join list and
 // its decisions, membership (join.Service).

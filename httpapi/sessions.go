@@ -3,14 +3,11 @@ package httpapi
 import (
 	"net/http"
 
-	"stratum/apierr"
-	"stratum/crypto"
 	"stratum/iam"
-	"stratum/store"
 )
 
 func (a *API) logout(w http.ResponseWriter, r *http.Request, c *call) error {
-	if err := a.DB.Update(func(tx *store.Tx) error { return iam.Logout(tx, c.principal, a.Now()) }); err != nil {
+	if err := a.Identity.Logout(c.principal); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -18,26 +15,11 @@ func (a *API) logout(w http.ResponseWriter, r *http.Request, c *call) error {
 }
 
 func (a *API) changePassword(w http.ResponseWriter, r *http.Request, c *call) error {
-	p := c.principal
 	var req iam.PasswordChange
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	if err := req.Validate(p); err != nil {
-		return err
-	}
-	u, err := a.checkPassword(r, p.User, req.CurrentPassword)
-	if apierr.CodeOf(err) == apierr.Unauthenticated {
-		// The session is good; the password it sent is not.
-		return apierr.WithFields(apierr.Forbidden, "the current password is wrong", []apierr.FieldError{{Field: "currentPassword", Message: "does not match"}})
-	}
-	if err != nil {
-		return err
-	}
-	passwordChecks <- struct{}{}
-	hash := crypto.HashPassword(req.NewPassword)
-	<-passwordChecks
-	if err := a.DB.Update(func(tx *store.Tx) error { return iam.SetPassword(tx, p, u, hash, a.Now()) }); err != nil {
+	if err := a.Identity.ChangePassword(r.Context(), c.principal, req); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -45,12 +27,7 @@ func (a *API) changePassword(w http.ResponseWriter, r *http.Request, c *call) er
 }
 
 func (a *API) listSessions(w http.ResponseWriter, r *http.Request, c *call) error {
-	var list []iam.TokenView
-	err := a.DB.View(func(tx *store.Tx) error {
-		var err error
-		list, err = iam.ListSessions(tx, a.Now())
-		return err
-	})
+	list, err := a.Identity.ListSessions()
 	if err != nil {
 		return err
 	}
@@ -61,7 +38,7 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request, c *call) erro
 
 func (a *API) revokeSession(w http.ResponseWriter, r *http.Request, c *call) error {
 	id := c.params.ByName("sessionId")
-	if err := a.DB.Update(func(tx *store.Tx) error { return iam.RevokeSession(tx, c.principal, id, a.Now()) }); err != nil {
+	if err := a.Identity.RevokeSession(c.principal, id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -1,0 +1,193 @@
+package iam
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"stratum/apierr"
+	"stratum/crypto"
+	"stratum/store"
+)
+
+// Config configures the IAM service.
+type Config struct {
+	DB  *store.DB
+	Now func() time.Time // time.Now when nil
+	// PasswordChecks bounds the argon2id verifications and hashes running
+	// at once (64 MiB and tens of ms each); 2 when zero.
+	PasswordChecks int
+	// AccountLimiter counts failed logins per account (10 per 15 minutes
+	// when nil): many sources cannot guess one password.
+	AccountLimiter *LoginLimiter
+}
+
+// Service is logins, authentication, API tokens and sessions over the
+// store, built like the other domain services.
+type Service struct {
+	cfg Config
+	// checks holds one slot per running argon2id check: the check runs
+	// outside any write transaction and at most PasswordChecks at a time,
+	// so a flood of logins neither holds the store's one writer nor
+	// exhausts memory.
+	checks chan struct{}
+}
+
+// New builds the service.
+func New(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.PasswordChecks <= 0 {
+		cfg.PasswordChecks = 2
+	}
+	if cfg.AccountLimiter == nil {
+		cfg.AccountLimiter = NewLoginLimiter(10, 15*time.Minute)
+	}
+	return &Service{cfg: cfg, checks: make(chan struct{}, cfg.PasswordChecks)}
+}
+
+// Authenticate resolves a bearer token to its principal.
+func (s *Service) Authenticate(bearer string) (Principal, error) {
+	var p Principal
+	err := s.cfg.DB.View(func(tx *store.Tx) error {
+		var err error
+		p, err = Authenticate(tx, bearer, s.cfg.Now())
+		return err
+	})
+	return p, err
+}
+
+// Login checks email's password and starts a session: its bearer token
+// and when it expires.
+func (s *Service) Login(ctx context.Context, email, password string) (string, time.Time, error) {
+	u, err := s.checkPassword(ctx, email, password)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	var token string
+	var expires time.Time
+	err = s.cfg.DB.Update(func(tx *store.Tx) error {
+		var err error
+		token, expires, err = StartSession(tx, u, s.cfg.Now())
+		return err
+	})
+	return token, expires, err
+}
+
+// ChangePassword sets the caller's new password once its current one
+// checks; the user's other sessions end.
+func (s *Service) ChangePassword(ctx context.Context, p Principal, req PasswordChange) error {
+	if err := req.Validate(p); err != nil {
+		return err
+	}
+	u, err := s.checkPassword(ctx, p.User, req.CurrentPassword)
+	if apierr.CodeOf(err) == apierr.Unauthenticated {
+		// The session is good; the password it sent is not.
+		return apierr.WithFields(apierr.Forbidden, "the current password is wrong", []apierr.FieldError{{Field: "currentPassword", Message: "does not match"}})
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	hash := crypto.HashPassword(req.NewPassword)
+	<-s.checks
+	return s.cfg.DB.Update(func(tx *store.Tx) error { return SetPassword(tx, p, u, hash, s.cfg.Now()) })
+}
+
+// checkPassword verifies email's password, limited per account: only
+// failures count, so the rightful user is not slowed by the limiter.
+func (s *Service) checkPassword(ctx context.Context, email, password string) (User, error) {
+	account := "account:" + strings.ToLower(email)
+	if ok, wait := s.cfg.AccountLimiter.Check(account, s.cfg.Now()); !ok {
+		return User{}, TooMany(wait, "too many failed logins for this account; try again later")
+	}
+	if err := s.acquire(ctx); err != nil {
+		return User{}, err
+	}
+	var u User
+	err := s.cfg.DB.View(func(tx *store.Tx) error {
+		var err error
+		u, err = CheckLogin(tx, email, password)
+		return err
+	})
+	<-s.checks
+	if apierr.CodeOf(err) == apierr.Unauthenticated {
+		s.cfg.AccountLimiter.Fail(account, s.cfg.Now())
+	}
+	return u, err
+}
+
+// acquire takes a password check slot, or gives up with ctx.
+func (s *Service) acquire(ctx context.Context) error {
+	select {
+	case s.checks <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TooMany is the TOO_MANY_REQUESTS answer to wait out.
+func TooMany(wait time.Duration, message string) error {
+	e := apierr.New(apierr.TooManyRequests, "%s", message)
+	e.RetryAfter = int(wait/time.Second) + 1
+	return e
+}
+
+// CreateToken makes an API token for the caller: its secret, shown once,
+// and its view.
+func (s *Service) CreateToken(by Principal, req CreateTokenRequest) (string, TokenView, error) {
+	var secret string
+	var view TokenView
+	err := s.cfg.DB.Update(func(tx *store.Tx) error {
+		var err error
+		secret, view, err = CreateToken(tx, by, req, s.cfg.Now())
+		return err
+	})
+	return secret, view, err
+}
+
+// ListTokens lists the API tokens (no secrets).
+func (s *Service) ListTokens() ([]TokenView, error) {
+	var list []TokenView
+	err := s.cfg.DB.View(func(tx *store.Tx) error {
+		var err error
+		list, err = ListTokens(tx)
+		return err
+	})
+	return list, err
+}
+
+// RevokeToken revokes an API token and every token made under it.
+func (s *Service) RevokeToken(by Principal, id string) error {
+	return s.cfg.DB.Update(func(tx *store.Tx) error { return RevokeToken(tx, by, id, s.cfg.Now()) })
+}
+
+// Logout ends the caller's login session.
+func (s *Service) Logout(by Principal) error {
+	return s.cfg.DB.Update(func(tx *store.Tx) error { return Logout(tx, by, s.cfg.Now()) })
+}
+
+// ListSessions lists the live login sessions (no secrets).
+func (s *Service) ListSessions() ([]TokenView, error) {
+	var list []TokenView
+	err := s.cfg.DB.View(func(tx *store.Tx) error {
+		var err error
+		list, err = ListSessions(tx, s.cfg.Now())
+		return err
+	})
+	return list, err
+}
+
+// RevokeSession ends a login session and every token made under it.
+func (s *Service) RevokeSession(by Principal, id string) error {
+	return s.cfg.DB.Update(func(tx *store.Tx) error { return RevokeSession(tx, by, id, s.cfg.Now()) })
+}
+
+// PurgeExpiredSessions deletes the expired login sessions.
+func (s *Service) PurgeExpiredSessions() error {
+	return s.cfg.DB.Update(func(tx *store.Tx) error { return PurgeExpiredSessions(tx, s.cfg.Now()) })
+}
