@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/audit"
 	"stratum/buildinfo"
 	"stratum/cluster"
 	"stratum/crypto"
@@ -103,7 +104,7 @@ func newFixture(t *testing.T, mod func(*store.DB, *httpapi.Deps)) *fixture {
 func storeDeps(db *store.DB) httpapi.Deps {
 	return httpapi.Deps{
 		Identity: iam.New(iam.Config{DB: db}), NodeLeaves: cluster.NodeLeaves{DB: db},
-		Audit: db, Health: storeHealth{db},
+		Audit: audit.New(audit.Config{DB: db}), Health: storeHealth{db},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"stratum/audit"
 	"stratum/iam"
 	"stratum/join"
 	"stratum/releaseset"
@@ -34,10 +35,10 @@ type NodeLeaves interface {
 	CheckNodeLeaf(nodeID, serialHex string) error
 }
 
-// AuditLog reads the hash-chained audit log (store.DB).
+// AuditLog reads the hash-chained audit log (audit.Reader).
 type AuditLog interface {
-	AuditEvents(after uint64, limit int) ([]store.AuditEvent, error)
-	VerifyAudit() (events int, err error)
+	Events(after uint64, limit int) ([]store.AuditEvent, error)
+	Verify() (audit.Verdict, error)
 }
 
 // Health is the founder's store as /healthz and /version see it.
