@@ -82,22 +82,21 @@ func (a *API) approveJoin(w http.ResponseWriter, r *http.Request, c *call) error
 }
 
 func (a *API) rejectJoin(w http.ResponseWriter, r *http.Request, c *call) error {
-	return a.decide(w, r, c, func(id string, body []byte) (join.OperatorView, error) {
-		reason, err := join.DecodeReason(body)
-		if err != nil {
-			return join.OperatorView{}, err
-		}
-		return a.JoinAdmin.Reject(c.principal, id, reason)
-	})
+	return a.decideWithReason(w, r, c, a.JoinAdmin.Reject)
 }
 
 func (a *API) cancelJoin(w http.ResponseWriter, r *http.Request, c *call) error {
+	return a.decideWithReason(w, r, c, a.JoinAdmin.Cancel)
+}
+
+// decideWithReason runs a decision whose body is only its reason.
+func (a *API) decideWithReason(w http.ResponseWriter, r *http.Request, c *call, act func(by iam.Principal, joinID, reason string) (join.OperatorView, error)) error {
 	return a.decide(w, r, c, func(id string, body []byte) (join.OperatorView, error) {
 		reason, err := join.DecodeReason(body)
 		if err != nil {
 			return join.OperatorView{}, err
 		}
-		return a.JoinAdmin.Cancel(c.principal, id, reason)
+		return act(c.principal, id, reason)
 	})
 }
 

@@ -40,7 +40,7 @@ func (a *API) pollRegistration(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	return a.parkPoll(w, r, a.Joiners, c.pin, c.params.ByName("joinId"), state, wait)
+	return a.parkPoll(w, r, c.pin, c.params.ByName("joinId"), state, wait)
 }
 
 func (a *API) reportProgress(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -24,7 +24,7 @@ import (
 // parkPoll answers the long-poll at once when it need not wait, else
 // parks it on a connection taken over from net/http. parked false with a
 // nil error means the view was written the ordinary way.
-func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, svc Joiners, pin, joinID, state string, wait time.Duration) error {
+func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, pin, joinID, state string, wait time.Duration) error {
 	ready := make(chan struct{})
 	var conn net.Conn
 	// The answer keeps only what it writes and logs: holding r or w for
@@ -47,7 +47,7 @@ func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, svc Joiners, pin,
 			a.log.Debug("long-poll answer not delivered", "joinId", joinID, "err", werr)
 		}
 	}
-	first, parked, err := svc.Park(pin, joinID, state, wait, ready, answer)
+	first, parked, err := a.Joiners.Park(pin, joinID, state, wait, ready, answer)
 	if err != nil {
 		close(ready)
 		return err
@@ -61,7 +61,7 @@ func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, svc Joiners, pin,
 	if herr != nil {
 		// Not HTTP/1.1 (or a test recorder): hold the goroutine instead.
 		close(ready)
-		return a.holdPoll(w, r, svc, pin, joinID, state, wait, herr)
+		return a.holdPoll(w, r, pin, joinID, state, wait, herr)
 	}
 	// Nothing the client pipelined behind a long-poll is served.
 	_ = brw
@@ -73,12 +73,12 @@ func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, svc Joiners, pin,
 
 // holdPoll is the fallback when the connection cannot be taken over: the
 // parked answer is written through w by this goroutine.
-func (a *API) holdPoll(w http.ResponseWriter, r *http.Request, svc Joiners, pin, joinID, state string, wait time.Duration, why error) error {
+func (a *API) holdPoll(w http.ResponseWriter, r *http.Request, pin, joinID, state string, wait time.Duration, why error) error {
 	if !errors.Is(why, http.ErrNotSupported) {
 		a.log.Debug("long-poll held without taking the connection over", "err", why)
 	}
 	holdLongPoll(w, wait)
-	view, err := svc.Wait(r.Context(), pin, joinID, state, wait)
+	view, err := a.Joiners.Wait(r.Context(), pin, joinID, state, wait)
 	if err != nil {
 		return err
 	}
