@@ -118,3 +118,9 @@ func (k keyFlags) source() (founder.KeySource, error) {
 	}
 	return founder.KeySource{TPM: *k.tpm, PCRs: pcrs}, nil
 }
+
+// storeFlag is --store (env STRATUM_STORE): a postgres:// DSN puts the
+// founder's state in a database several replicas share (docs/HA.md).
+func storeFlag(fs *flag.FlagSet) *string {
+	return fs.String("store", "", "postgres://USER:PASSWORD@HOST:PORT/DB to keep the state in PostgreSQL (HA replicas); default the bbolt file in --data")
+}

@@ -30,6 +30,7 @@ func runInit(_ context.Context, args []string) error {
 	release := fs.String("cluster-release", "", "override clusterRelease")
 	email := fs.String("admin-email", "", "override adminEmail")
 	keys := addKeyFlags(fs, "seal the data key to this TPM (/dev/tpmrm0 or a swtpm socket) instead of writing data.key")
+	dsn := storeFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -55,7 +56,7 @@ func runInit(_ context.Context, args []string) error {
 			*o.dst = o.v
 		}
 	}
-	res, err := founder.InitWithKey(founder.DataDir(*data), cfg, false, ks, time.Now())
+	res, err := founder.InitWithKey(founder.DataDir(*data), cfg, false, ks, *dsn, time.Now())
 	if err != nil {
 		return describe(err)
 	}

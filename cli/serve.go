@@ -35,6 +35,7 @@ func runServe(ctx context.Context, args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	keys := addKeyFlags(fs, "TPM holding the sealed data key (/dev/tpmrm0 or a swtpm socket; data.key.tpm alone implies /dev/tpmrm0)")
+	dsn := storeFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -43,7 +44,7 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	return founder.Serve(ctx, founder.Options{
-		Data: founder.DataDir(*data), Keys: ks, Dev: *dev, ConfigFile: *config,
+		Data: founder.DataDir(*data), Keys: ks, Store: *dsn, Dev: *dev, ConfigFile: *config,
 		APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
 		ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseSource: *source, DeliveryTimeout: *timeout,
 		ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort,

@@ -3,6 +3,7 @@
 package founder
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,6 +47,31 @@ func (d DataDir) Initialized() bool {
 	return err == nil
 }
 
+// StoreTarget is where the founder's state lives: the --store DSN when one
+// is given (SPEC section 13), else the bbolt file in the directory.
+func (d DataDir) StoreTarget(dsn string) string {
+	if dsn != "" {
+		return dsn
+	}
+	return d.DB()
+}
+
+// HoldsCluster reports whether the store (the directory's file, or the
+// database dsn names) holds a cluster.
+func (d DataDir) HoldsCluster(dsn string) (bool, error) {
+	if dsn == "" {
+		return d.Initialized(), nil
+	}
+	db, err := store.OpenReadOnly(dsn)
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	var held bool
+	err = db.View(func(tx *store.Tx) error { held = cluster.Initialized(tx); return nil })
+	return held, err
+}
+
 // InitResult is what init prints.
 type InitResult struct {
 	Identity        cluster.Identity
@@ -58,13 +84,18 @@ type InitResult struct {
 
 // Init creates a cluster in an empty directory with a plain data.key.
 func Init(d DataDir, cfg cluster.Config, dev bool, now time.Time) (InitResult, error) {
-	return InitWithKey(d, cfg, dev, KeySource{}, now)
+	return InitWithKey(d, cfg, dev, KeySource{}, "", now)
 }
 
-// InitWithKey creates a cluster in an empty directory, its data key kept
-// as ks says (sealed to a TPM when ks.TPM is set).
-func InitWithKey(d DataDir, cfg cluster.Config, dev bool, ks KeySource, now time.Time) (InitResult, error) {
-	if d.Initialized() {
+// InitWithKey creates a cluster, its data key kept as ks says (sealed to
+// a TPM when ks.TPM is set) and its state in the directory's bbolt file
+// or, with dsn, in an empty PostgreSQL database (docs/HA.md).
+func InitWithKey(d DataDir, cfg cluster.Config, dev bool, ks KeySource, dsn string, now time.Time) (InitResult, error) {
+	if held, err := d.HoldsCluster(dsn); err != nil {
+		return InitResult{}, err
+	} else if held && dsn != "" {
+		return InitResult{}, errors.New("the database already holds a cluster; init runs once (further replicas run `stratum serve --store` with a copy of the data key)")
+	} else if held {
 		return InitResult{}, fmt.Errorf("%s already holds a cluster (%s exists); init runs once", d, d.DB())
 	}
 	if err := cfg.Validate(dev); err != nil {
@@ -94,7 +125,7 @@ func InitWithKey(d DataDir, cfg cluster.Config, dev bool, ks KeySource, now time
 		return InitResult{}, err
 	}
 	res := InitResult{RecoveryKey: key.recoveryKey}
-	db, err := store.Open(d.DB(), dk)
+	db, err := store.Open(d.StoreTarget(dsn), dk)
 	if err != nil {
 		d.removeKeyFiles()
 		return InitResult{}, err

@@ -35,6 +35,9 @@ type Options struct {
 	Data DataDir
 	// Keys says where the data key is: a file, or sealed to a TPM.
 	Keys               KeySource
+	// Store is a postgres:// DSN when the state lives in a database shared
+	// by several replicas; empty for the bbolt file in Data.
+	Store              string
 	Dev                bool
 	ConfigFile         string
 	APIAddr            string
@@ -94,7 +97,14 @@ func Serve(ctx context.Context, o Options) error {
 		o.Out = os.Stdout
 	}
 	startup.Phase("init")
-	if !o.Data.Initialized() {
+	held, err := o.Data.HoldsCluster(o.Store)
+	if err != nil {
+		return err
+	}
+	if !held {
+		if !o.Dev && o.Store != "" {
+			return fmt.Errorf("the database holds no cluster: run `stratum init --data %s --store DSN --config cluster.yaml` on one replica first", o.Data)
+		}
 		if !o.Dev {
 			return fmt.Errorf("%s holds no cluster: run `stratum init --data %s --config cluster.yaml` first, or `stratum serve --dev` for a lab founder", o.Data, o.Data)
 		}
@@ -106,7 +116,7 @@ func Serve(ctx context.Context, o Options) error {
 			}
 			cfg = c
 		}
-		res, err := InitWithKey(o.Data, cfg, true, o.Keys, time.Now())
+		res, err := InitWithKey(o.Data, cfg, true, o.Keys, o.Store, time.Now())
 		if err != nil {
 			return err
 		}
@@ -116,9 +126,12 @@ func Serve(ctx context.Context, o Options) error {
 	startup.Phase("store")
 	key, err := o.Data.LoadDataKey(o.Keys)
 	if err != nil {
+		if o.Store != "" {
+			return fmt.Errorf("%w (every replica of a shared store needs a copy of the first replica's data key)", err)
+		}
 		return err
 	}
-	db, err := store.Open(o.Data.DB(), key)
+	db, err := store.Open(o.Data.StoreTarget(o.Store), key)
 	if err != nil {
 		return err
 	}
@@ -132,6 +145,9 @@ func Serve(ctx context.Context, o Options) error {
 		f.ca, err = cluster.LoadCA(tx)
 		return err
 	}); err != nil {
+		return err
+	}
+	if err := f.prepareReplica(); err != nil {
 		return err
 	}
 	startup.Phase("listeners")

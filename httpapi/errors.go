@@ -69,6 +69,12 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	default:
 		if errors.Is(err, store.ErrClosed) {
 			e = apierr.New(apierr.Unavailable, "Upstream temporarily unavailable: the founder is shutting down")
+		} else if errors.Is(err, store.ErrUnavailable) {
+			// A replica that lost its database (a failover) answers 503
+			// until its pool reconnects.
+			log.Warn("store unavailable", "requestId", w.Header().Get("X-Request-Id"), "err", err)
+			e = apierr.New(apierr.Unavailable, "Upstream temporarily unavailable: the founder lost its database; retry shortly")
+			e.RetryAfter = 1
 		} else {
 			log.Error("internal error", "requestId", w.Header().Get("X-Request-Id"), "method", r.Method, "path", r.URL.Path, "err", err)
 			e = apierr.New(apierr.Internal, "internal error; the founder's log has the details under this request id")

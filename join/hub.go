@@ -159,6 +159,18 @@ func (h *Hub) Watch(id string, fn func()) (cancel func() bool) {
 	}
 }
 
+// NotifyAll wakes every waiter and watcher (they re-read the store): a
+// replica that lost its database may have missed notes.
+func (h *Hub) NotifyAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, t := range h.topics {
+		close(t.ch)
+		delete(h.topics, id)
+		h.fire(t)
+	}
+}
+
 // Done is closed by Close.
 func (h *Hub) Done() <-chan struct{} { return h.done }
 

@@ -83,7 +83,36 @@ func NewService(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{cfg: cfg, db: cfg.DB, now: cfg.Now, log: cfg.Logger, hub: NewHub(), kick: make(chan struct{}, 1), holds: newHoldCounter(MaxHoldsPerRegistration)}
+	s := &Service{cfg: cfg, db: cfg.DB, now: cfg.Now, log: cfg.Logger, hub: NewHub(), kick: make(chan struct{}, 1), holds: newHoldCounter(MaxHoldsPerRegistration)}
+	s.db.Subscribe(topicRegistration, s.heardRegistration)
+	s.db.Subscribe(topicTurn, func(string) { s.kickRun() })
+	return s
+}
+
+// Store notes of this package: a registration changed (its join id), the
+// turn changed.
+const (
+	topicRegistration = "join-registration"
+	topicTurn         = "join-turn"
+)
+
+// heardRegistration wakes the registration's waiters; after a lost
+// database connection (store.Everything) it wakes every waiter, and the
+// timeout loop, to read the store again.
+func (s *Service) heardRegistration(id string) {
+	if id == store.Everything {
+		s.hub.NotifyAll()
+		s.kickRun()
+		return
+	}
+	s.hub.Notify(id)
+}
+
+func (s *Service) kickRun() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
 }
 
 // Hub is the long-poll hub, for shutdown.
@@ -146,16 +175,14 @@ func (s *Service) inTxn(fn func(t *txn) error) func(tx *store.Tx) error {
 		if len(ids) > 0 {
 			ids = append(ids, listTopic)
 		}
-		kick := t.kick
-		tx.OnCommit(func() {
-			s.hub.Notify(ids...)
-			if kick {
-				select {
-				case s.kick <- struct{}{}:
-				default:
-				}
-			}
-		})
+		// Notes reach the waiters and timeout loop of every replica of a
+		// shared store, and only once the commit is durable.
+		for _, id := range ids {
+			tx.Notify(topicRegistration, id)
+		}
+		if t.kick {
+			tx.Notify(topicTurn, "")
+		}
 		return nil
 	}
 }

@@ -60,6 +60,10 @@ func (s *Service) nextDeadline() (time.Time, bool, error) {
 	return at, ok, err
 }
 
+// leaseRecheck is how often a replica without the background lease looks
+// whether it got it.
+const leaseRecheck = time.Second
+
 // Run enforces the delivery timeout until ctx ends. It sleeps until the
 // one deadline there can be (a single join holds the slot), and is woken
 // when a commit changes the turn: no polling.
@@ -67,6 +71,16 @@ func (s *Service) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		if !s.db.HoldsLease() {
+			// Another replica of the shared store runs the timeouts; look
+			// again soon, for the lease moves when its holder dies.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(leaseRecheck):
+			}
+			continue
+		}
 		if n, err := s.ExpireDeliveries(); err != nil {
 			s.log.Error("join: expire deliveries", "err", err)
 		} else if n > 0 {

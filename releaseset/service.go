@@ -2,6 +2,8 @@ package releaseset
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,9 +36,10 @@ type Service struct {
 
 	// building serializes Answer builds; fragments (guarded by it) keeps
 	// each node's encoded entry between builds.
-	building  sync.Mutex
-	fragments map[string]fragment
-	builds    uint64
+	building   sync.Mutex
+	fragments  map[string]fragment
+	builds     uint64
+	subscribed sync.Once
 }
 
 // cachedRecord carries the commit sequence of its record, so commit hooks
@@ -79,6 +82,7 @@ func (s *Service) Record(actor, nodeID string, req RecordRequest) error {
 			return err
 		}
 		tx.OnCommit(func() { s.remember(nodeID, stored, seq) })
+		tx.Notify(topicRecords, nodeID+" "+strconv.FormatUint(seq, 10))
 		// Periodic re-records of an unchanged release would flood the
 		// audit log; a change of release is what an auditor looks for.
 		if !found || prev.RunningRelease != stored.RunningRelease {
@@ -114,7 +118,26 @@ func (s *Service) input(tx *store.Tx) (Input, error) {
 // serves or records anything, so no commit can fall between the read and
 // the hooks that keep the cache current.
 func (s *Service) Load() error {
+	s.subscribed.Do(func() { s.DB.Subscribe(topicRecords, s.heard) })
 	return s.DB.View(s.loadFrom)
+}
+
+// topicRecords announces a committed record: "NODE SEQ".
+const topicRecords = "release-records"
+
+// heard drops the cache when another replica of a shared store recorded
+// (this replica's own commits reach the cache first, by their hook), so
+// the next read loads the store again.
+func (s *Service) heard(payload string) {
+	node, seqText, _ := strings.Cut(payload, " ")
+	seq, err := strconv.ParseUint(seqText, 10, 64)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.records[node]; ok && err == nil && cur.seq >= seq {
+		return
+	}
+	s.records = nil
+	s.version++ // answers built before are out of date
 }
 
 // loadFrom fills the cache from tx unless it is already filled.

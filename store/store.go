@@ -118,7 +118,13 @@ func (db *DB) Close() error {
 // when it returns an error nothing it wrote is kept. Write transactions
 // run one at a time, across every replica of a shared database.
 func (db *DB) Update(fn func(tx *Tx) error) error {
-	tx, err := db.update(fn)
+	return db.write(db.be.update, fn)
+}
+
+// write runs fn through a backend's update or batch, then the hooks and
+// notes of the attempt that committed.
+func (db *DB) write(run func(func(kv) error) error, fn func(tx *Tx) error) error {
+	tx, err := db.update(run, fn)
 	if err != nil {
 		return err
 	}
@@ -131,16 +137,16 @@ func (db *DB) Update(fn func(tx *Tx) error) error {
 
 // update holds the close lock only around the transaction, released even
 // when fn panics, so a recovered handler panic never blocks Close.
-func (db *DB) update(fn func(tx *Tx) error) (*Tx, error) {
+func (db *DB) update(run func(func(kv) error) error, fn func(tx *Tx) error) (*Tx, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.closed {
 		return nil, ErrClosed
 	}
 	var done *Tx
-	err := db.be.update(func(k kv) error {
-		// A fresh Tx per attempt: a retried transaction keeps no hooks
-		// from the attempt that failed.
+	err := run(func(k kv) error {
+		// A fresh Tx per attempt: a retried transaction (or a batch run
+		// again) keeps no hooks or notes from an attempt that failed.
 		tx := &Tx{kv: k, db: db}
 		if err := fn(tx); err != nil {
 			return err
