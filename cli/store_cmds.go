@@ -173,11 +173,13 @@ func runAudit(_ context.Context, args []string) error {
 	fs := newFlagSet("audit verify")
 	data := fs.String("data", "./data", "data directory")
 	keys := addKeyFlags(fs, "TPM holding a stopped founder's sealed data key (default /dev/tpmrm0)")
+	dsn := storeFlag(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	d := founder.DataDir(*data)
-	if msg, ok, err := auditViaSocket(d.ControlSocket()); ok {
+	// A database is read beside its running replicas, not through one.
+	if msg, ok, err := auditViaSocket(d.ControlSocket()); ok && *dsn == "" {
 		if err != nil {
 			return &ExitError{Code: 3, Err: err}
 		}
@@ -188,7 +190,7 @@ func runAudit(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := d.VerifyAudit(ks)
+	n, err := d.VerifyAudit(ks, *dsn)
 	if err != nil {
 		return &ExitError{Code: 3, Err: fmt.Errorf("audit chain broken after %d good events: %w", n, err)}
 	}

@@ -161,12 +161,13 @@ func InitWithKey(d DataDir, cfg cluster.Config, dev bool, ks KeySource, dsn stri
 	return res, nil
 }
 
-// VerifyAudit checks the audit chain of a store no founder holds: the
+// VerifyAudit checks the audit chain of a store no founder holds (the
+// directory's file, or the database dsn names, read beside its replicas): the
 // links are keyed, so it needs the data key (a file, or sealed to the TPM).
-func (d DataDir) VerifyAudit(ks KeySource) (int, error) {
+func (d DataDir) VerifyAudit(ks KeySource, dsn string) (int, error) {
 	key, err := d.LoadDataKey(ks)
 	if err != nil {
 		return 0, err
 	}
-	return store.VerifyAuditFile(d.DB(), key)
+	return store.VerifyAuditFile(d.StoreTarget(dsn), key)
 }

@@ -40,6 +40,18 @@ func (b *bus) deliver(notes []note) {
 	}
 }
 
+// deliverEverything tells every subscriber to re-read all it watches (a
+// replica's LISTEN connection was lost, or is back).
+func (b *bus) deliverEverything() {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, fns := range b.subs {
+		for _, fn := range fns {
+			fn(Everything)
+		}
+	}
+}
+
 // Subscribe calls fn with the payload of every committed Notify on topic,
 // from any replica. fn runs on the notifying goroutine: keep it short.
 func (db *DB) Subscribe(topic string, fn func(payload string)) {

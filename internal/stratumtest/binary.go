@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"stratum/internal/pgtest"
 )
 
 var (
@@ -29,7 +31,8 @@ func Main(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(buildDir)
-	return m.Run()
+	return pgtest.Main(m) // stops the PostgreSQL a test started
+
 }
 
 // Binary is the path of the stratum binary, built once per test process
