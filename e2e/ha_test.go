@@ -227,3 +227,40 @@ func (j *joinerClient) do(t *testing.T, method, url string, body any) (int, []by
 	raw, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, raw
 }
+
+// TestMigrateIntoPostgres: a bbolt founder, stopped, is copied into an
+// empty database and serves from it with every record; a second migrate
+// into the same database is refused.
+func TestMigrateIntoPostgres(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	dir := t.TempDir()
+	f := startFounder(t, dir)
+	email, password := credentials(t, dir)
+	admin := f.login(email, password)
+	var ids []string
+	for i := 0; i < 5; i++ {
+		tok, status, err := f.createToken(admin, fmt.Sprintf("before-%d", i))
+		if err != nil || status != 201 {
+			t.Fatalf("create token: %d %v", status, err)
+		}
+		ids = append(ids, tok.ID)
+	}
+	if code, _ := f.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
+		t.Fatalf("founder exited %d", code)
+	}
+	r := stratum(t, "migrate", "--data", dir, "--to", dsn)
+	if r.code != 0 || !strings.Contains(r.stdout, "audit chain intact") {
+		t.Fatalf("migrate: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := stratum(t, "migrate", "--data", dir, "--to", dsn); r.code == 0 || !strings.Contains(r.stderr, "not empty") {
+		t.Fatalf("a second migrate into the same database: %d %s", r.code, r.stderr)
+	}
+	g := launchFounder(t, dir, "--store", dsn)
+	admin = g.login(email, password)
+	have := g.tokenIDs(admin)
+	for _, id := range ids {
+		if !have[id] {
+			t.Errorf("token %s did not survive the migration", id)
+		}
+	}
+}
