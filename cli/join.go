@@ -29,7 +29,7 @@ func runJoin(ctx context.Context, args []string) error {
 		fs.PrintDefaults()
 	}
 	var cfg joiner.Config
-	fs.StringVar(&cfg.Founder, "founder", "", "the founder's join listener, HOST:PORT")
+	fs.StringVar(&cfg.Founder, "founder", "", "the founder's join listener, HOST:PORT; several HA replicas as a,b (tried in turn)")
 	fs.StringVar(&cfg.Token, "token", "", "join token (sjt1...), as printed by stratum token create")
 	fs.StringVar(&cfg.CAPin, "ca-pin", "", "cluster CA pin, sha256:<hex>: the only CA the joiner trusts")
 	fs.StringVar(&cfg.Release, "release", "", "the release this machine runs (default: the one a previous run recorded in STATE-DIR/release, else ROOT/usr/lib/stratum/release, else IMAGE_VERSION in ROOT/etc/os-release)")

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"stratum/apierr"
@@ -32,11 +33,36 @@ const (
 // restarts, a passing INTERNAL) and 429, after Retry-After when the
 // founder sets it, else after capped exponential backoff with jitter. Any
 // other answer ends the call with the founder's error envelope.
+//
+// With several founders (the replicas of an HA founder) a call that meets a
+// network error or a 5xx moves to the next one for its retry: a replica
+// that died, or lost its database, hands the joiner to one that did not.
 type apiClient struct {
-	base string // https://HOST:PORT
-	hc   httpDoer
-	bo   backoff
-	log  *printer
+	bases []string // https://HOST:PORT of each founder
+	cur   atomic.Uint32
+	hc    httpDoer
+	bo    backoff
+	log   *printer
+}
+
+func baseURLs(founders []string) []string {
+	out := make([]string, len(founders))
+	for i, f := range founders {
+		out[i] = "https://" + f
+	}
+	return out
+}
+
+// base is the founder calls go to now.
+func (c *apiClient) base() string { return c.bases[int(c.cur.Load())%len(c.bases)] }
+
+// failover moves on from base after a transient failure there.
+func (c *apiClient) failover(base string) {
+	if len(c.bases) < 2 || c.base() != base {
+		return
+	}
+	c.cur.Add(1)
+	c.log.printf("%s failed; trying the founder at %s\n", strings.TrimPrefix(base, "https://"), strings.TrimPrefix(c.base(), "https://"))
 }
 
 // remoteError is a non-2xx answer, carrying the decoded error envelope
@@ -188,7 +214,8 @@ func (c *apiClient) callJSON(ctx context.Context, what, method, path string, bod
 		if payload != nil {
 			rd = bytes.NewReader(payload)
 		}
-		req, err := http.NewRequestWithContext(actx, method, c.base+path, rd)
+		base := c.base()
+		req, err := http.NewRequestWithContext(actx, method, base+path, rd)
 		if err != nil {
 			return err
 		}
@@ -198,10 +225,17 @@ func (c *apiClient) callJSON(ctx context.Context, what, method, path string, bod
 		}
 		resp, err := c.hc.Do(req)
 		if err != nil {
-			return networkError(ctx, err)
+			err = networkError(ctx, err)
+			if _, ok := err.(*transientError); ok {
+				c.failover(base)
+			}
+			return err
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode/100 != 2 {
+			if resp.StatusCode >= 500 {
+				c.failover(base)
+			}
 			return responseError(resp)
 		}
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxViewSize+1))

@@ -21,7 +21,9 @@ const (
 
 // Config is one `stratum join` run.
 type Config struct {
-	Founder string // HOST:PORT of the join listener
+	// Founder is HOST:PORT of the join listener, or several separated by
+	// commas (the replicas of an HA founder, tried in turn).
+	Founder string
 	Token   string // sjt1.<id>.<secret>
 	CAPin   string // sha256:<hex> of the cluster CA's SubjectPublicKeyInfo
 
@@ -92,13 +94,28 @@ func (c *Config) applyDefaults() {
 	}
 }
 
+// founders splits --founder into the replicas' addresses.
+func (c *Config) founders() []string {
+	if c.Founder == "" {
+		return nil
+	}
+	var out []string
+	for _, f := range strings.Split(c.Founder, ",") {
+		out = append(out, strings.TrimSpace(f))
+	}
+	return out
+}
+
 // validate lists every problem at once, as the founder does.
 func (c *Config) validate() error {
 	var errs []error
 	if c.Founder == "" {
 		errs = append(errs, errors.New("--founder HOST:PORT is required"))
-	} else if _, port, err := net.SplitHostPort(c.Founder); err != nil || port == "" {
-		errs = append(errs, fmt.Errorf("--founder %q: want HOST:PORT (the join listener, e.g. 192.0.2.10:9443)", c.Founder))
+	}
+	for _, f := range c.founders() {
+		if _, port, err := net.SplitHostPort(f); err != nil || port == "" {
+			errs = append(errs, fmt.Errorf("--founder %q: want HOST:PORT (the join listener, e.g. 192.0.2.10:9443), or several separated by commas", f))
+		}
 	}
 	if c.Token == "" {
 		errs = append(errs, errors.New("--token is required (the token from `stratum token create`)"))

@@ -65,13 +65,13 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	if cfg.MgmtIP == "" {
-		cfg.MgmtIP = defaultMgmtIP(cfg.Founder)
+		cfg.MgmtIP = defaultMgmtIP(cfg.founders()[0])
 	}
 	cert, err := id.ClientCertificate(time.Now())
 	if err != nil {
 		return err
 	}
-	host, _, _ := net.SplitHostPort(cfg.Founder)
+	host, _, _ := net.SplitHostPort(cfg.founders()[0])
 	tr := &http.Transport{
 		// No proxy: the join listener is the founder on the management
 		// network, and a proxy in between could not pass the client
@@ -91,7 +91,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg:     cfg,
 		log:     log,
 		id:      id,
-		api:     &apiClient{base: "https://" + cfg.Founder, hc: &http.Client{Transport: tr}, bo: backoff{cfg.backoffBase, cfg.backoffMax}, log: log},
+		api:     &apiClient{bases: baseURLs(cfg.founders()), hc: &http.Client{Transport: tr}, bo: backoff{cfg.backoffBase, cfg.backoffMax}, log: log},
 		keys:    keys,
 		release: rel,
 	}

@@ -48,7 +48,7 @@ func (s *source) url(p string) string { return s.base + escapePath(p) }
 // accepted for an air-gapped mirror.
 func (j *joiner) releaseSource(joinID string, u *upgrade) (*source, error) {
 	if u.Source == "" {
-		return &source{name: "the founder", hc: j.api.hc, base: j.api.base + registrationPath(joinID) + "/release/"}, nil
+		return &source{name: "the founder", hc: j.api.hc, base: j.api.base() + registrationPath(joinID) + "/release/"}, nil
 	}
 	pu, err := url.Parse(u.Source)
 	if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
