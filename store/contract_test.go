@@ -444,3 +444,61 @@ func TestContractUnreachableDatabase(t *testing.T) {
 		t.Fatalf("bad DSN: %v", err)
 	}
 }
+
+// A database failover as a replica sees it: while the server is down its
+// transactions fail with ErrUnavailable (503 UNAVAILABLE upstream) and
+// its subscribers are told to re-read; once the server is back it
+// reconnects by itself, hears notes again and retakes the lease.
+func TestPostgresFailover(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db := openerFor(srv.NewDatabase(t))(t)
+	heard := make(chan string, 64)
+	db.Subscribe("topic", func(p string) { heard <- p })
+	for deadline := time.Now().Add(5 * time.Second); !db.HoldsLease(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no lease before the failover")
+		}
+	}
+	if err := srv.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = srv.Resume()
+		}
+	}()
+	err := db.Update(func(tx *Tx) error { return tx.PutRaw(cBucket, "k", []byte("v")) })
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Update with the database down = %v, want ErrUnavailable", err)
+	}
+	if err := db.View(func(tx *Tx) error { tx.GetRaw(cBucket, "k"); return nil }); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("View with the database down = %v, want ErrUnavailable", err)
+	}
+	select {
+	case p := <-heard:
+		if p != Everything {
+			t.Fatalf("heard %q, want the re-read note", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("subscribers were not told the connection was lost")
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := db.Update(func(tx *Tx) error { tx.Notify("topic", "after"); return tx.PutRaw(cBucket, "k", []byte("v")) })
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write 10s after the database came back: %v", err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); !db.HoldsLease(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lease was not retaken after the database came back")
+		}
+	}
+}

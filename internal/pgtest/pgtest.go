@@ -114,11 +114,8 @@ func Start() (*Server, error) {
 	if out, err := s.run("initdb", "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale", "C"); err != nil {
 		return nil, fmt.Errorf("initdb: %v: %s", err, out)
 	}
-	// fsync off: the tests kill founders, never the machine.
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", s.port, dir)
-	if out, err := s.run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		return nil, fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
+	if err := s.Resume(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -169,13 +166,25 @@ func (s *Server) Stop() {
 	os.RemoveAll(s.dir)
 }
 
-// Restart stops and starts the server (a database failover, for tests).
-func (s *Server) Restart() error {
-	data := filepath.Join(s.dir, "data")
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", s.port, s.dir)
-	out, err := s.run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(s.dir, "log"), "-m", "fast", "-w", "-t", "60", "restart")
+// Halt stops the server (fast shutdown: sessions are cut) and keeps its
+// data: a database failover as a founder sees it.
+func (s *Server) Halt() error {
+	out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "fast", "-w", "stop")
 	if err != nil {
-		return fmt.Errorf("pg_ctl restart: %v: %s", err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("pg_ctl stop: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Resume starts the server on its port.
+func (s *Server) Resume() error {
+	// fsync off: the tests kill founders, never the machine.
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", s.port, s.dir)
+	data := filepath.Join(s.dir, "data")
+	out, err := s.run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60", "start")
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+		return fmt.Errorf("pg_ctl start: %v: %s %s", err, strings.TrimSpace(string(out)), log)
 	}
 	return nil
 }
