@@ -29,6 +29,8 @@ type kv interface {
 	get(bucket string, key []byte) ([]byte, error)
 	put(bucket string, key, value []byte) error
 	del(bucket string, key []byte) error
+	// delPrefix removes every key that starts with prefix.
+	delPrefix(bucket string, prefix []byte) error
 	// scan calls fn for each key >= from in order until fn answers false.
 	scan(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error
 	// last returns the greatest key and its value, or nil.

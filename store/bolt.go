@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -99,6 +100,23 @@ func (t boltTx) del(bucket string, key []byte) error {
 		return ErrReadOnly
 	}
 	return b.Delete(key)
+}
+
+func (t boltTx) delPrefix(bucket string, prefix []byte) error {
+	b := t.tx.Bucket([]byte(bucket))
+	if b == nil {
+		return nil
+	}
+	if !t.tx.Writable() {
+		return ErrReadOnly
+	}
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (t boltTx) scan(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error {

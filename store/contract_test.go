@@ -502,3 +502,34 @@ func TestPostgresFailover(t *testing.T) {
 		}
 	}
 }
+
+func TestContractDeletePrefix(t *testing.T) {
+	backends(t, func(t *testing.T, _ string, open opener) {
+		db := open(t)
+		keys := []string{"a", "ab", "ab\x00", "ab\xff", "ab\xff\xff", "abc", "ac", "b", "\xff\xff"}
+		err := db.Update(func(tx *Tx) error {
+			for _, k := range keys {
+				if err := tx.PutRaw(cBucket, k, []byte("v")); err != nil {
+					return err
+				}
+			}
+			if err := tx.DeletePrefix(cBucket, "ab"); err != nil {
+				return err
+			}
+			return tx.DeletePrefix(cBucket, "\xff")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		_ = db.View(func(tx *Tx) error {
+			return tx.ForEach(cBucket, func(k string, _ []byte) error { left = append(left, k); return nil })
+		})
+		if got := strings.Join(left, "|"); got != "a|ac|b" {
+			t.Fatalf("left after DeletePrefix(ab), DeletePrefix(ff): %q", got)
+		}
+		if err := db.View(func(tx *Tx) error { return tx.DeletePrefix(cBucket, "a") }); err == nil {
+			t.Fatal("DeletePrefix in a View: no error")
+		}
+	})
+}

@@ -290,6 +290,32 @@ func (t pgTx) del(bucket string, key []byte) error {
 	return t.err(err)
 }
 
+func (t pgTx) delPrefix(bucket string, prefix []byte) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	var err error
+	if end := prefixEnd(prefix); end != nil {
+		_, err = t.tx.Exec(t.ctx, "DELETE FROM stratum_kv WHERE bucket = $1 AND key >= $2 AND key < $3", bucket, prefix, end)
+	} else {
+		_, err = t.tx.Exec(t.ctx, "DELETE FROM stratum_kv WHERE bucket = $1 AND key >= $2", bucket, prefix)
+	}
+	return t.err(err)
+}
+
+// prefixEnd is the least key greater than every key starting with
+// prefix, or nil when there is none (a prefix of 0xff bytes).
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
 // scan reads a page at a time, so fn may run statements of its own (a
 // pgx connection cannot while rows are open) and a large bucket never
 // sits in memory whole.

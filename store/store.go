@@ -97,6 +97,14 @@ func newDB(be backend, sealer Sealer, target string) *DB {
 // Path is where the store lives: the bbolt file, or the DSN.
 func (db *DB) Path() string { return db.path }
 
+// Shared reports whether several founder replicas may share this store
+// (a PostgreSQL database): what one replica keeps on its own disk must
+// then come from the store.
+func (db *DB) Shared() bool {
+	_, ok := db.be.(*pgBackend)
+	return ok
+}
+
 // Where names the store for messages: the file, or the database host
 // (never its password).
 func (db *DB) Where() string { return db.be.where() }
@@ -254,6 +262,12 @@ func (tx *Tx) PutRaw(b Keyspace, key string, raw []byte) error {
 // Delete removes bucket/key; absent keys are not an error.
 func (tx *Tx) Delete(b Keyspace, key string) error {
 	return tx.kv.del(b.Name(), []byte(key))
+}
+
+// DeletePrefix removes every key of bucket that starts with prefix,
+// without reading the values (release content, say, is large).
+func (tx *Tx) DeletePrefix(b Keyspace, prefix string) error {
+	return tx.kv.delPrefix(b.Name(), []byte(prefix))
 }
 
 // ForEach calls fn for each key in bucket in key order.

@@ -114,6 +114,13 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 	for _, fi := range index {
 		fi.ImportID = rec.ImportID
 	}
+	if db.Shared() {
+		// Replicas that did not import fill their caches from the store.
+		if err := storeContent(ctx, db, tmp, rec.ImportID, index); err != nil {
+			dropContent(db, rec.ImportID)
+			return nil, err
+		}
+	}
 
 	// Swap the tree in before committing: a reader that sees the new
 	// record then always finds the new files. Should the commit fail, the
@@ -156,6 +163,11 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 		if err := tx.PutJSON(bucketReleases, m.Release, &rec); err != nil {
 			return err
 		}
+		if replaced && prev.ImportID != "" {
+			if err := tx.DeletePrefix(bucketContent, contentPrefix(prev.ImportID)); err != nil {
+				return err
+			}
+		}
 		if err := deletePrefix(tx, bucketFiles, m.Release); err != nil {
 			return err
 		}
@@ -187,6 +199,9 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 	})
 	if err != nil {
 		undo()
+		if db.Shared() {
+			dropContent(db, rec.ImportID)
+		}
 		return nil, fmt.Errorf("record release %s: %w", m.Release, err)
 	}
 	keep = true

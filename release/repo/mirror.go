@@ -34,10 +34,12 @@ type MirrorConfig struct {
 // the semaphore that bounds how many files are read at once, and the
 // counters of what it refused or found corrupt.
 type Mirror struct {
-	db    *store.DB
-	dir   string // dataDir/releases
-	log   *slog.Logger
-	slots chan struct{}
+	db  *store.DB
+	dir string // dataDir/releases
+	// cacheDir is dataDir/release-cache, served from on a shared store.
+	cacheDir string
+	log      *slog.Logger
+	slots    chan struct{}
 
 	limits  ReadLimits
 	mu      sync.Mutex
@@ -70,14 +72,15 @@ func NewMirror(cfg MirrorConfig) *Mirror {
 		cfg.CacheBytes = DefaultCacheBytes
 	}
 	return &Mirror{
-		db:      cfg.DB,
-		dir:     filepath.Join(cfg.DataDir, "releases"),
-		log:     cfg.Log,
-		slots:   make(chan struct{}, cfg.Concurrency),
-		limits:  cfg.Limits.withDefaults(),
-		holders: map[string]int{},
-		done:    make(chan struct{}),
-		cache:   newChunkCache(cfg.CacheBytes),
+		db:       cfg.DB,
+		dir:      filepath.Join(cfg.DataDir, "releases"),
+		log:      cfg.Log,
+		slots:    make(chan struct{}, cfg.Concurrency),
+		limits:   cfg.Limits.withDefaults(),
+		holders:  map[string]int{},
+		done:     make(chan struct{}),
+		cache:    newChunkCache(cfg.CacheBytes),
+		cacheDir: filepath.Join(cfg.DataDir, cacheDirName),
 	}
 }
 

@@ -112,7 +112,7 @@ func (m *Mirror) Open(holder string, fi *FileInfo) (*Reader, error) {
 	if err := m.acquire(holder); err != nil {
 		return nil, err
 	}
-	f, err := openImported(m.dir, fi.Release, fi.Path, fi.Size)
+	f, err := m.openFile(fi)
 	if err != nil {
 		m.release(holder)
 		return nil, m.broken(fi, err)
@@ -380,7 +380,9 @@ func transient(err error) bool {
 // bytes), logged and counted, and the joiner is told RELEASE_CORRUPT.
 func (m *Mirror) broken(fi *FileInfo, cause error) error {
 	rel, path := fi.Release, fi.Path
-	if transient(cause) {
+	if transient(cause) || isIOError(cause) || errors.Is(cause, store.ErrUnavailable) {
+		// Also the founder's own disk (filling its cache) or its
+		// database: not the release's fault.
 		m.log.Error("release file cannot be opened", "release", rel, "path", path, "err", cause)
 		return fmt.Errorf("release %s: %s: %w", rel, path, cause)
 	}

@@ -127,7 +127,10 @@ func removeStale(db *store.DB, releasesDir string) error {
 func Recover(db *store.DB, dataDir string) error {
 	importMu.Lock()
 	defer importMu.Unlock()
-	return removeStale(db, filepath.Join(dataDir, "releases"))
+	if err := removeStale(db, filepath.Join(dataDir, "releases")); err != nil {
+		return err
+	}
+	return pruneCache(db, filepath.Join(dataDir, cacheDirName))
 }
 
 func syncDir(dir string) {

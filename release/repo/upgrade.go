@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,8 @@ func UpgradeIndexes(ctx context.Context, db *store.DB, dataDir string, log *slog
 		switch {
 		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 			return err
-		case err != nil && transient(err):
+		case err != nil && (transient(err) || db.Shared() && errors.Is(err, fs.ErrNotExist)):
+			// On a shared store another replica may hold the tree.
 			log.Error("release file cannot be indexed now; it is served verified by 1 MiB chunk", "release", rel, "path", path, "err", err)
 			continue
 		case err != nil:
