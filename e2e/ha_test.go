@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -167,6 +168,14 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 	if _, status, err := b.createToken(admin, "after-kill"); err != nil || status != 201 {
 		t.Fatalf("write through B after A died: %d %v", status, err)
 	}
+
+	// A real joiner given A (dead) and B finishes its join through B. The
+	// first registration holds the delivery turn: cancel it first.
+	if status, body, err := b.call("POST", "/v1/admin/join/registrations/"+reg.JoinID+"/cancel", admin, map[string]any{"reason": "test"}); err != nil || status != 200 {
+		t.Fatalf("cancel on B: %d %s %v", status, body, err)
+	}
+	joinThroughFailover(t, a, b, admin, filepath.Join(dirs["b"], "ca.pem"))
+
 	if r := stratum(t, "audit", "verify", "--data", dirs["b"], "--store", dsn); r.code != 0 || !strings.Contains(r.stdout, "intact") {
 		t.Fatalf("audit verify on the database: %d %s %s", r.code, r.stdout, r.stderr)
 	}
@@ -177,6 +186,79 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 func launchFounder(t *testing.T, dir string, extra ...string) *founder {
 	t.Helper()
 	return &founder{Founder: stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: extra}), t: t}
+}
+
+// joinThroughFailover runs `stratum join --founder DEAD,LIVE` and approves
+// its registration on live; the joiner must move past the dead founder and
+// end joined.
+func joinThroughFailover(t *testing.T, dead, live *founder, admin, caFile string) {
+	t.Helper()
+	status, body, err := live.call("POST", "/v1/admin/join/tokens", admin, map[string]any{"role": "worker", "ttl": "1h", "uses": 1})
+	if err != nil || status != 201 {
+		t.Fatalf("join token on B: %d %s %v", status, body, err)
+	}
+	var jt struct {
+		Token string `json:"token"`
+	}
+	_ = json.Unmarshal(body, &jt)
+	work := t.TempDir()
+	cmd := exec.Command(stratumtest.Binary(t), "join", "--founder", dead.Join+","+live.Join, "--token", jt.Token, "--ca-pin", caPin(t, caFile),
+		"--release", "0.1.0", "--state-dir", filepath.Join(work, "state"), "--root", filepath.Join(work, "root"),
+		"--hostname", "lab-13", "--mgmt-ip", "192.0.2.13", "--insecure-store-unseal-key")
+	cmd.Env = env()
+	out := &stratumtest.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	ended := false
+	defer func() {
+		if !ended {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	approved := false
+	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			ended = true
+			if err != nil || !strings.Contains(out.String(), "state: joined") {
+				t.Fatalf("the joiner ended with %v:\n%s", err, out)
+			}
+			if !strings.Contains(out.String(), "trying the founder at "+live.Join) {
+				t.Errorf("the joiner did not say it moved to B:\n%s", out)
+			}
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the joiner did not finish within 40s:\n%s", out)
+		}
+		if approved {
+			continue
+		}
+		status, body, err := live.call("GET", "/v1/admin/join/registrations?state=pending", admin, nil)
+		if err != nil || status != 200 {
+			continue
+		}
+		var list struct {
+			Registrations []struct {
+				JoinID string `json:"joinId"`
+			} `json:"registrations"`
+		}
+		if json.Unmarshal(body, &list) != nil || len(list.Registrations) == 0 {
+			continue
+		}
+		id := list.Registrations[0].JoinID
+		if status, body, err := live.call("POST", "/v1/admin/join/registrations/"+id+"/approve", admin, map[string]any{}); err != nil || status != 200 {
+			t.Fatalf("approve on B: %d %s %v", status, body, err)
+		}
+		approved = true
+	}
 }
 
 // TestStoreUnreachableAtStart: a DSN that cannot be reached is a clear
