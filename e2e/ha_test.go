@@ -209,6 +209,7 @@ func joinThroughFailover(t *testing.T, dead, live *founder, admin, caFile string
 	out := &stratumtest.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

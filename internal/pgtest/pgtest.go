@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,6 +118,7 @@ func Start() (*Server, error) {
 	if err := s.Resume(); err != nil {
 		return nil, err
 	}
+	s.watchdog()
 	return s, nil
 }
 
@@ -164,6 +166,22 @@ func (s *Server) Exec(sql string, args ...any) error {
 func (s *Server) Stop() {
 	_, _ = s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "immediate", "-w", "stop")
 	os.RemoveAll(s.dir)
+}
+
+// watchdog stops the server and removes its directory once this test
+// process is gone, however it ended: a test binary killed by its -timeout
+// runs no cleanup, and pg_ctl's server outlives it otherwise.
+func (s *Server) watchdog() {
+	stop := fmt.Sprintf("%s -D %s -m immediate -w stop", filepath.Join(s.bin, "pg_ctl"), filepath.Join(s.dir, "data"))
+	if s.as != "" {
+		stop = "runuser -u " + s.as + " -- " + stop
+	}
+	script := fmt.Sprintf("while kill -0 %d 2>/dev/null; do sleep 1; done; %s >/dev/null 2>&1; rm -rf %s", os.Getpid(), stop, s.dir)
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err == nil {
+		go cmd.Wait()
+	}
 }
 
 // Halt stops the server (fast shutdown: sessions are cut) and keeps its

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-	bolt "go.etcd.io/bbolt"
 
 	"stratum/crypto"
 	"stratum/internal/stratumtest"
@@ -28,6 +27,7 @@ import (
 	// The whole schema: the restored backup carries every domain's
 	// migrations, and a store refuses a schema newer than what is linked.
 	_ "stratum/founder"
+	"stratum/internal/pgtest"
 )
 
 func envInt(name string, def int) int {
@@ -45,18 +45,32 @@ func envInt(name string, def int) int {
 // the store after each restart.
 func TestCrashConsistency(t *testing.T) {
 	t.Parallel()
+	crashConsistency(t, "", envInt("CRASH_RELEASE_MB", 64))
+}
+
+// TestCrashConsistencyPostgres runs the same cycles against a founder
+// whose store is a PostgreSQL database (SPEC section 13). There is no
+// bbolt backup to kill during, so the backup cycles kill at a quiet
+// moment; imports also store the release content in the database.
+func TestCrashConsistencyPostgres(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	t.Parallel()
+	crashConsistency(t, dsn, envInt("CRASH_RELEASE_MB", 8))
+}
+
+func crashConsistency(t *testing.T, dsn string, mb int) {
 	kills := envInt("CRASH_KILLS", 8)
 	seed := uint64(envInt("CRASH_SEED", int(time.Now().UnixNano()%1_000_000_007)))
-	mb := envInt("CRASH_RELEASE_MB", 64)
-	t.Logf("CRASH_SEED=%d CRASH_KILLS=%d CRASH_RELEASE_MB=%d", seed, kills, mb)
+	t.Logf("CRASH_SEED=%d CRASH_KILLS=%d CRASH_RELEASE_MB=%d store=%s", seed, kills, mb, map[bool]string{true: "postgres", false: "bbolt"}[dsn != ""])
 	start := time.Now()
 	h := newHarness(t, seed)
+	h.store = dsn
 	h.setup(mb)
 	kinds := map[string]int{}
 	for k := 1; k <= kills; k++ {
 		kind := "backup"
 		switch {
-		case k%5 == 0:
+		case k%5 == 0 || (dsn != "" && k%2 == 0):
 			kind = "idle"
 		case k%2 == 1:
 			kind = "import"
@@ -113,7 +127,7 @@ func (h *harness) setup(mb int) {
 	if err := os.WriteFile(cfg, []byte("parentDomain: crash.example.com\nregion: lab-1\nclusterRelease: 0.2.0\ndnsUpstreamServers: []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	mustStratum(t, "init", "--data", h.dir, "--config", cfg)
+	mustStratum(t, append([]string{"init", "--data", h.dir, "--config", cfg}, h.storeArgs()...)...)
 	pub, err := os.ReadFile(filepath.Join(keys, "release.pub"))
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +174,11 @@ func (h *harness) setup(mb int) {
 	}
 	h.importDur = took
 	h.growStore()
+	if h.store != "" {
+		t.Logf("setup: import of %d MiB into the database took %v", mb, took.Round(time.Millisecond))
+		h.verify(nil)
+		return
+	}
 	bk := h.startBackup(filepath.Join(h.work, "backup-0.zst"))
 	<-bk.finished
 	at, streamed := bk.connectedAt()
@@ -192,7 +211,7 @@ func (h *harness) pickAddrs() {
 func (h *harness) restart() {
 	for try := 0; ; try++ {
 		api, join := h.addrs()
-		p, err := startServe(h.dir, api, join)
+		p, err := startServe(h.dir, api, join, h.storeArgs()...)
 		if err == stratumtest.ErrAddrInUse && try < 5 {
 			h.note("port-taken-while-down")
 			h.pickAddrs()
@@ -229,7 +248,7 @@ func (h *harness) waitSelfRecord() {
 		started := h.f.Started
 		h.f.Kill()
 		h.note("extra-kill-after-stale-release-set")
-		stored, err := storedRecords(filepath.Join(h.dir, "stratum.db"))
+		stored, err := storedRecords(h.target())
 		got := stored[h.founderNode]
 		switch {
 		case err != nil:
@@ -570,7 +589,7 @@ var intact = regexp.MustCompile(`intact: (\d+) events`)
 // offlineChecks runs with the founder dead: `stratum audit verify` on the
 // file, and the stored release records read directly.
 func (h *harness) offlineChecks(k int, snap *snapshot) {
-	r := stratum(h.t, "audit", "verify", "--data", h.dir)
+	r := stratum(h.t, append([]string{"audit", "verify", "--data", h.dir}, h.storeArgs()...)...)
 	m := intact.FindStringSubmatch(r.stdout)
 	h.check(r.code == 0 && m != nil, "cycle %d: `stratum audit verify` after SIGKILL = %d %q %q", k, r.code, r.stdout, r.stderr)
 	if m != nil {
@@ -581,7 +600,7 @@ func (h *harness) offlineChecks(k int, snap *snapshot) {
 		h.check(n >= prev, "cycle %d: the audit chain has %d events after the kill, %d were seen before it", k, n, prev)
 	}
 
-	stored, err := storedBuildIDs(filepath.Join(h.dir, "stratum.db"))
+	stored, err := storedBuildIDs(h.target())
 	if err != nil {
 		h.violate("cycle %d: reading the store after the kill: %v", k, err)
 		return
@@ -630,20 +649,17 @@ func storedBuildIDs(path string) (map[string]string, error) {
 	return out, err
 }
 
-// storedRecords reads the stored release records from the file.
-func storedRecords(path string) (map[string]storedRecord, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+// storedRecords reads the stored release records from the file or the
+// database target names.
+func storedRecords(target string) (map[string]storedRecord, error) {
+	db, err := store.OpenReadOnly(target)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
 	out := map[string]storedRecord{}
-	err = db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("release-records")) // releaseset.bucketRecords
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(k, v []byte) error {
+	err = db.View(func(tx *store.Tx) error {
+		return tx.ForEach(store.Named("release-records"), func(k string, v []byte) error { // releaseset.bucketRecords
 			var rec struct {
 				Release struct {
 					RecordedAt time.Time `json:"recordedAt"`
@@ -1223,7 +1239,7 @@ func (h *harness) finish() {
 	h.check(err == nil && code == 0, "final SIGTERM: exit %d after %v: %v\n%s", code, took, err, h.logTail())
 	_, serr := os.Stat(filepath.Join(h.dir, "control.sock"))
 	h.check(os.IsNotExist(serr), "control.sock left after a clean shutdown")
-	r := stratum(h.t, "audit", "verify", "--data", h.dir)
+	r := stratum(h.t, append([]string{"audit", "verify", "--data", h.dir}, h.storeArgs()...)...)
 	h.check(r.code == 0 && strings.Contains(r.stdout, "intact"), "audit verify after SIGTERM = %d %q %q", r.code, r.stdout, r.stderr)
 	h.mu.Lock()
 	h.notes[fmt.Sprintf("max-waiter-wake-ms-%d", h.waitLatency.Milliseconds())]++

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -72,6 +73,7 @@ type harness struct {
 	t     *testing.T
 	work  string
 	dir   string
+	store string // a postgres:// DSN, or "" for the bbolt file in dir
 	trees [2]*releaseTree
 
 	rngMu sync.Mutex
@@ -355,4 +357,20 @@ func (h *harness) summary(kills map[string]int, total int) string {
 	h.vmu.Unlock()
 	return fmt.Sprintf("crash summary: kills=%d (%s); acknowledged writes=%d (%s); registrations=%d tokens=%d; verified checks=%d, audit events=%d; notes: %s; violations=%d (%d distinct)",
 		total, strings.Join(killKinds, " "), ackTotal, strings.Join(kinds, " "), len(h.regs), len(h.tokens), h.checks, h.auditCount, strings.Join(noteKinds, " "), v, len(distinct))
+}
+
+// storeArgs are the flags that point a command at the harness's store.
+func (h *harness) storeArgs() []string {
+	if h.store == "" {
+		return nil
+	}
+	return []string{"--store", h.store}
+}
+
+// target is the store to read offline: the database, or the file.
+func (h *harness) target() string {
+	if h.store != "" {
+		return h.store
+	}
+	return filepath.Join(h.dir, "stratum.db")
 }
