@@ -131,11 +131,19 @@ const topicRecords = "release-records"
 func (s *Service) heard(payload string) {
 	node, seqText, _ := strings.Cut(payload, " ")
 	seq, err := strconv.ParseUint(seqText, 10, 64)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur, ok := s.records[node]; ok && err == nil && cur.seq >= seq {
+	s.mu.RLock()
+	cur, ok := s.records[node]
+	s.mu.RUnlock()
+	if ok && err == nil && cur.seq >= seq {
 		return
 	}
+	// Reloaded records carry no commit sequence, so the encoded fragments
+	// (keyed by it) go too. Same lock order as Answer: building, then mu.
+	s.building.Lock()
+	defer s.building.Unlock()
+	s.fragments = nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.records = nil
 	s.version++ // answers built before are out of date
 }

@@ -1,0 +1,76 @@
+package releaseset
+
+import (
+	"bytes"
+	"os"
+	"testing"
+	"time"
+
+	membership "stratum/cluster"
+	"stratum/crypto"
+	"stratum/internal/pgtest"
+	"stratum/store"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// Two founder replicas on one database: a record made through one is in
+// the other's answer at once, though each keeps its own cache.
+func TestRecordSeenByTheOtherReplica(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() *store.DB {
+		db, err := store.Open(dsn, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	dbA, dbB := open(), open()
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var founder string
+	if err := dbA.Update(func(tx *store.Tx) error {
+		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, now)
+		founder = id.FounderNodeID
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	svc := func(db *store.DB) *Service {
+		s := &Service{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: ControlPlane{Version: "v1", Commit: "c1"}}
+		if err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := svc(dbA), svc(dbB)
+	body := func(s *Service) string {
+		ans, err := s.Answer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := ans.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	for i, release := range []string{"0.2.0", "0.3.0", "0.4.0"} {
+		before := body(b) // B has the node's fragment cached
+		if err := a.Record("test", founder, RecordRequest{RunningRelease: release, Release: SyntheticRecord(i, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if got := body(b); got == body(a) && got != before {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("record %d through A is not in B's answer:\nA: %.300s\nB: %.300s", i, body(a), body(b))
+			}
+		}
+	}
+}
