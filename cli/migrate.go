@@ -15,10 +15,15 @@ func runMigrate(_ context.Context, args []string) error {
 	fs := newFlagSet("migrate")
 	data := fs.String("data", "./data", "data directory of the stopped founder")
 	to := fs.String("to", "", "postgres://USER:PASSWORD@HOST:PORT/DB, an empty database")
+	keys := addKeyFlags(fs, "TPM holding the founder's sealed data key (when it is sealed)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	res, err := founder.Migrate(founder.DataDir(*data), *to)
+	ks, err := keys.source()
+	if err != nil {
+		return err
+	}
+	res, err := founder.Migrate(founder.DataDir(*data), ks, *to)
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ func assertUnchanged(t *testing.T, dir string, before map[string]string) {
 func initSealed(t *testing.T, sock string, pcrs []int) (DataDir, *crypto.RecoveryKey, string) {
 	t.Helper()
 	d := DataDir(filepath.Join(t.TempDir(), "data"))
-	res, err := InitWithKey(d, cluster.DevDefaults(), true, KeySource{TPM: sock, PCRs: pcrs}, time.Now())
+	res, err := InitWithKey(d, cluster.DevDefaults(), true, KeySource{TPM: sock, PCRs: pcrs}, "", time.Now())
 	if err != nil {
 		t.Fatalf("init with a TPM: %v", err)
 	}
@@ -131,7 +131,7 @@ func TestInitWithTPM(t *testing.T) {
 
 func TestInitWithoutTPMLeavesNothing(t *testing.T) {
 	d := DataDir(filepath.Join(t.TempDir(), "data"))
-	_, err := InitWithKey(d, cluster.DevDefaults(), true, KeySource{TPM: filepath.Join(t.TempDir(), "no.sock")}, time.Now())
+	_, err := InitWithKey(d, cluster.DevDefaults(), true, KeySource{TPM: filepath.Join(t.TempDir(), "no.sock")}, "", time.Now())
 	if !errors.Is(err, tpm.ErrNoTPM) {
 		t.Fatalf("init without a TPM = %v, want ErrNoTPM", err)
 	}

@@ -19,7 +19,7 @@ type MigrateResult struct {
 // many keys there as in the file and that the audit chain verifies on
 // both sides with the same length. The founder must be stopped: opening
 // the file takes its lock.
-func Migrate(d DataDir, dsn string) (MigrateResult, error) {
+func Migrate(d DataDir, ks KeySource, dsn string) (MigrateResult, error) {
 	var res MigrateResult
 	if !store.IsPostgres(dsn) {
 		return res, errors.New("--to must be a postgres:// DSN")
@@ -27,12 +27,16 @@ func Migrate(d DataDir, dsn string) (MigrateResult, error) {
 	if !d.Initialized() {
 		return res, fmt.Errorf("%s holds no store (%s is missing)", d, d.DB())
 	}
-	src, err := d.OpenStore("", false)
+	key, err := d.LoadDataKey(ks)
+	if err != nil {
+		return res, err
+	}
+	src, err := store.Open(d.DB(), key)
 	if err != nil {
 		return res, err
 	}
 	defer src.Close()
-	dst, err := d.OpenStore(dsn, false)
+	dst, err := store.Open(dsn, key)
 	if err != nil {
 		return res, err
 	}

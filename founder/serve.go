@@ -34,7 +34,7 @@ import (
 type Options struct {
 	Data DataDir
 	// Keys says where the data key is: a file, or sealed to a TPM.
-	Keys               KeySource
+	Keys KeySource
 	// Store is a postgres:// DSN when the state lives in a database shared
 	// by several replicas; empty for the bbolt file in Data.
 	Store              string

@@ -137,15 +137,59 @@ func (s *Service) heard(payload string) {
 	if ok && err == nil && cur.seq >= seq {
 		return
 	}
-	// Reloaded records carry no commit sequence, so the encoded fragments
-	// (keyed by it) go too. Same lock order as Answer: building, then mu.
+	// Reload in a transaction of its own, begun after the note's commit.
+	// (Dropping the cache instead would let a read whose snapshot predates
+	// the commit fill it again with the old record, for good.) A local
+	// record remembered meanwhile bumps the version: read again.
+	for range 5 {
+		s.mu.RLock()
+		before := s.version
+		s.mu.RUnlock()
+		var all map[string]cachedRecord
+		if err := s.DB.View(func(tx *store.Tx) error {
+			var err error
+			all, err = readRecords(tx)
+			return err
+		}); err != nil {
+			break
+		}
+		if s.install(all, before) {
+			return
+		}
+	}
+	s.install(nil, 0) // the next read loads the store
+}
+
+// install replaces the cache with records read at version before, unless
+// a record was remembered since; a nil map drops the cache. Reloaded
+// records carry no commit sequence, so the encoded fragments (keyed by it)
+// go too. Same lock order as Answer: building, then mu.
+func (s *Service) install(records map[string]cachedRecord, before uint64) bool {
 	s.building.Lock()
 	defer s.building.Unlock()
-	s.fragments = nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.records = nil
+	if records != nil && s.version != before {
+		return false
+	}
+	s.records = records
+	s.fragments = nil
 	s.version++ // answers built before are out of date
+	return true
+}
+
+// readRecords decodes every stored record.
+func readRecords(tx *store.Tx) (map[string]cachedRecord, error) {
+	all := map[string]cachedRecord{}
+	err := tx.ForEach(bucketRecords, func(node string, raw []byte) error {
+		var st Stored
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return err
+		}
+		all[node] = cachedRecord{stored: st}
+		return nil
+	})
+	return all, err
 }
 
 // loadFrom fills the cache from tx unless it is already filled.
@@ -156,15 +200,7 @@ func (s *Service) loadFrom(tx *store.Tx) error {
 	if loaded {
 		return nil
 	}
-	all := map[string]cachedRecord{}
-	err := tx.ForEach(bucketRecords, func(node string, raw []byte) error {
-		var st Stored
-		if err := json.Unmarshal(raw, &st); err != nil {
-			return err
-		}
-		all[node] = cachedRecord{stored: st}
-		return nil
-	})
+	all, err := readRecords(tx)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,9 @@ func (b *bus) deliver(notes []note) {
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
+	if b.closed {
+		return // Close holds the store: a subscriber reading it would wait forever
+	}
 	for _, n := range notes {
 		for _, fn := range b.subs[n.topic] {
 			fn(n.payload)
@@ -45,6 +48,9 @@ func (b *bus) deliver(notes []note) {
 func (b *bus) deliverEverything() {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
+	if b.closed {
+		return
+	}
 	for _, fns := range b.subs {
 		for _, fn := range fns {
 			fn(Everything)

@@ -79,6 +79,9 @@ func (p *pgBackend) listen(ctx context.Context, b *bus, ready chan struct{}) {
 				if werr != nil {
 					break
 				}
+				if ctx.Err() != nil {
+					break
+				}
 				replica, rest, _ := strings.Cut(n.Payload, "\n")
 				if replica == p.replica {
 					continue // delivered locally at commit
@@ -86,7 +89,9 @@ func (p *pgBackend) listen(ctx context.Context, b *bus, ready chan struct{}) {
 				topic, payload, _ := strings.Cut(rest, "\n")
 				b.deliver([]note{{topic, payload}})
 			}
-			b.deliverEverything()
+			if ctx.Err() == nil {
+				b.deliverEverything()
+			}
 		}
 		if conn != nil {
 			conn.Close(context.Background())

@@ -111,13 +111,15 @@ func (db *DB) Where() string { return db.be.where() }
 
 // Close waits for running transactions and closes the store.
 func (db *DB) Close() error {
+	// Subscribers first, before the close lock: one that is reading the
+	// store (a cache reloading) finishes, and no later note reaches one.
+	db.bus.close()
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {
 		return nil
 	}
 	db.closed = true
-	db.bus.close()
 	return db.be.close()
 }
 
