@@ -41,6 +41,8 @@ const (
 	// UNAVAILABLE instead of holding requests forever.
 	txTimeout = 60 * time.Second
 	scanPage  = 256
+	// defaultMaxConns is the pool size unless the DSN sets pool_max_conns.
+	defaultMaxConns = 16
 	// connectTimeout bounds reaching the database at start.
 	connectTimeout = 10 * time.Second
 )
@@ -88,6 +90,11 @@ func openPostgres(dsn string) (*pgBackend, error) {
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// pgx's default (4 on this hardware) queues readers behind each
+		// other; writers are serialized by the lock anyway.
+		cfg.MaxConns = defaultMaxConns
 	}
 	id := make([]byte, 8)
 	_, _ = rand.Read(id)

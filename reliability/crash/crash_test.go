@@ -306,10 +306,17 @@ type snapshot struct {
 // client left (a registration waits up to bbolt's batch delay for its
 // group commit, longer on a loaded machine); that write is durable but
 // was never acknowledged, so it does not belong to the "before".
+//
+// On PostgreSQL such a request may also wait for the cluster-wide writer
+// lock behind the others: the quiet window is longer.
 func (h *harness) quietSnapshot() *snapshot {
+	quiet := 200 * time.Millisecond
+	if h.store != "" {
+		quiet = time.Second
+	}
 	snap := h.takeSnapshot()
 	for range 25 {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(quiet)
 		again := h.takeSnapshot()
 		if reflect.DeepEqual(again, snap) {
 			return snap
