@@ -71,16 +71,9 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 	}
 
 	// Register through B, wait on C, approve on A.
-	status, body, err := a.call("POST", "/v1/admin/join/tokens", admin, map[string]any{"role": "worker", "ttl": "1h", "uses": 1})
-	if err != nil || status != 201 {
-		t.Fatalf("join token: %d %s %v", status, body, err)
-	}
-	var jt struct {
-		Token string `json:"token"`
-	}
-	_ = json.Unmarshal(body, &jt)
+	token := a.workerToken(admin)
 	j := newJoinerClient(t, filepath.Join(dirs["a"], "ca.pem"))
-	status, body = j.do(t, "POST", "https://"+b.Join+"/v1/join/registrations", map[string]any{"token": jt.Token, "release": "0.1.0", "hostname": "lab-12", "mgmtIp": "192.0.2.12"})
+	status, body := j.do(t, "POST", "https://"+b.Join+"/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "hostname": "lab-12", "mgmtIp": "192.0.2.12"})
 	var reg struct {
 		JoinID string `json:"joinId"`
 		State  string `json:"state"`
@@ -181,6 +174,19 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 	}
 }
 
+// workerToken creates a one-use worker join token through f.
+func (f *founder) workerToken(admin string) string {
+	f.t.Helper()
+	status, body, err := f.call("POST", "/v1/admin/join/tokens", admin, map[string]any{"role": "worker", "ttl": "1h", "uses": 1})
+	var jt struct {
+		Token string `json:"token"`
+	}
+	if err != nil || status != 201 || json.Unmarshal(body, &jt) != nil || jt.Token == "" {
+		f.t.Fatalf("join token on %s: %d %s %v", f.API, status, body, err)
+	}
+	return jt.Token
+}
+
 // launchFounder runs `stratum serve` without --dev (a further replica of a
 // shared store) with the extra flags.
 func launchFounder(t *testing.T, dir string, extra ...string) *founder {
@@ -193,16 +199,9 @@ func launchFounder(t *testing.T, dir string, extra ...string) *founder {
 // end joined.
 func joinThroughFailover(t *testing.T, dead, live *founder, admin, caFile string) {
 	t.Helper()
-	status, body, err := live.call("POST", "/v1/admin/join/tokens", admin, map[string]any{"role": "worker", "ttl": "1h", "uses": 1})
-	if err != nil || status != 201 {
-		t.Fatalf("join token on B: %d %s %v", status, body, err)
-	}
-	var jt struct {
-		Token string `json:"token"`
-	}
-	_ = json.Unmarshal(body, &jt)
+	token := live.workerToken(admin)
 	work := t.TempDir()
-	cmd := exec.Command(stratumtest.Binary(t), "join", "--founder", dead.Join+","+live.Join, "--token", jt.Token, "--ca-pin", caPin(t, caFile),
+	cmd := exec.Command(stratumtest.Binary(t), "join", "--founder", dead.Join+","+live.Join, "--token", token, "--ca-pin", caPin(t, caFile),
 		"--release", "0.1.0", "--state-dir", filepath.Join(work, "state"), "--root", filepath.Join(work, "root"),
 		"--hostname", "lab-13", "--mgmt-ip", "192.0.2.13", "--insecure-store-unseal-key")
 	cmd.Env = env()
