@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,7 +77,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
-	base, err := apiBase(cfg.API)
+	bases, err := apiBases(cfg.API)
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a := &Agent{
 		cfg: cfg, log: cfg.Log, id: id, clock: clock,
-		api: &client{base: base, hc: &http.Client{Transport: &http.Transport{
+		api: &client{bases: bases, hc: &http.Client{Transport: &http.Transport{
 			Proxy:               nil, // the founder is on the management network
 			TLSClientConfig:     id.clientTLS(),
 			TLSHandshakeTimeout: 15 * time.Second,
@@ -125,7 +126,7 @@ func Run(ctx context.Context, cfg Config) error {
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	clock.Phase("record")
-	a.log.Info("agent started", "node", id.nodeID, "cluster", id.clusterID, "api", base, "startupz", ln.Addr().String(), "root", cfg.Root)
+	a.log.Info("agent started", "node", id.nodeID, "cluster", id.clusterID, "api", strings.Join(bases, ","), "startupz", ln.Addr().String(), "root", cfg.Root)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
@@ -149,7 +150,21 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// apiBase checks --api: an https URL with a host and nothing after it.
+// apiBases checks --api: one founder's URL, or the replicas' separated by
+// commas.
+func apiBases(raw string) ([]string, error) {
+	var bases []string
+	for _, one := range strings.Split(raw, ",") {
+		b, err := apiBase(strings.TrimSpace(one))
+		if err != nil {
+			return nil, err
+		}
+		bases = append(bases, b)
+	}
+	return bases, nil
+}
+
+// apiBase checks one --api URL: https with a host and nothing after it.
 func apiBase(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {

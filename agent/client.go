@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"stratum/apierr"
@@ -19,10 +20,23 @@ const (
 	maxError  = 64 << 10
 )
 
-// client calls the founder's admin API with the node's leaf.
+// client calls the founder's admin API with the node's leaf. Given the
+// replicas of an HA founder (--api a,b), a call that meets a network
+// error or a 5xx moves the next call to the next replica.
 type client struct {
-	base string // https://HOST:PORT
-	hc   *http.Client
+	bases []string // https://HOST:PORT of each founder
+	cur   atomic.Uint32
+	hc    *http.Client
+}
+
+// base is the founder calls go to now.
+func (c *client) base() string { return c.bases[int(c.cur.Load())%len(c.bases)] }
+
+// failover moves on from base after a failure there.
+func (c *client) failover(base string) {
+	if len(c.bases) > 1 && c.base() == base {
+		c.cur.Add(1)
+	}
 }
 
 // remoteError is a non-2xx answer with its envelope (SPEC 2).
@@ -50,7 +64,8 @@ func (c *client) call(ctx context.Context, method, path string, body any, timeou
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	base := c.base()
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
 		return nil, err
 	}
@@ -60,9 +75,13 @@ func (c *client) call(ctx context.Context, method, path string, body any, timeou
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		c.failover(base)
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		c.failover(base)
+	}
 	if resp.StatusCode/100 == 2 {
 		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 		if err == nil && len(raw) > maxAnswer {

@@ -33,7 +33,7 @@ func runAgent(ctx context.Context, args []string) error {
 		fs.PrintDefaults()
 	}
 	cfg := agent.Config{Build: buildinfo.Current()}
-	fs.StringVar(&cfg.API, "api", "", "the founder's admin API, https://HOST:PORT")
+	fs.StringVar(&cfg.API, "api", "", "the founder's admin API, https://HOST:PORT; an HA founder's replicas as https://a:8443,https://b:8443 (tried in turn)")
 	fs.StringVar(&cfg.Root, "root", agent.DefaultRoot, "root of the node's file system (node.yaml, secrets, members.json under ROOT/etc/stratum)")
 	fs.DurationVar(&cfg.Interval, "interval", agent.DefaultInterval, "how often the release is recorded when nothing changes (+-10% jitter)")
 	fs.StringVar(&cfg.Listen, "listen", "", "address of the mTLS /startupz (default: the node's mgmtIp, port 9444)")
