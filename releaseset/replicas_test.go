@@ -1,4 +1,4 @@
-package releaseset
+package releaseset_test
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	membership "stratum/cluster"
 	"stratum/crypto"
 	"stratum/internal/pgtest"
+	"stratum/releaseset"
+	"stratum/releaseset/releasesettest"
 	"stratum/store"
 )
 
@@ -40,15 +42,15 @@ func TestRecordSeenByTheOtherReplica(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	svc := func(db *store.DB) *Service {
-		s := &Service{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: ControlPlane{Version: "v1", Commit: "c1"}}
+	svc := func(db *store.DB) *releaseset.Service {
+		s := &releaseset.Service{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}}
 		if err := s.Load(); err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
 	a, b := svc(dbA), svc(dbB)
-	body := func(s *Service) string {
+	body := func(s *releaseset.Service) string {
 		ans, err := s.Answer()
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +63,7 @@ func TestRecordSeenByTheOtherReplica(t *testing.T) {
 	}
 	for i, release := range []string{"0.2.0", "0.3.0", "0.4.0"} {
 		before := body(b) // B has the node's fragment cached
-		if err := a.Record("test", founder, RecordRequest{RunningRelease: release, Release: SyntheticRecord(i, 0)}); err != nil {
+		if err := a.Record("test", founder, releaseset.RecordRequest{RunningRelease: release, Release: releasesettest.Record(i, 0)}); err != nil {
 			t.Fatal(err)
 		}
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
