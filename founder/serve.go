@@ -264,5 +264,6 @@ func (f *Founder) banner(apiAddr, joinAddr string) {
 	fmt.Fprintf(f.opts.Out, "  CA certificate: %s\n", f.opts.Data.CACert())
 	fmt.Fprintf(f.opts.Out, "  CA pin:         %s\n", f.ca.Pin())
 	fmt.Fprintf(f.opts.Out, "  admin login:    %s\n", f.opts.Data.Credentials())
+	fmt.Fprintf(f.opts.Out, "  console:        https://%s/ui/\n", apiAddr)
 	f.log.Info("serving", "api", apiAddr, "join", joinAddr, "caPin", f.ca.Pin(), "cluster", f.id.ClusterID)
 }
