@@ -113,10 +113,40 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 		t.Fatal("the waiter on C was not woken by the approval on A")
 	}
 
-	// SIGKILL A in a stream of writes; every acknowledged one is on B.
+	// SIGKILL A in a stream of writes (token creations and approvals);
+	// every acknowledged one is on B. The joins to approve registered
+	// through B first; the first join holds the delivery turn, so each
+	// approval queues.
+	const toApprove = 15
+	var pendingIDs []string
+	for i := range toApprove {
+		jc := newJoinerClient(t, filepath.Join(dirs["a"], "ca.pem"))
+		status, body := jc.do(t, "POST", "https://"+b.Join+"/v1/join/registrations", map[string]any{"token": a.workerToken(admin), "release": "0.1.0",
+			"hostname": fmt.Sprintf("lab-k%d", i), "mgmtIp": fmt.Sprintf("192.0.2.%d", 100+i)})
+		var r struct {
+			JoinID string `json:"joinId"`
+		}
+		if err := json.Unmarshal(body, &r); status != 201 || err != nil {
+			t.Fatalf("register %d through B: %d %s", i, status, body)
+		}
+		pendingIDs = append(pendingIDs, r.JoinID)
+	}
 	var mu sync.Mutex
-	var acked []string
+	var acked, approvedAcked []string
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for _, id := range pendingIDs {
+			status, _, err := a.call("POST", "/v1/admin/join/registrations/"+id+"/approve", admin, map[string]any{})
+			if err != nil || status != 200 {
+				return // A is gone
+			}
+			mu.Lock()
+			approvedAcked = append(approvedAcked, id)
+			mu.Unlock()
+		}
+	}()
 	for w := 0; w < 3; w++ {
 		wg.Add(1)
 		go func() {
@@ -135,6 +165,9 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		mu.Lock()
 		n := len(acked)
+		mu.Unlock()
+		mu.Lock()
+		n += len(approvedAcked)
 		mu.Unlock()
 		if n >= 30 || time.Now().After(deadline) {
 			break
@@ -156,6 +189,24 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged writes on A are not readable through B: %v", len(lost), len(acked), lost)
 	}
 	t.Logf("%d writes acknowledged by A before SIGKILL, all readable through B", len(acked))
+	// Every acknowledged approval is an approved join on B; clear them out
+	// of the queue (rejected) so the failover join below gets the turn.
+	for _, id := range approvedAcked {
+		status, body, err := b.call("GET", "/v1/admin/join/registrations/"+id, admin, nil)
+		var v struct{ State string }
+		if err != nil || status != 200 || json.Unmarshal(body, &v) != nil || v.State != "approved" {
+			t.Fatalf("approval of %s acknowledged by A before SIGKILL; through B: %d %s %v", id, status, body, err)
+		}
+		if status, body, err := b.call("POST", "/v1/admin/join/registrations/"+id+"/reject", admin, map[string]any{"reason": "test"}); err != nil || status != 200 {
+			t.Fatalf("reject %s on B: %d %s %v", id, status, body, err)
+		}
+	}
+	t.Logf("%d approvals acknowledged by A before SIGKILL, all approved through B", len(approvedAcked))
+	for _, id := range pendingIDs[len(approvedAcked):] {
+		// Approved by a write A never acknowledged, or still pending: either
+		// is consistent. Rejecting it keeps the queue free.
+		_, _, _ = b.call("POST", "/v1/admin/join/registrations/"+id+"/reject", admin, map[string]any{"reason": "test"})
+	}
 
 	// B and C keep serving writes, and the chain is whole.
 	if _, status, err := b.createToken(admin, "after-kill"); err != nil || status != 201 {
