@@ -1,13 +1,12 @@
 package e2e
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"stratum/internal/stratumtest"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,33 +44,6 @@ func seq(n uint64) []byte {
 	return k[:]
 }
 
-// relinkPlain rewrites the audit chain the first build's way: each prev
-// is the plain SHA-256 of the previous event's bytes. edit, when set,
-// changes an event first.
-func relinkPlain(tx *bolt.Tx, edit func(ev map[string]any)) error {
-	b := tx.Bucket([]byte("audit"))
-	prev := make([]byte, sha256.Size)
-	var keys [][]byte
-	_ = b.ForEach(func(k, _ []byte) error { keys = append(keys, append([]byte(nil), k...)); return nil })
-	for _, k := range keys {
-		var ev map[string]any
-		if err := json.Unmarshal(b.Get(k), &ev); err != nil {
-			return err
-		}
-		if edit != nil {
-			edit(ev)
-		}
-		ev["prev"] = hex.EncodeToString(prev)
-		raw, _ := json.Marshal(ev)
-		if err := b.Put(k, raw); err != nil {
-			return err
-		}
-		sum := sha256.Sum256(raw)
-		prev = sum[:]
-	}
-	return nil
-}
-
 // toFirstBuild turns a data directory into what the first build wrote:
 // schema 1, an unkeyed chain without a sealed head, tokens without
 // parents or creators.
@@ -99,7 +71,7 @@ func toFirstBuild(tx *bolt.Tx) error {
 		}
 	}
 	// The first build's events name the user, not the principal.
-	return relinkPlain(tx, func(ev map[string]any) {
+	return stratumtest.RelinkAuditPlain(tx, func(ev map[string]any) {
 		if a, _ := ev["actor"].(string); strings.HasPrefix(a, "session:") || strings.HasPrefix(a, "user:") {
 			ev["actor"] = "admin@stratum.local"
 		}
@@ -161,7 +133,7 @@ func TestTrust07_AuditCannotBeTrimmed(t *testing.T) {
 			return b.Put(seq(3), raw)
 		}, "event 4 does not chain to event 3"},
 		{"edit a middle event and recompute every later link", func(tx *bolt.Tx) error {
-			return relinkPlain(tx, func(ev map[string]any) {
+			return stratumtest.RelinkAuditPlain(tx, func(ev map[string]any) {
 				if ev["seq"] == float64(3) {
 					ev["kind"] = "nothing.happened"
 				}

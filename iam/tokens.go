@@ -156,6 +156,18 @@ func CreateToken(tx *store.Tx, by Principal, req CreateTokenRequest, now time.Ti
 	if err != nil {
 		return "", TokenView{}, err
 	}
+	// The caller was authenticated in an earlier transaction: a token
+	// revoked (or a session logged out) since then must not leave behind
+	// a child that no cascade will ever reach.
+	if by.TokenID != "" {
+		caller, found, err := bucketTokens.Get(tx, by.TokenID)
+		if err != nil {
+			return "", TokenView{}, err
+		}
+		if !found || !caller.RevokedAt.IsZero() || !now.Before(caller.ExpiresAt) {
+			return "", TokenView{}, apierr.New(apierr.Unauthenticated, "the calling token was revoked or expired while the request was made")
+		}
+	}
 	if err := WithinPolicy(pol, by.Policy); err != nil {
 		return "", TokenView{}, err
 	}

@@ -271,6 +271,19 @@ func keyAuditChain(tx *Tx) error {
 	if err != nil || len(events) == 0 {
 		return err
 	}
+	// A store whose chain was keyed before has a sealed head and a marker
+	// event: finding either at a schema below this one means the schema
+	// level was rolled back to have a forged plain chain relinked (and so
+	// laundered) with the key. Refuse to start rather than sign it.
+	if tx.GetRaw(metaBucket, auditHeadKey) != nil {
+		return errors.New("the audit chain was already keyed (its sealed head exists) yet the schema level says it was not: the schema level was rolled back, and the chain may have been rewritten; restore from a backup")
+	}
+	for _, e := range events {
+		var ev AuditEvent
+		if json.Unmarshal(e.v, &ev) == nil && ev.Kind == "audit.chain.keyed" {
+			return errors.New("the audit chain was already keyed (it holds an audit.chain.keyed event) yet the schema level says it was not: the schema level was rolled back, and the chain may have been rewritten; restore from a backup")
+		}
+	}
 	key, err := tx.db.auditKey()
 	if err != nil {
 		return err

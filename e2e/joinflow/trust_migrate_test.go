@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"stratum/internal/stratumtest"
 	"testing"
 	"time"
 
@@ -43,8 +44,12 @@ func asPreviousBuild(t *testing.T, dir string) {
 				return err
 			}
 		}
-		// The previous build's store schema was 1.
+		// The previous build's store schema was 1, its audit chain plain
+		// SHA-256 links with no sealed head.
 		if err := tx.Bucket([]byte("meta")).Put([]byte("schema"), []byte{0, 0, 0, 0, 0, 0, 0, 1}); err != nil {
+			return err
+		}
+		if err := stratumtest.RelinkAuditPlain(tx, nil); err != nil {
 			return err
 		}
 		return tx.Bucket([]byte("cluster")).Delete([]byte("admission-release"))

@@ -1,0 +1,44 @@
+package stratumtest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// RelinkAuditPlain rewrites a bbolt store's audit chain the first build's
+// way, with no sealed head: each prev is the plain SHA-256 of the previous
+// event's bytes. edit, when set, changes each event first. Tests that
+// turn a data directory into one of the first build (or forge a chain
+// without the data key) share it.
+func RelinkAuditPlain(tx *bolt.Tx, edit func(ev map[string]any)) error {
+	if err := tx.Bucket([]byte("meta")).Delete([]byte("auditHead")); err != nil {
+		return err
+	}
+	b := tx.Bucket([]byte("audit"))
+	prev := make([]byte, sha256.Size)
+	var keys [][]byte
+	_ = b.ForEach(func(k, _ []byte) error { keys = append(keys, append([]byte(nil), k...)); return nil })
+	for _, k := range keys {
+		var ev map[string]any
+		if err := json.Unmarshal(b.Get(k), &ev); err != nil {
+			return err
+		}
+		if edit != nil {
+			edit(ev)
+		}
+		ev["prev"] = hex.EncodeToString(prev)
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		if err := b.Put(k, raw); err != nil {
+			return err
+		}
+		sum := sha256.Sum256(raw)
+		prev = sum[:]
+	}
+	return nil
+}
