@@ -39,7 +39,18 @@ func (s *Service) Park(keyPin, joinID, lastState string, wait time.Duration, rea
 		return JoinerView{}, false, err
 	}
 	p.first = first
+	// A poll arriving while the service closes is answered at once: Close
+	// may already be waiting for the parked ones.
+	s.parkMu.Lock()
+	if s.closing {
+		s.parkMu.Unlock()
+		p.done = true
+		p.cancel()
+		p.release()
+		return first, false, nil
+	}
 	s.parked.Add(1)
+	s.parkMu.Unlock()
 	p.timer = time.AfterFunc(jittered(wait), p.finish)
 	return first, true, nil
 }

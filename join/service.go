@@ -67,7 +67,11 @@ type Service struct {
 	hub *Hub
 	// parked counts long-polls held by Park until they are answered.
 	parked sync.WaitGroup
-	kick   chan struct{} // wakes Run when the turn changes
+	// parkMu guards closing against Park adding to parked after Close
+	// began to wait for it.
+	parkMu  sync.Mutex
+	closing bool
+	kick    chan struct{} // wakes Run when the turn changes
 	// holds counts each registration's held long-polls (SPEC 10.10).
 	holds *holdCounter
 }
@@ -122,6 +126,9 @@ func (s *Service) Hub() *Hub { return s.hub }
 // and waits, up to parkedDrain, until the parked ones are answered: their
 // connections are no longer the HTTP server's to drain.
 func (s *Service) Close() {
+	s.parkMu.Lock()
+	s.closing = true
+	s.parkMu.Unlock()
 	s.hub.Close()
 	done := make(chan struct{})
 	go func() { s.parked.Wait(); close(done) }()

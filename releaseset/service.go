@@ -125,57 +125,50 @@ func (s *Service) Load() error {
 // topicRecords announces a committed record: "NODE SEQ".
 const topicRecords = "release-records"
 
-// heard drops the cache when another replica of a shared store recorded
-// (this replica's own commits reach the cache first, by their hook), so
-// the next read loads the store again.
+// heard keeps the cache current when another replica of a shared store
+// recorded (this replica's own commits reach the cache first, by their
+// hook): it reads that one node's record, in a transaction begun after
+// the note's commit, and keeps it with the note's commit sequence, so a
+// late local hook carrying an older sequence cannot put an older record
+// back. One key read: it runs on the store's listener, which every
+// cross-replica wake waits behind.
 func (s *Service) heard(payload string) {
 	node, seqText, _ := strings.Cut(payload, " ")
 	seq, err := strconv.ParseUint(seqText, 10, 64)
-	s.mu.RLock()
-	cur, ok := s.records[node]
-	s.mu.RUnlock()
-	if ok && err == nil && cur.seq >= seq {
+	if err != nil || node == "" {
+		s.dropCache() // a note this build does not read: load again
 		return
 	}
-	// Reload in a transaction of its own, begun after the note's commit.
-	// (Dropping the cache instead would let a read whose snapshot predates
-	// the commit fill it again with the old record, for good.) A local
-	// record remembered meanwhile bumps the version: read again.
-	for range 5 {
-		s.mu.RLock()
-		before := s.version
-		s.mu.RUnlock()
-		var all map[string]cachedRecord
-		if err := s.DB.View(func(tx *store.Tx) error {
-			var err error
-			all, err = readRecords(tx)
-			return err
-		}); err != nil {
-			break
-		}
-		if s.install(all, before) {
-			return
-		}
+	s.mu.RLock()
+	cur, ok := s.records[node]
+	loaded := s.records != nil
+	s.mu.RUnlock()
+	if !loaded || ok && cur.seq >= seq {
+		return
 	}
-	s.install(nil, 0) // the next read loads the store
+	var st Stored
+	var found bool
+	if err := s.DB.View(func(tx *store.Tx) error {
+		var err error
+		found, err = tx.GetJSON(bucketRecords, node, &st)
+		return err
+	}); err != nil || !found {
+		s.dropCache()
+		return
+	}
+	s.remember(node, st, seq)
 }
 
-// install replaces the cache with records read at version before, unless
-// a record was remembered since; a nil map drops the cache. Reloaded
-// records carry no commit sequence, so the encoded fragments (keyed by it)
-// go too. Same lock order as Answer: building, then mu.
-func (s *Service) install(records map[string]cachedRecord, before uint64) bool {
+// dropCache makes the next read load every record again. Same lock order
+// as Answer: building, then mu.
+func (s *Service) dropCache() {
 	s.building.Lock()
 	defer s.building.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if records != nil && s.version != before {
-		return false
-	}
-	s.records = records
+	s.records = nil
 	s.fragments = nil
 	s.version++ // answers built before are out of date
-	return true
 }
 
 // readRecords decodes every stored record.

@@ -1,0 +1,77 @@
+package releaseset
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	membership "stratum/cluster"
+	"stratum/crypto"
+	"stratum/internal/pgtest"
+	"stratum/store"
+)
+
+// A's own commit (seq s1) whose hook runs after A heard of B's newer record
+// (seq s2 > s1) must not put the older record back (review finding).
+func TestReplicaRecordOutranksALateLocalHook(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	key, _ := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
+	open := func() *store.DB {
+		db, err := store.Open(dsn, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	dbA, dbB := open(), open()
+	var founder string
+	if err := dbA.Update(func(tx *store.Tx) error {
+		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, time.Now())
+		founder = id.FounderNodeID
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a := &Service{DB: dbA, Now: time.Now, Node: founder}
+	b := &Service{DB: dbB, Now: time.Now, Node: founder}
+	if err := a.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Load(); err != nil {
+		t.Fatal(err)
+	}
+	// A commits 0.2.0 (seq s1); its OnCommit hook is late (emulated).
+	old := Stored{RunningRelease: "0.2.0", Release: Record{RecordedAt: time.Now().UTC()}}
+	var s1 uint64
+	if err := dbA.Update(func(tx *store.Tx) error {
+		if err := tx.PutJSON(bucketRecords, founder, old); err != nil {
+			return err
+		}
+		var err error
+		s1, err = tx.NextSequence(bucketRecords)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// B records 0.3.0 (seq s2 > s1); A hears it and reloads.
+	if err := b.Record("test", founder, RecordRequest{RunningRelease: "0.3.0"}); err != nil {
+		t.Fatal(err)
+	}
+	running := func() string {
+		set, err := a.Describe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set.Nodes[0].RunningRelease
+	}
+	for deadline := time.Now().Add(5 * time.Second); running() != "0.3.0"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("A never saw B's record")
+		}
+	}
+	a.remember(founder, old, s1) // A's late hook
+	if got := running(); got != "0.3.0" {
+		t.Errorf("A answers runningRelease %s; the store holds 0.3.0 (seq %d < B's)", got, s1)
+	}
+}
