@@ -16,7 +16,8 @@ import (
 )
 
 // TestParkedLongPollsHoldNoGoroutine: held long-polls are parked on their
-// connection (taken over from net/http), not on goroutines; they are
+// connection (taken over from net/http), not on net/http's goroutines
+// (one small reader a poll watches for its client leaving); they are
 // answered with Connection: close and the request id when the state
 // changes, and every one still held is answered at shutdown.
 func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
@@ -77,9 +78,10 @@ func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	during := runtime.NumGoroutine()
 	// Client side: per poll one Do goroutine plus the transport's read and
-	// write loops: 3. Anything above that is the founder's.
-	if extra := during - before - 3*polls; extra > polls/4 {
-		t.Errorf("goroutines rose by %d for %d parked polls: the founder holds %d (want ~0 per poll)", during-before, polls, extra)
+	// write loops: 3. The founder's share is one reader a parked poll
+	// (watching for its client to leave), not net/http's two.
+	if extra := during - before - 3*polls; extra > polls+polls/4 {
+		t.Errorf("goroutines rose by %d for %d parked polls: the founder holds %d (want 1 per poll)", during-before, polls, extra)
 	}
 
 	// A state change answers its poll at once.

@@ -47,12 +47,12 @@ func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, pin, joinID, stat
 			a.log.Debug("long-poll answer not delivered", "joinId", joinID, "err", werr)
 		}
 	}
-	first, parked, err := a.Joiners.Park(pin, joinID, state, wait, ready, answer)
+	first, end, err := a.Joiners.Park(pin, joinID, state, wait, ready, answer)
 	if err != nil {
 		close(ready)
 		return err
 	}
-	if !parked {
+	if end == nil {
 		close(ready)
 		writeJSON(w, http.StatusOK, first)
 		return nil
@@ -63,12 +63,27 @@ func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, pin, joinID, stat
 		close(ready)
 		return a.holdPoll(w, r, pin, joinID, state, wait, herr)
 	}
-	// Nothing the client pipelined behind a long-poll is served.
-	_ = brw
 	_ = c.SetReadDeadline(time.Time{})
 	conn = c
 	close(ready)
+	_ = brw // its buffer is not kept: nothing pipelined behind a long-poll is served
+	go endWhenGone(c, end)
 	return nil
+}
+
+// endWhenGone ends a parked poll when its client leaves (a joiner that
+// failed over, an agent restarted): the hold it counts against its
+// registration (SPEC 10.10) must not outlive it. It reads until the
+// connection fails; writing the answer and closing the connection end the
+// read too. Nothing a client sends behind a long-poll is served.
+func endWhenGone(r io.Reader, end func()) {
+	buf := make([]byte, 64)
+	for {
+		if _, err := r.Read(buf); err != nil {
+			end()
+			return
+		}
+	}
 }
 
 // holdPoll is the fallback when the connection cannot be taken over: the

@@ -71,7 +71,7 @@ type Joiners interface {
 	Register(keyPin string, req join.RegisterRequest) (view join.JoinerView, created bool, err error)
 	Progress(keyPin, joinID string, req join.ProgressRequest) (join.JoinerView, error)
 	OfferedRelease(keyPin, joinID string) (string, error)
-	Park(keyPin, joinID, lastState string, wait time.Duration, ready <-chan struct{}, answer func(join.JoinerView, error)) (first join.JoinerView, parked bool, err error)
+	Park(keyPin, joinID, lastState string, wait time.Duration, ready <-chan struct{}, answer func(join.JoinerView, error)) (first join.JoinerView, end func(), err error)
 	Wait(ctx context.Context, keyPin, joinID, lastState string, wait time.Duration) (join.JoinerView, error)
 }
 

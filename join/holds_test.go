@@ -19,8 +19,8 @@ func TestLongPollCapPerRegistration(t *testing.T) {
 	answered := make(chan JoinerView, 8)
 	answer := func(v JoinerView, _ error) { answered <- v }
 	park := func(state string) (bool, error) {
-		_, parked, err := e.svc.Park(keyPin("a"), v.JoinID, state, time.Minute, ready, answer)
-		return parked, err
+		_, end, err := e.svc.Park(keyPin("a"), v.JoinID, state, time.Minute, ready, answer)
+		return end != nil, err
 	}
 	for i := range MaxHoldsPerRegistration {
 		if parked, err := park(StatePending); !parked || err != nil {
@@ -37,8 +37,8 @@ func TestLongPollCapPerRegistration(t *testing.T) {
 	}
 	// Another registration is not limited by this one's holds.
 	w := e.pending("b")
-	if _, parked, err := e.svc.Park(keyPin("b"), w.JoinID, StatePending, time.Minute, ready, answer); !parked || err != nil {
-		t.Fatalf("another registration: parked %v, %v", parked, err)
+	if _, end, err := e.svc.Park(keyPin("b"), w.JoinID, StatePending, time.Minute, ready, answer); end == nil || err != nil {
+		t.Fatalf("another registration: parked %v, %v", end != nil, err)
 	}
 	// A state change answers the four; their places are free again.
 	if _, err := e.svc.Reject(e.admin, v.JoinID, "test"); err != nil {

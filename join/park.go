@@ -15,7 +15,11 @@ import (
 //
 // ready is closed by the caller once it can answer (it has taken the
 // connection over); answer is not called before.
-func (s *Service) Park(keyPin, joinID, lastState string, wait time.Duration, ready <-chan struct{}, answer func(JoinerView, error)) (first JoinerView, parked bool, err error) {
+//
+// end is nil when the poll was answered at once; otherwise calling it ends
+// the hold now (the caller saw its client leave): answer runs as for a
+// change, and the hold counted against the registration is given back.
+func (s *Service) Park(keyPin, joinID, lastState string, wait time.Duration, ready <-chan struct{}, answer func(JoinerView, error)) (first JoinerView, end func(), err error) {
 	wait = min(wait, MaxWait)
 	p := &parkedPoll{s: s, keyPin: keyPin, joinID: joinID, ready: ready, answer: answer}
 	// Held until the poll is set up: a wake that comes meanwhile waits.
@@ -28,7 +32,7 @@ func (s *Service) Park(keyPin, joinID, lastState string, wait time.Duration, rea
 	if err != nil || lastState == "" || first.State != lastState || wait <= 0 {
 		p.done = true
 		p.cancel()
-		return first, false, err
+		return first, nil, err
 	}
 	// The hold is what SPEC 10.10 caps per registration. (When the HTTP
 	// layer cannot take the connection over, it waits with Wait behind
@@ -36,7 +40,7 @@ func (s *Service) Park(keyPin, joinID, lastState string, wait time.Duration, rea
 	if p.release, err = s.holds.acquire(joinID); err != nil {
 		p.done = true
 		p.cancel()
-		return JoinerView{}, false, err
+		return JoinerView{}, nil, err
 	}
 	p.first = first
 	// A poll arriving while the service closes is answered at once: Close
@@ -47,12 +51,12 @@ func (s *Service) Park(keyPin, joinID, lastState string, wait time.Duration, rea
 		p.done = true
 		p.cancel()
 		p.release()
-		return first, false, nil
+		return first, nil, nil
 	}
 	s.parked.Add(1)
 	s.parkMu.Unlock()
 	p.timer = time.AfterFunc(jittered(wait), p.finish)
-	return first, true, nil
+	return first, func() { go p.finish() }, nil
 }
 
 // parkedPoll is one held long-poll: a hub watch and a timer, no goroutine.

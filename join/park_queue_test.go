@@ -23,9 +23,9 @@ func TestParkedPollIgnoresQueueMoves(t *testing.T) {
 	answered := make(chan JoinerView, 1)
 	const hold = 1500 * time.Millisecond
 	start := time.Now()
-	_, parked, err := e.svc.Park(keyPin("c"), c.JoinID, StateApproved, hold, ready, func(v JoinerView, _ error) { answered <- v })
-	if err != nil || !parked {
-		t.Fatalf("parked %v: %v", parked, err)
+	_, end, err := e.svc.Park(keyPin("c"), c.JoinID, StateApproved, hold, ready, func(v JoinerView, _ error) { answered <- v })
+	if err != nil || end == nil {
+		t.Fatalf("parked %v: %v", end != nil, err)
 	}
 	e.progress("a", a.JoinID, PhaseDone) // a joins, b takes its turn, c moves up to 1
 	select {
