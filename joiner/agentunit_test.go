@@ -16,14 +16,7 @@ import (
 func TestInstallAgent(t *testing.T) {
 	f := newFakeFounder(t, "0.6.0")
 	delivery, _ := f.delivery(t, "n-abc12def", "unseal-"+crypto.RandomHex(8))
-	f.onEvent = func(r *fakeReg, ev string) {
-		switch ev {
-		case "registered":
-			f.approveAndDeliver(r, delivery)
-		case "progress:done":
-			f.joinSoon(r)
-		}
-	}
+	f.acceptOn("registered", delivery)
 	var out syncBuffer
 	cfg := testConfig(t, f, &out)
 	cfg.InsecureStoreUnsealKey = true

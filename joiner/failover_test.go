@@ -13,14 +13,7 @@ import (
 func TestFailsOverToTheNextFounder(t *testing.T) {
 	f := newFakeFounder(t, "0.6.0")
 	delivery, _ := f.delivery(t, "n-abc12def", "unseal-"+crypto.RandomHex(24))
-	f.onEvent = func(r *fakeReg, ev string) {
-		switch ev {
-		case "registered":
-			f.approveAndDeliver(r, delivery)
-		case "progress:done":
-			f.joinSoon(r)
-		}
-	}
+	f.acceptOn("registered", delivery)
 	// A founder that died: its port refuses connections.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

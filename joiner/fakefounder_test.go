@@ -514,6 +514,20 @@ func (f *fakeFounder) approveAndDeliver(r *fakeReg, delivery map[string]any) {
 
 // joinSoon is the members applying the new generation after the joiner
 // reported done (and has seen installing).
+// acceptOn is the happy path: on event (a registration, or a
+// re-registration after an upgrade) the join is approved and delivered,
+// and it is joined once the joiner reports done.
+func (f *fakeFounder) acceptOn(event string, delivery map[string]any) {
+	f.onEvent = func(r *fakeReg, ev string) {
+		switch ev {
+		case event:
+			f.approveAndDeliver(r, delivery)
+		case "progress:done":
+			f.joinSoon(r)
+		}
+	}
+}
+
 func (f *fakeFounder) joinSoon(r *fakeReg) {
 	go func() {
 		f.waitServed(r.id, stateInstalling)

@@ -80,14 +80,7 @@ func TestJoinWithTPM(t *testing.T) {
 	f := newFakeFounder(t, "0.6.0")
 	unseal := "unseal-" + crypto.RandomHex(24)
 	delivery, sec := f.delivery(t, "n-abc12def", unseal)
-	f.onEvent = func(r *fakeReg, ev string) {
-		switch ev {
-		case "registered":
-			f.approveAndDeliver(r, delivery)
-		case "progress:done":
-			f.joinSoon(r)
-		}
-	}
+	f.acceptOn("registered", delivery)
 	var out syncBuffer
 	cfg := testConfig(t, f, &out)
 	cfg.TPMPath = sock
@@ -248,14 +241,7 @@ func TestNoTPMInsecureFlag(t *testing.T) {
 	f := newFakeFounder(t, "0.6.0")
 	unseal := "unseal-" + crypto.RandomHex(24)
 	delivery, _ := f.delivery(t, "n-abc12def", unseal)
-	f.onEvent = func(r *fakeReg, ev string) {
-		switch ev {
-		case "registered":
-			f.approveAndDeliver(r, delivery)
-		case "progress:done":
-			f.joinSoon(r)
-		}
-	}
+	f.acceptOn("registered", delivery)
 	var out syncBuffer
 	cfg := testConfig(t, f, &out)
 	cfg.InsecureStoreUnsealKey = true
@@ -393,14 +379,7 @@ func TestRestartDuringInstall(t *testing.T) {
 	f := newFakeFounder(t, "0.6.0")
 	f.refuseDone = 1
 	delivery, sec := f.delivery(t, "n-abc12def", "")
-	f.onEvent = func(r *fakeReg, ev string) {
-		switch ev {
-		case "registered":
-			f.approveAndDeliver(r, delivery)
-		case "progress:done":
-			f.joinSoon(r)
-		}
-	}
+	f.acceptOn("registered", delivery)
 	var out syncBuffer
 	cfg := testConfig(t, f, &out)
 	if err := runJoiner(t, cfg); err == nil || !strings.Contains(err.Error(), "done refused by the test") || ExitCode(err) != 1 {

@@ -97,14 +97,7 @@ func upgradeConfig(t *testing.T, f *fakeFounder, fx *releaseFixture, hook string
 	t.Helper()
 	f.releaseDir = fx.dir
 	delivery, _ := f.delivery(t, "n-abc12def", "")
-	f.onEvent = func(r *fakeReg, ev string) {
-		switch ev {
-		case "reregistered":
-			f.approveAndDeliver(r, delivery)
-		case "progress:done":
-			f.joinSoon(r)
-		}
-	}
+	f.acceptOn("reregistered", delivery)
 	cfg := testConfig(t, f, out)
 	cfg.Release = "0.5.0"
 	cfg.SelfUpgrade = true
