@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"stratum/crypto"
 	"time"
 
 	"stratum/backup"
@@ -109,20 +108,26 @@ func backupViaSocket(ctx context.Context, sock, out string, breq founder.BackupR
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return 0, fmt.Errorf("the founder refused the backup: %s", bytes.TrimSpace(msg))
 	}
-	var n int64
-	err = crypto.WriteFileAtomicFunc(out, 0o600, func(w io.Writer) error {
-		var err error
-		if n, err = io.Copy(w, resp.Body); err != nil {
-			return err
-		}
-		// Read after the body: the founder reports a failure mid-stream
-		// in a trailer.
-		if msg := resp.Trailer.Get("X-Backup-Error"); msg != "" {
-			return errors.New("backup failed on the founder: " + msg)
-		}
-		return nil
-	})
-	return n, err
+	tmp := out + ".partial"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(f, resp.Body)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && resp.Trailer.Get("X-Backup-Error") != "" {
+		err = errors.New("backup failed on the founder: " + resp.Trailer.Get("X-Backup-Error"))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return n, err
+	}
+	return n, os.Rename(tmp, out)
 }
 
 func runRestore(_ context.Context, args []string) error {
