@@ -21,6 +21,7 @@ import (
 
 	"stratum/buildinfo"
 	"stratum/crypto"
+	"stratum/wire"
 )
 
 const (
@@ -57,7 +58,7 @@ func node(t *testing.T, ca *crypto.CA, nodeID string) string {
 // fakeFounder answers the agent's three calls and records them.
 type fakeFounder struct {
 	mu         sync.Mutex
-	records    []recordRequest
+	records    []wire.RecordRequest
 	applied    []uint64
 	generation uint64
 	failing    bool // answer 503 to everything
@@ -93,7 +94,7 @@ func (f *fakeFounder) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	switch {
 	case r.Method == "PUT" && r.URL.Path == "/v1/cluster/nodes/"+cn+"/release":
-		var req recordRequest
+		var req wire.RecordRequest
 		if err := json.Unmarshal(body, &req); err != nil {
 			w.WriteHeader(400)
 			return
@@ -141,10 +142,10 @@ func (f *fakeFounder) bump() {
 	f.mu.Unlock()
 }
 
-func (f *fakeFounder) snapshot() ([]recordRequest, []uint64) {
+func (f *fakeFounder) snapshot() ([]wire.RecordRequest, []uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]recordRequest(nil), f.records...), append([]uint64(nil), f.applied...)
+	return append([]wire.RecordRequest(nil), f.records...), append([]uint64(nil), f.applied...)
 }
 
 type lockedBuf struct {

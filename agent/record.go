@@ -13,15 +13,9 @@ import (
 	"time"
 
 	"stratum/hostrecord"
-	"stratum/releaseset"
 	"stratum/semver"
+	"stratum/wire"
 )
-
-// recordRequest is the body of PUT /v1/cluster/nodes/{nodeId}/release.
-type recordRequest struct {
-	RunningRelease string            `json:"runningRelease"`
-	Release        releaseset.Record `json:"release"`
-}
 
 // collectEvery is how often the host is read to notice a change; the
 // record is sent on a change, or when the interval is due.
@@ -48,7 +42,7 @@ func (a *Agent) recordLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		rec, ps := hostrecord.Collect(ctx, a.host)
 		problems.Report(a.log, ps)
-		req := recordRequest{RunningRelease: a.runningRelease(), Release: rec}
+		req := wire.RecordRequest{RunningRelease: a.runningRelease(), Release: rec}
 		key := recordKey(req)
 		wait := collectEvery(a.cfg.Interval)
 		if a.cfg.checkEvery > 0 {
@@ -85,7 +79,7 @@ func (a *Agent) recordLoop(ctx context.Context) {
 
 // recordKey is the record without its collection time: what "changed"
 // compares.
-func recordKey(req recordRequest) []byte {
+func recordKey(req wire.RecordRequest) []byte {
 	req.Release.HostReportedAt = nil
 	b, _ := json.Marshal(req)
 	return b

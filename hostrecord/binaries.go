@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"stratum/buildinfo"
-	"stratum/releaseset"
 	"stratum/strictjson"
+	"stratum/wire"
 )
 
 // ControlPlaneFile is where a node's control plane writes its build and
@@ -20,7 +20,7 @@ const ControlPlaneFile = "etc/stratum/control-plane.json"
 
 // collectControlPlane reads ROOT/etc/stratum/control-plane.json when the
 // node runs a control plane; absent otherwise.
-func collectControlPlane(_ context.Context, h *Host, rec *releaseset.Record) error {
+func collectControlPlane(_ context.Context, h *Host, rec *wire.Record) error {
 	b, err := os.ReadFile(filepath.Join(h.Root, ControlPlaneFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -36,12 +36,12 @@ func collectControlPlane(_ context.Context, h *Host, rec *releaseset.Record) err
 	return nil
 }
 
-func parseControlPlane(b []byte) (*releaseset.ControlPlane, error) {
-	var cp releaseset.ControlPlane
+func parseControlPlane(b []byte) (*wire.ControlPlane, error) {
+	var cp wire.ControlPlane
 	if err := strictjson.Decode(b, &cp); err != nil {
 		return nil, fmt.Errorf("%s: %v", ControlPlaneFile, err)
 	}
-	if cp.Commit == "" || (!IsCommit(cp.Commit) && cp.Commit != releaseset.CommitUnknown) {
+	if cp.Commit == "" || (!IsCommit(cp.Commit) && cp.Commit != wire.CommitUnknown) {
 		return nil, fmt.Errorf("%s: commit %q is not a commit", ControlPlaneFile, cp.Commit)
 	}
 	for _, l := range []*int{cp.SchemaLevel, cp.CompatSchemaLevel, cp.DatabaseSchemaLevel} {
@@ -69,32 +69,32 @@ func IsCommit(s string) bool {
 // run: on a mutable node its control plane's build (wantCommit); on an
 // image-mode node the OS image decides, which the agent does not know, so
 // want stays empty there.
-func HostBinaries(b buildinfo.Info, executable string, imageMode bool, wantCommit string) *releaseset.HostBinaries {
-	hb := &releaseset.HostBinaries{Source: sourceOf(executable, imageMode), Commit: b.Commit}
+func HostBinaries(b buildinfo.Info, executable string, imageMode bool, wantCommit string) *wire.HostBinaries {
+	hb := &wire.HostBinaries{Source: sourceOf(executable, imageMode), Commit: b.Commit}
 	if !IsCommit(hb.Commit) {
-		hb.Commit = releaseset.CommitUnknown
+		hb.Commit = wire.CommitUnknown
 	}
 	if !imageMode && IsCommit(wantCommit) {
 		hb.Want = wantCommit
 	}
-	hb.Stale = hb.Commit == releaseset.CommitUnknown || (hb.Want != "" && hb.Want != hb.Commit)
+	hb.Stale = hb.Commit == wire.CommitUnknown || (hb.Want != "" && hb.Want != hb.Commit)
 	return hb
 }
 
 // sourceOf: binaries under /var were switched in live from a release
 // (overlay); under /usr on an image-mode node they came with the OS
 // image; anything else was installed from the control plane's image.
-func sourceOf(executable string, imageMode bool) releaseset.HostSource {
+func sourceOf(executable string, imageMode bool) wire.HostSource {
 	switch {
 	case strings.HasPrefix(executable, "/var/"):
-		return releaseset.SourceOverlay
+		return wire.SourceOverlay
 	case imageMode && strings.HasPrefix(executable, "/usr/"):
-		return releaseset.SourceOSImage
+		return wire.SourceOSImage
 	}
-	return releaseset.SourceControlPlaneImage
+	return wire.SourceControlPlaneImage
 }
 
-func collectHostBinaries(_ context.Context, h *Host, rec *releaseset.Record) error {
+func collectHostBinaries(_ context.Context, h *Host, rec *wire.Record) error {
 	want := ""
 	if rec.ControlPlane != nil {
 		want = rec.ControlPlane.Commit

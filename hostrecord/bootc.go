@@ -10,7 +10,7 @@ import (
 	"regexp"
 	"time"
 
-	"stratum/releaseset"
+	"stratum/wire"
 )
 
 // bootcStatus is what the record reads of `bootc status --format=json`
@@ -45,7 +45,7 @@ var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 // null) gives nil and false; an entry without a container image (a plain
 // ostree deployment) is left out, since a deployment is named by its
 // image digest.
-func parseBootc(out []byte) (*releaseset.Bootc, bool, error) {
+func parseBootc(out []byte) (*wire.Bootc, bool, error) {
 	var st bootcStatus
 	if err := json.Unmarshal(out, &st); err != nil {
 		return nil, false, fmt.Errorf("bootc status output is not JSON: %v", err)
@@ -53,7 +53,7 @@ func parseBootc(out []byte) (*releaseset.Bootc, bool, error) {
 	if st.Kind != "BootcHost" || st.Status == nil {
 		return nil, false, errors.New("bootc status output is not a BootcHost object")
 	}
-	var b releaseset.Bootc
+	var b wire.Bootc
 	var err error
 	if b.Booted, err = st.Status.Booted.deployment("booted"); err != nil {
 		return nil, false, err
@@ -70,14 +70,14 @@ func parseBootc(out []byte) (*releaseset.Bootc, bool, error) {
 	return &b, b.Booted != nil, nil
 }
 
-func (e *bootcEntry) deployment(which string) (*releaseset.Deployment, error) {
+func (e *bootcEntry) deployment(which string) (*wire.Deployment, error) {
 	if e == nil || e.Image == nil || e.Image.Image == nil {
 		return nil, nil
 	}
 	if !digestRE.MatchString(e.Image.ImageDigest) {
 		return nil, fmt.Errorf("bootc status: %s deployment has digest %q, not sha256:<64 hex>", which, e.Image.ImageDigest)
 	}
-	d := &releaseset.Deployment{Image: e.Image.Image.Image, Transport: e.Image.Image.Transport,
+	d := &wire.Deployment{Image: e.Image.Image.Image, Transport: e.Image.Image.Transport,
 		Digest: e.Image.ImageDigest, Version: e.Image.Version, Architecture: e.Image.Architecture,
 		SoftRebootCapable: e.SoftRebootCapable}
 	if e.Image.Timestamp != nil {
@@ -90,7 +90,7 @@ func (e *bootcEntry) deployment(which string) (*releaseset.Deployment, error) {
 // collectBootc fills imageMode and bootc. Without bootc, or when its
 // output cannot be read, imageMode comes from the marker ostree leaves
 // on an image-mode boot (a fact, not a guess) and bootc stays absent.
-func collectBootc(ctx context.Context, h *Host, rec *releaseset.Record) error {
+func collectBootc(ctx context.Context, h *Host, rec *wire.Record) error {
 	out, err := h.Run.Run(ctx, "bootc", "status", "--format=json")
 	if err == nil {
 		b, imageMode, perr := parseBootc(out)

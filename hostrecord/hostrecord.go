@@ -1,5 +1,5 @@
 // Package hostrecord builds a node's release record (the seed's release
-// object, releaseset.Record) from the real host: one collector per field,
+// object, wire.Record) from the real host: one collector per field,
 // each bounded by a timeout. A tool that is missing, or whose output
 // cannot be read, leaves its field at the seed's "not read" value (absent,
 // or null where the seed says null) and reports a Problem: nothing is
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"stratum/buildinfo"
-	"stratum/releaseset"
+	"stratum/wire"
 )
 
 // DefaultTimeout bounds each collector: a hung bootc or container runtime
@@ -55,7 +55,7 @@ type Problem struct {
 // collector fills its fields of rec, or returns why it could not.
 type collector struct {
 	field string
-	fill  func(ctx context.Context, h *Host, rec *releaseset.Record) error
+	fill  func(ctx context.Context, h *Host, rec *wire.Record) error
 }
 
 // collectors run in this order: hostBinaries reads what controlPlane and
@@ -72,7 +72,7 @@ var collectors = []collector{
 }
 
 // Collect builds the record. Problems name each field left unread.
-func Collect(ctx context.Context, h Host) (releaseset.Record, []Problem) {
+func Collect(ctx context.Context, h Host) (wire.Record, []Problem) {
 	if h.Run == nil {
 		h.Run = ExecRunner{}
 	}
@@ -82,7 +82,7 @@ func Collect(ctx context.Context, h Host) (releaseset.Record, []Problem) {
 	if h.Root == "" {
 		h.Root = "/"
 	}
-	var rec releaseset.Record
+	var rec wire.Record
 	var problems []Problem
 	for _, c := range collectors {
 		cctx, cancel := context.WithTimeout(ctx, h.Timeout)

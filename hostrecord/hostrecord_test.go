@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"stratum/buildinfo"
-	"stratum/releaseset"
+	"stratum/wire"
 )
 
 // fakeRunner answers commands from fixture files: key is "name arg0".
@@ -90,7 +90,7 @@ func TestCollectDebianHost(t *testing.T) {
 	if len(rec.Extensions) != 1 || rec.Extensions[0].Name != "stratum-demo" || rec.Extensions[0].Merged {
 		t.Fatalf("extensions: %+v", rec.Extensions)
 	}
-	want := []releaseset.Package{{Component: "tls", Name: "openssl", Version: "3.0.22-1~deb12u2"}, {Component: "systemd", Name: "systemd", Version: "252.39-1~deb12u2"}}
+	want := []wire.Package{{Component: "tls", Name: "openssl", Version: "3.0.22-1~deb12u2"}, {Component: "systemd", Name: "systemd", Version: "252.39-1~deb12u2"}}
 	if len(rec.Packages) != 2 || rec.Packages[0] != want[0] || rec.Packages[1] != want[1] {
 		t.Fatalf("packages: %+v", rec.Packages)
 	}
@@ -102,7 +102,7 @@ func TestCollectDebianHost(t *testing.T) {
 		t.Fatalf("controlPlane without control-plane.json: %+v", rec.ControlPlane)
 	}
 	hb := rec.HostBinaries
-	if hb == nil || hb.Commit != "4298b2fe" || hb.Source != releaseset.SourceControlPlaneImage || hb.Want != "" || hb.Stale {
+	if hb == nil || hb.Commit != "4298b2fe" || hb.Source != wire.SourceControlPlaneImage || hb.Want != "" || hb.Stale {
 		t.Fatalf("hostBinaries: %+v", hb)
 	}
 	if rec.HostReportedAt == nil || time.Since(*rec.HostReportedAt) > time.Minute {
@@ -130,7 +130,7 @@ func TestMissingTools(t *testing.T) {
 	if _, ok := p["bootc"]; ok || rec.Bootc != nil || rec.Extensions != nil {
 		t.Fatalf("bootc/extensions: %v %+v %+v", p, rec.Bootc, rec.Extensions)
 	}
-	if rec.HostBinaries == nil || rec.HostBinaries.Commit != releaseset.CommitUnknown || !rec.HostBinaries.Stale {
+	if rec.HostBinaries == nil || rec.HostBinaries.Commit != wire.CommitUnknown || !rec.HostBinaries.Stale {
 		t.Fatalf("hostBinaries of a build without a commit: %+v", rec.HostBinaries)
 	}
 }
@@ -143,34 +143,34 @@ func TestMalformedOutput(t *testing.T) {
 		name   string
 		runner fakeRunner
 		field  string
-		unread func(releaseset.Record) bool
+		unread func(wire.Record) bool
 	}{
 		{"bootc truncated", fakeRunner{"bootc status": {text: `{"kind":"BootcHost","status":{"booted":`}}, "bootc",
-			func(r releaseset.Record) bool { return r.Bootc == nil && !r.ImageMode }},
+			func(r wire.Record) bool { return r.Bootc == nil && !r.ImageMode }},
 		{"bootc bad digest", fakeRunner{"bootc status": {text: `{"kind":"BootcHost","status":{"booted":{"image":{"image":{"image":"x","transport":"registry"},"imageDigest":"md5:1"}}}}`}}, "bootc",
-			func(r releaseset.Record) bool { return r.Bootc == nil }},
+			func(r wire.Record) bool { return r.Bootc == nil }},
 		{"bootc not a host", fakeRunner{"bootc status": {text: `[]`}}, "bootc",
-			func(r releaseset.Record) bool { return r.Bootc == nil }},
+			func(r wire.Record) bool { return r.Bootc == nil }},
 		{"bootc fails", fakeRunner{"bootc status": {code: 1}}, "bootc",
-			func(r releaseset.Record) bool { return r.Bootc == nil }},
+			func(r wire.Record) bool { return r.Bootc == nil }},
 		{"sysext list garbage", fakeRunner{"systemd-sysext list": {text: "NAME TYPE PATH\n"}, "systemd-sysext status": {file: "sysext-status-none.json"}}, "extensions",
-			func(r releaseset.Record) bool { return r.Extensions == nil }},
+			func(r wire.Record) bool { return r.Extensions == nil }},
 		{"sysext status odd", fakeRunner{"systemd-sysext list": {file: "sysext-list-empty.json"}, "systemd-sysext status": {text: `[{"hierarchy":"/usr","extensions":"some"}]`}}, "extensions",
-			func(r releaseset.Record) bool { return r.Extensions == nil }},
+			func(r wire.Record) bool { return r.Extensions == nil }},
 		{"dpkg odd line", fakeRunner{"dpkg-query -W": {text: "openssl 3.0\n"}}, "packages",
-			func(r releaseset.Record) bool { return r.Packages == nil }},
+			func(r wire.Record) bool { return r.Packages == nil }},
 		{"dpkg broken", fakeRunner{"dpkg-query -W": {code: 2}}, "packages",
-			func(r releaseset.Record) bool { return r.Packages == nil }},
+			func(r wire.Record) bool { return r.Packages == nil }},
 		{"rpm odd line", fakeRunner{"rpm -q": {text: "openssl\t\t\n", code: 0}}, "packages",
-			func(r releaseset.Record) bool { return r.Packages == nil }},
+			func(r wire.Record) bool { return r.Packages == nil }},
 		{"docker garbage", fakeRunner{"docker ps": {text: "CONTAINER ID   IMAGE\n"}}, "pins",
-			func(r releaseset.Record) bool { return r.Pins == nil && r.Unpinned == nil }},
+			func(r wire.Record) bool { return r.Pins == nil && r.Unpinned == nil }},
 		{"docker without daemon", fakeRunner{"docker ps": {code: 1}}, "pins",
-			func(r releaseset.Record) bool { return r.Pins == nil }},
+			func(r wire.Record) bool { return r.Pins == nil }},
 		{"podman garbage", fakeRunner{"podman ps": {text: "{}"}}, "pins",
-			func(r releaseset.Record) bool { return r.Pins == nil }},
+			func(r wire.Record) bool { return r.Pins == nil }},
 		{"timeout", fakeRunner{"bootc status": {err: context.DeadlineExceeded}}, "bootc",
-			func(r releaseset.Record) bool { return r.Bootc == nil }},
+			func(r wire.Record) bool { return r.Bootc == nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec, problems := Collect(context.Background(), Host{Root: "testdata/root", Packages: pkgs, PinsFile: "testdata/pins.json", Run: tc.runner})
@@ -201,7 +201,7 @@ func TestParseBootc(t *testing.T) {
 	}
 	// The whole record with a staged deployment validates as a request.
 	rec, problems := Collect(context.Background(), Host{Root: "testdata/root", Run: fakeRunner{"bootc status": {file: "bootc-staged.json"}}, Executable: "/usr/bin/stratum", Build: buildinfo.Info{Commit: "abcd1234"}})
-	if len(problems) != 0 || !rec.ImageMode || rec.HostBinaries.Source != releaseset.SourceOSImage || rec.HostBinaries.Want != "" {
+	if len(problems) != 0 || !rec.ImageMode || rec.HostBinaries.Source != wire.SourceOSImage || rec.HostBinaries.Want != "" {
 		t.Fatalf("%v %+v", problems, rec.HostBinaries)
 	}
 }
@@ -215,7 +215,7 @@ func TestMergedExtension(t *testing.T) {
 	if _, ok := problemsOf(problems)["extensions"]; ok {
 		t.Fatal(problems)
 	}
-	want := []releaseset.Extension{{Name: "stratum-demo"}, {Name: "stratum-ovs", Merged: true, Version: "3.5.3-5.el10s", SysextLevel: "1.0"}}
+	want := []wire.Extension{{Name: "stratum-demo"}, {Name: "stratum-ovs", Merged: true, Version: "3.5.3-5.el10s", SysextLevel: "1.0"}}
 	if len(rec.Extensions) != 2 || rec.Extensions[0] != want[0] || rec.Extensions[1] != want[1] {
 		t.Fatalf("%+v", rec.Extensions)
 	}
@@ -234,24 +234,24 @@ func TestPins(t *testing.T) {
 			if _, ok := problemsOf(problems)["pins"]; ok {
 				t.Fatal(problems)
 			}
-			states := map[string]releaseset.Pin{}
+			states := map[string]wire.Pin{}
 			for _, p := range rec.Pins {
 				states[p.Name] = p
 			}
-			if p := states["ovn"]; p.State != releaseset.PinCurrent || p.Containers != 1 {
+			if p := states["ovn"]; p.State != wire.PinCurrent || p.Containers != 1 {
 				t.Fatalf("ovn: %+v", p)
 			}
-			if p := states["postgres"]; p.State != releaseset.PinAbsent || p.Containers != 0 {
+			if p := states["postgres"]; p.State != wire.PinAbsent || p.Containers != 0 {
 				t.Fatalf("postgres: %+v", p)
 			}
-			if p := states["controlplane"]; p.State != releaseset.PinSelf || p.Pinned != "" {
+			if p := states["controlplane"]; p.State != wire.PinSelf || p.Pinned != "" {
 				t.Fatalf("controlplane: %+v", p)
 			}
 			if len(rec.Unpinned) != 1 || rec.Unpinned[0].Image != "docker.io/library/busybox:latest" || rec.Unpinned[0].Containers != 1 {
 				t.Fatalf("unpinned: %+v", rec.Unpinned)
 			}
 			if tc.name == "podman" {
-				if p := states["axdnsd"]; p.State != releaseset.PinDiffers || p.Running != "registry.example.com/stratum/dns:1.4" {
+				if p := states["axdnsd"]; p.State != wire.PinDiffers || p.Running != "registry.example.com/stratum/dns:1.4" {
 					t.Fatalf("axdnsd: %+v", p)
 				}
 				if p := states["controlplane"]; p.Running != "registry.example.com/stratum/controlplane:v0.2.0" || p.Containers != 1 {

@@ -7,12 +7,12 @@ import (
 	"syscall"
 
 	"stratum/osrelease"
-	"stratum/releaseset"
+	"stratum/wire"
 )
 
 // collectOS reads ROOT/etc/os-release and the running kernel (uname). os
 // is left absent only when neither can be read.
-func collectOS(_ context.Context, h *Host, rec *releaseset.Record) error {
+func collectOS(_ context.Context, h *Host, rec *wire.Record) error {
 	osr, osErr := osrelease.Read(h.Root)
 	if osErr == nil && len(osr) == 0 {
 		osErr = errors.New("no os-release file (etc/os-release, usr/lib/os-release)")
@@ -21,7 +21,7 @@ func collectOS(_ context.Context, h *Host, rec *releaseset.Record) error {
 	if osErr != nil && kErr != nil {
 		return fmt.Errorf("os-release: %v; uname: %v", osErr, kErr)
 	}
-	o := &releaseset.OS{Kernel: kernel}
+	o := &wire.OS{Kernel: kernel}
 	if osErr == nil {
 		o.PrettyName, o.ID, o.VersionID = osr["PRETTY_NAME"], osr["ID"], osr["VERSION_ID"]
 		o.ImageVersion, o.BuildID = osr["IMAGE_VERSION"], osr["BUILD_ID"]

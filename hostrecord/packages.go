@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"stratum/releaseset"
+	"stratum/wire"
 )
 
 // PackageSpec is one component of --packages: the component name and the
@@ -105,7 +105,7 @@ func parseRpm(out []byte) (map[string]string, error) {
 // collectPackages asks dpkg, else rpm, for the named packages. A
 // component none of whose packages is installed is left out (the skew
 // compares it as "absent").
-func collectPackages(ctx context.Context, h *Host, rec *releaseset.Record) error {
+func collectPackages(ctx context.Context, h *Host, rec *wire.Record) error {
 	if len(h.Packages) == 0 {
 		return nil
 	}
@@ -117,11 +117,11 @@ func collectPackages(ctx context.Context, h *Host, rec *releaseset.Record) error
 	if err != nil {
 		return err
 	}
-	pkgs := []releaseset.Package{}
+	pkgs := []wire.Package{}
 	for _, s := range h.Packages {
 		for _, n := range s.Names {
 			if v, ok := installed[n]; ok {
-				pkgs = append(pkgs, releaseset.Package{Component: s.Component, Name: n, Version: v})
+				pkgs = append(pkgs, wire.Package{Component: s.Component, Name: n, Version: v})
 				break
 			}
 		}

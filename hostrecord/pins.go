@@ -10,8 +10,8 @@ import (
 	"os"
 	"strings"
 
-	"stratum/releaseset"
 	"stratum/strictjson"
+	"stratum/wire"
 )
 
 // PinsFile is the --pins-file: the images this node's control plane pins.
@@ -138,12 +138,12 @@ func runningImages(ctx context.Context, run Runner) ([]string, error) {
 
 // comparePins sets each pin's state against the running images; images
 // no pin names go to unpinned.
-func comparePins(pf PinsFile, images []string) ([]releaseset.Pin, []releaseset.Unpinned) {
-	pins := make([]releaseset.Pin, 0, len(pf.Pins))
+func comparePins(pf PinsFile, images []string) ([]wire.Pin, []wire.Unpinned) {
+	pins := make([]wire.Pin, 0, len(pf.Pins))
 	claimed := map[string]bool{}
 	for _, spec := range pf.Pins {
 		claimed[spec.Repository] = true
-		p := releaseset.Pin{Name: spec.Name, Pinned: spec.Pinned, State: releaseset.PinAbsent}
+		p := wire.Pin{Name: spec.Name, Pinned: spec.Pinned, State: wire.PinAbsent}
 		for _, im := range images {
 			if repository(im) != spec.Repository {
 				continue
@@ -151,22 +151,22 @@ func comparePins(pf PinsFile, images []string) ([]releaseset.Pin, []releaseset.U
 			p.Containers++
 			switch {
 			case spec.Self:
-				p.State = releaseset.PinSelf
+				p.State = wire.PinSelf
 				if p.Running == "" {
 					p.Running = im
 				}
 			case !sameImage(im, spec.Pinned):
-				p.State, p.Running = releaseset.PinDiffers, im
-			case p.State == releaseset.PinAbsent:
-				p.State = releaseset.PinCurrent
+				p.State, p.Running = wire.PinDiffers, im
+			case p.State == wire.PinAbsent:
+				p.State = wire.PinCurrent
 			}
 		}
 		if spec.Self {
-			p.State = releaseset.PinSelf
+			p.State = wire.PinSelf
 		}
 		pins = append(pins, p)
 	}
-	var unpinned []releaseset.Unpinned
+	var unpinned []wire.Unpinned
 	index := map[string]int{}
 	for _, im := range images {
 		if claimed[repository(im)] {
@@ -177,14 +177,14 @@ func comparePins(pf PinsFile, images []string) ([]releaseset.Pin, []releaseset.U
 			continue
 		}
 		index[im] = len(unpinned)
-		unpinned = append(unpinned, releaseset.Unpinned{Image: im, Containers: 1})
+		unpinned = append(unpinned, wire.Unpinned{Image: im, Containers: 1})
 	}
 	return pins, unpinned
 }
 
 // collectPins reads the pins file and what runs. Without a runtime the
 // pins cannot be compared, so neither pins nor unpinned is reported.
-func collectPins(ctx context.Context, h *Host, rec *releaseset.Record) error {
+func collectPins(ctx context.Context, h *Host, rec *wire.Record) error {
 	if h.PinsFile == "" {
 		return nil
 	}

@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"stratum/release"
-	"stratum/releaseset"
 	"stratum/semver"
+	"stratum/wire"
 )
 
 // The payload directory (--payload-dir, /var/lib/stratum/upgrade on a
@@ -34,7 +34,7 @@ const (
 
 // collectStored fills stored and payloads. An unset directory leaves
 // stored null (not read); a directory that does not exist keeps nothing.
-func collectStored(ctx context.Context, h *Host, rec *releaseset.Record) error {
+func collectStored(ctx context.Context, h *Host, rec *wire.Record) error {
 	if h.PayloadDir == "" {
 		return nil
 	}
@@ -51,7 +51,7 @@ func collectStored(ctx context.Context, h *Host, rec *releaseset.Record) error {
 // linkExtensions names, for each merged extension, the stored release
 // whose manifest lists that extension at that version, with the root hash
 // it records: the installed release first, then the others in order.
-func linkExtensions(exts []releaseset.Extension, st *releaseset.Storage, manifests map[string]*release.Manifest) {
+func linkExtensions(exts []wire.Extension, st *wire.Storage, manifests map[string]*release.Manifest) {
 	order := make([]string, 0, len(st.Releases))
 	for _, r := range st.Releases {
 		if r.Installed {
@@ -86,8 +86,8 @@ func installedRelease(root string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func scanPayloads(ctx context.Context, dir, installed string) (*releaseset.Storage, []releaseset.Payload, map[string]*release.Manifest, error) {
-	st := &releaseset.Storage{}
+func scanPayloads(ctx context.Context, dir, installed string) (*wire.Storage, []wire.Payload, map[string]*release.Manifest, error) {
+	st := &wire.Storage{}
 	manifests := map[string]*release.Manifest{}
 	top, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -96,11 +96,11 @@ func scanPayloads(ctx context.Context, dir, installed string) (*releaseset.Stora
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var payloads []releaseset.Payload
+	var payloads []wire.Payload
 	layouts := map[string]bool{}
 	for _, e := range top {
 		if e.Name() != releasesDir && e.Name() != osDir || !e.IsDir() {
-			st.Leftovers = append(st.Leftovers, releaseset.StoredDir{Path: e.Name()})
+			st.Leftovers = append(st.Leftovers, wire.StoredDir{Path: e.Name()})
 		}
 	}
 	rels, err := readDirIfAny(filepath.Join(dir, releasesDir))
@@ -114,11 +114,11 @@ func scanPayloads(ctx context.Context, dir, installed string) (*releaseset.Stora
 		rel := path.Join(releasesDir, e.Name())
 		m, raw, ok := storedManifest(dir, e)
 		if !ok {
-			st.Leftovers = append(st.Leftovers, releaseset.StoredDir{Path: rel})
+			st.Leftovers = append(st.Leftovers, wire.StoredDir{Path: rel})
 			continue
 		}
 		manifests[m.Release] = m
-		sr := releaseset.StoredRelease{Release: m.Release, Path: rel, Installed: m.Release == installed}
+		sr := wire.StoredRelease{Release: m.Release, Path: rel, Installed: m.Release == installed}
 		if m.OS.Layout != "" && release.ValidPath(m.OS.Layout) == nil && !strings.Contains(m.OS.Layout, "/") {
 			sr.OS = path.Join(osDir, m.OS.Layout)
 			layouts[m.OS.Layout] = true
@@ -127,7 +127,7 @@ func scanPayloads(ctx context.Context, dir, installed string) (*releaseset.Stora
 		st.Releases = append(st.Releases, sr)
 		if sr.Complete {
 			sum := sha256.Sum256(raw)
-			payloads = append(payloads, releaseset.Payload{Release: m.Release, SHA256: hex.EncodeToString(sum[:])})
+			payloads = append(payloads, wire.Payload{Release: m.Release, SHA256: hex.EncodeToString(sum[:])})
 		}
 	}
 	oses, err := readDirIfAny(filepath.Join(dir, osDir))
@@ -136,7 +136,7 @@ func scanPayloads(ctx context.Context, dir, installed string) (*releaseset.Stora
 	}
 	for _, e := range oses {
 		if !layouts[e.Name()] {
-			st.Leftovers = append(st.Leftovers, releaseset.StoredDir{Path: path.Join(osDir, e.Name())})
+			st.Leftovers = append(st.Leftovers, wire.StoredDir{Path: path.Join(osDir, e.Name())})
 		}
 	}
 	sort.Slice(st.Leftovers, func(i, j int) bool { return st.Leftovers[i].Path < st.Leftovers[j].Path })

@@ -13,6 +13,7 @@ import (
 
 	"stratum/release"
 	"stratum/releaseset"
+	"stratum/wire"
 )
 
 // writeStored lays out a payload directory: rel's manifest under
@@ -57,7 +58,7 @@ func TestStored(t *testing.T) {
 		t.Fatalf("stored: %+v", st)
 	}
 	r0, r1 := st.Releases[0], st.Releases[1]
-	if r0 != (releaseset.StoredRelease{Release: "0.2.0", Complete: true, Installed: true, Path: "releases/0.2.0", OS: "os/3f1c0d77"}) {
+	if r0 != (wire.StoredRelease{Release: "0.2.0", Complete: true, Installed: true, Path: "releases/0.2.0", OS: "os/3f1c0d77"}) {
 		t.Fatalf("0.2.0: %+v", r0)
 	}
 	if r1.Release != "0.3.0" || r1.Complete || r1.Installed {
@@ -71,11 +72,11 @@ func TestStored(t *testing.T) {
 		t.Fatalf("leftovers: %v", left)
 	}
 	sum := sha256.Sum256(raw)
-	if len(rec.Payloads) != 1 || rec.Payloads[0] != (releaseset.Payload{Release: "0.2.0", SHA256: hex.EncodeToString(sum[:])}) {
+	if len(rec.Payloads) != 1 || rec.Payloads[0] != (wire.Payload{Release: "0.2.0", SHA256: hex.EncodeToString(sum[:])}) {
 		t.Fatalf("payloads: %+v", rec.Payloads)
 	}
 	// The collected record passes the founder's own request checks.
-	body, _ := json.Marshal(releaseset.RecordRequest{RunningRelease: "0.2.0", Release: rec})
+	body, _ := json.Marshal(wire.RecordRequest{RunningRelease: "0.2.0", Release: rec})
 	if _, err := releaseset.DecodeRecordRequest(body); err != nil {
 		t.Fatalf("the founder would refuse this record: %v", err)
 	}

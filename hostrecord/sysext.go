@@ -10,7 +10,7 @@ import (
 	"sort"
 
 	"stratum/osrelease"
-	"stratum/releaseset"
+	"stratum/wire"
 )
 
 // sysextImage is one entry of `systemd-sysext list --json=short`.
@@ -69,7 +69,7 @@ func parseSysextStatus(out []byte) (map[string]bool, error) {
 // collectExtensions lists every image systemd-sysext finds and every
 // merged one. A merged extension's version and level come from its
 // extension-release file, visible under /usr while it is merged.
-func collectExtensions(ctx context.Context, h *Host, rec *releaseset.Record) error {
+func collectExtensions(ctx context.Context, h *Host, rec *wire.Record) error {
 	out, err := h.Run.Run(ctx, "systemd-sysext", "list", "--json=short")
 	if errors.Is(err, ErrMissing) {
 		return nil
@@ -90,13 +90,13 @@ func collectExtensions(ctx context.Context, h *Host, rec *releaseset.Record) err
 		return err
 	}
 	seen := map[string]bool{}
-	var exts []releaseset.Extension
+	var exts []wire.Extension
 	add := func(name string) {
 		if seen[name] {
 			return
 		}
 		seen[name] = true
-		e := releaseset.Extension{Name: name, Merged: merged[name]}
+		e := wire.Extension{Name: name, Merged: merged[name]}
 		if e.Merged {
 			e.Version, e.SysextLevel = extensionRelease(h.Root, name)
 		}

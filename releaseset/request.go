@@ -5,14 +5,6 @@ import (
 	"stratum/strictjson"
 )
 
-// RecordRequest is the body of PUT /v1/cluster/nodes/{nodeId}/release.
-type RecordRequest struct {
-	// RunningRelease is the release the node runs (semver), empty when it
-	// does not know.
-	RunningRelease string `json:"runningRelease"`
-	Release        Record `json:"release"`
-}
-
 // DecodeRecordRequest parses and checks a record request. Every problem is
 // reported at once as INVALID_INPUT with its field path (e.g.
 // release.pins[2].state). The returned Release has a zero RecordedAt for
@@ -33,7 +25,7 @@ func DecodeRecordRequest(body []byte) (RecordRequest, error) {
 			return checks
 		}
 		req = RecordRequest{RunningRelease: wire.RunningRelease, Release: *wire.Release}
-		req.validate(&checks)
+		validateRequest(&checks, &req)
 		return checks
 	})
 	if err != nil {

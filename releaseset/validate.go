@@ -12,22 +12,22 @@ import (
 // Value checks run on the decoded request; each adds to f and goes on, so
 // the node's author sees every problem in one answer.
 
-func (r *RecordRequest) validate(f *apierr.Fields) {
+func validateRequest(f *apierr.Fields, r *RecordRequest) {
 	if r.RunningRelease != "" {
 		checkRelease(f, "runningRelease", r.RunningRelease)
 	}
-	r.Release.validate(f, "release")
+	validateRecord(f, &r.Release, "release")
 }
 
-func (r *Record) validate(f *apierr.Fields, at string) {
+func validateRecord(f *apierr.Fields, r *Record, at string) {
 	if r.OS != nil {
 		checkOptionalDigest(f, at+".os.baseDigest", r.OS.BaseDigest)
 		checkOptionalDigest(f, at+".os.kernelArgsDigest", r.OS.KernelArgsDigest)
 	}
 	if b := r.Bootc; b != nil {
-		b.Booted.validate(f, at+".bootc.booted")
-		b.Staged.validate(f, at+".bootc.staged")
-		b.Rollback.validate(f, at+".bootc.rollback")
+		validateDeployment(f, b.Booted, at+".bootc.booted")
+		validateDeployment(f, b.Staged, at+".bootc.staged")
+		validateDeployment(f, b.Rollback, at+".bootc.rollback")
 	}
 	if c := r.ControlPlane; c != nil {
 		checkLevel(f, at+".controlPlane.schemaLevel", c.SchemaLevel)
@@ -35,14 +35,14 @@ func (r *Record) validate(f *apierr.Fields, at string) {
 		checkLevel(f, at+".controlPlane.databaseSchemaLevel", c.DatabaseSchemaLevel)
 	}
 	if h := r.HostBinaries; h != nil {
-		h.validate(f, at+".hostBinaries")
+		validateHostBinaries(f, h, at+".hostBinaries")
 	}
 	for i, e := range r.Extensions {
-		e.validate(f, index(at+".extensions", i))
+		validateExtension(f, e, index(at+".extensions", i))
 	}
 	components := map[string]int{}
 	for i, p := range r.Packages {
-		p.validate(f, index(at+".packages", i))
+		validatePackage(f, p, index(at+".packages", i))
 		if first, dup := components[p.Component]; dup && p.Component != "" {
 			f.Add(index(at+".packages", i)+".component",
 				"component %q is already listed at packages[%d]; a node lists one package per component", p.Component, first)
@@ -51,20 +51,20 @@ func (r *Record) validate(f *apierr.Fields, at string) {
 		}
 	}
 	for i, p := range r.Pins {
-		p.validate(f, index(at+".pins", i))
+		validatePin(f, p, index(at+".pins", i))
 	}
 	for i, u := range r.Unpinned {
-		u.validate(f, index(at+".unpinned", i))
+		validateUnpinned(f, u, index(at+".unpinned", i))
 	}
 	for i, p := range r.Payloads {
-		p.validate(f, index(at+".payloads", i))
+		validatePayload(f, p, index(at+".payloads", i))
 	}
 	if r.Stored != nil {
-		r.Stored.validate(f, at+".stored")
+		validateStorage(f, r.Stored, at+".stored")
 	}
 }
 
-func (d *Deployment) validate(f *apierr.Fields, at string) {
+func validateDeployment(f *apierr.Fields, d *Deployment, at string) {
 	if d == nil {
 		return
 	}
@@ -74,7 +74,7 @@ func (d *Deployment) validate(f *apierr.Fields, at string) {
 	checkDigest(f, at+".digest", d.Digest)
 }
 
-func (h *HostBinaries) validate(f *apierr.Fields, at string) {
+func validateHostBinaries(f *apierr.Fields, h *HostBinaries, at string) {
 	switch h.Source {
 	case SourceOSImage, SourceOverlay, SourceControlPlaneImage:
 	case "":
@@ -90,7 +90,7 @@ func (h *HostBinaries) validate(f *apierr.Fields, at string) {
 	}
 }
 
-func (e Extension) validate(f *apierr.Fields, at string) {
+func validateExtension(f *apierr.Fields, e Extension, at string) {
 	if e.Name == "" {
 		f.Add(at+".name", "is required")
 	}
@@ -102,7 +102,7 @@ func (e Extension) validate(f *apierr.Fields, at string) {
 	}
 }
 
-func (p Package) validate(f *apierr.Fields, at string) {
+func validatePackage(f *apierr.Fields, p Package, at string) {
 	for _, kv := range [...][2]string{{"component", p.Component}, {"name", p.Name}, {"version", p.Version}} {
 		if kv[1] == "" {
 			f.Add(at+"."+kv[0], "is required")
@@ -110,7 +110,7 @@ func (p Package) validate(f *apierr.Fields, at string) {
 	}
 }
 
-func (p Pin) validate(f *apierr.Fields, at string) {
+func validatePin(f *apierr.Fields, p Pin, at string) {
 	if p.Name == "" {
 		f.Add(at+".name", "is required")
 	}
@@ -124,21 +124,21 @@ func (p Pin) validate(f *apierr.Fields, at string) {
 	checkCount(f, at+".containers", p.Containers)
 }
 
-func (u Unpinned) validate(f *apierr.Fields, at string) {
+func validateUnpinned(f *apierr.Fields, u Unpinned, at string) {
 	if u.Image == "" {
 		f.Add(at+".image", "is required")
 	}
 	checkCount(f, at+".containers", u.Containers)
 }
 
-func (p Payload) validate(f *apierr.Fields, at string) {
+func validatePayload(f *apierr.Fields, p Payload, at string) {
 	checkRelease(f, at+".release", p.Release)
 	if !isHex(p.SHA256, 64, 64) {
 		f.Add(at+".sha256", "must be 64 lowercase hex digits")
 	}
 }
 
-func (s *Storage) validate(f *apierr.Fields, at string) {
+func validateStorage(f *apierr.Fields, s *Storage, at string) {
 	for i, r := range s.Releases {
 		ra := index(at+".releases", i)
 		checkRelease(f, ra+".release", r.Release)
