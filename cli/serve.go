@@ -36,6 +36,7 @@ func runServe(ctx context.Context, args []string) error {
 	logFormat := fs.String("log-format", "text", "text or json")
 	keys := addKeyFlags(fs, "TPM holding the sealed data key (/dev/tpmrm0 or a swtpm socket; data.key.tpm alone implies /dev/tpmrm0)")
 	dsn := storeFlag(fs)
+	acceptRollback := fs.Bool("accept-audit-rollback", false, "start once although the store's audit chain ends below this founder's high-water mark (an older backup restored on purpose; audited)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func runServe(ctx context.Context, args []string) error {
 		APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
 		ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseSource: *source, DeliveryTimeout: *timeout,
 		ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort,
-		Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: os.Stdout,
+		AcceptAuditRollback: *acceptRollback, Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: os.Stdout,
 	})
 }
 

@@ -80,9 +80,9 @@ func toFirstBuild(tx *bolt.Tx) error {
 
 // stoppedWithTokens runs a founder on dir, creates n API tokens, checks
 // the chain through the control socket while serving, and stops it.
-func stoppedWithTokens(t *testing.T, dir string, n int) []apiToken {
+func stoppedWithTokens(t *testing.T, dir string, n int, extra ...string) []apiToken {
 	t.Helper()
-	f := startFounder(t, dir)
+	f := startFounder(t, dir, extra...)
 	admin := f.login(credentials(t, dir))
 	var toks []apiToken
 	for i := 0; i < n; i++ {

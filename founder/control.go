@@ -31,6 +31,9 @@ func (f *Founder) serveControl() (func(), error) {
 	mux.HandleFunc("POST /backup", f.controlBackup)
 	mux.HandleFunc("GET /audit/verify", func(w http.ResponseWriter, r *http.Request) {
 		n, err := f.db.VerifyAudit()
+		if err == nil {
+			err = f.checkAuditMarkLive()
+		}
 		if err != nil {
 			w.WriteHeader(http.StatusConflict)
 			fmt.Fprintf(w, "audit chain broken after %d good events: %v\n", n, err)

@@ -169,5 +169,13 @@ func (d DataDir) VerifyAudit(ks KeySource, dsn string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return store.VerifyAuditFile(d.StoreTarget(dsn), key)
+	n, err := store.VerifyAuditFile(d.StoreTarget(dsn), key)
+	if err != nil {
+		return n, err
+	}
+	have, err := store.AuditMarkFile(d.StoreTarget(dsn), key)
+	if err != nil {
+		return n, err
+	}
+	return n, d.CheckAuditHWM(key, have)
 }

@@ -60,6 +60,10 @@ type Options struct {
 	Out io.Writer
 	// Ready, when set, is called with the bound addresses once serving.
 	Ready func(apiAddr, joinAddr string)
+	// AcceptAuditRollback lets a store whose audit chain ends below the
+	// high-water mark start (once, audited): an older backup restored on
+	// purpose (SPEC 16.3).
+	AcceptAuditRollback bool
 	// ReleaseReads are the fairness limits of release reads (zero: SPEC
 	// 10.8's); tests shorten them.
 	ReleaseReads repo.ReadLimits
@@ -85,6 +89,7 @@ type Founder struct {
 	recordProblems hostrecord.ProblemLog
 	joins          *join.Service
 	mirror         *repo.Mirror
+	auditMark      *auditKeeper
 }
 
 // Serve runs the founder until ctx ends, then shuts down gracefully.
@@ -145,6 +150,9 @@ func Serve(ctx context.Context, o Options) error {
 		f.ca, err = cluster.LoadCA(tx)
 		return err
 	}); err != nil {
+		return err
+	}
+	if err := f.guardAuditRollback(o.AcceptAuditRollback); err != nil {
 		return err
 	}
 	if err := f.prepareReplica(); err != nil {

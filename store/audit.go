@@ -116,8 +116,57 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 	if err != nil {
 		return err
 	}
-	return tx.PutSealed(metaBucket, auditHeadKey, head)
+	if err := tx.PutSealed(metaBucket, auditHeadKey, head); err != nil {
+		return err
+	}
+	if w := tx.db.auditWatch.Load(); w != nil {
+		m := AuditMark{Seq: seq, Head: hex.EncodeToString(link(raw))}
+		tx.OnCommit(func() { (*w)(m) })
+	}
+	return nil
 }
+
+// AuditMark is where the keyed chain ends: the newest event's sequence
+// and the hash its sealed head records.
+type AuditMark struct {
+	Seq  uint64 `json:"seq"`
+	Head string `json:"head"`
+}
+
+// AuditMark reads the sealed head: the end of the chain as the store
+// claims it (zero when nothing was audited yet).
+func (db *DB) AuditMark() (AuditMark, error) {
+	var m AuditMark
+	err := db.View(func(tx *Tx) error {
+		raw, found, err := tx.GetSealed(metaBucket, auditHeadKey)
+		if err != nil || !found {
+			return err
+		}
+		var head auditHead
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return fmt.Errorf("the audit head does not decode: %w", err)
+		}
+		m = AuditMark{Seq: head.Seq, Head: head.Hash}
+		return nil
+	})
+	return m, err
+}
+
+// AuditMarkFile reads the sealed head of a store no process holds.
+func AuditMarkFile(path string, key Sealer) (AuditMark, error) {
+	db, err := OpenReadOnly(path)
+	if err != nil {
+		return AuditMark{}, err
+	}
+	defer db.Close()
+	db.sealer = key
+	return db.AuditMark()
+}
+
+// OnAudit sets fn to hear, after each commit on this replica that
+// appended audit events, the chain's new end (calls may come out of
+// order from concurrent commits: keep the highest).
+func (db *DB) OnAudit(fn func(AuditMark)) { db.auditWatch.Store(&fn) }
 
 // AuditEvents returns events with seq > after, at most limit of them.
 func (db *DB) AuditEvents(after uint64, limit int) ([]AuditEvent, error) {

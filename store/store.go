@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrClosed is returned once the store is closed (shutdown).
@@ -36,6 +37,10 @@ type DB struct {
 	closed bool
 
 	bus bus
+
+	// auditWatch hears each committed advance of the audit chain (see
+	// OnAudit).
+	auditWatch atomic.Pointer[func(AuditMark)]
 }
 
 // IsPostgres reports whether target names a PostgreSQL database rather
