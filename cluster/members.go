@@ -29,6 +29,9 @@ type Member struct {
 	Networks          map[string]Network `json:"networks"`
 	Labels            map[string]string  `json:"labels"`
 	JoinedAt          time.Time          `json:"joinedAt"`
+	// Hostname is what the machine reported when it registered (the
+	// founder's own at init), so people see names, not only ids.
+	Hostname string `json:"hostname,omitempty"`
 	// Order is the join order; the founder is 1.
 	Order uint64 `json:"order"`
 	// JoinID links a member admitted through a join to it.
@@ -148,10 +151,17 @@ func Remove(tx *store.Tx, nodeID string) error {
 
 // AllApplied reports whether every joining or active member has applied g.
 func AllApplied(members []Member, g uint64) bool {
+	return len(Lagging(members, g)) == 0
+}
+
+// Lagging lists the joining or active members that have not applied g:
+// what a join admitted at g waits for, named so a stall says who holds it.
+func Lagging(members []Member, g uint64) []Member {
+	var out []Member
 	for _, m := range members {
 		if (m.State == MemberJoining || m.State == MemberActive) && m.AppliedGeneration < g {
-			return false
+			out = append(out, m)
 		}
 	}
-	return true
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"stratum/apierr"
+	"stratum/cluster"
 	"stratum/iam"
 	"stratum/store"
 	"stratum/strictjson"
@@ -24,9 +25,13 @@ func (s *Service) List(state string) ([]OperatorView, error) {
 	}
 	var recs []record
 	var pos map[string]int
+	var members []cluster.Member
 	err := s.view(func(tx *store.Tx) error {
 		var err error
 		if pos, err = queuePositions(tx); err != nil {
+			return err
+		}
+		if members, err = cluster.Members(tx); err != nil {
 			return err
 		}
 		return tx.ForEach(bucketRegistrations, func(_ string, raw []byte) error {
@@ -43,7 +48,7 @@ func (s *Service) List(state string) ([]OperatorView, error) {
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
 	out := make([]OperatorView, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, operatorView(r, pos[r.JoinID]))
+		out = append(out, operatorView(r, pos[r.JoinID], members))
 	}
 	return out, err
 }

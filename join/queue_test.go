@@ -68,8 +68,21 @@ func TestQueue(t *testing.T) {
 	if len(second.Delivery.Bundle.Nodes) != 3 {
 		t.Errorf("second's bundle nodes %+v", second.Delivery.Bundle.Nodes)
 	}
-	if v := e.progress("b", b.JoinID, PhaseDone); v.State != StateInstalling {
+	v := e.progress("b", b.JoinID, PhaseDone)
+	if v.State != StateInstalling {
 		t.Fatalf("second done before every member applied: %s", v.State)
+	}
+	// The stall names the member that holds it, to the joiner and to the
+	// operator (SPEC 17).
+	firstID := first.Assignment.NodeID
+	if v.Generation != g || len(v.WaitingFor) != 1 || v.WaitingFor[0].NodeID != firstID || v.WaitingFor[0].AppliedGeneration >= g {
+		t.Errorf("the joiner's view waits for %+v at generation %d, want only %s below %d", v.WaitingFor, v.Generation, firstID, g)
+	}
+	if ov, err := e.svc.Get(b.JoinID); err != nil || len(ov.WaitingFor) != 1 || ov.WaitingFor[0].NodeID != firstID {
+		t.Errorf("the operator's view waits for %+v (%v), want %s", ov.WaitingFor, err, firstID)
+	}
+	if list, err := e.svc.List(StateInstalling); err != nil || len(list) != 1 || len(list[0].WaitingFor) != 1 || list[0].WaitingFor[0].NodeID != firstID {
+		t.Errorf("the operator's list of installing joins: %+v (%v)", list, err)
 	}
 	_, err := e.svc.Applied(first.Assignment.NodeID, g+1)
 	wantCode(t, err, apierr.InvalidInput)
@@ -79,8 +92,8 @@ func TestQueue(t *testing.T) {
 	if err != nil || m.AppliedGeneration != g {
 		t.Fatalf("applied: %+v %v", m, err)
 	}
-	if v := e.view("b", b.JoinID); v.State != StateJoined {
-		t.Fatalf("second after every member applied: %s", v.State)
+	if v := e.view("b", b.JoinID); v.State != StateJoined || v.WaitingFor != nil {
+		t.Fatalf("second after every member applied: %s, waiting for %+v", v.State, v.WaitingFor)
 	}
 	if v := e.view("c", c.JoinID); v.State != StateDelivering {
 		t.Fatalf("third: %s", v.State)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"stratum/cluster"
 	"stratum/store"
 )
 
@@ -23,6 +24,17 @@ type JoinerView struct {
 	Upgrade *Upgrade `json:"upgrade,omitempty"`
 	// Delivery is present only in delivering and installing.
 	Delivery *Delivery `json:"delivery,omitempty"`
+	// Generation and WaitingFor are present only in installing: the
+	// membership generation the node was admitted at and the members that
+	// have not applied it yet (SPEC 17: a stall names what it waits for).
+	Generation uint64      `json:"generation,omitempty"`
+	WaitingFor []MemberLag `json:"waitingFor,omitempty"`
+}
+
+// MemberLag is a member that has not applied a join's generation yet.
+type MemberLag struct {
+	NodeID            string `json:"nodeId"`
+	AppliedGeneration uint64 `json:"appliedGeneration"`
 }
 
 // OperatorView is the operator's view (SPEC 4.4): never the delivery.
@@ -52,6 +64,32 @@ type OperatorView struct {
 	ApprovedAt time.Time   `json:"approvedAt,omitzero"`
 	// Generation is the membership generation the node was admitted at.
 	Generation uint64 `json:"generation,omitempty"`
+	// WaitingFor is present only in installing: the members that have not
+	// applied Generation yet.
+	WaitingFor []MemberLag `json:"waitingFor,omitempty"`
+}
+
+// waitingFor names the members a join in installing waits for.
+func waitingFor(r record, members []cluster.Member) []MemberLag {
+	if r.State != StateInstalling || r.Generation == 0 {
+		return nil
+	}
+	var out []MemberLag
+	for _, m := range cluster.Lagging(members, r.Generation) {
+		if r.Assignment != nil && m.NodeID == r.Assignment.NodeID {
+			continue // the joiner itself applies it by finishing
+		}
+		out = append(out, MemberLag{NodeID: m.NodeID, AppliedGeneration: m.AppliedGeneration})
+	}
+	return out
+}
+
+// installingMembers reads the members only when r waits on them.
+func installingMembers(tx *store.Tx, r record) ([]cluster.Member, error) {
+	if r.State != StateInstalling {
+		return nil, nil
+	}
+	return cluster.Members(tx)
 }
 
 func joinerView(tx *store.Tx, r record, boot BootHealth) (JoinerView, error) {
@@ -72,10 +110,17 @@ func joinerView(tx *store.Tx, r record, boot BootHealth) (JoinerView, error) {
 		d.Bundle.Nodes = withBoot(d.Bundle.Nodes, boot)
 		v.Delivery = d
 	}
+	members, err := installingMembers(tx, r)
+	if err != nil {
+		return JoinerView{}, err
+	}
+	if v.WaitingFor = waitingFor(r, members); r.State == StateInstalling {
+		v.Generation = r.Generation
+	}
 	return v, nil
 }
 
-func operatorView(r record, pos int) OperatorView {
+func operatorView(r record, pos int, members []cluster.Member) OperatorView {
 	facts := r.Facts
 	if len(facts) == 0 {
 		facts = json.RawMessage("{}")
@@ -83,7 +128,8 @@ func operatorView(r record, pos int) OperatorView {
 	v := OperatorView{JoinID: r.JoinID, State: r.State, Reason: r.Reason, Role: r.Role, Release: r.Release,
 		KeyFingerprint: r.KeyPin, QueuePosition: pos, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Hostname: r.Hostname, MgmtIP: r.MgmtIP, MachineID: r.MachineID, SelfUpgrade: r.SelfUpgrade, Facts: facts,
-		TokenID: r.TokenID, Assignment: r.Assignment, ApprovedBy: r.ApprovedBy, ApprovedAt: r.ApprovedAt, Generation: r.Generation}
+		TokenID: r.TokenID, Assignment: r.Assignment, ApprovedBy: r.ApprovedBy, ApprovedAt: r.ApprovedAt, Generation: r.Generation,
+		WaitingFor: waitingFor(r, members)}
 	if r.State == StateNeedsUpgrade {
 		v.Upgrade = r.Upgrade
 	}
@@ -100,7 +146,11 @@ func operatorView(r record, pos int) OperatorView {
 
 func operatorViewTx(tx *store.Tx, r record) (OperatorView, error) {
 	pos, err := queuePosition(tx, r)
-	return operatorView(r, pos), err
+	if err != nil {
+		return OperatorView{}, err
+	}
+	members, err := installingMembers(tx, r)
+	return operatorView(r, pos, members), err
 }
 
 // loadDelivery opens the sealed delivery of an in-turn join.

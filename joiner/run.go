@@ -22,8 +22,7 @@ type joiner struct {
 	release string           // what this machine runs now
 	st      savedState
 
-	lastState string // last state printed, to print each change once
-	lastQueue int
+	lastLine string // last line printed, to print each change once
 }
 
 // Run joins this machine to the cluster whose founder is cfg.Founder
@@ -258,10 +257,12 @@ func (j *joiner) poll(ctx context.Context, last *view) (*view, error) {
 // observe prints each state change once (and each new queue position
 // while approved) and persists where the registration stands.
 func (j *joiner) observe(v *view) error {
-	if v.State != j.lastState || (v.State == stateApproved && v.QueuePosition != j.lastQueue) {
-		j.log.printf("%s", describe(v))
+	// A new queue position or a new set of members holding the install
+	// changes the line, so it is printed again.
+	if line := describe(v); line != j.lastLine {
+		j.log.printf("%s", line)
+		j.lastLine = line
 	}
-	j.lastState, j.lastQueue = v.State, v.QueuePosition
 	if v.JoinID == j.st.JoinID && v.State == j.st.State {
 		return nil
 	}
@@ -291,6 +292,9 @@ func describe(v *view) string {
 	case stateDelivering:
 		return "state: delivering: its turn has come; node.yaml and the join bundle received"
 	case stateInstalling:
+		if len(v.WaitingFor) > 0 {
+			return "state: installing: " + stall(v.Generation, v.WaitingFor)
+		}
 		return "state: installing: waiting for every member to apply the new membership"
 	case stateJoined:
 		return "state: joined: this machine is a member of the cluster"

@@ -2,6 +2,8 @@ package joiner
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -50,6 +52,16 @@ type view struct {
 	UpdatedAt      time.Time `json:"updatedAt"`
 	Upgrade        *upgrade  `json:"upgrade,omitempty"`
 	Delivery       *delivery `json:"delivery,omitempty"`
+	// Generation and WaitingFor: in installing, the generation this node
+	// was admitted at and the members that have not applied it yet.
+	Generation uint64      `json:"generation,omitempty"`
+	WaitingFor []memberLag `json:"waitingFor,omitempty"`
+}
+
+// memberLag is a member that has not applied this join's generation.
+type memberLag struct {
+	NodeID            string `json:"nodeId"`
+	AppliedGeneration uint64 `json:"appliedGeneration"`
 }
 
 // upgrade says which release to fetch and where from ("" = the founder).
@@ -78,3 +90,24 @@ const (
 	phaseDone       = "done"
 	phaseFailed     = "failed"
 )
+
+// stall says which members a join waits for, as the joiner prints it:
+// "waiting for n-abc12def to apply generation 4 (it has 3)".
+func stall(generation uint64, lagging []memberLag) string {
+	const named = 3
+	parts := make([]string, 0, named)
+	for i, m := range lagging {
+		if i == named {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (it has %d)", m.NodeID, m.AppliedGeneration))
+	}
+	more := ""
+	if len(lagging) > named {
+		more = fmt.Sprintf(" and %d more", len(lagging)-named)
+	}
+	if len(lagging) == 1 {
+		return fmt.Sprintf("waiting for %s to apply generation %d (it has %d)", lagging[0].NodeID, generation, lagging[0].AppliedGeneration)
+	}
+	return fmt.Sprintf("waiting for %s%s to apply generation %d", strings.Join(parts, ", "), more, generation)
+}
