@@ -49,7 +49,7 @@ func runServe(ctx context.Context, args []string) error {
 		APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
 		ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseSource: *source, DeliveryTimeout: *timeout,
 		ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort,
-		AcceptAuditRollback: *acceptRollback, Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: os.Stdout,
+		AcceptAuditRollback: *acceptRollback, Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: os.Stdout, JSONBanner: *logFormat == "json",
 	})
 }
 
@@ -61,12 +61,21 @@ func cacheBytes(b byteSize) int64 {
 	return int64(b)
 }
 
+// durationsAsText writes a duration as people and log readers expect it
+// ("1s"), not as JSON's integer nanoseconds.
+func durationsAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
+}
+
 func newLogger(level, format string) *slog.Logger {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: l}
+	opts := &slog.HandlerOptions{Level: l, ReplaceAttr: durationsAsText}
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}

@@ -58,6 +58,9 @@ type Options struct {
 	Log           *slog.Logger
 	// Out receives the start banner (listeners, CA pin, credentials).
 	Out io.Writer
+	// JSONBanner writes the banner as JSON lines, as --log-format json
+	// writes the logs, so a log shipper reads one format from start on.
+	JSONBanner bool
 	// Ready, when set, is called with the bound addresses once serving.
 	Ready func(apiAddr, joinAddr string)
 	// AcceptAuditRollback lets a store whose audit chain ends below the
@@ -125,7 +128,11 @@ func Serve(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(o.Out, "initialized a new dev cluster in %s\n", o.Data)
+		if o.JSONBanner {
+			slog.New(slog.NewJSONHandler(o.Out, nil)).Info("initialized a new dev cluster", "data", string(o.Data))
+		} else {
+			fmt.Fprintf(o.Out, "initialized a new dev cluster in %s\n", o.Data)
+		}
 		PrintRecoveryKey(o.Out, res.RecoveryKey)
 	}
 	startup.Phase("store")
@@ -266,6 +273,14 @@ func newServer(h http.Handler, log *slog.Logger) *http.Server {
 }
 
 func (f *Founder) banner(apiAddr, joinAddr string) {
+	if f.opts.JSONBanner {
+		slog.New(slog.NewJSONHandler(f.opts.Out, nil)).Info("stratum founder serving",
+			"version", f.opts.Build.Version, "cluster", f.id.ClusterID, "parentDomain", f.id.ParentDomain, "region", f.id.Region,
+			"adminApi", "https://"+apiAddr, "joinListener", "https://"+joinAddr, "caCertificate", f.opts.Data.CACert(),
+			"caPin", f.ca.Pin(), "adminLogin", f.opts.Data.Credentials(), "console", "https://"+apiAddr+"/ui/")
+		f.log.Info("serving", "api", apiAddr, "join", joinAddr, "caPin", f.ca.Pin(), "cluster", f.id.ClusterID)
+		return
+	}
 	fmt.Fprintf(f.opts.Out, "stratum founder %s serving cluster %s (%s, %s)\n", f.opts.Build.Version, f.id.ClusterID, f.id.ParentDomain, f.id.Region)
 	fmt.Fprintf(f.opts.Out, "  admin API:      https://%s\n", apiAddr)
 	fmt.Fprintf(f.opts.Out, "  join listener:  https://%s\n", joinAddr)

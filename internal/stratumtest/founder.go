@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +60,15 @@ type Founder struct {
 }
 
 var banner = regexp.MustCompile(`^\s*(admin API|join listener|CA pin):\s+(\S+)`)
+
+// jsonBanner reads the banner of --log-format json: one JSON line.
+func jsonBanner(line string) ([3]string, bool) {
+	var b struct{ AdminAPI, JoinListener, CAPin string }
+	if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &b) != nil || b.AdminAPI == "" || b.JoinListener == "" || b.CAPin == "" {
+		return [3]string{}, false
+	}
+	return [3]string{strings.TrimPrefix(b.AdminAPI, "https://"), strings.TrimPrefix(b.JoinListener, "https://"), b.CAPin}, true
+}
 
 // ErrAddrInUse is Spawn's error when a fixed address is taken.
 var ErrAddrInUse = errors.New("address already in use")
@@ -131,7 +141,9 @@ func Spawn(o FounderOptions) (*Founder, error) {
 		for sc.Scan() {
 			line := sc.Text()
 			_, _ = stdout.Write([]byte(line + "\n"))
-			if m := banner.FindStringSubmatch(line); m != nil {
+			if j, ok := jsonBanner(line); ok {
+				ready <- j
+			} else if m := banner.FindStringSubmatch(line); m != nil {
 				v := strings.TrimPrefix(m[2], "https://")
 				switch m[1] {
 				case "admin API":
