@@ -67,6 +67,7 @@ func Init(tx *store.Tx, cfg Config, dev bool, now time.Time) (Identity, Secrets,
 		NodeID: id.FounderNodeID, Role: "control-plane", State: MemberActive,
 		Generation: 1, AppliedGeneration: 1, MgmtIP: mgmt, AZ: cfg.Founder.AZ,
 		Networks: cfg.Founder.Networks, Labels: cfg.Founder.Labels, JoinedAt: now.UTC(), Order: 1,
+		Hostname: Hostname(),
 	}
 	steps := []func() error{
 		func() error { return tx.PutJSON(bucketCluster, keyIdentity, id) },

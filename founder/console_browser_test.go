@@ -110,6 +110,29 @@ func (b *browser) eval(expr string) bool {
 	return ok
 }
 
+func (b *browser) evalString(expr string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		b.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+func (b *browser) number(expr string) float64 {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[float64](expr))
+	if err != nil {
+		b.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+func (b *browser) attr(sel, name string) string {
+	b.t.Helper()
+	return b.evalString(fmt.Sprintf(`document.querySelector(%q).getAttribute(%q) || ""`, sel, name))
+}
+
 func (b *browser) text(sel string) string {
 	b.t.Helper()
 	s, err := chromedp.Run(b.ctx, chromedp.TextContent(chromedp.CSS(sel)))
@@ -215,8 +238,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.within(2*time.Second, "the new registration's row", chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID)+` [data-action=approve]`)))
 	t.Logf("a new registration appeared on the open joins page %v after it was sent", time.Since(registered).Round(time.Millisecond))
 	b.waitState(v1.JoinID, join.StatePending)
-	if fp := b.text(row(v1.JoinID) + ` [data-fingerprint]`); fp != v1.KeyFingerprint {
-		t.Errorf("the row shows fingerprint %q, the joiner has %q", fp, v1.KeyFingerprint)
+	if fp := b.attr(row(v1.JoinID)+` [data-fingerprint]`, "data-fingerprint"); fp != v1.KeyFingerprint {
+		t.Errorf("the row carries fingerprint %q, the joiner has %q", fp, v1.KeyFingerprint)
+	}
+	if shown := b.text(row(v1.JoinID) + ` [data-fingerprint]`); len(shown) >= len(v1.KeyFingerprint) || !strings.HasPrefix(v1.KeyFingerprint, strings.TrimSuffix(shown[:15], "…")) {
+		t.Errorf("the row shows the fingerprint as %q: want it shortened to its start and end", shown)
+	}
+	if !b.eval(`!!document.querySelector('[data-action=copy-fingerprint]')`) {
+		t.Error("the fingerprint has no copy button")
 	}
 
 	// An invalid approval: every problem beside the input it names, and
@@ -226,6 +255,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		if !b.eval(fmt.Sprintf(`!!document.querySelector(%q)`, row(v1.JoinID)+` [name=`+name+`]`)) {
 			t.Errorf("the approve form has no input named %s", name)
 		}
+	}
+	if v := b.evalString(`document.querySelector('input[name=mgmtIp]').value`); v != "" {
+		t.Errorf("the approve form is prefilled with a management IP %q", v)
 	}
 	b.do("submit an invalid assignment",
 		chromedp.SendKeys(chromedp.CSS(`input[name=nodeId]`), "Bad_Id"),
@@ -263,7 +295,21 @@ func TestConsoleInBrowser(t *testing.T) {
 	const reason = "wrong rack: this one belongs to lab-3"
 	b.within(5*time.Second, "reject the second registration",
 		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=reject]`)),
+		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject]`)),
+		chromedp.WaitVisible(chromedp.CSS(row(v2.JoinID)+` [data-field-error=reason]`)))
+	f.admin("GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
+	if got.State != join.StatePending {
+		t.Fatalf("a rejection without a reason changed the state to %s", got.State)
+	}
+	b.within(5*time.Second, "reject with a reason, confirmed",
 		chromedp.SendKeys(chromedp.CSS(row(v2.JoinID)+` textarea[name=reason]`), reason),
+		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject]`)),
+		chromedp.WaitVisible(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject][data-confirm=yes]`)))
+	f.admin("GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
+	if got.State != join.StatePending {
+		t.Fatalf("a rejection before its confirmation changed the state to %s", got.State)
+	}
+	b.within(5*time.Second, "confirm the rejection",
 		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject]`)))
 	b.waitState(v2.JoinID, join.StateRejected)
 	f.admin("GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
@@ -306,17 +352,42 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`[data-action=import-release]`)))
 	b.within(20*time.Second, "the imported release's row", chromedp.WaitVisible(chromedp.CSS(`tr[data-release="0.2.0"]`)))
 
-	// Each page loads directly from its own address.
-	for _, p := range []struct{ page, ready string }{
+	// Each page loads directly from its own address, and at a phone's and
+	// a half screen's width none scrolls sideways (SPEC 17).
+	pages := []struct{ page, ready string }{
 		{"joins", row(v3.JoinID) + ` [data-action=approve]`},
 		{"members", `[data-node-id="n-console1"]`},
 		{"release-set", `[data-skew-matrix]`},
 		{"releases", `tr[data-release="0.2.0"]`},
 		{"tokens", `table.tokens tbody tr[data-token-id]`},
 		{"audit", `[data-chain=intact]`},
-	} {
+	}
+	for _, width := range []int64{390, 800} {
+		b.do(fmt.Sprintf("a %d px wide window", width), chromedp.EmulateViewport(width, 844))
+		for _, p := range pages {
+			b.do(fmt.Sprintf("open /ui/%s at %d px", p.page, width), chromedp.Navigate(f.api+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+			if sw, cw := b.number(`document.documentElement.scrollWidth`), b.number(`document.documentElement.clientWidth`); sw > cw {
+				t.Errorf("/ui/%s at %d px scrolls sideways: the page is %v px wide", p.page, width, sw)
+			}
+			if width == 390 {
+				b.screenshot(shots, p.page+"-390")
+			}
+		}
+	}
+	b.do("back to a desktop window", chromedp.EmulateReset())
+	for _, p := range pages {
 		b.do("open /ui/"+p.page, chromedp.Navigate(f.api+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
 		b.screenshot(shots, p.page)
+		// A member that has not applied the generation is highlighted,
+		// under its hostname.
+		if p.page == "members" {
+			if !b.eval(`!!document.querySelector('[data-node-id="n-console1"][data-behind=yes]')`) {
+				t.Error("the members page does not highlight n-console1, which has not applied the generation")
+			}
+			if txt := b.text(`[data-node-id="n-console1"] td`); !strings.Contains(txt, "lab-r2-07") {
+				t.Errorf("the members page shows n-console1 as %q, without its hostname", txt)
+			}
+		}
 		// Two nodes that differ: each skew row colours their values apart.
 		if p.page == "release-set" && recorded && !b.eval(`(() => {
 				const rows = [...document.querySelectorAll('[data-skew-field]')];
@@ -335,6 +406,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.within(5*time.Second, "cancel the delivering join",
 		chromedp.Click(chromedp.CSS(row(v1.JoinID)+` [data-action=cancel]`)),
 		chromedp.SendKeys(chromedp.CSS(row(v1.JoinID)+` textarea[name=reason]`), "cabling fault"),
+		chromedp.Click(chromedp.CSS(row(v1.JoinID)+` [data-action=submit-cancel]`)),
+		chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID)+` [data-action=submit-cancel][data-confirm=yes]`)),
 		chromedp.Click(chromedp.CSS(row(v1.JoinID)+` [data-action=submit-cancel]`)))
 	b.waitState(v1.JoinID, join.StateFailed)
 	f.admin("GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)

@@ -48,7 +48,7 @@ func (t *txn) deliver(r *record) error {
 	}
 	serial := leaf.Cert.SerialNumber.Text(16)
 	m, err := cluster.Admit(t.Tx, cluster.Member{NodeID: a.NodeID, Role: r.Role, MgmtIP: a.MgmtIP, AZ: a.AZ,
-		Networks: a.Networks, Labels: a.Labels, JoinID: r.JoinID, LeafSerial: serial}, t.now)
+		Networks: a.Networks, Labels: a.Labels, JoinID: r.JoinID, LeafSerial: serial, Hostname: r.Hostname}, t.now)
 	if err != nil {
 		return err
 	}

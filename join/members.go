@@ -22,6 +22,7 @@ type MemberView struct {
 	Networks          map[string]cluster.Network `json:"networks"`
 	Labels            map[string]string          `json:"labels"`
 	JoinedAt          time.Time                  `json:"joinedAt"`
+	Hostname          string                     `json:"hostname,omitempty"`
 	// The boot health the founder's prober last saw (SPEC 11); absent
 	// while the member has not been probed, or the prober is off.
 	BootState   string `json:"bootState,omitempty"`
@@ -39,7 +40,7 @@ type MembersView struct {
 func (s *Service) memberView(m cluster.Member) MemberView {
 	v := MemberView{NodeID: m.NodeID, Role: m.Role, State: m.State, Generation: m.Generation,
 		AppliedGeneration: m.AppliedGeneration, MgmtIP: m.MgmtIP, AZ: m.AZ,
-		Networks: orEmpty(m.Networks), Labels: orEmpty(m.Labels), JoinedAt: m.JoinedAt}
+		Networks: orEmpty(m.Networks), Labels: orEmpty(m.Labels), JoinedAt: m.JoinedAt, Hostname: m.Hostname}
 	if s.cfg.Boot != nil {
 		if b, ok := s.cfg.Boot.Boot(m.NodeID); ok {
 			v.BootState, v.BootPhase, v.BootPhaseMs, v.LastBootMs = b.State, b.Phase, b.PhaseMs, b.LastBootMs

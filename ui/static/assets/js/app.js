@@ -17,6 +17,9 @@ const pages = {
 };
 
 let current = null;
+// ended is why the last session ended (the API's refusal), shown once on
+// the sign-in page so a revoked or expired session is not a silent logout.
+let ended = '';
 
 function pageName() {
   const name = location.pathname.replace(/^\/ui\/?/, '').replace(/\/$/, '');
@@ -36,7 +39,8 @@ async function render() {
   if (!session.token()) {
     nav.hidden = true;
     who.replaceChildren();
-    current = login.mount(main, { onLogin: render });
+    current = login.mount(main, { onLogin: render, ended });
+    ended = '';
     return;
   }
   let self;
@@ -86,5 +90,8 @@ document.addEventListener('click', (e) => {
   navigate(a.getAttribute('href'));
 });
 window.addEventListener('popstate', render);
-whenUnauthenticated(() => render());
+whenUnauthenticated((err) => {
+  ended = (err && err.message) || 'the founder no longer accepts it';
+  render();
+});
 render();

@@ -48,16 +48,15 @@ export function page(main, title, intro) {
   };
 }
 
-// describeError says what failed in the API's own words; a 403 is shown
+// describeError says what failed in the API's own words: the message,
+// not the code (kept in data-code for whoever needs it); a 403 is shown
 // plainly as a missing permission.
 export function describeError(err) {
+  const code = (err && err.code) || '';
   if (err && err.status === 403) {
-    return [h('strong', null, 'Not allowed. '), err.message];
+    return [h('strong', { 'data-code': code }, 'Not allowed. '), err.message];
   }
-  if (err && err.code) {
-    return [h('strong', null, err.code + ': '), err.message];
-  }
-  return [h('strong', null, 'Error: '), String((err && err.message) || err)];
+  return [h('strong', { 'data-code': code }, 'Error: '), String((err && err.message) || err)];
 }
 
 export function sleep(ms, signal) {
@@ -65,6 +64,43 @@ export function sleep(ms, signal) {
     const t = setTimeout(resolve, ms);
     if (signal) signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
   });
+}
+
+// scroll puts a wide table in a box of its own that scrolls sideways, so
+// the page itself never does on a narrow screen.
+export function scroll(tbl) {
+  return h('div', { class: 'table-scroll' }, tbl);
+}
+
+// copyText uses the Clipboard API (the console is served over TLS, a
+// secure context); where it is refused, it selects el so the operator
+// can copy by hand. It answers whether the text reached the clipboard.
+export async function copyText(text, el) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const sel = getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+    return false;
+  }
+}
+
+// fingerprint shows a long key fingerprint shortened (its start and end,
+// which is what people compare) with the whole value in its title and a
+// copy button; data-fingerprint holds the whole value.
+export function fingerprint(fp) {
+  const text = String(fp || '');
+  const short = text.length > 24 ? text.slice(0, 15) + '…' + text.slice(-6) : text;
+  const code = h('code', { class: 'fingerprint', 'data-fingerprint': text, title: text }, short);
+  const button = h('button', { type: 'button', class: 'link copy', 'data-action': 'copy-fingerprint', title: 'copy the whole fingerprint' }, 'copy');
+  button.addEventListener('click', async () => {
+    button.textContent = (await copyText(text, code)) ? 'copied' : 'select and copy';
+  });
+  return h('span', { class: 'fp' }, code, ' ', button);
 }
 
 // table builds a table with a header row; rows are appended by the caller.

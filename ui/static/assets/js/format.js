@@ -19,6 +19,18 @@ export function when(iso) {
   return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 }
 
+// duration renders milliseconds for people: 850 ms, 4.2 s, 3 min 5 s,
+// 2 h 10 min.
+export function duration(ms) {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) return '';
+  if (ms < 1000) return Math.round(ms) + ' ms';
+  const s = ms / 1000;
+  if (s < 60) return s.toFixed(1) + ' s';
+  const m = Math.floor(s / 60);
+  if (m < 60) return m + ' min ' + Math.round(s % 60) + ' s';
+  return Math.floor(m / 60) + ' h ' + (m % 60) + ' min';
+}
+
 export function bytes(n) {
   if (typeof n !== 'number' || !Number.isFinite(n)) return '';
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];

@@ -1,7 +1,7 @@
 // Audit: the newest events of the founder's hash-chained audit log and
 // the chain's status (GET /v1/admin/audit/verify walks the whole chain).
 import { api } from '../api.js';
-import { h, page, table, empty } from '../dom.js';
+import { h, page, table, scroll, empty } from '../dom.js';
 import { when } from '../format.js';
 
 const PAGE = 100;
@@ -15,7 +15,7 @@ export function mount(main) {
   const tbody = h('tbody');
   tbl.append(tbody);
   const older = h('button', { type: 'button', 'data-action': 'older-events', hidden: true }, 'Older events');
-  p.body.append(status, tbl, h('div', { class: 'buttons' }, older));
+  p.body.append(status, scroll(tbl), h('div', { class: 'buttons' }, older));
   let oldest = 0;
 
   async function loadPage(after, limit) {

@@ -5,7 +5,7 @@
 // nothing is fetched while nothing changes. Rows are updated in place,
 // keyed by join id, so an open form keeps what the operator typed.
 import { api, can } from '../api.js';
-import { h, page, table, describeError, sleep } from '../dom.js';
+import { h, page, table, scroll, describeError, sleep, fingerprint } from '../dom.js';
 import { age, factsSummary, factValue, when } from '../format.js';
 import { field, clearErrors, showFieldErrors, showFormError, formError } from '../forms.js';
 
@@ -33,8 +33,8 @@ export function mount(main) {
   const finishedTable = table(HEADERS, { class: 'grid joins finished', 'data-joins': 'finished' });
   finishedTable.append(h('tfoot', null, h('tr', { class: 'empty' }, h('td', { colspan: HEADERS.length }, 'None yet.'))));
   p.body.append(live,
-    h('h2', null, 'In progress'), activeTable,
-    h('h2', null, 'Finished ', h('span', { class: 'muted' }, '(the last ' + FINISHED_SHOWN + ')')), finishedTable);
+    h('h2', null, 'In progress'), scroll(activeTable),
+    h('h2', null, 'Finished ', h('span', { class: 'muted' }, '(the last ' + FINISHED_SHOWN + ')')), scroll(finishedTable));
 
   const ages = setInterval(() => {
     for (const el of p.body.querySelectorAll('[data-age]')) el.textContent = age(el.dataset.age);
@@ -108,7 +108,7 @@ export function mount(main) {
     return h('tr', { class: 'summary' },
       h('td', { class: 'host' }, h('strong', null, reg.hostname || '(no hostname)'), h('div', { class: 'sub' }, h('code', null, reg.joinId))),
       h('td', { class: 'mgmt' }, mgmtCell(reg)),
-      h('td', null, h('code', { class: 'fingerprint', 'data-fingerprint': '' }, reg.keyFingerprint)),
+      h('td', null, fingerprint(reg.keyFingerprint)),
       h('td', null, reg.release, reg.upgrade ? h('div', { class: 'sub' }, 'upgrading to ' + reg.upgrade.to) : null),
       h('td', null, reg.role),
       h('td', null, factsCell(reg.facts)),
@@ -143,7 +143,8 @@ export function mount(main) {
     const submit = h('button', { type: 'submit', class: 'primary', 'data-action': 'submit-approve' }, 'Approve ' + (reg.hostname || reg.joinId));
     return decisionForm(r, 'approve', ['Approve ', h('code', null, reg.joinId), ' with its assignment'], null, [
       field('Node id', h('input', { name: 'nodeId', placeholder: 'generated: n-xxxxxxxx', spellcheck: 'false' }), 'n- and 8 of a-z0-9; empty generates one'),
-      field('Management IP', h('input', { name: 'mgmtIp', value: reg.mgmtIp || '', spellcheck: 'false' }), 'defaults to what the joiner reported'),
+      field('Management IP', h('input', { name: 'mgmtIp', spellcheck: 'false', placeholder: reg.mgmtIp ? 'reported: ' + reg.mgmtIp : 'required: none reported' }),
+        reg.mgmtIp ? 'empty takes what the joiner reported' : 'the joiner reported none'),
       field('Availability zone', h('input', { name: 'az', spellcheck: 'false' }), 'empty for none'),
       field('Role', h('input', { name: 'role', value: reg.role, readonly: true }), 'set by the join token'),
       field('Labels', labels, 'one key=value a line: topology.rack, topology.power or namespace/key'),
@@ -158,19 +159,25 @@ export function mount(main) {
       kind === 'reject'
         ? 'The joiner is told the reason and stops; its key needs a new token to register again.'
         : 'The join fails with this reason, its member is removed and the next approved join gets its turn.',
-      [field('Reason', h('textarea', { name: 'reason', rows: 2, maxlength: 1024 }), 'shown to the joiner and kept in the audit log')],
-      submit, (form) => ({ body: { reason: form.elements.namedItem('reason').value.trim() }, problems: [] }));
+      [field('Reason', h('textarea', { name: 'reason', rows: 2, maxlength: 1024 }), 'required: shown to the joiner and kept in the audit log')],
+      submit, (form) => {
+        const reason = form.elements.namedItem('reason').value.trim();
+        return { body: { reason }, problems: reason ? [] : [{ field: 'reason', message: 'required: say why, for the joiner and the audit log' }] };
+      }, kind === 'reject' ? 'Reject ' + (r.reg.hostname || r.reg.joinId) + ' for good?' : 'Cancel the join of ' + (r.reg.hostname || r.reg.joinId) + '?');
   }
 
   // decisionForm is the frame of the approve, reject and cancel forms: the
   // fields, the envelope's errors, submit and close. bodyOf reads the form
   // into the request body and the problems the form itself can see.
-  function decisionForm(r, kind, heading, intro, fields, submit, bodyOf) {
+  // confirm, when given, is asked inside the form on the first submit:
+  // the second one sends (reject and cancel cannot be undone).
+  function decisionForm(r, kind, heading, intro, fields, submit, bodyOf, confirm) {
+    const confirmLine = h('p', { class: 'confirm', role: 'alert', hidden: true });
     const form = h('form', { class: 'inline-form ' + kind, novalidate: true },
       h('h3', null, heading),
       intro ? h('p', { class: 'sub' }, intro) : null,
       h('div', { class: 'fields' }, fields),
-      formError(),
+      formError(), confirmLine,
       h('div', { class: 'buttons' }, submit,
         h('button', { type: 'button', onclick: () => closeForm(r) }, 'Close')));
     form.addEventListener('submit', async (e) => {
@@ -179,6 +186,14 @@ export function mount(main) {
       const { body, problems } = bodyOf(form);
       if (problems.length) {
         showFieldErrors(form, problems);
+        return;
+      }
+      if (confirm && form.dataset.confirmed !== 'yes') {
+        form.dataset.confirmed = 'yes';
+        confirmLine.textContent = confirm + ' Press the button again to confirm.';
+        confirmLine.hidden = false;
+        submit.dataset.confirm = 'yes';
+        submit.textContent = 'Confirm: ' + submit.textContent;
         return;
       }
       await send(r, form, submit, kind, body);
@@ -235,9 +250,28 @@ export function mount(main) {
   };
 }
 
-// assignmentOf reads the approve form into the API's assignment, with the
-// problems the form itself can see (labels lines, networks JSON) under
-// the same field names the API uses.
+// The formats the API checks (cluster/validate.go, join/assignment.go),
+// checked here too so every problem shows at once before anything is
+// sent; the API still decides.
+const NODE_ID = /^n-[a-z0-9]{8}$/;
+const AZ = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+const INTERFACE = /^[A-Za-z0-9._-]{1,15}$/;
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+// isAddress accepts a bare IPv4 or IPv6 address (no prefix length).
+function isAddress(v) {
+  if (IPV4.test(v)) return true;
+  if (!v.includes(':') || /[/%\[\]]/.test(v)) return false;
+  try {
+    return new URL('http://[' + v + ']/').hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+// assignmentOf reads the approve form into the API's assignment, with
+// every problem the form itself can see, under the field names the API
+// uses (so they land beside the same inputs as the API's).
 function assignmentOf(form) {
   const val = (name) => form.elements.namedItem(name).value.trim();
   const body = {};
@@ -245,6 +279,9 @@ function assignmentOf(form) {
   for (const name of ['nodeId', 'mgmtIp', 'az']) {
     if (val(name)) body[name] = val(name);
   }
+  if (body.nodeId && !NODE_ID.test(body.nodeId)) problems.push({ field: 'nodeId', message: 'must be n- and 8 of a-z0-9, like n-abc12def' });
+  if (body.mgmtIp && !isAddress(body.mgmtIp)) problems.push({ field: 'mgmtIp', message: 'must be an IP address without a prefix length' });
+  if (body.az && !AZ.test(body.az)) problems.push({ field: 'az', message: 'must be lower-case letters, digits and dashes' });
   const labels = {};
   val('labels').split('\n').forEach((line, i) => {
     line = line.trim();
@@ -264,6 +301,16 @@ function assignmentOf(form) {
       body.networks = nets;
     } catch {
       problems.push({ field: 'networks', message: 'must be a JSON object, like {"storage": {"ip": "10.9.0.12", "interface": "vlan90"}}' });
+    }
+    for (const [cls, n] of Object.entries(body.networks || {})) {
+      if (!n || typeof n !== 'object') {
+        problems.push({ field: 'networks.' + cls, message: 'must be {"ip": ..., "interface": ...}' });
+        continue;
+      }
+      if (typeof n.ip !== 'string' || !isAddress(n.ip)) problems.push({ field: 'networks.' + cls + '.ip', message: 'must be an IP address without a prefix length' });
+      if (n.interface !== undefined && (typeof n.interface !== 'string' || !INTERFACE.test(n.interface))) {
+        problems.push({ field: 'networks.' + cls + '.interface', message: 'must be 1-15 of A-Z a-z 0-9 . _ -' });
+      }
     }
   }
   return { body, problems };
@@ -300,6 +347,11 @@ function stateCell(reg) {
     const at = STEPS.indexOf(reg.state);
     out.push(h('ol', { class: 'steps', 'aria-label': 'progress' }, STEPS.map((s, i) =>
       h('li', { class: i < at || reg.state === 'joined' ? 'done' : i === at ? 'current' : '' }, s))));
+  }
+  if (reg.state === 'installing' && Array.isArray(reg.waitingFor) && reg.waitingFor.length) {
+    out.push(h('div', { class: 'stall', 'data-waiting-for': reg.waitingFor.map((m) => m.nodeId).join(' ') },
+      'waiting for ', reg.waitingFor.map((m, i) => [i ? ', ' : '', h('code', null, m.nodeId), ' (has ' + m.appliedGeneration + ')']),
+      ' to apply generation ' + reg.generation));
   }
   if (reg.state === 'needs-upgrade') out.push(h('div', { class: 'sub' }, 'upgrading itself; approvable once it re-registers on the cluster release'));
   if (reg.reason) out.push(h('div', { class: 'reason' }, reg.reason));

@@ -1,8 +1,8 @@
 // Members: the cluster's nodes, their membership generation and, once the
 // founder's boot-health prober has reached them, their boot state.
 import { api } from '../api.js';
-import { h, page, table, empty, sleep } from '../dom.js';
-import { kv, networks, when } from '../format.js';
+import { h, page, table, scroll, empty, sleep } from '../dom.js';
+import { duration, kv, networks, when } from '../format.js';
 
 const HEADERS = ['Node', 'Role', 'State', 'Management IP', 'AZ', 'Networks', 'Labels', 'Generation', 'Boot', 'Joined'];
 const REFRESH_MS = 15000; // the prober's default interval
@@ -14,15 +14,18 @@ export function mount(main) {
   const tbl = table(HEADERS, { class: 'grid members' });
   const tbody = h('tbody');
   tbl.append(tbody);
-  p.body.append(summary, tbl);
+  p.body.append(summary, scroll(tbl));
 
   async function load() {
     try {
       const out = await api('GET', '/v1/admin/cluster/members', undefined, { signal: ctrl.signal });
       const ms = out.members || [];
+      const behind = ms.filter((m) => isBehind(m, out.generation));
       summary.replaceChildren('Membership generation ', h('strong', null, String(out.generation)), ' · ',
-        String(ms.length), ms.length === 1 ? ' member' : ' members');
-      tbody.replaceChildren(...(ms.length ? ms.map(row) : [empty('No members.', HEADERS.length)]));
+        String(ms.length), ms.length === 1 ? ' member' : ' members',
+        ...(behind.length ? [' · ', h('span', { class: 'badge warn', 'data-members-behind': behind.length },
+          behind.length + ' not on generation ' + out.generation)] : []));
+      tbody.replaceChildren(...(ms.length ? ms.map((m) => row(m, out.generation)) : [empty('No members.', HEADERS.length)]));
       p.clearError();
       return true;
     } catch (err) {
@@ -37,16 +40,24 @@ export function mount(main) {
   return { stop: () => ctrl.abort() };
 }
 
-function row(m) {
-  return h('tr', { 'data-node-id': m.nodeId, 'data-state': m.state },
-    h('td', null, h('code', null, m.nodeId)),
+// isBehind: a joining or active member that has not applied the current
+// generation holds every join that waits for it (SPEC 17).
+function isBehind(m, generation) {
+  return (m.state === 'joining' || m.state === 'active') && m.appliedGeneration < generation;
+}
+
+function row(m, generation) {
+  const behind = isBehind(m, generation);
+  return h('tr', { 'data-node-id': m.nodeId, 'data-state': m.state, 'data-behind': behind ? 'yes' : false, class: behind ? 'behind' : '' },
+    h('td', null, h('strong', null, m.hostname || h('span', { class: 'muted' }, '(no hostname)')), h('div', { class: 'sub' }, h('code', null, m.nodeId))),
     h('td', null, m.role),
     h('td', null, h('span', { class: 'badge state state-' + m.state }, m.state)),
     h('td', null, h('code', null, m.mgmtIp)),
     h('td', null, m.az || h('span', { class: 'muted' }, 'none')),
     h('td', { class: 'pre' }, networks(m.networks)),
     h('td', { class: 'pre' }, kv(m.labels)),
-    h('td', null, 'admitted ' + m.generation, h('div', { class: 'sub' }, 'applied ' + m.appliedGeneration)),
+    h('td', null, 'admitted ' + m.generation, h('div', { class: 'sub' }, 'applied ' + m.appliedGeneration),
+      behind ? h('div', { class: 'badge warn' }, 'behind: generation ' + generation + ' not applied') : null),
     h('td', null, boot(m)),
     h('td', null, when(m.joinedAt)));
 }
@@ -56,7 +67,7 @@ function row(m) {
 function boot(m) {
   if (!m.bootState) return h('span', { class: 'muted', 'data-boot-state': '' }, 'not probed yet');
   const parts = [h('span', { class: 'badge boot-' + m.bootState, 'data-boot-state': m.bootState }, m.bootState)];
-  if (m.bootPhase) parts.push(h('div', { class: 'sub' }, m.bootPhase + (m.bootPhaseMs !== undefined ? ' · ' + m.bootPhaseMs + ' ms' : '')));
-  if (m.lastBootMs) parts.push(h('div', { class: 'sub' }, 'last boot ' + (m.lastBootMs / 1000).toFixed(1) + ' s'));
+  if (m.bootPhase) parts.push(h('div', { class: 'sub' }, m.bootPhase + (m.bootPhaseMs !== undefined ? ' · ' + duration(m.bootPhaseMs) : '')));
+  if (m.lastBootMs) parts.push(h('div', { class: 'sub' }, 'last boot ' + duration(m.lastBootMs)));
   return parts;
 }

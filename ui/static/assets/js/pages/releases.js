@@ -2,7 +2,7 @@
 // offers to joiners on an older release, and an import from a path on
 // the founder's own file system (verified against its release keys).
 import { api, can } from '../api.js';
-import { h, page, table, empty, describeError } from '../dom.js';
+import { h, page, table, scroll, empty, describeError } from '../dom.js';
 import { bytes, when } from '../format.js';
 import { field, clearErrors, showFormError, formError } from '../forms.js';
 
@@ -15,7 +15,7 @@ export function mount(main) {
   const tbody = h('tbody');
   tbl.append(tbody);
   if (can('upgrade:ImportRelease')) p.body.append(importForm(load));
-  p.body.append(h('h2', null, 'Imported'), tbl);
+  p.body.append(h('h2', null, 'Imported'), scroll(tbl));
 
   async function load() {
     try {

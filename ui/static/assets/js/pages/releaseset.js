@@ -3,7 +3,7 @@
 // which) and one column per node; each distinct value has its own colour,
 // and a node whose record is stale or missing is greyed.
 import { api } from '../api.js';
-import { h, page, table, empty } from '../dom.js';
+import { h, page, table, scroll, empty } from '../dom.js';
 import { when } from '../format.js';
 
 const COLOURS = 8;
@@ -14,7 +14,7 @@ export function mount(main) {
   (async () => {
     try {
       const rs = await api('GET', '/v1/admin/upgrades/release', undefined, { signal: ctrl.signal });
-      p.body.append(summary(rs), h('h2', null, 'Skew'), skewMatrix(rs), h('h2', null, 'Drift'), driftTable(rs), h('h2', null, 'Nodes'), nodesTable(rs));
+      p.body.append(summary(rs), h('h2', null, 'Skew'), scroll(skewMatrix(rs)), h('h2', null, 'Drift'), scroll(driftTable(rs)), h('h2', null, 'Nodes'), scroll(nodesTable(rs)));
     } catch (err) {
       if (!ctrl.signal.aborted) p.showError(err);
     }

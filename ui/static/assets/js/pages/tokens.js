@@ -1,7 +1,7 @@
 // Join tokens: create one (the answer's exact join command, with the
 // secret, is shown once, with a copy button), list them, revoke them.
 import { api, can } from '../api.js';
-import { h, page, table, empty, describeError } from '../dom.js';
+import { h, page, table, scroll, empty, describeError, copyText } from '../dom.js';
 import { when } from '../format.js';
 import { field, clearErrors, showFormError, formError } from '../forms.js';
 
@@ -15,7 +15,7 @@ export function mount(main) {
   tbl.append(tbody);
   const created = h('div', { class: 'created', hidden: true });
   if (can('join:CreateJoinToken')) p.body.append(createForm(created, load), created);
-  p.body.append(h('h2', null, 'Tokens'), tbl);
+  p.body.append(h('h2', null, 'Tokens'), scroll(tbl));
 
   async function load() {
     try {
@@ -80,21 +80,6 @@ function showCreated(box, out) {
   box.hidden = false;
 }
 
-// copyText uses the Clipboard API (the console is served over TLS, a
-// secure context) and falls back to selecting the text.
-async function copyText(text, el) {
-  try {
-    await navigator.clipboard.writeText(text);
-    return true;
-  } catch {
-    const range = document.createRange();
-    range.selectNodeContents(el);
-    const sel = getSelection();
-    sel.removeAllRanges();
-    sel.addRange(range);
-    return false;
-  }
-}
 
 function row(t, p, reload) {
   const actions = h('td', { class: 'actions' });
