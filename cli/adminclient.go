@@ -6,19 +6,35 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/spf13/cobra"
 
 	"stratum/apierr"
 )
+
+// adminFlags are the flags every operator command shares: --api,
+// --ca-file, --token-file.
+type adminFlags struct {
+	api, caFile, tokenFile string
+}
+
+const defaultAPI = "https://127.0.0.1:8443"
+
+func addAdminFlags(cmd *cobra.Command) *adminFlags {
+	f := &adminFlags{}
+	cmd.Flags().StringVar(&f.api, "api", defaultAPI, "admin API URL")
+	cmd.Flags().StringVar(&f.caFile, "ca-file", "./data/ca.pem", "cluster CA certificate to trust")
+	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token (default: $STRATUM_TOKEN, else the session of stratum login for --api)")
+	return f
+}
 
 // adminClient is the thin client the operator commands share.
 type adminClient struct {
@@ -27,116 +43,59 @@ type adminClient struct {
 	http  *http.Client
 }
 
-// adminCommand is the shape every operator command shares: its flag set
-// with the admin flags (--api, --ca-file, --token-file) and, for a
-// command that shows an answer, --json; then one client.
-type adminCommand struct {
-	fs      *flag.FlagSet
-	flags   adminFlags
-	jsonOut *bool
-	*adminClient
-}
-
-// newAdminCommand starts the flag set of an operator command; shows adds
-// --json (print the answer as it came).
-func newAdminCommand(name string, shows bool) *adminCommand {
-	fs := newFlagSet(name)
-	cmd := &adminCommand{fs: fs, flags: addAdminFlags(fs)}
-	if shows {
-		cmd.jsonOut = fs.Bool("json", false, "print the raw JSON")
-	}
-	return cmd
-}
-
-// connect parses args and builds the client. A usage given with args >= 0
-// is the error when the positional arguments are not that many.
-func (cmd *adminCommand) connect(args []string, positional int, usage string) error {
-	if err := parseFlags(cmd.fs, args); err != nil {
-		return err
-	}
-	if positional >= 0 && cmd.fs.NArg() != positional {
-		return errors.New(usage)
-	}
-	c, err := cmd.flags.client()
+// client builds the client: the bearer token from STRATUM_TOKEN, else
+// --token-file, else the credentials file's session for --api.
+func (f *adminFlags) client() (*adminClient, error) {
+	c, err := f.anonymous()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cmd.adminClient = c
-	return nil
-}
-
-// show GETs path. With --json it prints the answer as it came and
-// reports printed; otherwise it decodes the answer into out (a wire type
-// of the domain) for the caller to render.
-func (cmd *adminCommand) show(ctx context.Context, path string, out any) (printed bool, err error) {
-	var raw json.RawMessage
-	if err := cmd.do(ctx, "GET", path, nil, &raw); err != nil {
-		return false, err
-	}
-	if cmd.jsonOut != nil && *cmd.jsonOut {
-		return true, rawJSON(raw)
-	}
-	return false, json.Unmarshal(raw, out)
-}
-
-// showAnswer is a whole command that shows one answer: its flags, the
-// client, the GET, then --json or render over the decoded out.
-func showAnswer(ctx context.Context, name string, args []string, path string, out any, render func() error) error {
-	cmd := newAdminCommand(name, true)
-	if err := cmd.connect(args, -1, ""); err != nil {
-		return err
-	}
-	if printed, err := cmd.show(ctx, path, out); printed || err != nil {
-		return err
-	}
-	return render()
-}
-
-// adminFlags registers --api, --ca-file and --token-file on fs.
-type adminFlags struct {
-	api, caFile, tokenFile *string
-}
-
-func addAdminFlags(fs *flag.FlagSet) adminFlags {
-	return adminFlags{
-		api:       fs.String("api", "https://127.0.0.1:8443", "admin API URL"),
-		caFile:    fs.String("ca-file", "./data/ca.pem", "cluster CA certificate to trust"),
-		tokenFile: fs.String("token-file", "", "file holding the bearer token (default: $STRATUM_TOKEN)"),
-	}
-}
-
-func (f adminFlags) client() (*adminClient, error) {
 	token := os.Getenv("STRATUM_TOKEN")
-	if *f.tokenFile != "" {
-		b, err := os.ReadFile(*f.tokenFile)
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
 		if err != nil {
 			return nil, err
 		}
 		token = strings.TrimSpace(string(b))
 	}
 	if token == "" {
-		return nil, errors.New("no bearer token: set STRATUM_TOKEN or --token-file (log in with POST /v1/auth/login)")
+		s, err := loadCredentials()
+		if err != nil {
+			return nil, err
+		}
+		token = s.Sessions[c.base].Token
 	}
-	pem, err := os.ReadFile(*f.caFile)
+	if token == "" {
+		return nil, &ExitError{Code: ExitAuth, Err: fmt.Errorf("not logged in to %s: run `stratum login --api %s` (or set STRATUM_TOKEN or --token-file)", c.base, c.base)}
+	}
+	c.token = token
+	return c, nil
+}
+
+// anonymous is the client without a bearer token (login).
+func (f *adminFlags) anonymous() (*adminClient, error) {
+	pem, err := os.ReadFile(f.caFile)
 	if err != nil {
 		return nil, fmt.Errorf("CA certificate: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s holds no certificate", *f.caFile)
+		return nil, fmt.Errorf("%s holds no certificate", f.caFile)
 	}
 	return &adminClient{
-		base:  strings.TrimRight(*f.api, "/"),
-		token: token,
+		base: apiKey(f.api),
 		http: &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 		}},
 	}, nil
 }
 
+// apiKey is the API URL as the credentials file keys it.
+func apiKey(api string) string { return strings.TrimRight(api, "/") }
+
 // do sends body (JSON-encoded when not nil) and decodes a 2xx answer into
-// out; an error answer becomes the *apierr.Error it carries (Main renders
-// it with its fields).
+// out (a *json.RawMessage keeps it as it came); an error answer becomes
+// the *apierr.Error it carries.
 func (c *adminClient) do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
@@ -150,13 +109,20 @@ func (c *adminClient) do(ctx context.Context, method, path string, body, out any
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	// zstd's long window finds the near-identical node records of a large
-	// release set; gzip's 32 KiB window does not (bench: 228x vs 12x).
-	req.Header.Set("Accept-Encoding", "zstd")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return c.send(req, out)
+}
+
+// send adds the bearer token and decodes the answer as do describes.
+func (c *adminClient) send(req *http.Request, out any) error {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	// zstd's long window finds the near-identical node records of a large
+	// release set; gzip's 32 KiB window does not (bench: 228x vs 12x).
+	req.Header.Set("Accept-Encoding", "zstd")
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return err
@@ -178,9 +144,10 @@ func (c *adminClient) do(ctx context.Context, method, path string, body, out any
 	if resp.StatusCode >= 300 {
 		var e apierr.Error
 		if json.Unmarshal(raw, &e) == nil && e.Code != "" {
+			e.RetryAfter, _ = strconv.Atoi(resp.Header.Get("Retry-After"))
 			return &e
 		}
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+		return &statusError{method: req.Method, path: req.URL.Path, status: resp.StatusCode}
 	}
 	if out == nil || len(raw) == 0 {
 		return nil
@@ -192,17 +159,32 @@ func (c *adminClient) do(ctx context.Context, method, path string, body, out any
 	return json.Unmarshal(raw, out)
 }
 
-// rawJSON prints an API answer as indented JSON.
-func rawJSON(raw json.RawMessage) error {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return err
-	}
-	return printJSON(v)
+// get is GET path kept as it came (for -o json/yaml).
+func (c *adminClient) get(ctx context.Context, path string) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := c.do(ctx, "GET", path, nil, &raw)
+	return raw, err
 }
 
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// showCommand is a whole read command: admin flags and -o, one GET,
+// then the answer as JSON/YAML or decoded into out for the table.
+func showCommand(use, short string, args cobra.PositionalArgs, path func(args []string) string, out any, table func(w io.Writer) error) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Args: args}
+	admin := addAdminFlags(cmd)
+	o := addOutput(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := admin.client()
+		if err != nil {
+			return err
+		}
+		raw, err := c.get(cmd.Context(), path(args))
+		if err != nil {
+			return err
+		}
+		return o.render(cmd.OutOrStdout(), raw, out, func() error { return table(cmd.OutOrStdout()) })
+	}
+	return cmd
 }
+
+// fixed is a path that takes no argument.
+func fixed(p string) func([]string) string { return func([]string) string { return p } }

@@ -1,9 +1,10 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"stratum/agent"
 	"stratum/agent/unit"
@@ -11,28 +12,20 @@ import (
 	"stratum/hostrecord"
 )
 
-func init() {
-	Register(Command{
-		Name:    "agent",
-		Summary: "run the node agent: record this node's release, apply the membership, serve /startupz",
-		Run:     runAgent,
-	})
-}
+func init() { Register(newAgentCmd) }
 
-const agentUsage = `usage: stratum agent --api https://HOST:PORT [flags]
-       stratum agent --print-systemd-unit
-
-Runs on a joined node with the transport leaf stratum join wrote under
+func newAgentCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agent --api https://HOST:PORT [flags]",
+		Short: "run the node agent: record this node's release, apply the membership, serve /startupz",
+		Long: `Runs on a joined node with the transport leaf stratum join wrote under
 ROOT/etc/stratum. Every flag has a STRATUM_* twin (the unit reads them
-from /etc/stratum/agent.env).`
-
-func runAgent(ctx context.Context, args []string) error {
-	fs := newFlagSet("agent")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), agentUsage)
-		fs.PrintDefaults()
+from /etc/stratum/agent.env). stratum agent --print-systemd-unit prints
+its systemd unit.`,
+		Args: cobra.NoArgs,
 	}
 	cfg := agent.Config{Build: buildinfo.Current()}
+	fs := cmd.Flags()
 	fs.StringVar(&cfg.API, "api", "", "the founder's admin API, https://HOST:PORT; an HA founder's replicas as https://a:8443,https://b:8443 (tried in turn)")
 	fs.StringVar(&cfg.Root, "root", agent.DefaultRoot, "root of the node's file system (node.yaml, secrets, members.json under ROOT/etc/stratum)")
 	fs.DurationVar(&cfg.Interval, "interval", agent.DefaultInterval, "how often the release is recorded when nothing changes (+-10% jitter)")
@@ -43,30 +36,25 @@ func runAgent(ctx context.Context, args []string) error {
 	printUnit := fs.Bool("print-systemd-unit", false, "print the agent's systemd unit and exit")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *printUnit {
-		exe, err := os.Executable()
-		if err != nil {
-			exe = unit.DefaultExecutable
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *printUnit {
+			exe, err := os.Executable()
+			if err != nil {
+				exe = unit.DefaultExecutable
+			}
+			fmt.Fprint(cmd.OutOrStdout(), unit.Render(exe))
+			return nil
 		}
-		fmt.Print(unit.Render(exe))
-		return nil
+		if cfg.API == "" {
+			return usagef("--api is required")
+		}
+		specs, err := hostrecord.ParsePackages(*packages)
+		if err != nil {
+			return err
+		}
+		cfg.Packages = specs
+		cfg.Log = newLogger(*logLevel, *logFormat)
+		return agent.Run(cmd.Context(), cfg)
 	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(os.Stderr, "stratum agent: unexpected argument %q\n%s\n", fs.Arg(0), agentUsage)
-		return errUsage
-	}
-	if cfg.API == "" {
-		fmt.Fprintf(os.Stderr, "stratum agent: --api is required\n%s\n", agentUsage)
-		return errUsage
-	}
-	specs, err := hostrecord.ParsePackages(*packages)
-	if err != nil {
-		return err
-	}
-	cfg.Packages = specs
-	cfg.Log = newLogger(*logLevel, *logFormat)
-	return agent.Run(ctx, cfg)
+	return cmd
 }

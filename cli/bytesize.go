@@ -26,6 +26,8 @@ func (b *byteSize) String() string {
 	}
 }
 
+func (b *byteSize) Type() string { return "size" }
+
 func (b *byteSize) Set(s string) error {
 	digits, shift := strings.ToLower(strings.TrimSpace(s)), uint(0)
 	for _, u := range byteUnits {

@@ -1,34 +1,65 @@
-// Package cli dispatches the stratum subcommands. Each subcommand lives in
-// its own file and registers itself, so adding one touches no shared table.
+// Package cli is the stratum command line, on spf13/cobra. Each command
+// lives in its own file and registers its constructor, so adding one
+// touches no shared table; the tree is built fresh for every run (and
+// every test), and the conventions below apply to every command in it:
+// help on stdout, env twins, exit codes, -o on commands that print a
+// resource.
 package cli
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"syscall"
 
-	"stratum/apierr"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"stratum/buildinfo"
 )
 
-// Command is one top-level subcommand.
-type Command struct {
-	Name    string
-	Summary string
-	Run     func(ctx context.Context, args []string) error
-}
+// Exit codes (stratum help exit-codes).
+const (
+	ExitOK       = 0
+	ExitFailed   = 1
+	ExitUsage    = 2
+	ExitAuth     = 3
+	ExitTrust    = 4
+	ExitNotFound = 5
+	ExitConflict = 6
+)
 
-var commands = map[string]Command{}
+const exitCodesHelp = `Every stratum command exits with one of these codes:
 
-// Register adds a subcommand; called from init functions.
-func Register(c Command) {
-	if _, dup := commands[c.Name]; dup {
-		panic("cli: duplicate command " + c.Name)
-	}
-	commands[c.Name] = c
+  0  ok
+  1  error (the message says what failed; fix it and run again)
+  2  usage: an unknown command or flag, a missing or extra argument, a bad flag value
+  3  not authenticated or not authorized (log in with stratum login; the
+     joiner: rejected by an operator)
+  4  trust failure (the joiner: the founder or a release failed a check)
+  5  not found
+  6  conflict or refused (the state does not allow it, e.g. approving a
+     join twice)
+
+Answers of the admin API map by their error code (SPEC section 2), not by
+their text: UNAUTHENTICATED, FORBIDDEN -> 3; NOT_FOUND -> 5; CONFLICT,
+JOIN_APPROVAL_REFUSED, RELEASE_MISMATCH -> 6; an answer without a code by
+its HTTP status (401, 403 -> 3; 404 -> 5; 409 -> 6).`
+
+var commands []func() *cobra.Command
+
+// Register adds a top-level command's constructor; called from init
+// functions. The constructor runs once per tree, so flag variables are
+// never shared between two runs.
+func Register(newCmd func() *cobra.Command) { commands = append(commands, newCmd) }
+
+func init() {
+	// A command may add its own PersistentPreRunE without losing the
+	// root's (which applies the environment twins).
+	cobra.EnableTraverseRunHooks = true
 }
 
 // ExitError carries a specific process exit code with its message.
@@ -40,53 +71,123 @@ type ExitError struct {
 func (e *ExitError) Error() string { return e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// Main runs the subcommand named by args[0] and returns the exit code.
-func Main(args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage()
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+// usageError is a command line the command cannot run: exit 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// runError marks an error a command's RunE returned; any other error
+// comes from cobra itself (parsing, argument validation): a usage error.
+type runError struct{ err error }
+
+func (e runError) Error() string { return e.err.Error() }
+func (e runError) Unwrap() error { return e.err }
+
+// NewRoot builds the whole command tree with the conventions applied.
+func NewRoot() *cobra.Command {
+	b := buildinfo.Current()
+	root := &cobra.Command{
+		Use:           "stratum",
+		Short:         "stratum: the founder appliance, its joiner and the node agent in one binary",
+		Version:       b.Version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applyEnvTwins(cmd)
+		},
 	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "stratum: unknown command %q\n\n", args[0])
-		usage()
-		return 2
+	root.SetVersionTemplate(fmt.Sprintf("stratum %s (commit %s)\n", b.Version, b.Commit))
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(&cobra.Command{
+		Use:   "exit-codes",
+		Short: "what each exit code means",
+		Long:  exitCodesHelp,
+	})
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd())
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := cmd.Run(ctx, args[1:]); err != nil {
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		if e, ok := err.(*apierr.Error); ok {
-			// An admin API's answer: its message and field problems.
-			err = describe(e)
-		}
-		fmt.Fprintf(os.Stderr, "stratum %s: %v\n", cmd.Name, err)
-		var exit *ExitError
-		if errors.As(err, &exit) {
-			return exit.Code
-		}
-		return 1
-	}
-	return 0
+	conventions(root)
+	return root
 }
 
-// errUsage reports a flag parsing failure whose message the flag package
-// already printed.
-var errUsage = errors.New("usage")
+// conventions walks the tree: help on stdout, env twins in every flag's
+// help, groups that refuse a missing or unknown subcommand, errors of
+// RunE marked so the exit code can tell them from usage errors.
+func conventions(c *cobra.Command) {
+	c.Flags().VisitAll(func(f *pflag.Flag) { describeEnvTwin(c, f) })
+	if c.HasSubCommands() && c.RunE == nil && c.Run == nil {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return usagef("%q needs a subcommand", cmd.CommandPath())
+		}
+	}
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := run(cmd, args); err != nil {
+				return runError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		conventions(sub)
+	}
+}
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: stratum <command> [flags]\n\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+// Main runs the command line args and returns the exit code.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Execute(ctx, args, os.Stdout, os.Stderr)
+}
+
+// Execute runs args on a fresh tree with the given outputs (help and
+// results on stdout, errors on stderr) and returns the exit code.
+func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := NewRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-12s %s\n", n, commands[n].Summary)
+	code := exitCode(err)
+	name := "stratum"
+	if cmd != nil {
+		name = cmd.CommandPath()
 	}
+	msg := describe(err).Error()
+	fmt.Fprintf(stderr, "%s: %s\n", name, msg)
+	if code == ExitUsage && cmd != nil {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", name)
+	}
+	return code
+}
+
+// exitCode classifies err: its type, never its text.
+func exitCode(err error) int {
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		return exit.Code
+	}
+	var usage usageError
+	if errors.As(err, &usage) {
+		return ExitUsage
+	}
+	var run runError
+	if !errors.As(err, &run) {
+		// cobra's own: unknown command or flag, wrong argument count.
+		return ExitUsage
+	}
+	if code, ok := apiExitCode(err); ok {
+		return code
+	}
+	return ExitFailed
 }

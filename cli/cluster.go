@@ -1,34 +1,46 @@
 package cli
 
 import (
-	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"os"
+
+	"github.com/spf13/cobra"
+
 	"stratum/releaseset"
 )
 
-func init() {
-	Register(Command{Name: "cluster", Summary: "cluster settings: release set V [--allow-downgrade]", Run: runCluster})
-}
+func init() { Register(newClusterCmd) }
 
-// runCluster: `stratum cluster release set V [--allow-downgrade]` sets
+// newClusterCmd: `stratum cluster release set V [--allow-downgrade]` sets
 // the admission release joiners are admitted on (SPEC 10.2).
-func runCluster(ctx context.Context, args []string) error {
-	const usage = "usage: stratum cluster release set VERSION [--allow-downgrade]"
-	if len(args) < 2 || args[0] != "release" || args[1] != "set" {
-		return errors.New(usage)
+func newClusterCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "cluster", Short: "cluster settings"}
+	rel := &cobra.Command{Use: "release", Short: "the admission release"}
+	set := &cobra.Command{
+		Use:   "set VERSION",
+		Short: "set the release joiners are admitted on",
+		Args:  cobra.ExactArgs(1),
 	}
-	cmd := newAdminCommand("cluster release set", false)
-	allowDowngrade := cmd.fs.Bool("allow-downgrade", false, "allow lowering the admission release (re-admits joiners on an older release)")
-	if err := cmd.connect(args[2:], 1, usage); err != nil {
-		return err
+	admin := addAdminFlags(set)
+	o := addOutput(set)
+	allowDowngrade := set.Flags().Bool("allow-downgrade", false, "allow lowering the admission release (re-admits joiners on an older release)")
+	set.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := admin.client()
+		if err != nil {
+			return err
+		}
+		var raw json.RawMessage
+		req := releaseset.SetAdmissionRequest{Release: args[0], AllowDowngrade: *allowDowngrade}
+		if err := c.do(cmd.Context(), "PUT", "/v1/admin/cluster/release", req, &raw); err != nil {
+			return err
+		}
+		var out releaseset.AdmissionView
+		return o.render(cmd.OutOrStdout(), raw, &out, func() error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "admission release: %s (was %s)\n", out.AdmissionRelease, out.Previous)
+			return err
+		})
 	}
-	var out releaseset.AdmissionView
-	req := releaseset.SetAdmissionRequest{Release: cmd.fs.Arg(0), AllowDowngrade: *allowDowngrade}
-	if err := cmd.do(ctx, "PUT", "/v1/admin/cluster/release", req, &out); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stdout, "admission release: %s (was %s)\n", out.AdmissionRelease, out.Previous)
-	return nil
+	rel.AddCommand(set)
+	cmd.AddCommand(rel)
+	return cmd
 }

@@ -1,11 +1,10 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"os"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"stratum/buildinfo"
 	"stratum/cluster"
@@ -13,16 +12,28 @@ import (
 )
 
 func init() {
-	Register(Command{Name: "init", Summary: "create a cluster in a data directory", Run: runInit})
-	Register(Command{Name: "version", Summary: "print the build version and commit", Run: func(context.Context, []string) error {
-		b := buildinfo.Current()
-		fmt.Printf("stratum %s (commit %s)\n", b.Version, b.Commit)
-		return nil
-	}})
+	Register(newInitCmd)
+	Register(func() *cobra.Command {
+		return &cobra.Command{
+			Use:   "version",
+			Short: "print the build version and commit (also stratum --version)",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				b := buildinfo.Current()
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "stratum %s (commit %s)\n", b.Version, b.Commit)
+				return err
+			},
+		}
+	})
 }
 
-func runInit(_ context.Context, args []string) error {
-	fs := newFlagSet("init")
+func newInitCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "init --config cluster.yaml",
+		Short: "create a cluster in a data directory",
+		Args:  cobra.NoArgs,
+	}
+	fs := cmd.Flags()
 	data := fs.String("data", "./data", "data directory")
 	config := fs.String("config", "", "cluster file (YAML)")
 	domain := fs.String("parent-domain", "", "override parentDomain")
@@ -31,36 +42,37 @@ func runInit(_ context.Context, args []string) error {
 	email := fs.String("admin-email", "", "override adminEmail")
 	keys := addKeyFlags(fs, "seal the data key to this TPM (/dev/tpmrm0 or a swtpm socket) instead of writing data.key")
 	dsn := storeFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	ks, err := keys.source()
-	if err != nil {
-		return err
-	}
-	var cfg cluster.Config
-	if *config != "" {
-		c, err := cluster.LoadConfig(*config)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ks, err := keys.source()
 		if err != nil {
 			return err
 		}
-		cfg = c
-	} else if *domain == "" || *region == "" {
-		return errors.New("give --config cluster.yaml (or at least --parent-domain and --region)")
-	}
-	for _, o := range []struct {
-		dst *string
-		v   string
-	}{{&cfg.ParentDomain, *domain}, {&cfg.Region, *region}, {&cfg.ClusterRelease, *release}, {&cfg.AdminEmail, *email}} {
-		if o.v != "" {
-			*o.dst = o.v
+		var cfg cluster.Config
+		if *config != "" {
+			c, err := cluster.LoadConfig(*config)
+			if err != nil {
+				return err
+			}
+			cfg = c
+		} else if *domain == "" || *region == "" {
+			return usagef("give --config cluster.yaml (or at least --parent-domain and --region)")
 		}
+		for _, o := range []struct {
+			dst *string
+			v   string
+		}{{&cfg.ParentDomain, *domain}, {&cfg.Region, *region}, {&cfg.ClusterRelease, *release}, {&cfg.AdminEmail, *email}} {
+			if o.v != "" {
+				*o.dst = o.v
+			}
+		}
+		res, err := founder.InitWithKey(founder.DataDir(*data), cfg, false, ks, *dsn, time.Now())
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "cluster %s created in %s\n  CA pin: %s\n  admin credentials: %s\n", res.Identity.ClusterID, *data, res.CAPin, res.CredentialsPath)
+		founder.PrintRecoveryKey(out, res.RecoveryKey)
+		return nil
 	}
-	res, err := founder.InitWithKey(founder.DataDir(*data), cfg, false, ks, *dsn, time.Now())
-	if err != nil {
-		return describe(err)
-	}
-	fmt.Printf("cluster %s created in %s\n  CA pin: %s\n  admin credentials: %s\n", res.Identity.ClusterID, *data, res.CAPin, res.CredentialsPath)
-	founder.PrintRecoveryKey(os.Stdout, res.RecoveryKey)
-	return nil
+	return cmd
 }

@@ -1,34 +1,27 @@
 package cli
 
 import (
-	"context"
-	"fmt"
-	"os"
+	"github.com/spf13/cobra"
 
 	"stratum/joiner"
 	"stratum/tpm"
 )
 
-func init() {
-	Register(Command{
-		Name:    "join",
-		Summary: "join this machine to a cluster: register, wait for approval, self-upgrade, install the delivery",
-		Run:     runJoin,
-	})
-}
+func init() { Register(newJoinCmd) }
 
-const joinUsage = `usage: stratum join --founder HOST:PORT --token T --ca-pin sha256:HEX [flags]
+func newJoinCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "join --founder HOST:PORT --token T --ca-pin sha256:HEX [flags]",
+		Short: "join this machine to a cluster: register, wait for approval, self-upgrade, install the delivery",
+		Long: `Join this machine to a cluster: register, wait for approval, self-upgrade,
+install the delivery.
 
 exit codes: 0 joined, 1 error (fix it and run again: it resumes),
-            2 usage, 3 rejected by an operator, 4 join failed`
-
-func runJoin(ctx context.Context, args []string) error {
-	fs := newFlagSet("join")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), joinUsage)
-		fs.PrintDefaults()
+            2 usage, 3 rejected by an operator, 4 join failed`,
+		Args: cobra.NoArgs,
 	}
 	var cfg joiner.Config
+	fs := cmd.Flags()
 	fs.StringVar(&cfg.Founder, "founder", "", "the founder's join listener, HOST:PORT; several HA replicas as a,b (tried in turn)")
 	fs.StringVar(&cfg.Token, "token", "", "join token (sjt1...), as printed by stratum token create")
 	fs.StringVar(&cfg.CAPin, "ca-pin", "", "cluster CA pin, sha256:<hex>: the only CA the joiner trusts")
@@ -45,28 +38,22 @@ func runJoin(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.AgentAPI, "agent-api", "", "the founder's admin API for the agent (default https://<founder host>:8443)")
 	fs.StringVar(&cfg.Hostname, "hostname", "", "host name to register (default: this machine's)")
 	fs.StringVar(&cfg.MgmtIP, "mgmt-ip", "", "management IP to register (default: the local address of the route to the founder)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(os.Stderr, "stratum join: unexpected argument %q\n%s\n", fs.Arg(0), joinUsage)
-		return errUsage
-	}
-	if cfg.Founder == "" || cfg.Token == "" || cfg.CAPin == "" {
-		fmt.Fprintf(os.Stderr, "stratum join: --founder, --token and --ca-pin are required\n%s\n", joinUsage)
-		return errUsage
-	}
-	pcrs, err := tpm.ParsePCRs(*pcrFlag)
-	if err != nil {
-		return fmt.Errorf("--pcrs: %w", err)
-	}
-	cfg.PCRs = pcrs
-	cfg.Out = os.Stdout
-	if err := joiner.Run(ctx, cfg); err != nil {
-		if code := joiner.ExitCode(err); code != 1 {
-			return &ExitError{Code: code, Err: err}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if cfg.Founder == "" || cfg.Token == "" || cfg.CAPin == "" {
+			return usagef("--founder, --token and --ca-pin are required")
 		}
-		return err
+		pcrs, err := tpm.ParsePCRs(*pcrFlag)
+		if err != nil {
+			return usagef("--pcrs: %w", err)
+		}
+		cfg.PCRs = pcrs
+		cfg.Out = cmd.OutOrStdout()
+		if err := joiner.Run(cmd.Context(), cfg); err != nil {
+			// The joiner's own exit codes (its help lists them), as
+			// before the move to cobra.
+			return &ExitError{Code: joiner.ExitCode(err), Err: err}
+		}
+		return nil
 	}
-	return nil
+	return cmd
 }

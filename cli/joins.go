@@ -1,28 +1,102 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"net/url"
-	"os"
-	"stratum/cluster"
-	"stratum/join"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
+
+	"stratum/cluster"
+	"stratum/join"
 )
 
 func init() {
-	Register(Command{Name: "joins", Summary: "join registrations: list | get | approve | reject | cancel", Run: runJoins})
-	Register(Command{Name: "members", Summary: "list the cluster's members", Run: runMembers})
+	Register(newJoinsCmd)
+	Register(newMembersCmd)
+}
+
+func newJoinsCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "joins", Short: "join registrations: list | get | approve | reject | cancel"}
+	cmd.AddCommand(newJoinsListCmd(), newJoinsGetCmd(), newJoinsApproveCmd(),
+		newJoinsEndCmd("reject", "reject a registration (the joiner exits 3)"),
+		newJoinsEndCmd("cancel", "cancel an approved registration"))
+	return cmd
+}
+
+func registrationPath(id string) string {
+	return "/v1/admin/join/registrations/" + url.PathEscape(id)
+}
+
+func newJoinsListCmd() *cobra.Command {
+	var state string
+	var list struct {
+		Registrations []join.OperatorView `json:"registrations"`
+	}
+	cmd := showCommand("list", "list join registrations", cobra.NoArgs, func([]string) string {
+		p := "/v1/admin/join/registrations"
+		if state != "" {
+			p += "?state=" + url.QueryEscape(state)
+		}
+		return p
+	}, &list, func(w io.Writer) error {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "JOIN\tSTATE\tROLE\tHOSTNAME\tMGMT IP\tRELEASE\tQUEUE\tKEY")
+		for _, r := range list.Registrations {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.JoinID, r.State, r.Role, r.Hostname, r.MgmtIP, r.Release, r.QueuePosition, r.KeyFingerprint)
+		}
+		return tw.Flush()
+	})
+	cmd.Flags().StringVar(&state, "state", "", "only registrations in this state")
+	return cmd
+}
+
+func newJoinsGetCmd() *cobra.Command {
+	var r join.OperatorView
+	return showCommand("get JOIN_ID", "show one registration", cobra.ExactArgs(1), func(args []string) string {
+		return registrationPath(args[0])
+	}, &r, func(w io.Writer) error { return writeRegistration(w, r) })
+}
+
+// writeRegistration is a registration for a person: one field a line.
+func writeRegistration(w io.Writer, r join.OperatorView) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	row("join", r.JoinID)
+	row("state", r.State)
+	row("reason", r.Reason)
+	row("role", r.Role)
+	row("hostname", r.Hostname)
+	row("mgmt IP", r.MgmtIP)
+	row("release", r.Release)
+	row("key", r.KeyFingerprint)
+	if r.QueuePosition > 0 {
+		row("queue", fmt.Sprint(r.QueuePosition))
+	}
+	if a := r.Assignment; a != nil {
+		row("node", a.NodeID)
+		row("assigned mgmt IP", a.MgmtIP)
+		row("az", a.AZ)
+	}
+	row("approved by", r.ApprovedBy)
+	row("created", r.CreatedAt.Format(time.RFC3339))
+	row("updated", r.UpdatedAt.Format(time.RFC3339))
+	return tw.Flush()
 }
 
 // kvFlag collects repeated key=value flags.
 type kvFlag map[string]string
 
 func (k kvFlag) String() string { return "" }
+func (k kvFlag) Type() string   { return "key=value" }
 func (k kvFlag) Set(s string) error {
 	key, v, ok := strings.Cut(s, "=")
 	if !ok {
@@ -32,81 +106,86 @@ func (k kvFlag) Set(s string) error {
 	return nil
 }
 
-func runJoins(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errors.New("usage: stratum joins list|get|approve|reject|cancel")
+func newJoinsApproveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "approve JOIN_ID",
+		Short:   "approve a registration: assign its node id, address, networks and labels",
+		Example: "  stratum joins approve j-1a2b3c4d --mgmt-ip 10.0.0.12 --network storage=10.9.0.12@vlan90 --label topology.rack=r2",
+		Args:    cobra.ExactArgs(1),
 	}
-	sub := args[0]
-	cmd := newAdminCommand("joins "+sub, true)
-	state := cmd.fs.String("state", "", "list: only registrations in this state")
-	nodeID := cmd.fs.String("node-id", "", "approve: node id (generated when empty)")
-	az := cmd.fs.String("az", "", "approve: availability zone")
-	mgmt := cmd.fs.String("mgmt-ip", "", "approve: management IP (default: the registration's)")
-	reason := cmd.fs.String("reason", "", "reject/cancel: why")
-	nets := kvFlag{}
-	labels := kvFlag{}
-	cmd.fs.Var(nets, "network", "approve: class=IP[@interface], repeatable (e.g. storage=10.9.0.12@vlan90)")
-	cmd.fs.Var(labels, "label", "approve: key=value, repeatable (e.g. topology.rack=r2)")
-	if err := cmd.connect(args[1:], -1, ""); err != nil {
-		return err
-	}
-	switch sub {
-	case "list":
-		path := "/v1/admin/join/registrations"
-		if *state != "" {
-			path += "?state=" + url.QueryEscape(*state)
-		}
-		var out struct {
-			Registrations []join.OperatorView `json:"registrations"`
-		}
-		if printed, err := cmd.show(ctx, path, &out); printed || err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "JOIN\tSTATE\tROLE\tHOSTNAME\tMGMT IP\tRELEASE\tQUEUE\tKEY")
-		for _, r := range out.Registrations {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.JoinID, r.State, r.Role, r.Hostname, r.MgmtIP, r.Release, r.QueuePosition, r.KeyFingerprint)
-		}
-		return tw.Flush()
-	case "get", "approve", "reject", "cancel":
-		if cmd.fs.NArg() != 1 {
-			return fmt.Errorf("usage: stratum joins %s JOIN_ID", sub)
-		}
-		base := "/v1/admin/join/registrations/" + url.PathEscape(cmd.fs.Arg(0))
-		var raw json.RawMessage
-		var err error
-		switch sub {
-		case "get":
-			err = cmd.do(ctx, "GET", base, nil, &raw)
-		case "approve":
-			a := join.Assignment{NodeID: *nodeID, AZ: *az, MgmtIP: *mgmt}
-			if len(nets) > 0 {
-				a.Networks = map[string]cluster.Network{}
-				for class, v := range nets {
-					ip, iface, _ := strings.Cut(v, "@")
-					a.Networks[class] = cluster.Network{IP: ip, Interface: iface}
-				}
-			}
-			if len(labels) > 0 {
-				a.Labels = labels
-			}
-			err = cmd.do(ctx, "POST", base+"/approve", a, &raw)
-		default:
-			err = cmd.do(ctx, "POST", base+"/"+sub, map[string]string{"reason": *reason}, &raw)
-		}
+	admin := addAdminFlags(cmd)
+	o := addOutput(cmd)
+	var a join.Assignment
+	nets, labels := kvFlag{}, kvFlag{}
+	cmd.Flags().StringVar(&a.NodeID, "node-id", "", "node id (generated when empty)")
+	cmd.Flags().StringVar(&a.AZ, "az", "", "availability zone")
+	cmd.Flags().StringVar(&a.MgmtIP, "mgmt-ip", "", "management IP (default: the registration's)")
+	cmd.Flags().Var(nets, "network", "class=IP[@interface], repeatable (e.g. storage=10.9.0.12@vlan90)")
+	cmd.Flags().Var(labels, "label", "key=value, repeatable (e.g. topology.rack=r2)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := admin.client()
 		if err != nil {
 			return err
 		}
-		return rawJSON(raw)
+		if len(nets) > 0 {
+			a.Networks = map[string]cluster.Network{}
+			for class, v := range nets {
+				ip, iface, _ := strings.Cut(v, "@")
+				a.Networks[class] = cluster.Network{IP: ip, Interface: iface}
+			}
+		}
+		if len(labels) > 0 {
+			a.Labels = labels
+		}
+		var raw json.RawMessage
+		if err := c.do(cmd.Context(), "POST", registrationPath(args[0])+"/approve", a, &raw); err != nil {
+			return err
+		}
+		var r join.OperatorView
+		return o.render(cmd.OutOrStdout(), raw, &r, func() error {
+			node, ip := "", r.MgmtIP
+			if r.Assignment != nil {
+				node = r.Assignment.NodeID
+				if r.Assignment.MgmtIP != "" {
+					ip = r.Assignment.MgmtIP
+				}
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "approved %s as node %s (%s, %s); state %s\n", r.JoinID, node, r.Hostname, ip, r.State)
+			return err
+		})
 	}
-	return fmt.Errorf("unknown joins subcommand %q", sub)
+	return cmd
 }
 
-func runMembers(ctx context.Context, args []string) error {
+// newJoinsEndCmd is reject or cancel: a reason, then the registration.
+func newJoinsEndCmd(verb, short string) *cobra.Command {
+	cmd := &cobra.Command{Use: verb + " JOIN_ID", Short: short, Args: cobra.ExactArgs(1)}
+	admin := addAdminFlags(cmd)
+	o := addOutput(cmd)
+	reason := cmd.Flags().String("reason", "", "why (the joiner shows it)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := admin.client()
+		if err != nil {
+			return err
+		}
+		var raw json.RawMessage
+		if err := c.do(cmd.Context(), "POST", registrationPath(args[0])+"/"+verb, map[string]string{"reason": *reason}, &raw); err != nil {
+			return err
+		}
+		var r join.OperatorView
+		return o.render(cmd.OutOrStdout(), raw, &r, func() error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", r.JoinID, r.State, r.Reason)
+			return err
+		})
+	}
+	return cmd
+}
+
+func newMembersCmd() *cobra.Command {
 	var out join.MembersView
-	return showAnswer(ctx, "members", args, "/v1/admin/cluster/members", &out, func() error {
-		fmt.Printf("generation %d\n", out.Generation)
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	return showCommand("members", "list the cluster's members", cobra.NoArgs, fixed("/v1/admin/cluster/members"), &out, func(w io.Writer) error {
+		fmt.Fprintf(w, "generation %d\n", out.Generation)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tGEN\tAPPLIED\tMGMT IP\tAZ\tBOOT\tLAST BOOT")
 		for _, m := range out.Members {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", m.NodeID, m.Role, m.State, m.Generation, m.AppliedGeneration, m.MgmtIP, m.AZ, bootColumn(m), lastBootColumn(m))

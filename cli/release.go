@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"context"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"stratum/apierr"
@@ -23,63 +24,19 @@ import (
 	"stratum/store"
 )
 
-func init() {
-	Register(Command{Name: "release", Summary: "release tooling: keygen, sign, verify, import, list", Run: runRelease})
-}
+func init() { Register(newReleaseCmd) }
 
-const releaseUsageText = `usage: stratum release <subcommand> [flags]
-
-  keygen --out NAME                          write NAME.key (0600) and NAME.pub
-  sign --key NAME.key --release V [--upgrades-from V1,V2] DIR
-                                             write DIR/payload/manifest.json and add a signature
-  verify --keys KEYDIR [--threshold N] DIR   check the signature and every file
-  import --data DIR [--threshold N] SRC      verify SRC against DIR/release-keys/ and import it
-  list --data DIR                            list the imported releases`
-
-func runRelease(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, releaseUsageText)
-		return errUsage
+func newReleaseCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "release",
+		Short: "release tooling: keygen, sign, verify; import, push, list, get on the founder",
+		Long: `Release tooling. keygen, sign and verify work on local files. import, push,
+list and get talk to the founder's admin API (--api); import and list take
+--data DIR instead to work on a stopped founder's data directory.`,
 	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "keygen":
-		return releaseKeygen(rest)
-	case "sign":
-		return releaseSign(rest)
-	case "verify":
-		return releaseVerify(rest)
-	case "import":
-		return releaseImport(ctx, rest)
-	case "list":
-		return releaseList(rest)
-	case "help", "-h", "--help":
-		fmt.Fprintln(os.Stdout, releaseUsageText)
-		return nil
-	}
-	fmt.Fprintf(os.Stderr, "stratum release: unknown subcommand %q\n\n%s\n", sub, releaseUsageText)
-	return errUsage
-}
-
-// releaseArgs parses flags that may come before or after the positional
-// arguments ("verify DIR --keys K" reads as well as "verify --keys K DIR").
-func releaseArgs(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
-	if err := parseFlags(fs, args); err != nil {
-		return nil, err
-	}
-	var pos []string
-	for rest := fs.Args(); len(rest) > 0; rest = fs.Args() {
-		pos = append(pos, rest[0])
-		if err := fs.Parse(rest[1:]); err != nil {
-			return nil, errUsage
-		}
-	}
-	if len(pos) != positional {
-		fmt.Fprintf(os.Stderr, "%s: want %d argument(s), got %d\n", fs.Name(), positional, len(pos))
-		fs.Usage()
-		return nil, errUsage
-	}
-	return pos, nil
+	cmd.AddCommand(newReleaseKeygenCmd(), newReleaseSignCmd(), newReleaseVerifyCmd(),
+		newReleaseImportCmd(), newReleaseListCmd())
+	return cmd
 }
 
 // releaseErr turns a domain error into the sentence a person acts on.
@@ -90,75 +47,73 @@ func releaseErr(err error) error {
 	return err
 }
 
-func releaseKeygen(args []string) error {
-	fs := newFlagSet("release keygen")
-	out := fs.String("out", "", "key pair name: writes NAME.key and NAME.pub")
-	if _, err := releaseArgs(fs, args, 0); err != nil {
-		return err
+func newReleaseKeygenCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "keygen --out NAME", Short: "write a release signing key pair: NAME.key (0600) and NAME.pub", Args: cobra.NoArgs}
+	out := cmd.Flags().String("out", "", "key pair name: writes NAME.key and NAME.pub")
+	_ = cmd.MarkFlagRequired("out")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		id, err := release.Keygen(*out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s.key (secret, mode 0600) and %s.pub\nkeyId %s\n", *out, *out, id)
+		return nil
 	}
-	if *out == "" {
-		return errors.New("--out NAME is required")
-	}
-	id, err := release.Keygen(*out)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("wrote %s.key (secret, mode 0600) and %s.pub\nkeyId %s\n", *out, *out, id)
-	return nil
+	return cmd
 }
 
-func releaseSign(args []string) error {
-	fs := newFlagSet("release sign")
-	key := fs.String("key", "", "signing key file (NAME.key)")
-	rel := fs.String("release", "", "release version, e.g. 0.6.0")
-	from := fs.String("upgrades-from", "", "comma-separated releases that may upgrade to this one")
-	pos, err := releaseArgs(fs, args, 1)
-	if err != nil {
-		return err
+func newReleaseSignCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sign --key NAME.key --release V [--upgrades-from V1,V2] DIR",
+		Short: "write DIR/payload/manifest.json and add a signature",
+		Args:  cobra.ExactArgs(1),
 	}
-	if *key == "" || *rel == "" {
-		return errors.New("--key and --release are required")
+	key := cmd.Flags().String("key", "", "signing key file (NAME.key)")
+	rel := cmd.Flags().String("release", "", "release version, e.g. 0.6.0")
+	from := cmd.Flags().String("upgrades-from", "", "comma-separated releases that may upgrade to this one")
+	_ = cmd.MarkFlagRequired("key")
+	_ = cmd.MarkFlagRequired("release")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var upgradesFrom []string
+		if *from != "" {
+			upgradesFrom = strings.Split(*from, ",")
+		}
+		res, err := release.Sign(args[0], *key, *rel, upgradesFrom)
+		if err != nil {
+			return releaseErr(err)
+		}
+		m := res.Manifest
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "signed release %s with key %s: %d files, %d bytes; %s holds %d signature(s)\n",
+			m.Release, res.KeyID, len(m.Files), m.TotalSize(), release.SignaturePath, res.Signatures)
+		if res.Dropped > 0 {
+			fmt.Fprintf(out, "note: the manifest changed, so the %d earlier signature(s) over it were dropped; the other signers must sign again\n", res.Dropped)
+		}
+		return nil
 	}
-	var upgradesFrom []string
-	if *from != "" {
-		upgradesFrom = strings.Split(*from, ",")
-	}
-	res, err := release.Sign(pos[0], *key, *rel, upgradesFrom)
-	if err != nil {
-		return releaseErr(err)
-	}
-	m := res.Manifest
-	fmt.Printf("signed release %s with key %s: %d files, %d bytes; %s holds %d signature(s)\n",
-		m.Release, res.KeyID, len(m.Files), m.TotalSize(), release.SignaturePath, res.Signatures)
-	if res.Dropped > 0 {
-		fmt.Printf("note: the manifest changed, so the %d earlier signature(s) over it were dropped; the other signers must sign again\n", res.Dropped)
-	}
-	return nil
+	return cmd
 }
 
-func releaseVerify(args []string) error {
-	fs := newFlagSet("release verify")
-	keysDir := fs.String("keys", "", "directory of trusted release public keys (*.pub)")
-	threshold := fs.Int("threshold", 1, "distinct trusted signatures needed")
-	pos, err := releaseArgs(fs, args, 1)
-	if err != nil {
-		return err
+func newReleaseVerifyCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "verify --keys KEYDIR [--threshold N] DIR", Short: "check the signature and every file of a release tree", Args: cobra.ExactArgs(1)}
+	keysDir := cmd.Flags().String("keys", "", "directory of trusted release public keys (*.pub)")
+	threshold := cmd.Flags().Int("threshold", 1, "distinct trusted signatures needed")
+	_ = cmd.MarkFlagRequired("keys")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		keys, err := release.LoadKeyring(*keysDir, *threshold)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		m, err := release.Verify(args[0], keys)
+		if err != nil {
+			return &ExitError{Code: ExitTrust, Err: fmt.Errorf("FAILED: %w", releaseErr(err))}
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "OK release %s: %d files, %d bytes verified in %s (threshold %d of %d trusted keys)\n",
+			m.Release, len(m.Files), m.TotalSize(), time.Since(start).Round(time.Millisecond), keys.Threshold(), len(keys.KeyIDs()))
+		return nil
 	}
-	if *keysDir == "" {
-		return errors.New("--keys KEYDIR is required")
-	}
-	keys, err := release.LoadKeyring(*keysDir, *threshold)
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	m, err := release.Verify(pos[0], keys)
-	if err != nil {
-		return &ExitError{Code: 1, Err: fmt.Errorf("FAILED: %w", releaseErr(err))}
-	}
-	fmt.Printf("OK release %s: %d files, %d bytes verified in %s (threshold %d of %d trusted keys)\n",
-		m.Release, len(m.Files), m.TotalSize(), time.Since(start).Round(time.Millisecond), keys.Threshold(), len(keys.KeyIDs()))
-	return nil
+	return cmd
 }
 
 // openReleaseStore opens DIR/stratum.db for a command run beside (not
@@ -188,41 +143,79 @@ func openReleaseStore(dataDir, viaAPI string) (*store.DB, error) {
 
 func apiHint(what string) string {
 	if strings.HasPrefix(what, "import") {
-		return "POST /v1/admin/releases"
+		return "stratum release import PATH --api URL, or stratum release push DIR"
 	}
-	return "GET /v1/admin/releases"
+	return "stratum release list --api URL"
 }
 
-func releaseImport(ctx context.Context, args []string) error {
-	fs := newFlagSet("release import")
-	dataDir := fs.String("data", "", "founder data directory")
-	threshold := fs.Int("threshold", 1, "distinct trusted signatures needed")
-	replace := fs.Bool("replace", false, "replace an imported release of the same version whose content differs")
-	pos, err := releaseArgs(fs, args, 1)
+// importAnswer is POST /v1/admin/releases' (and .../upload's) answer.
+type importAnswer struct {
+	Release      string   `json:"release"`
+	Files        int      `json:"files"`
+	UpgradesFrom []string `json:"upgradesFrom"`
+}
+
+func newReleaseImportCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import PATH",
+		Short: "import a signed release tree that is on the founder (through its API, or --data on a stopped founder)",
+		Long: `Import a signed release tree found at PATH on the founder's machine. By
+default the running founder imports it through its admin API (--api) and
+verifies it against its DATA/release-keys; with --data DIR the command
+opens a stopped founder's store itself. A tree on your own machine is
+uploaded with stratum release push DIR.`,
+		Args: cobra.ExactArgs(1),
+	}
+	admin := addAdminFlags(cmd)
+	o := addOutput(cmd)
+	dataDir := cmd.Flags().String("data", "", "a stopped founder's data directory (instead of --api)")
+	threshold := cmd.Flags().Int("threshold", 1, "distinct trusted signatures needed (with --data; the founder applies its own)")
+	replace := cmd.Flags().Bool("replace", false, "replace an imported release of the same version whose content differs")
+	cmd.MarkFlagsMutuallyExclusive("data", "api")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if *dataDir != "" {
+			return importStopped(cmd, *dataDir, args[0], *threshold, *replace)
+		}
+		c, err := admin.client()
+		if err != nil {
+			return err
+		}
+		path, err := filepath.Abs(args[0])
+		if err != nil {
+			return err
+		}
+		var raw json.RawMessage
+		if err := c.do(cmd.Context(), "POST", "/v1/admin/releases", map[string]any{"path": path, "replace": *replace}, &raw); err != nil {
+			return err
+		}
+		var ans importAnswer
+		return o.render(cmd.OutOrStdout(), raw, &ans, func() error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "imported release %s: %d files\n", ans.Release, ans.Files)
+			return err
+		})
+	}
+	return cmd
+}
+
+func importStopped(cmd *cobra.Command, dataDir, src string, threshold int, replace bool) error {
+	keys, err := release.LoadKeyring(filepath.Join(dataDir, "release-keys"), threshold)
 	if err != nil {
 		return err
 	}
-	if *dataDir == "" {
-		return errors.New("--data DIR is required")
-	}
-	keys, err := release.LoadKeyring(filepath.Join(*dataDir, "release-keys"), *threshold)
-	if err != nil {
-		return err
-	}
-	db, err := openReleaseStore(*dataDir, "import the release")
+	db, err := openReleaseStore(dataDir, "import the release")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	progress, finish := importProgress(os.Stderr)
 	start := time.Now()
-	m, err := repo.Import(ctx, db, *dataDir, pos[0], keys, repo.ImportOptions{Progress: progress, Actor: "cli", Replace: *replace})
+	m, err := repo.Import(cmd.Context(), db, dataDir, src, keys, repo.ImportOptions{Progress: progress, Actor: "cli", Replace: replace})
 	finish()
 	if err != nil {
-		return &ExitError{Code: 1, Err: fmt.Errorf("not imported: %w", releaseErr(err))}
+		return fmt.Errorf("not imported: %w", releaseErr(err))
 	}
-	fmt.Printf("imported release %s: %d files, %d bytes into %s in %s\n", m.Release, len(m.Files), m.TotalSize(),
-		filepath.Join(*dataDir, "releases", m.Release), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(cmd.OutOrStdout(), "imported release %s: %d files, %d bytes into %s in %s\n", m.Release, len(m.Files), m.TotalSize(),
+		filepath.Join(dataDir, "releases", m.Release), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -269,25 +262,60 @@ func shortName(s string, n int) string {
 	return "..." + s[len(s)-n+3:]
 }
 
-func releaseList(args []string) error {
-	fs := newFlagSet("release list")
-	dataDir := fs.String("data", "", "founder data directory")
-	if _, err := releaseArgs(fs, args, 0); err != nil {
-		return err
+func newReleaseListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "list the imported releases (through the API, or --data on a stopped founder)",
+		Args:  cobra.NoArgs,
 	}
-	if *dataDir == "" {
-		return errors.New("--data DIR is required")
+	admin := addAdminFlags(cmd)
+	o := addOutput(cmd)
+	dataDir := cmd.Flags().String("data", "", "a stopped founder's data directory (instead of --api)")
+	cmd.MarkFlagsMutuallyExclusive("data", "api")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var list struct {
+			Releases []repo.Imported `json:"releases"`
+		}
+		var raw json.RawMessage
+		if *dataDir != "" {
+			db, err := openReleaseStore(*dataDir, "list the releases")
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			if list.Releases, err = repo.List(db); err != nil {
+				return err
+			}
+			if raw, err = json.Marshal(list); err != nil {
+				return err
+			}
+		} else {
+			c, err := admin.client()
+			if err != nil {
+				return err
+			}
+			if raw, err = c.get(cmd.Context(), "/v1/admin/releases"); err != nil {
+				return err
+			}
+		}
+		return o.render(cmd.OutOrStdout(), raw, &list, func() error { return printReleases(cmd.OutOrStdout(), list.Releases) })
 	}
-	db, err := openReleaseStore(*dataDir, "list the releases")
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	list, err := repo.List(db)
-	if err != nil {
-		return err
-	}
-	return printReleases(os.Stdout, list)
+	return cmd
+}
+
+func newReleaseGetCmd() *cobra.Command {
+	var r repo.Imported
+	return showCommand("get RELEASE", "show one imported release", cobra.ExactArgs(1), func(args []string) string {
+		return "/v1/admin/releases/" + url.PathEscape(args[0])
+	}, &r, func(w io.Writer) error {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "release:\t%s\nfiles:\t%d\nbytes:\t%d\nupgrades from:\t%s\nimported:\t%s\nmanifest sha256:\t%s\nsigners:\t%s\n",
+			r.Release, r.Files, r.Bytes, strings.Join(r.UpgradesFrom, ","), r.ImportedAt.Format(time.RFC3339), r.ManifestSHA256, strings.Join(r.SignerKeyIDs, ","))
+		if len(r.Corrupt) > 0 {
+			fmt.Fprintf(tw, "CORRUPT:\t%s (re-import)\n", strings.Join(r.Corrupt, ", "))
+		}
+		return tw.Flush()
+	})
 }
 
 func printReleases(w io.Writer, list []repo.Imported) error {

@@ -1,19 +1,18 @@
 package cli
 
 import (
-	"context"
-	"os"
+	"io"
+
+	"github.com/spf13/cobra"
 
 	"stratum/releaseset"
 )
 
-func init() {
-	Register(Command{Name: "release-set", Summary: "every node's release, skew and drift", Run: runReleaseSet})
-}
+func init() { Register(newReleaseSetCmd) }
 
-func runReleaseSet(ctx context.Context, args []string) error {
+func newReleaseSetCmd() *cobra.Command {
 	var set releaseset.Set
-	return showAnswer(ctx, "release-set", args, "/v1/admin/upgrades/release", &set, func() error {
-		return releaseset.WriteTable(os.Stdout, set)
+	return showCommand("release-set", "every node's release, skew and drift", cobra.NoArgs, fixed("/v1/admin/upgrades/release"), &set, func(w io.Writer) error {
+		return releaseset.WriteTable(w, set)
 	})
 }

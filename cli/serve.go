@@ -1,10 +1,11 @@
 package cli
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"stratum/bootprobe"
 	"stratum/buildinfo"
@@ -12,12 +13,15 @@ import (
 	"stratum/release/repo"
 )
 
-func init() {
-	Register(Command{Name: "serve", Summary: "run the founder (join listener, release mirror, admin API)", Run: runServe})
-}
+func init() { Register(newServeCmd) }
 
-func runServe(ctx context.Context, args []string) error {
-	fs := newFlagSet("serve")
+func newServeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "run the founder (join listener, release mirror, admin API)",
+		Args:  cobra.NoArgs,
+	}
+	fs := cmd.Flags()
 	data := fs.String("data", "./data", "data directory")
 	dev := fs.Bool("dev", false, "initialize an empty data directory with lab defaults")
 	config := fs.String("config", "", "cluster file, used when --dev initializes")
@@ -37,20 +41,20 @@ func runServe(ctx context.Context, args []string) error {
 	keys := addKeyFlags(fs, "TPM holding the sealed data key (/dev/tpmrm0 or a swtpm socket; data.key.tpm alone implies /dev/tpmrm0)")
 	dsn := storeFlag(fs)
 	acceptRollback := fs.Bool("accept-audit-rollback", false, "start once although the store's audit chain ends below this founder's high-water mark (an older backup restored on purpose; audited)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ks, err := keys.source()
+		if err != nil {
+			return err
+		}
+		return founder.Serve(cmd.Context(), founder.Options{
+			Data: founder.DataDir(*data), Keys: ks, Store: *dsn, Dev: *dev, ConfigFile: *config,
+			APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
+			ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseSource: *source, DeliveryTimeout: *timeout,
+			ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort,
+			AcceptAuditRollback: *acceptRollback, Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: cmd.OutOrStdout(),
+		})
 	}
-	ks, err := keys.source()
-	if err != nil {
-		return err
-	}
-	return founder.Serve(ctx, founder.Options{
-		Data: founder.DataDir(*data), Keys: ks, Store: *dsn, Dev: *dev, ConfigFile: *config,
-		APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
-		ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseSource: *source, DeliveryTimeout: *timeout,
-		ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort,
-		AcceptAuditRollback: *acceptRollback, Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: os.Stdout, JSONBanner: *logFormat == "json",
-	})
+	return cmd
 }
 
 // cacheBytes maps the flag's 0 (no cache) to the mirror's "none".

@@ -2,85 +2,244 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"stratum/apierr"
 	"stratum/iam"
 )
 
 func init() {
-	Register(Command{Name: "sessions", Summary: "login sessions: list | revoke SESSION_ID", Run: runSessions})
-	Register(Command{Name: "logout", Summary: "end the login session in STRATUM_TOKEN / --token-file", Run: runLogout})
-	Register(Command{Name: "password", Summary: "change the logged-in user's password (reads the current and the new one from stdin, one a line); ends the user's other sessions", Run: runPassword})
+	Register(newSessionsCmd)
+	Register(newLoginCmd)
+	Register(newLogoutCmd)
+	Register(newPasswordCmd)
 }
 
-func runSessions(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errors.New("usage: stratum sessions list|revoke SESSION_ID")
+func newSessionsCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "sessions", Short: "login sessions: list | revoke SESSION_ID"}
+	var list struct {
+		Sessions []iam.TokenView `json:"sessions"`
 	}
-	switch args[0] {
-	case "list":
-		var out struct {
-			Sessions []iam.TokenView `json:"sessions"`
+	cmd.AddCommand(showCommand("list", "list the live login sessions", cobra.NoArgs, fixed("/v1/iam/sessions"), &list, func(w io.Writer) error {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SESSION\tUSER\tCREATED\tEXPIRES\tREVOKED")
+		for _, s := range list.Sessions {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\n", s.ID, s.Subject, s.CreatedAt.Format(time.RFC3339), s.ExpiresAt.Format(time.RFC3339), s.Revoked)
 		}
-		return showAnswer(ctx, "sessions list", args[1:], "/v1/iam/sessions", &out, func() error {
-			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tUSER\tCREATED\tEXPIRES\tREVOKED")
-			for _, s := range out.Sessions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\n", s.ID, s.Subject, s.CreatedAt.Format(time.RFC3339), s.ExpiresAt.Format(time.RFC3339), s.Revoked)
-			}
-			return tw.Flush()
-		})
-	case "revoke":
-		cmd := newAdminCommand("sessions revoke", false)
-		if err := cmd.connect(args[1:], 1, "usage: stratum sessions revoke SESSION_ID"); err != nil {
+		return tw.Flush()
+	}))
+	revoke := &cobra.Command{Use: "revoke SESSION_ID", Short: "end a login session (and every token made under it)", Args: cobra.ExactArgs(1)}
+	admin := addAdminFlags(revoke)
+	revoke.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := admin.client()
+		if err != nil {
 			return err
 		}
-		id := cmd.fs.Arg(0)
-		if err := cmd.do(ctx, "DELETE", "/v1/iam/sessions/"+id, nil, nil); err != nil {
+		if err := c.do(cmd.Context(), "DELETE", "/v1/iam/sessions/"+url.PathEscape(args[0]), nil, nil); err != nil {
 			return err
 		}
-		fmt.Println("ended session", id)
+		fmt.Fprintln(cmd.OutOrStdout(), "ended session", args[0])
 		return nil
 	}
-	return fmt.Errorf("unknown sessions subcommand %q", args[0])
+	cmd.AddCommand(revoke)
+	return cmd
 }
 
-func runLogout(ctx context.Context, args []string) error {
-	cmd := newAdminCommand("logout", false)
-	if err := cmd.connect(args, -1, ""); err != nil {
-		return err
-	}
-	if err := cmd.do(ctx, "POST", "/v1/auth/logout", nil, nil); err != nil {
-		return err
-	}
-	fmt.Println("logged out")
-	return nil
+// loginAnswer is POST /v1/auth/login's answer.
+type loginAnswer struct {
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	// MustChangePassword: the user logs in with a password it must
+	// change (a bootstrap password) before doing anything else.
+	MustChangePassword bool `json:"mustChangePassword,omitempty"`
 }
 
-func runPassword(ctx context.Context, args []string) error {
-	cmd := newAdminCommand("password", false)
-	if err := cmd.connect(args, -1, ""); err != nil {
-		return err
+func newLoginCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "login",
+		Short: "log in to the admin API and keep the session for the other commands",
+		Long: `Log in with an email and password. The password is asked without echo on a
+terminal, or read from the first line of stdin with --password-stdin (never
+a flag: ps would show it). The session token is kept per API URL in
+$XDG_CONFIG_HOME/stratum/credentials (default ~/.config; mode 0600), and
+every admin command uses it when neither STRATUM_TOKEN nor --token-file is
+given.`,
+		Example: `  stratum login --api https://127.0.0.1:8443 --email admin@example.com
+  stratum login --email "$EMAIL" --password-stdin <password.txt`,
+		Args: cobra.NoArgs,
 	}
-	// Passwords come from stdin, never from flags that ps would show.
-	sc := bufio.NewScanner(os.Stdin)
-	var lines []string
-	for len(lines) < 2 && sc.Scan() {
-		lines = append(lines, strings.TrimRight(sc.Text(), "\r"))
+	admin := addAdminFlags(cmd)
+	_ = cmd.Flags().MarkHidden("token-file")
+	email := cmd.Flags().String("email", "", "the user's email (asked on a terminal when not given)")
+	fromStdin := cmd.Flags().Bool("password-stdin", false, "read the password from the first line of stdin")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		c, err := admin.anonymous()
+		if err != nil {
+			return err
+		}
+		in := bufio.NewReader(os.Stdin)
+		tty := term.IsTerminal(int(os.Stdin.Fd()))
+		if *email == "" {
+			if *fromStdin || !tty {
+				return usagef("--email is required with --password-stdin or without a terminal")
+			}
+			fmt.Fprint(cmd.ErrOrStderr(), "email: ")
+			line, err := in.ReadString('\n')
+			if err != nil {
+				return fmt.Errorf("read the email: %w", err)
+			}
+			*email = strings.TrimSpace(line)
+		}
+		var password string
+		switch {
+		case *fromStdin:
+			line, err := in.ReadString('\n')
+			if err != nil && (err != io.EOF || line == "") {
+				return fmt.Errorf("read the password from stdin: %w", err)
+			}
+			password = strings.TrimRight(line, "\r\n")
+		case tty:
+			password, err = askSecret(cmd, "password for "+*email+": ")
+			if err != nil {
+				return err
+			}
+		default:
+			return usagef("stdin is not a terminal: give --password-stdin to read the password from it")
+		}
+		if password == "" {
+			return usagef("empty password")
+		}
+		var ans loginAnswer
+		err = c.do(cmd.Context(), "POST", "/v1/auth/login", map[string]string{"email": *email, "password": password}, &ans)
+		if e, ok := apierr.As(err); ok && e.Code == apierr.TooManyRequests {
+			wait := time.Duration(max(e.RetryAfter, 1)) * time.Second
+			return fmt.Errorf("%s: retry in %s (after %s)", e.Message, wait, time.Now().Add(wait).Format("15:04:05"))
+		}
+		if err != nil {
+			return err
+		}
+		creds, err := loadCredentials()
+		if err != nil {
+			return err
+		}
+		creds.Sessions[c.base] = session{Token: ans.Token, Email: *email, ExpiresAt: ans.ExpiresAt}
+		path, err := creds.save()
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "logged in to %s as %s until %s (session kept in %s)\n", c.base, *email, ans.ExpiresAt.Local().Format(time.RFC3339), path)
+		if ans.MustChangePassword {
+			fmt.Fprintf(out, "this password must be changed before anything else: run `stratum password --api %s`\n", c.base)
+		}
+		return nil
 	}
-	if len(lines) < 2 {
-		return errors.New("give the current password and the new one on stdin, one a line")
+	return cmd
+}
+
+// askSecret reads a line from the terminal without echo.
+func askSecret(cmd *cobra.Command, prompt string) (string, error) {
+	fmt.Fprint(cmd.ErrOrStderr(), prompt)
+	b, err := term.ReadPassword(int(os.Stdin.Fd()))
+	fmt.Fprintln(cmd.ErrOrStderr())
+	if err != nil {
+		return "", fmt.Errorf("read the password: %w", err)
 	}
-	req := iam.PasswordChange{CurrentPassword: lines[0], NewPassword: lines[1]}
-	if err := cmd.do(ctx, "POST", "/v1/auth/password", req, nil); err != nil {
-		return err
+	return string(b), nil
+}
+
+func newLogoutCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "logout",
+		Short: "end the login session (STRATUM_TOKEN, --token-file, or the one stratum login kept) and forget it",
+		Args:  cobra.NoArgs,
 	}
-	fmt.Println("password changed; the user's other sessions have ended")
-	return nil
+	admin := addAdminFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		c, err := admin.client()
+		if err != nil {
+			return err
+		}
+		serverErr := c.do(cmd.Context(), "POST", "/v1/auth/logout", nil, nil)
+		creds, err := loadCredentials()
+		if err != nil {
+			return err
+		}
+		forgot := false
+		if s, ok := creds.Sessions[c.base]; ok && s.Token == c.token {
+			// Forgotten even when the founder no longer knows it (it
+			// expired or was revoked): the file must not keep it.
+			delete(creds.Sessions, c.base)
+			if _, err := creds.save(); err != nil {
+				return err
+			}
+			forgot = true
+		}
+		if serverErr != nil && !(forgot && apierr.CodeOf(serverErr) == apierr.Unauthenticated) {
+			return serverErr
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), "logged out of", c.base)
+		return nil
+	}
+	return cmd
+}
+
+func newPasswordCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "password",
+		Short: "change the logged-in user's password; ends the user's other sessions",
+		Long: `Change the logged-in user's password. On a terminal it asks for the current
+and the new password without echo; otherwise it reads them from stdin, one
+a line (never flags: ps would show them).`,
+		Args: cobra.NoArgs,
+	}
+	admin := addAdminFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		c, err := admin.client()
+		if err != nil {
+			return err
+		}
+		var req iam.PasswordChange
+		if term.IsTerminal(int(os.Stdin.Fd())) {
+			if req.CurrentPassword, err = askSecret(cmd, "current password: "); err != nil {
+				return err
+			}
+			if req.NewPassword, err = askSecret(cmd, "new password: "); err != nil {
+				return err
+			}
+			again, err := askSecret(cmd, "new password again: ")
+			if err != nil {
+				return err
+			}
+			if again != req.NewPassword {
+				return errors.New("the two new passwords differ; nothing changed")
+			}
+		} else {
+			sc := bufio.NewScanner(os.Stdin)
+			var lines []string
+			for len(lines) < 2 && sc.Scan() {
+				lines = append(lines, strings.TrimRight(sc.Text(), "\r"))
+			}
+			if len(lines) < 2 {
+				return usagef("give the current password and the new one on stdin, one a line")
+			}
+			req = iam.PasswordChange{CurrentPassword: lines[0], NewPassword: lines[1]}
+		}
+		if err := c.do(cmd.Context(), "POST", "/v1/auth/password", req, nil); err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), "password changed; the user's other sessions have ended")
+		return nil
+	}
+	return cmd
 }

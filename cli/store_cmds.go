@@ -12,32 +12,42 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"stratum/backup"
 	"stratum/founder"
 )
 
 func init() {
-	Register(Command{Name: "backup", Summary: "write a consistent zstd snapshot of the store (works while serving)", Run: runBackup})
-	Register(Command{Name: "restore", Summary: "restore a snapshot into an empty data directory", Run: runRestore})
-	Register(Command{Name: "audit", Summary: "audit verify: check the keyed audit chain and its sealed head (needs the data key, or asks the running founder)", Run: runAudit})
+	Register(newBackupCmd)
+	Register(newRestoreCmd)
+	Register(newAuditCmd)
 }
 
-func runBackup(ctx context.Context, args []string) error {
-	fs := newFlagSet("backup")
+func newBackupCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "backup --out FILE",
+		Short: "write a consistent zstd snapshot of the store (works while serving)",
+		Args:  cobra.NoArgs,
+	}
+	fs := cmd.Flags()
 	data := fs.String("data", "./data", "data directory")
 	out := fs.String("out", "", "snapshot file to write (.zst, or .age when encrypted)")
-	var recipients, recipientFiles listFlag
-	fs.Var(&recipients, "recipient", "encrypt to this age public key (age1...); repeatable")
-	fs.Var(&recipientFiles, "recipients-file", "encrypt to the age public keys in this file, one a line; repeatable")
+	recipients := fs.StringArray("recipient", nil, "encrypt to this age public key (age1...); repeatable")
+	recipientFiles := fs.StringArray("recipients-file", nil, "encrypt to the age public keys in this file, one a line; repeatable")
 	includeKey := fs.Bool("include-data-key", false, "put the data key inside the encrypted backup, so a restore needs nothing else (needs a recipient)")
 	keys := addKeyFlags(fs, "TPM holding a stopped founder's sealed data key, for --include-data-key (default /dev/tpmrm0)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	_ = cmd.MarkFlagRequired("out")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runBackup(cmd, *data, *out, *recipients, *recipientFiles, *includeKey, keys)
 	}
-	if *out == "" {
-		return errors.New("--out FILE is required")
-	}
-	req := founder.BackupRequest{Recipients: recipients, IncludeDataKey: *includeKey}
+	return cmd
+}
+
+func runBackup(cmd *cobra.Command, data, out string, recipients, recipientFiles []string, includeKey bool, keys keyFlags) error {
+	ctx := cmd.Context()
+	stdout := cmd.OutOrStdout()
+	req := founder.BackupRequest{Recipients: recipients, IncludeDataKey: includeKey}
 	for _, f := range recipientFiles {
 		lines, err := backup.ReadRecipientsFile(f)
 		if err != nil {
@@ -63,11 +73,11 @@ func runBackup(ctx context.Context, args []string) error {
 		}
 		what += ")"
 	}
-	d := founder.DataDir(*data)
+	d := founder.DataDir(data)
 	// A running founder holds the store's lock: ask it over its local
 	// socket, whose file mode is the authorization.
-	if n, err := backupViaSocket(ctx, d.ControlSocket(), *out, req); err == nil {
-		fmt.Printf("%s of the running founder written to %s (%d bytes)\n", what, *out, n)
+	if n, err := backupViaSocket(ctx, d.ControlSocket(), out, req); err == nil {
+		fmt.Fprintf(stdout, "%s of the running founder written to %s (%d bytes)\n", what, out, n)
 		return nil
 	} else if !errors.Is(err, errNoFounder) {
 		return err
@@ -76,11 +86,11 @@ func runBackup(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := founder.BackupStopped(d, ks, req, *out)
+	n, err := founder.BackupStopped(d, ks, req, out)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s written to %s (%d bytes of store)\n", what, *out, n)
+	fmt.Fprintf(stdout, "%s written to %s (%d bytes of store)\n", what, out, n)
 	return nil
 }
 
@@ -130,71 +140,85 @@ func backupViaSocket(ctx context.Context, sock, out string, breq founder.BackupR
 	return n, os.Rename(tmp, out)
 }
 
-func runRestore(_ context.Context, args []string) error {
-	fs := newFlagSet("restore")
+func newRestoreCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "restore --in FILE",
+		Short: "restore a snapshot into an empty data directory",
+		Args:  cobra.NoArgs,
+	}
+	fs := cmd.Flags()
 	data := fs.String("data", "./data", "empty data directory to restore into")
 	in := fs.String("in", "", "snapshot file written by `stratum backup`")
-	var identities listFlag
-	fs.Var(&identities, "identity", "age identity file that opens an encrypted backup; repeatable")
+	identities := fs.StringArray("identity", nil, "age identity file that opens an encrypted backup; repeatable")
 	keys := addKeyFlags(fs, "seal a data key carried in the backup to this TPM instead of writing data.key")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	_ = cmd.MarkFlagRequired("in")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runRestore(cmd.OutOrStdout(), *data, *in, *identities, keys)
 	}
-	if *in == "" {
-		return errors.New("--in FILE is required")
-	}
+	return cmd
+}
+
+func runRestore(stdout io.Writer, data, in string, identities []string, keys keyFlags) error {
 	ks, err := keys.source()
 	if err != nil {
 		return err
 	}
-	d := founder.DataDir(*data)
-	res, err := founder.Restore(d, founder.RestoreRequest{In: *in, Identities: identities, Keys: ks})
+	d := founder.DataDir(data)
+	res, err := founder.Restore(d, founder.RestoreRequest{In: in, Identities: identities, Keys: ks})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("restored %d bytes into %s\n", res.Bytes, d.DB())
+	fmt.Fprintf(stdout, "restored %d bytes into %s\n", res.Bytes, d.DB())
 	if !res.DataKey {
-		fmt.Println("  put the original data key (data.key, or data.key.tpm and data.key.recovery), ca.pem and releases/ beside it")
+		fmt.Fprintln(stdout, "  put the original data key (data.key, or data.key.tpm and data.key.recovery), ca.pem and releases/ beside it")
 		return nil
 	}
 	where := d.DataKey()
 	if ks.TPM != "" {
 		where = d.DataKeyTPM() + " (sealed to " + ks.TPM + ")"
 	}
-	fmt.Printf("  data key from the backup: %s\n  CA pin: %s\n", where, res.CAPin)
-	founder.PrintRecoveryKey(os.Stdout, res.RecoveryKey)
+	fmt.Fprintf(stdout, "  data key from the backup: %s\n  CA pin: %s\n", where, res.CAPin)
+	founder.PrintRecoveryKey(stdout, res.RecoveryKey)
 	return nil
 }
 
-func runAudit(_ context.Context, args []string) error {
-	if len(args) == 0 || args[0] != "verify" {
-		return errors.New("usage: stratum audit verify --data DIR")
+func newAuditCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "audit", Short: "the audit chain"}
+	verify := &cobra.Command{
+		Use:   "verify",
+		Short: "check the keyed audit chain and its sealed head (needs the data key, or asks the running founder)",
+		Args:  cobra.NoArgs,
 	}
-	fs := newFlagSet("audit verify")
+	fs := verify.Flags()
 	data := fs.String("data", "./data", "data directory")
 	keys := addKeyFlags(fs, "TPM holding a stopped founder's sealed data key (default /dev/tpmrm0)")
 	dsn := storeFlag(fs)
-	if err := parseFlags(fs, args[1:]); err != nil {
-		return err
+	verify.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runAuditVerify(cmd.OutOrStdout(), *data, *dsn, keys)
 	}
-	d := founder.DataDir(*data)
+	cmd.AddCommand(verify)
+	return cmd
+}
+
+func runAuditVerify(stdout io.Writer, data, dsn string, keys keyFlags) error {
+	d := founder.DataDir(data)
 	// A database is read beside its running replicas, not through one.
-	if msg, ok, err := auditViaSocket(d.ControlSocket()); ok && *dsn == "" {
+	if msg, ok, err := auditViaSocket(d.ControlSocket()); ok && dsn == "" {
 		if err != nil {
-			return &ExitError{Code: 3, Err: err}
+			return &ExitError{Code: ExitTrust, Err: err}
 		}
-		fmt.Print(msg)
+		fmt.Fprint(stdout, msg)
 		return nil
 	}
 	ks, err := keys.source()
 	if err != nil {
 		return err
 	}
-	n, err := d.VerifyAudit(ks, *dsn)
+	n, err := d.VerifyAudit(ks, dsn)
 	if err != nil {
-		return &ExitError{Code: 3, Err: fmt.Errorf("audit chain broken after %d good events: %w", n, err)}
+		return &ExitError{Code: ExitTrust, Err: fmt.Errorf("audit chain broken after %d good events: %w", n, err)}
 	}
-	fmt.Printf("audit chain intact: %d events\n", n)
+	fmt.Fprintf(stdout, "audit chain intact: %d events\n", n)
 	return nil
 }
 

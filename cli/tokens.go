@@ -1,76 +1,78 @@
 package cli
 
 import (
-	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"os"
+	"io"
+	"net/url"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"stratum/join"
 )
 
-func init() {
-	Register(Command{Name: "token", Summary: "join tokens: create | list | revoke", Run: runToken})
-}
+func init() { Register(newTokenCmd) }
 
-func runToken(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errors.New("usage: stratum token create|list|revoke")
-	}
-	switch args[0] {
-	case "create":
-		return tokenCreate(ctx, args[1:])
-	case "list":
-		return tokenList(ctx, args[1:])
-	case "revoke":
-		return tokenRevoke(ctx, args[1:])
-	}
-	return fmt.Errorf("unknown token subcommand %q", args[0])
-}
-
-func tokenCreate(ctx context.Context, args []string) error {
-	cmd := newAdminCommand("token create", false)
-	role := cmd.fs.String("role", "worker", "control-plane, worker or postgres")
-	ttl := cmd.fs.String("ttl", "24h", "lifetime")
-	uses := cmd.fs.Int("uses", 1, "registrations it may redeem")
-	desc := cmd.fs.String("description", "", "free text")
-	if err := cmd.connect(args, -1, ""); err != nil {
-		return err
-	}
-	var out join.CreatedToken
-	req := join.CreateTokenRequest{Role: *role, TTL: *ttl, Uses: *uses, Description: *desc}
-	if err := cmd.do(ctx, "POST", "/v1/admin/join/tokens", req, &out); err != nil {
-		return err
-	}
-	fmt.Printf("token %s (expires %s); on the new node run:\n\n  %s\n\n", out.TokenID, out.ExpiresAt.Format(time.RFC3339), out.JoinCommand)
-	return nil
-}
-
-func tokenList(ctx context.Context, args []string) error {
-	var out struct {
+func newTokenCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "token", Short: "join tokens: create | list | revoke"}
+	cmd.AddCommand(newTokenCreateCmd())
+	var list struct {
 		Tokens []join.TokenView `json:"tokens"`
 	}
-	return showAnswer(ctx, "token list", args, "/v1/admin/join/tokens", &out, func() error {
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	cmd.AddCommand(showCommand("list", "list join tokens (no secrets)", cobra.NoArgs, fixed("/v1/admin/join/tokens"), &list, func(w io.Writer) error {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOKEN\tROLE\tUSES LEFT\tEXPIRES\tSTATE\tDESCRIPTION")
-		for _, t := range out.Tokens {
+		for _, t := range list.Tokens {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", t.TokenID, t.Role, t.UsesLeft, t.ExpiresAt.Format(time.RFC3339), t.State, t.Description)
 		}
 		return tw.Flush()
-	})
+	}))
+	revoke := &cobra.Command{Use: "revoke TOKEN_ID", Short: "revoke a join token", Args: cobra.ExactArgs(1)}
+	admin := addAdminFlags(revoke)
+	revoke.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := admin.client()
+		if err != nil {
+			return err
+		}
+		if err := c.do(cmd.Context(), "DELETE", "/v1/admin/join/tokens/"+url.PathEscape(args[0]), nil, nil); err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), "revoked", args[0])
+		return nil
+	}
+	cmd.AddCommand(revoke)
+	return cmd
 }
 
-func tokenRevoke(ctx context.Context, args []string) error {
-	cmd := newAdminCommand("token revoke", false)
-	if err := cmd.connect(args, 1, "usage: stratum token revoke TOKEN_ID"); err != nil {
-		return err
+func newTokenCreateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "create a join token and print the command to run on the new node",
+		Args:  cobra.NoArgs,
 	}
-	id := cmd.fs.Arg(0)
-	if err := cmd.do(ctx, "DELETE", "/v1/admin/join/tokens/"+id, nil, nil); err != nil {
-		return err
+	admin := addAdminFlags(cmd)
+	o := addOutput(cmd)
+	var req join.CreateTokenRequest
+	cmd.Flags().StringVar(&req.Role, "role", "worker", "control-plane, worker or postgres")
+	cmd.Flags().StringVar(&req.TTL, "ttl", "24h", "lifetime")
+	cmd.Flags().IntVar(&req.Uses, "uses", 1, "registrations it may redeem")
+	cmd.Flags().StringVar(&req.Description, "description", "", "free text")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		c, err := admin.client()
+		if err != nil {
+			return err
+		}
+		var raw json.RawMessage
+		if err := c.do(cmd.Context(), "POST", "/v1/admin/join/tokens", req, &raw); err != nil {
+			return err
+		}
+		var out join.CreatedToken
+		return o.render(cmd.OutOrStdout(), raw, &out, func() error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "token %s (expires %s); on the new node run:\n\n  %s\n\n", out.TokenID, out.ExpiresAt.Format(time.RFC3339), out.JoinCommand)
+			return err
+		})
 	}
-	fmt.Println("revoked", id)
-	return nil
+	return cmd
 }

@@ -3,116 +3,84 @@ package cli
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"stratum/founder"
 	"stratum/tpm"
 )
 
-func init() {
-	Register(Command{
-		Name:    "tpm",
-		Summary: "TPM sealing: tpm seal|unseal a node secret; tpm convert|recover the founder's data key",
-		Run:     runTPM,
-	})
-}
+func init() { Register(newTPMCmd) }
 
-const tpmUsage = `usage:
-  stratum tpm seal --in FILE|- --out FILE [--tpm PATH] [--pcrs 7]
-  stratum tpm unseal --in FILE [--tpm PATH]
-  stratum tpm convert --data DIR [--tpm PATH] [--tpm-pcrs 7]
-  stratum tpm recover --data DIR --recovery-key KEY|- [--tpm PATH] [--tpm-pcrs 7] [--to-file]`
+func newTPMCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "tpm", Short: "TPM sealing: seal|unseal a node secret; convert|recover the founder's data key"}
 
-func runTPM(_ context.Context, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, tpmUsage)
-		return errUsage
+	seal := &cobra.Command{Use: "seal --in FILE|- --out FILE", Short: "seal a secret to this machine's TPM", Args: cobra.NoArgs}
+	in := seal.Flags().String("in", "", "file holding the secret, or - for stdin (one trailing newline is dropped)")
+	out := seal.Flags().String("out", "", "where to write the sealed blob (written atomically, mode 0600)")
+	sealTPM := seal.Flags().String("tpm", tpm.DefaultPath, "TPM character device or swtpm unix socket")
+	pcrFlag := seal.Flags().String("pcrs", "7", "comma-separated SHA-256 PCRs the secret is bound to")
+	_ = seal.MarkFlagRequired("in")
+	_ = seal.MarkFlagRequired("out")
+	seal.RunE = func(*cobra.Command, []string) error {
+		pcrs, err := tpm.ParsePCRs(*pcrFlag)
+		if err != nil {
+			return usagef("--pcrs: %w", err)
+		}
+		secret, err := readSecret(*in)
+		if err != nil {
+			return err
+		}
+		defer clear(secret)
+		return tpm.SealToFile(*sealTPM, pcrs, secret, *out)
 	}
-	switch args[0] {
-	case "seal":
-		return runTPMSeal(args[1:])
-	case "unseal":
-		return runTPMUnseal(args[1:])
-	case "convert":
-		return runTPMConvert(args[1:])
-	case "recover":
-		return runTPMRecover(args[1:])
-	case "help", "-h", "--help":
-		fmt.Fprintln(os.Stderr, tpmUsage)
-		return nil
-	default:
-		fmt.Fprintf(os.Stderr, "stratum tpm: unknown subcommand %q\n%s\n", args[0], tpmUsage)
-		return errUsage
-	}
-}
 
-func runTPMSeal(args []string) error {
-	fs := newFlagSet("tpm seal")
-	in := fs.String("in", "", "file holding the secret, or - for stdin (one trailing newline is dropped)")
-	out := fs.String("out", "", "where to write the sealed blob (written atomically, mode 0600)")
-	path := fs.String("tpm", tpm.DefaultPath, "TPM character device or swtpm unix socket")
-	pcrFlag := fs.String("pcrs", "7", "comma-separated SHA-256 PCRs the secret is bound to")
-	if err := parseFlags(fs, args); err != nil {
+	unseal := &cobra.Command{Use: "unseal --in FILE", Short: "print a sealed secret (the node's unseal service)", Args: cobra.NoArgs}
+	unsealIn := unseal.Flags().String("in", "", "sealed blob written by `stratum tpm seal` or the joiner")
+	unsealTPM := unseal.Flags().String("tpm", tpm.DefaultPath, "TPM character device or swtpm unix socket")
+	_ = unseal.MarkFlagRequired("in")
+	unseal.RunE = func(cmd *cobra.Command, _ []string) error {
+		secret, err := tpm.UnsealFile(*unsealTPM, *unsealIn)
+		if tpm.NeedsRecovery(err) {
+			return fmt.Errorf("%w; %s", err, unsealKeyHint)
+		}
+		if err != nil {
+			return err
+		}
+		defer clear(secret)
+		line := append(secret, '\n')
+		defer clear(line)
+		_, err = cmd.OutOrStdout().Write(line)
 		return err
 	}
-	if *in == "" || *out == "" || fs.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "stratum tpm seal: --in and --out are required and no arguments are taken")
-		return errUsage
-	}
-	pcrs, err := tpm.ParsePCRs(*pcrFlag)
-	if err != nil {
-		return fmt.Errorf("--pcrs: %w", err)
-	}
-	secret, err := readSecret(*in)
-	if err != nil {
-		return err
-	}
-	defer clear(secret)
-	return tpm.SealToFile(*path, pcrs, secret, *out)
-}
 
-func runTPMUnseal(args []string) error {
-	fs := newFlagSet("tpm unseal")
-	in := fs.String("in", "", "sealed blob written by `stratum tpm seal` or the joiner")
-	path := fs.String("tpm", tpm.DefaultPath, "TPM character device or swtpm unix socket")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	convert := &cobra.Command{Use: "convert --data DIR", Short: "move the founder's plain data.key into its TPM", Args: cobra.NoArgs}
+	convertData := convert.Flags().String("data", "./data", "founder data directory holding data.key")
+	convertKeys := addKeyFlags(convert.Flags(), "TPM to seal the data key to (default /dev/tpmrm0)")
+	convert.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runTPMConvert(cmd.OutOrStdout(), *convertData, convertKeys)
 	}
-	if *in == "" || fs.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "stratum tpm unseal: --in is required and no arguments are taken")
-		return errUsage
+
+	recover := &cobra.Command{Use: "recover --data DIR --recovery-key KEY|-", Short: "get the founder's data key back with its recovery key", Args: cobra.NoArgs}
+	recoverData := recover.Flags().String("data", "./data", "founder data directory")
+	keyArg := recover.Flags().String("recovery-key", "", "the recovery key printed when the key was sealed, or - to read it from stdin")
+	toFile := recover.Flags().Bool("to-file", false, "write data.key back instead of resealing (no TPM left)")
+	recoverKeys := addKeyFlags(recover.Flags(), "TPM to reseal the data key to (default /dev/tpmrm0)")
+	recover.MarkFlagsMutuallyExclusive("to-file", "tpm")
+	recover.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runTPMRecover(cmd.OutOrStdout(), *recoverData, *keyArg, *toFile, recoverKeys)
 	}
-	secret, err := tpm.UnsealFile(*path, *in)
-	if tpm.NeedsRecovery(err) {
-		return fmt.Errorf("%w; %s", err, unsealKeyHint)
-	}
-	if err != nil {
-		return err
-	}
-	defer clear(secret)
-	line := append(secret, '\n')
-	defer clear(line)
-	_, err = os.Stdout.Write(line)
-	return err
+
+	cmd.AddCommand(seal, unseal, convert, recover)
+	return cmd
 }
 
 // runTPMConvert moves a founder's plain data.key into its TPM.
-func runTPMConvert(args []string) error {
-	fs := newFlagSet("tpm convert")
-	data := fs.String("data", "./data", "founder data directory holding data.key")
-	keys := addKeyFlags(fs, "TPM to seal the data key to (default /dev/tpmrm0)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return errUsage
-	}
+func runTPMConvert(stdout io.Writer, data string, keys keyFlags) error {
 	ks, err := keys.source()
 	if err != nil {
 		return err
@@ -120,32 +88,18 @@ func runTPMConvert(args []string) error {
 	if ks.TPM == "" {
 		ks.TPM = tpm.DefaultPath
 	}
-	d := founder.DataDir(*data)
+	d := founder.DataDir(data)
 	rk, err := d.ConvertToTPM(ks)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("the data key is sealed to the TPM at %s (PCRs %s) in %s; %s was removed\n", ks.TPM, *keys.pcrs, d.DataKeyTPM(), d.DataKey())
-	founder.PrintRecoveryKey(os.Stdout, rk)
+	fmt.Fprintf(stdout, "the data key is sealed to the TPM at %s (PCRs %s) in %s; %s was removed\n", ks.TPM, *keys.pcrs, d.DataKeyTPM(), d.DataKey())
+	founder.PrintRecoveryKey(stdout, rk)
 	return nil
 }
 
 // runTPMRecover gets the founder's data key back with its recovery key.
-func runTPMRecover(args []string) error {
-	fs := newFlagSet("tpm recover")
-	data := fs.String("data", "./data", "founder data directory")
-	keyArg := fs.String("recovery-key", "", "the recovery key printed when the key was sealed, or - to read it from stdin")
-	toFile := fs.Bool("to-file", false, "write data.key back instead of resealing (no TPM left)")
-	keys := addKeyFlags(fs, "TPM to reseal the data key to (default /dev/tpmrm0)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return errUsage
-	}
-	if *toFile && *keys.tpm != "" {
-		return errors.New("--to-file and --tpm exclude each other")
-	}
+func runTPMRecover(stdout io.Writer, data, keyArg string, toFile bool, keys keyFlags) error {
 	ks, err := keys.source()
 	if err != nil {
 		return err
@@ -153,19 +107,19 @@ func runTPMRecover(args []string) error {
 	if ks.TPM == "" {
 		ks.TPM = tpm.DefaultPath
 	}
-	rk, err := readRecoveryKey(*keyArg)
+	rk, err := readRecoveryKey(keyArg)
 	if err != nil {
 		return err
 	}
-	d := founder.DataDir(*data)
-	if err := d.Recover(founder.RecoverOptions{RecoveryKey: rk, Keys: ks, ToFile: *toFile}); err != nil {
+	d := founder.DataDir(data)
+	if err := d.Recover(founder.RecoverOptions{RecoveryKey: rk, Keys: ks, ToFile: toFile}); err != nil {
 		return err
 	}
-	if *toFile {
-		fmt.Printf("the data key is back in %s (mode 0600); the sealed copy and the recovery file were removed\n", d.DataKey())
+	if toFile {
+		fmt.Fprintf(stdout, "the data key is back in %s (mode 0600); the sealed copy and the recovery file were removed\n", d.DataKey())
 		return nil
 	}
-	fmt.Printf("the data key is resealed to the TPM at %s (PCRs %s) in %s; the recovery key stays the same\n", ks.TPM, *keys.pcrs, d.DataKeyTPM())
+	fmt.Fprintf(stdout, "the data key is resealed to the TPM at %s (PCRs %s) in %s; the recovery key stays the same\n", ks.TPM, *keys.pcrs, d.DataKeyTPM())
 	return nil
 }
 
@@ -174,7 +128,7 @@ func runTPMRecover(args []string) error {
 func readRecoveryKey(arg string) (string, error) {
 	switch arg {
 	case "":
-		return "", errors.New("--recovery-key is required (- reads it from stdin)")
+		return "", usagef("--recovery-key is required (- reads it from stdin)")
 	case "-":
 	default:
 		return arg, nil
