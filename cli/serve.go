@@ -51,7 +51,7 @@ func newServeCmd() *cobra.Command {
 			APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
 			ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseSource: *source, DeliveryTimeout: *timeout,
 			ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort,
-			AcceptAuditRollback: *acceptRollback, Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: cmd.OutOrStdout(),
+			AcceptAuditRollback: *acceptRollback, Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: cmd.OutOrStdout(), JSONBanner: *logFormat == "json",
 		})
 	}
 	return cmd
