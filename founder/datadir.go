@@ -133,18 +133,22 @@ func InitWithKey(d DataDir, cfg cluster.Config, dev bool, ks KeySource, dsn stri
 	defer db.Close()
 	var caPEM []byte
 	err = db.Update(func(tx *store.Tx) error {
-		id, sec, ca, err := cluster.Init(tx, cfg, dev, now)
+		id, _, ca, err := cluster.Init(tx, cfg, dev, now)
 		if err != nil {
 			return err
 		}
 		res.Identity, res.CAPin, caPEM = id, ca.Pin(), ca.CertPEM()
-		if err := iam.CreateBootstrapAdmin(tx, id.AdminEmail, sec.AdminPassword, now); err != nil {
+		// The appliance's own admin has a password of its own: the
+		// cluster secret sec.AdminPassword is delivered to control-plane
+		// nodes and must never log in here (SPEC 16.1).
+		password := crypto.RandomPassword(24)
+		if err := iam.CreateBootstrapAdmin(tx, id.AdminEmail, password, now); err != nil {
 			return err
 		}
 		// The credentials reach the disk before the cluster commits: a
 		// crash between the two leaves no cluster whose admin password is
 		// lost (init runs again and overwrites the file).
-		creds := fmt.Sprintf("email=%s\npassword=%s\n", id.AdminEmail, sec.AdminPassword)
+		creds := fmt.Sprintf("email=%s\npassword=%s\n", id.AdminEmail, password)
 		return crypto.WriteFileAtomic(d.Credentials(), []byte(creds), 0o600)
 	})
 	if err != nil {

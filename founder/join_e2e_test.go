@@ -39,7 +39,7 @@ func register(t *testing.T, j *joinerKey, token, release, mgmt string, want int)
 // progress reports and membership.
 func TestJoinEndToEnd(t *testing.T) {
 	f := startFounder(t, nil, nil)
-	token := f.joinToken("worker", 1)
+	token := f.joinToken("control-plane", 1)
 	j := f.newJoiner()
 	v, _ := register(t, j, token, "0.1.0", "192.0.2.12", 201)
 	if v.State != join.StatePending {

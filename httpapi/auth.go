@@ -25,6 +25,9 @@ func (a *API) authorize(r *http.Request, action, resource string) (iam.Principal
 	if err != nil {
 		return p, err
 	}
+	if p.MustChangePassword {
+		return p, iam.PasswordChangeFirst()
+	}
 	return p, p.Authorize(action, resource)
 }
 
@@ -96,6 +99,6 @@ func (a *API) authenticated(r *http.Request) bool {
 	if node, err := a.nodeLeaf(r); err == nil && node != "" {
 		return true
 	}
-	_, err := a.principal(r)
-	return err == nil
+	p, err := a.principal(r)
+	return err == nil && !p.MustChangePassword
 }

@@ -24,11 +24,11 @@ func (a *API) login(w http.ResponseWriter, r *http.Request, _ *call) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	token, expires, err := a.Identity.Login(r.Context(), req.Email, req.Password)
+	sess, err := a.Identity.Login(r.Context(), req.Email, req.Password)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"token": token, "expiresAt": expires})
+	writeJSON(w, http.StatusOK, sess)
 	return nil
 }
 

@@ -121,6 +121,9 @@ func (a *API) admit(r *http.Request, rt Route, ps httprouter.Params) (*call, err
 	case authBearer:
 		if rt.Action == "" {
 			c.principal, err = a.principal(r)
+			if err == nil && c.principal.MustChangePassword && !rt.passwordChangeAllowed() {
+				err = iam.PasswordChangeFirst()
+			}
 		} else {
 			c.principal, err = a.authorize(r, rt.Action, rt.resource(ps))
 		}
@@ -134,6 +137,12 @@ func (a *API) admit(r *http.Request, rt Route, ps httprouter.Params) (*call, err
 		panic("httpapi: " + rt.Method + " " + rt.Path + " has no known auth: " + rt.Auth)
 	}
 	return c, err
+}
+
+// passwordChangeAllowed: the routes a session that must change its
+// password may call (SPEC 16.1).
+func (rt Route) passwordChangeAllowed() bool {
+	return rt.Method == "POST" && (rt.Path == "/v1/auth/password" || rt.Path == "/v1/auth/logout")
 }
 
 // resource is the resource rt's action acts on for these parameters.

@@ -13,7 +13,8 @@ import (
 // leaves a live child that no cascade will reach.
 func TestTrust01_RevokedWhileCreatingLeavesNoChild(t *testing.T) {
 	s, password := newTestService(t, Config{})
-	sess, _, err := s.Login(context.Background(), "admin@stratum.local", password)
+	login, err := s.Login(context.Background(), "admin@stratum.local", password)
+	sess := login.Token
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,21 +58,28 @@ func (s *Service) Authenticate(bearer string) (Principal, error) {
 	return p, err
 }
 
-// Login checks email's password and starts a session: its bearer token
-// and when it expires.
-func (s *Service) Login(ctx context.Context, email, password string) (string, time.Time, error) {
+// Session is a started login session.
+type Session struct {
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	// MustChangePassword: the session may only change the password (or
+	// log out) until it does (SPEC 16.1).
+	MustChangePassword bool `json:"mustChangePassword,omitempty"`
+}
+
+// Login checks email's password and starts a session.
+func (s *Service) Login(ctx context.Context, email, password string) (Session, error) {
 	u, err := s.checkPassword(ctx, email, password)
 	if err != nil {
-		return "", time.Time{}, err
+		return Session{}, err
 	}
-	var token string
-	var expires time.Time
+	out := Session{MustChangePassword: u.MustChangePassword}
 	err = s.cfg.DB.Update(func(tx *store.Tx) error {
 		var err error
-		token, expires, err = StartSession(tx, u, s.cfg.Now())
+		out.Token, out.ExpiresAt, err = StartSession(tx, u, s.cfg.Now())
 		return err
 	})
-	return token, expires, err
+	return out, err
 }
 
 // ChangePassword sets the caller's new password once its current one

@@ -28,7 +28,8 @@ func newTestService(t *testing.T, cfg Config) (*Service, string) {
 func TestServiceLogin(t *testing.T) {
 	s, password := newTestService(t, Config{AccountLimiter: NewLoginLimiter(2, time.Minute)})
 	ctx := context.Background()
-	token, _, err := s.Login(ctx, "Admin@stratum.local", password)
+	sess, err := s.Login(ctx, "Admin@stratum.local", password)
+	token := sess.Token
 	if err != nil {
 		t.Fatalf("login: %v", err)
 	}
@@ -37,11 +38,11 @@ func TestServiceLogin(t *testing.T) {
 		t.Fatalf("Authenticate = %+v, %v", p, err)
 	}
 	for range 2 {
-		if _, _, err := s.Login(ctx, "admin@stratum.local", "wrong"); apierr.CodeOf(err) != apierr.Unauthenticated {
+		if _, err := s.Login(ctx, "admin@stratum.local", "wrong"); apierr.CodeOf(err) != apierr.Unauthenticated {
 			t.Fatalf("wrong password: %v, want UNAUTHENTICATED", err)
 		}
 	}
-	_, _, err = s.Login(ctx, "ADMIN@stratum.local", password)
+	_, err = s.Login(ctx, "ADMIN@stratum.local", password)
 	if e, ok := apierr.As(err); !ok || e.Code != apierr.TooManyRequests || e.RetryAfter < 1 {
 		t.Fatalf("after the account's failures: %v, want TOO_MANY_REQUESTS with Retry-After", err)
 	}
@@ -54,14 +55,14 @@ func TestServicePasswordChecksBounded(t *testing.T) {
 	s.checks <- struct{}{}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, _, err := s.Login(ctx, "admin@stratum.local", password); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := s.Login(ctx, "admin@stratum.local", password); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("login with no free slot: %v, want the context's deadline", err)
 	}
 	if list, err := s.ListSessions(); err != nil || len(list) != 0 {
 		t.Fatalf("sessions after the refused login: %v, %v; want none", list, err)
 	}
 	<-s.checks
-	if _, _, err := s.Login(context.Background(), "admin@stratum.local", password); err != nil {
+	if _, err := s.Login(context.Background(), "admin@stratum.local", password); err != nil {
 		t.Fatalf("login once the slot is free: %v", err)
 	}
 }
@@ -70,7 +71,8 @@ func TestServicePasswordChecksBounded(t *testing.T) {
 // current password is FORBIDDEN naming the field, and the password stays.
 func TestServiceChangePasswordWrongCurrent(t *testing.T) {
 	s, password := newTestService(t, Config{})
-	token, _, err := s.Login(context.Background(), "admin@stratum.local", password)
+	sess, err := s.Login(context.Background(), "admin@stratum.local", password)
+	token := sess.Token
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func TestServiceChangePasswordWrongCurrent(t *testing.T) {
 	if e, ok := apierr.As(err); !ok || e.Code != apierr.Forbidden || len(e.Fields) != 1 || e.Fields[0].Field != "currentPassword" {
 		t.Fatalf("wrong current password: %v, want FORBIDDEN on currentPassword", err)
 	}
-	if _, _, err := s.Login(context.Background(), "admin@stratum.local", password); err != nil {
+	if _, err := s.Login(context.Background(), "admin@stratum.local", password); err != nil {
 		t.Fatalf("the old password no longer works: %v", err)
 	}
 }

@@ -93,6 +93,7 @@ func SetPassword(tx *store.Tx, by Principal, checked User, newHash string, now t
 		return apierr.New(apierr.Conflict, "the password changed while this request was checked; try again")
 	}
 	u.PasswordHash = newHash
+	u.MustChangePassword = false
 	if err := tx.PutJSON(bucketUsers, u.Email, u); err != nil {
 		return err
 	}

@@ -90,6 +90,9 @@ type Principal struct {
 	// ExpiresAt bounds what the principal may create; zero is unbounded
 	// (internal callers only: every bearer has an expiry).
 	ExpiresAt time.Time
+	// MustChangePassword is set on a session whose account must change
+	// its password before anything else (SPEC 16.1).
+	MustChangePassword bool
 }
 
 // Authenticate resolves a bearer token; every failure is the same
@@ -113,7 +116,23 @@ func Authenticate(tx *store.Tx, bearer string, now time.Time) (Principal, error)
 	if !crypto.TokenMatches(bearer, t.Hash) || !t.RevokedAt.IsZero() || !now.Before(t.ExpiresAt) {
 		return Principal{}, fail
 	}
-	return Principal{Subject: t.Actor(), User: t.Subject, TokenID: t.ID, Kind: t.Kind, Policy: t.Policy, ExpiresAt: t.ExpiresAt}, nil
+	p := Principal{Subject: t.Actor(), User: t.Subject, TokenID: t.ID, Kind: t.Kind, Policy: t.Policy, ExpiresAt: t.ExpiresAt}
+	if t.Kind == KindSession {
+		var u User
+		if _, err := tx.GetJSON(bucketUsers, t.Subject, &u); err != nil {
+			return Principal{}, err
+		}
+		p.MustChangePassword = u.MustChangePassword
+	}
+	return p, nil
+}
+
+// PasswordChangeFirst is the refusal of any request but a password change
+// or a logout from a session whose account must change its password.
+func PasswordChangeFirst() error {
+	e := apierr.New(apierr.Forbidden, "this account must change its password first: POST /v1/auth/password with currentPassword and newPassword (`stratum login` asks for it)")
+	e.Details = map[string]any{"mustChangePassword": true}
+	return e
 }
 
 // Authorize checks p may perform action on resource.

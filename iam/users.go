@@ -19,6 +19,10 @@ type User struct {
 	Email        string    `json:"email"`
 	PasswordHash string    `json:"passwordHash"`
 	CreatedAt    time.Time `json:"createdAt"`
+	// MustChangePassword holds the account to POST /v1/auth/password
+	// (and logout) until its password changes: set when its password is
+	// known outside the appliance (SPEC 16.1).
+	MustChangePassword bool `json:"mustChangePassword,omitempty"`
 }
 
 // CreateBootstrapAdmin stores the admin with an argon2id hash of password.
@@ -85,4 +89,24 @@ func PurgeExpiredSessions(tx *store.Tx, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// MarkMustChangeIfPassword marks email's account "must change password"
+// when password (a secret known outside the appliance) opens it; it
+// reports whether it did. Used once by the migration of SPEC 16.1.
+func MarkMustChangeIfPassword(tx *store.Tx, email, password, why string) (bool, error) {
+	var u User
+	found, err := tx.GetJSON(bucketUsers, strings.ToLower(email), &u)
+	if err != nil || !found || password == "" {
+		return false, err
+	}
+	ok, err := crypto.CheckPassword(password, u.PasswordHash)
+	if err != nil || !ok {
+		return false, nil
+	}
+	u.MustChangePassword = true
+	if err := tx.PutJSON(bucketUsers, u.Email, u); err != nil {
+		return false, err
+	}
+	return true, tx.Audit("iam.user.must-change-password", "stratum", "user:"+u.Email, map[string]string{"why": why})
 }

@@ -19,18 +19,22 @@ type Bundle struct {
 	Region       string       `json:"region"`
 	// DNSUpstreamServers is always present: an empty list is a value
 	// (resolve from the root servers), never an omission.
-	DNSUpstreamServers  []string `json:"dnsUpstreamServers"`
-	CABundle            string   `json:"caBundle"`
-	NodeCert            string   `json:"nodeCert"`
-	NodeKey             string   `json:"nodeKey"`
-	PostgresPassword    string   `json:"postgresPassword"`
-	AdminEmail          string   `json:"adminEmail"`
-	AdminPassword       string   `json:"adminPassword"`
-	OpenBaoToken        string   `json:"openBaoToken"`
-	OpenBaoNodeToken    string   `json:"openBaoNodeToken,omitempty"`
-	AxdnsdEncryptionKey string   `json:"axdnsdEncryptionKey"`
-	OpenBaoUnsealKey    string   `json:"openBaoUnsealKey"`
-	Generation          uint64   `json:"generation"`
+	DNSUpstreamServers []string `json:"dnsUpstreamServers"`
+	CABundle           string   `json:"caBundle"`
+	NodeCert           string   `json:"nodeCert"`
+	NodeKey            string   `json:"nodeKey"`
+	// The cluster secrets go by role (SPEC 16.1): a field a role does
+	// not receive is absent, never an empty string. The unseal key is a
+	// pointer because a control plane of a single-instance OpenBao
+	// receives it empty.
+	PostgresPassword    string  `json:"postgresPassword,omitempty"`
+	AdminEmail          string  `json:"adminEmail,omitempty"`
+	AdminPassword       string  `json:"adminPassword,omitempty"`
+	OpenBaoToken        string  `json:"openBaoToken,omitempty"`
+	OpenBaoNodeToken    string  `json:"openBaoNodeToken,omitempty"`
+	AxdnsdEncryptionKey string  `json:"axdnsdEncryptionKey,omitempty"`
+	OpenBaoUnsealKey    *string `json:"openBaoUnsealKey,omitempty"`
+	Generation          uint64  `json:"generation"`
 	// VIPs is absent when none are configured.
 	VIPs *cluster.VIPs `json:"vips,omitempty"`
 }

@@ -12,8 +12,9 @@ import (
 )
 
 const (
-	leafValidity = 365 * 24 * time.Hour
-	rolePostgres = "postgres"
+	leafValidity     = 365 * 24 * time.Hour
+	rolePostgres     = "postgres"
+	roleControlPlane = "control-plane"
 )
 
 // deliver gives r its turn, all in the caller's transaction: admit the
@@ -93,16 +94,19 @@ func buildBundle(id cluster.Identity, sec cluster.Secrets, role string, members 
 	b := Bundle{
 		ClusterID: id.ClusterID, Role: role, Nodes: bundleNodes(members),
 		ParentDomain: id.ParentDomain, Region: id.Region, DNSUpstreamServers: dns,
-		CABundle: caPEM, NodeCert: certPEM, NodeKey: keyPEM,
-		PostgresPassword: sec.PostgresPassword, AdminEmail: id.AdminEmail,
-		AxdnsdEncryptionKey: sec.AxdnsdEncryptionKey, Generation: g,
+		CABundle: caPEM, NodeCert: certPEM, NodeKey: keyPEM, Generation: g,
 	}
-	// A Postgres-only replica runs no control plane and no OpenBao: it
-	// gets none of their credentials.
-	if role != rolePostgres {
-		b.AdminPassword = sec.AdminPassword
-		b.OpenBaoToken = sec.OpenBaoToken
-		b.OpenBaoUnsealKey = sec.OpenBaoUnsealKey
+	// Each role receives what it runs (SPEC 16.1): a Postgres replica its
+	// database password, a control plane every cluster secret, a worker
+	// none. AdminPassword is the cluster control plane's own admin, never
+	// a login of this appliance.
+	switch role {
+	case rolePostgres:
+		b.PostgresPassword = sec.PostgresPassword
+	case roleControlPlane:
+		unseal := sec.OpenBaoUnsealKey
+		b.PostgresPassword, b.AdminEmail, b.AdminPassword = sec.PostgresPassword, id.AdminEmail, sec.AdminPassword
+		b.OpenBaoToken, b.OpenBaoUnsealKey, b.AxdnsdEncryptionKey = sec.OpenBaoToken, &unseal, sec.AxdnsdEncryptionKey
 	}
 	if !id.VIPs.Empty() {
 		v := id.VIPs

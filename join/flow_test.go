@@ -208,8 +208,8 @@ func TestPostgresBundle(t *testing.T) {
 	}
 	e.approve(v.JoinID, assignment(1))
 	b := e.view("pg", v.JoinID).Delivery.Bundle
-	if b.Role != "postgres" || b.AdminPassword != "" || b.OpenBaoToken != "" || b.OpenBaoUnsealKey != "" || b.PostgresPassword == "" {
-		t.Errorf("postgres bundle role=%s admin=%q bao=%q unseal=%q", b.Role, b.AdminPassword, b.OpenBaoToken, b.OpenBaoUnsealKey)
+	if b.Role != "postgres" || b.AdminPassword != "" || b.OpenBaoToken != "" || b.OpenBaoUnsealKey != nil || b.AxdnsdEncryptionKey != "" || b.AdminEmail != "" || b.PostgresPassword == "" {
+		t.Errorf("postgres bundle role=%s admin=%q bao=%q unseal=%v", b.Role, b.AdminPassword, b.OpenBaoToken, b.OpenBaoUnsealKey)
 	}
 }
 

@@ -59,7 +59,8 @@ func (j *joiner) persist(d *delivery) (*persisted, error) {
 		if axEnv, err = renderEnv([]envLine{{"ENCRYPTION_KEY", b.AxdnsdEncryptionKey}}); err != nil {
 			return nil, fmt.Errorf("axdnsd.env: %w", err)
 		}
-	} else {
+	} else if b.Role == "control-plane" {
+		// Other roles receive no cluster secrets (SPEC 16.1).
 		j.log.printf("note: the bundle has no axdnsdEncryptionKey (a founder that predates it); axdnsd.env is not written")
 	}
 	nodeToken := ""

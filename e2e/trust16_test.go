@@ -1,0 +1,261 @@
+package e2e
+
+// SPEC section 16 attacks on the real binary, on bbolt and on PostgreSQL.
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	bolt "go.etcd.io/bbolt"
+
+	_ "stratum/founder" // registers its store migrations
+	"stratum/internal/pgtest"
+	"stratum/store"
+)
+
+// backend is where a test founder keeps its state.
+type backend struct {
+	name string
+	dsn  func(t *testing.T) string // "" for the bbolt file
+}
+
+var backends = []backend{
+	{"bbolt", func(*testing.T) string { return "" }},
+	{"postgres", func(t *testing.T) string { return pgtest.DSN(t) }},
+}
+
+// startOn serves a --dev founder on dir with its state on dsn (bbolt
+// when empty).
+func startOn(t *testing.T, dir, dsn string, extra ...string) *founder {
+	t.Helper()
+	if dsn != "" {
+		extra = append([]string{"--store", dsn}, extra...)
+	}
+	return startFounder(t, dir, extra...)
+}
+
+// lab joins nodes to a founder as their joiners would, keeping each
+// member's transport leaf so it can report the generations it applies.
+type lab struct {
+	f       *founder
+	admin   string
+	members []labMember
+}
+
+type labMember struct {
+	nodeID string
+	client *http.Client
+}
+
+// join registers a joiner with a one-use token of role, has it approved
+// and returns the bundle it was delivered (raw keys); every member then
+// applies the new generation so the next delivery may go.
+func (l *lab) join(t *testing.T, role, mgmt string) map[string]json.RawMessage {
+	t.Helper()
+	f, admin := l.f, l.admin
+	status, body, err := f.call("POST", "/v1/admin/join/tokens", admin, map[string]any{"role": role, "ttl": "1h", "uses": 1})
+	var jt struct{ Token string }
+	if err != nil || status != 201 || json.Unmarshal(body, &jt) != nil {
+		t.Fatalf("join token: %d %s %v", status, body, err)
+	}
+	j := newJoinerClient(t, filepath.Join(f.Dir, "ca.pem"))
+	status, body = j.do(t, "POST", "https://"+f.Join+"/v1/join/registrations", map[string]any{"token": jt.Token, "release": "0.1.0", "hostname": "lab-" + strings.ReplaceAll(mgmt, ".", "-"), "mgmtIp": mgmt})
+	var reg struct{ JoinID string }
+	if status != 201 || json.Unmarshal(body, &reg) != nil {
+		t.Fatalf("register %s: %d %s", role, status, body)
+	}
+	var op struct{ Assignment struct{ NodeID string } }
+	if status, body, err = f.call("POST", "/v1/admin/join/registrations/"+reg.JoinID+"/approve", admin, map[string]any{}); err != nil || status != 200 || json.Unmarshal(body, &op) != nil {
+		t.Fatalf("approve %s: %d %s %v", role, status, body, err)
+	}
+	var v struct {
+		State    string
+		Delivery struct{ Bundle map[string]json.RawMessage }
+	}
+	status, body = j.do(t, "GET", "https://"+f.Join+"/v1/join/registrations/"+reg.JoinID, nil)
+	if status != 200 || json.Unmarshal(body, &v) != nil || v.State != "delivering" {
+		t.Fatalf("%s after approval: %d state %q", role, status, v.State)
+	}
+	var g uint64
+	_ = json.Unmarshal(v.Delivery.Bundle["generation"], &g)
+	pair, err := tls.X509KeyPair([]byte(str(v.Delivery.Bundle["nodeCert"])), []byte(str(v.Delivery.Bundle["nodeKey"])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.Pool, Certificates: []tls.Certificate{pair}}}
+	t.Cleanup(tr.CloseIdleConnections)
+	for _, m := range l.members {
+		req, _ := http.NewRequest("PUT", "https://"+f.API+"/v1/cluster/members/"+m.nodeID+"/applied", strings.NewReader(fmt.Sprintf(`{"generation":%d}`, g)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := m.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("member %s applied %d: %d", m.nodeID, g, resp.StatusCode)
+		}
+	}
+	l.members = append(l.members, labMember{nodeID: op.Assignment.NodeID, client: &http.Client{Timeout: 30 * time.Second, Transport: tr}})
+	for _, phase := range []string{"installing", "done"} {
+		if status, body := j.do(t, "POST", "https://"+f.Join+"/v1/join/registrations/"+reg.JoinID+"/progress", map[string]any{"phase": phase}); status != 200 {
+			t.Fatalf("%s progress %s: %d %s", role, phase, status, body)
+		}
+	}
+	return v.Delivery.Bundle
+}
+
+func str(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// setSchema puts the store's schema version back to v, as an earlier
+// build left it (the founder is stopped).
+func setSchema(t *testing.T, dir, dsn string, v int) {
+	t.Helper()
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], uint64(v))
+	if dsn == "" {
+		boltEdit(t, dir, func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("schema"), buf[:]) })
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "UPDATE stratum_kv SET value = $1 WHERE bucket = 'meta' AND key = 'schema'", buf[:]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// migrationBefore is the schema version just before the migration named
+// like name.
+func migrationBefore(t *testing.T, name string) int {
+	t.Helper()
+	prev := 0
+	for _, m := range store.Migrations() {
+		if strings.Contains(m.Name, name) {
+			return prev
+		}
+		prev = m.Version
+	}
+	t.Fatalf("no migration named like %q", name)
+	return 0
+}
+
+// TestTrust16_1_ApplianceLoginNeverDelivered: a worker's bundle carries
+// none of the cluster secrets, a postgres node's only its password, and
+// the control plane's adminPassword (a cluster secret) does not log in
+// to the appliance. A data directory whose appliance admin password is
+// the delivered secret (an earlier build) is migrated: the account logs
+// in but may only change its password until it does.
+func TestTrust16_1_ApplianceLoginNeverDelivered(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			dsn := be.dsn(t)
+			dir := t.TempDir()
+			f := startOn(t, dir, dsn)
+			email, password := credentials(t, dir)
+			admin := f.login(email, password)
+
+			l := &lab{f: f, admin: admin}
+			worker := l.join(t, "worker", "192.0.2.31")
+			for _, k := range []string{"adminPassword", "adminEmail", "postgresPassword", "openBaoToken", "openBaoNodeToken", "openBaoUnsealKey", "axdnsdEncryptionKey"} {
+				if v, ok := worker[k]; ok {
+					t.Errorf("the worker's bundle carries %s (%d bytes)", k, len(v))
+				}
+			}
+			pg := l.join(t, "postgres", "192.0.2.32")
+			if str(pg["postgresPassword"]) == "" {
+				t.Error("the postgres node's bundle has no postgresPassword")
+			}
+			for _, k := range []string{"adminPassword", "adminEmail", "openBaoToken", "openBaoNodeToken", "openBaoUnsealKey", "axdnsdEncryptionKey"} {
+				if _, ok := pg[k]; ok {
+					t.Errorf("the postgres node's bundle carries %s", k)
+				}
+			}
+			cp := l.join(t, "control-plane", "192.0.2.33")
+			clusterAdmin := str(cp["adminPassword"])
+			if clusterAdmin == "" || str(cp["postgresPassword"]) == "" || len(str(cp["axdnsdEncryptionKey"])) != 64 || str(cp["openBaoToken"]) == "" {
+				t.Fatalf("the control plane's bundle lacks a cluster secret: %v", keysOf(cp))
+			}
+			if _, ok := cp["openBaoUnsealKey"]; !ok {
+				t.Error("the control plane's bundle has no openBaoUnsealKey")
+			}
+			// The attack: the delivered admin password on the appliance.
+			for _, who := range []string{str(cp["adminEmail"]), email} {
+				status, body, err := f.call("POST", "/v1/auth/login", "", map[string]any{"email": who, "password": clusterAdmin})
+				if err != nil || status != 401 {
+					t.Fatalf("login as %s with the delivered adminPassword: %d %s %v, want 401", who, status, body, err)
+				}
+			}
+
+			// An earlier build: the appliance admin's password is the
+			// delivered secret. The migration marks it must-change.
+			if status, body, err := f.call("POST", "/v1/auth/password", admin, map[string]any{"currentPassword": password, "newPassword": clusterAdmin}); err != nil || status >= 300 {
+				t.Fatalf("set the old build's password: %d %s %v", status, body, err)
+			}
+			f.stop(os.Interrupt, 20*time.Second)
+			setSchema(t, dir, dsn, migrationBefore(t, "appliance admin"))
+			g := startOn(t, dir, dsn)
+			status, body, err := g.call("POST", "/v1/auth/login", "", map[string]any{"email": email, "password": clusterAdmin})
+			var sess struct {
+				Token              string
+				MustChangePassword bool
+			}
+			if err != nil || status != 200 || json.Unmarshal(body, &sess) != nil || !sess.MustChangePassword {
+				t.Fatalf("login after the migration: %d %s %v, want 200 with mustChangePassword", status, body, err)
+			}
+			for _, p := range []string{"/v1/iam/tokens", "/v1/auth/self", "/v1/admin/join/registrations"} {
+				status, body, _ := g.call("GET", p, sess.Token, nil)
+				var e struct {
+					Code    string
+					Details map[string]any
+				}
+				_ = json.Unmarshal(body, &e)
+				if status != 403 || e.Details["mustChangePassword"] != true {
+					t.Errorf("GET %s before the change: %d %s, want 403 with mustChangePassword", p, status, body)
+				}
+			}
+			if status, body, _ := g.call("POST", "/v1/admin/join/tokens", sess.Token, map[string]any{"role": "worker"}); status < 400 {
+				t.Errorf("a join token before the change: %d %s", status, body)
+			}
+			if status, body, _ := g.call("POST", "/v1/auth/password", sess.Token, map[string]any{"currentPassword": clusterAdmin, "newPassword": "a-new-appliance-password"}); status >= 300 {
+				t.Fatalf("password change: %d %s", status, body)
+			}
+			if status, body, _ := g.call("GET", "/v1/iam/tokens", sess.Token, nil); status != 200 {
+				t.Fatalf("after the change: %d %s", status, body)
+			}
+			status, body, _ = g.call("POST", "/v1/auth/login", "", map[string]any{"email": email, "password": "a-new-appliance-password"})
+			if status != 200 || strings.Contains(string(body), "mustChangePassword") {
+				t.Fatalf("login after the change: %d %s", status, body)
+			}
+			if status, _, _ := g.call("POST", "/v1/auth/login", "", map[string]any{"email": email, "password": clusterAdmin}); status != 401 {
+				t.Fatalf("the delivered secret after the change: %d, want 401", status)
+			}
+		})
+	}
+}
+
+func keysOf(m map[string]json.RawMessage) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
