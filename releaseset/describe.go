@@ -41,20 +41,23 @@ func Describe(in Input) Set {
 		RunningRelease: RunningRelease(in),
 		Nodes:          make([]Node, 0, len(members)),
 	}
-	var recent []recentNode
+	sum := make([]summaryNode, 0, len(members))
 	for _, id := range members {
 		n := Node{NodeID: id}
+		sn := summaryNode{id: id}
 		if st, ok := in.Records[id]; ok {
 			rec := st.Release
 			n.Recorded = true
 			n.Release = &rec
 			n.RunningRelease = st.RunningRelease
 			n.Stale = in.Now.Sub(rec.RecordedAt) > RecentWindow
+			sn.recorded, sn.stale, sn.recordedAt = true, n.Stale, rec.RecordedAt
 			if !n.Stale {
-				recent = append(recent, recentNode{id: id, rec: n.Release})
+				sn.facts = factsOf(id, n.Release, nil)
 			}
 		}
 		set.Nodes = append(set.Nodes, n)
+		sum = append(sum, sn)
 	}
 	// The seed: a node's release is that of its last completed upgrade,
 	// "else the cluster's". A node that sent none runs the cluster's.
@@ -63,14 +66,7 @@ func Describe(in Input) Set {
 			set.Nodes[i].RunningRelease = set.RunningRelease
 		}
 	}
-	set.Summary = Summary{
-		Recent: len(recent),
-		Skew:   skewOf(recent),
-		Drift:  driftOf(set.Nodes),
-	}
-	// With no members nothing is known, which is not "consistent".
-	set.Summary.Consistent = len(members) > 0 && len(recent) == len(members) &&
-		len(set.Summary.Skew) == 0 && len(set.Summary.Drift) == 0
+	set.Summary = summarize(sum)
 	return set
 }
 
@@ -90,12 +86,6 @@ func RunningRelease(in Input) string {
 		}
 	}
 	return oldest
-}
-
-// recentNode is a member whose record counts for skew.
-type recentNode struct {
-	id  string
-	rec *Record
 }
 
 // uniqueMembers keeps the first of each id, in order.

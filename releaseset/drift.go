@@ -2,29 +2,12 @@ package releaseset
 
 import "strconv"
 
-// driftOf lists the findings node by node, in member order; for each node
-// report first, then host (hostBinaries, then the staged deployment), then
-// pin (pins, then unpinned images, each in record order).
-//
-// A node that did not report recently gets only its report finding: its
-// last record says what it ran then, not what it runs now, so it is shown
-// in nodes[] but not judged.
-func driftOf(nodes []Node) []Drift {
-	out := []Drift{}
-	for _, n := range nodes {
-		if !n.Recorded || n.Stale {
-			d := Drift{NodeID: n.NodeID, Kind: DriftReport, Recorded: ptr(n.Recorded), Stale: ptr(n.Stale)}
-			if n.Stale {
-				d.RecordedAt = ptr(n.Release.RecordedAt)
-			}
-			out = append(out, d)
-			continue
-		}
-		out = appendHostDrift(out, n.NodeID, n.Release)
-		out = appendPinDrift(out, n.NodeID, n.Release)
-	}
-	return out
-}
+// The drift findings are listed node by node, in member order; for each
+// node report first, then host (hostBinaries, then the staged deployment),
+// then pin (pins, then unpinned images, each in record order). A node that
+// did not report recently gets only its report finding: its last record
+// says what it ran then, not what it runs now, so it is shown in nodes[]
+// but not judged (summarize).
 
 // appendHostDrift: host binaries that are not the build the node should
 // run, and an OS deployment staged for the next boot.

@@ -133,68 +133,20 @@ func packageValue(r *Record, component string) fieldValue {
 	return absent
 }
 
-// components is the sorted union of the package components of recs.
-func components(recs []*Record) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, r := range recs {
-		for _, p := range r.Packages {
-			if !seen[p.Component] {
-				seen[p.Component] = true
-				out = append(out, p.Component)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// skewOf compares the recent nodes field by field, in the order of SPEC
-// section 6, and keeps the fields with more than one value.
-func skewOf(nodes []recentNode) []Skew {
-	out := []Skew{}
-	if len(nodes) < 2 {
-		return out
-	}
-	vals := make([]fieldValue, len(nodes))
-	add := func(field string) {
-		if s, ok := group(field, nodes, vals); ok {
-			out = append(out, s)
-		}
-	}
-	for _, f := range fixedFields {
-		for i, n := range nodes {
-			vals[i] = f.of(n.rec)
-		}
-		add(f.name)
-	}
-	recs := make([]*Record, len(nodes))
-	for i, n := range nodes {
-		recs[i] = n.rec
-	}
-	for _, c := range components(recs) {
-		for i, n := range nodes {
-			vals[i] = packageValue(n.rec, c)
-		}
-		add(SkewPackagePrefix + c)
-	}
-	return out
-}
-
 // group gathers the nodes by value. Values are ordered by how many nodes
 // have them, most first, so the odd one out comes last; ties keep the
 // order in which members first show them. ok is false when all agree.
-func group(field string, nodes []recentNode, vals []fieldValue) (Skew, bool) {
+func group(field string, ids []string, vals []fieldValue) (Skew, bool) {
 	at := map[string]int{}
 	var values []SkewValue
-	for i, n := range nodes {
+	for i, id := range ids {
 		j, seen := at[vals[i].value]
 		if !seen {
 			j = len(values)
 			at[vals[i].value] = j
 			values = append(values, SkewValue{Value: vals[i].value, Display: vals[i].display})
 		}
-		values[j].Nodes = append(values[j].Nodes, n.id)
+		values[j].Nodes = append(values[j].Nodes, id)
 	}
 	if len(values) < 2 {
 		return Skew{}, false
@@ -227,4 +179,20 @@ func shortValue(v string) string {
 		return v[:len("sha256:")+12]
 	}
 	return v
+}
+
+// components is the sorted union of the package components of recs.
+func components(recs []*Record) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range recs {
+		for _, p := range r.Packages {
+			if !seen[p.Component] {
+				seen[p.Component] = true
+				out = append(out, p.Component)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

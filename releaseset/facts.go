@@ -1,0 +1,173 @@
+package releaseset
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// facts is what the summary reads of one node's record: its value of each
+// skew field and its host and pin drift. It is computed once per record,
+// so a summary of a large cluster groups values instead of reading every
+// record again, and it holds no part of the record itself.
+type facts struct {
+	// fixed holds one value per fixedFields, in that order.
+	fixed []fieldValue
+	// pkgs is the node's value of each package component it has, sorted by
+	// component (the first package of a component counts, as packageValue
+	// reads it).
+	pkgs []pkgFact
+	// drift are the node's host and pin findings, in the order summarize lists them.
+	drift []Drift
+}
+
+type pkgFact struct {
+	component string
+	value     fieldValue
+}
+
+// factsOf reads rec's facts; strings are shared through in when it is
+// not nil.
+func factsOf(id string, rec *Record, in *interner) *facts {
+	f := &facts{fixed: make([]fieldValue, len(fixedFields))}
+	for k, field := range fixedFields {
+		f.fixed[k] = in.value(field.of(rec))
+	}
+	seen := make(map[string]bool, len(rec.Packages))
+	for _, p := range rec.Packages {
+		if seen[p.Component] {
+			continue
+		}
+		seen[p.Component] = true
+		f.pkgs = append(f.pkgs, pkgFact{in.string(p.Component), in.value(packageValue(rec, p.Component))})
+	}
+	slices.SortFunc(f.pkgs, func(a, b pkgFact) int { return strings.Compare(a.component, b.component) })
+	f.drift = appendPinDrift(appendHostDrift(nil, id, rec), id, rec)
+	return f
+}
+
+// summaryNode is one member as the summary sees it.
+type summaryNode struct {
+	id         string
+	recorded   bool
+	stale      bool
+	recordedAt time.Time
+	facts      *facts
+}
+
+// summarize derives the summary from the members in join order.
+func summarize(nodes []summaryNode) Summary {
+	var recent []*summaryNode
+	drift := []Drift{}
+	for i := range nodes {
+		n := &nodes[i]
+		if !n.recorded || n.stale {
+			d := Drift{NodeID: n.id, Kind: DriftReport, Recorded: ptr(n.recorded), Stale: ptr(n.stale)}
+			if n.stale {
+				d.RecordedAt = ptr(n.recordedAt)
+			}
+			drift = append(drift, d)
+			continue
+		}
+		recent = append(recent, n)
+		drift = append(drift, n.facts.drift...)
+	}
+	s := Summary{Recent: len(recent), Skew: skewOfFacts(recent), Drift: drift}
+	// With no members nothing is known, which is not "consistent".
+	s.Consistent = len(nodes) > 0 && len(recent) == len(nodes) && len(s.Skew) == 0 && len(s.Drift) == 0
+	return s
+}
+
+// skewOfFacts compares the recent nodes field by field, in the order of
+// SPEC section 6, and keeps the fields with more than one value.
+func skewOfFacts(nodes []*summaryNode) []Skew {
+	out := []Skew{}
+	if len(nodes) < 2 {
+		return out
+	}
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.id
+	}
+	vals := make([]fieldValue, len(nodes))
+	add := func(field string) {
+		if s, ok := group(field, ids, vals); ok {
+			out = append(out, s)
+		}
+	}
+	for k, f := range fixedFields {
+		for i, n := range nodes {
+			vals[i] = n.facts.fixed[k]
+		}
+		add(f.name)
+	}
+	// Components in sorted order; each node's packages are sorted too, so
+	// one cursor per node walks them.
+	var comps []string
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		for _, p := range n.facts.pkgs {
+			if !seen[p.component] {
+				seen[p.component] = true
+				comps = append(comps, p.component)
+			}
+		}
+	}
+	slices.Sort(comps)
+	cursor := make([]int, len(nodes))
+	for _, c := range comps {
+		for i, n := range nodes {
+			pk := n.facts.pkgs
+			for cursor[i] < len(pk) && pk[cursor[i]].component < c {
+				cursor[i]++
+			}
+			if cursor[i] < len(pk) && pk[cursor[i]].component == c {
+				vals[i] = pk[cursor[i]].value
+			} else {
+				vals[i] = absent
+			}
+		}
+		add(SkewPackagePrefix + c)
+	}
+	return out
+}
+
+// interner shares equal strings between the facts of many records: at
+// 100,000 nodes nearly every value repeats. It stops adding beyond
+// internLimit strings (values nodes send are bounded, not trusted).
+type interner struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const internLimit = 1 << 18
+
+func (in *interner) string(s string) string {
+	if in == nil {
+		return s
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	if in.m == nil {
+		in.m = map[string]string{}
+	}
+	if len(in.m) < internLimit {
+		s = strings.Clone(s)
+		in.m[s] = s
+	}
+	return s
+}
+
+func (in *interner) value(v fieldValue) fieldValue {
+	v.value = in.string(v.value)
+	if v.display == v.value {
+		v.display = v.value
+	} else {
+		v.display = in.string(v.display)
+	}
+	return v
+}
