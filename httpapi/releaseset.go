@@ -2,12 +2,41 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 
+	"stratum/apierr"
 	"stratum/releaseset"
 )
 
+// describeReleaseSet answers the whole set (the seed's answer), its
+// summary (?view=summary: no nodes[]) or a page of nodes[]
+// (?limit=N[&after=NODEID]), each with its own ETag.
 func (a *API) describeReleaseSet(w http.ResponseWriter, r *http.Request, _ *call) error {
-	ans, err := a.ReleaseSet.Answer()
+	q := r.URL.Query()
+	var ans *releaseset.Answer
+	var err error
+	switch view, limit := q.Get("view"), q.Get("limit"); {
+	case view != "" && view != "summary" && view != "full":
+		var f apierr.Fields
+		f.Add("view", "must be summary or full")
+		return f.Err("the release set query is not valid; see fields")
+	case view == "summary" && (limit != "" || q.Has("after")):
+		var f apierr.Fields
+		f.Add("view", "summary has no nodes to page: drop limit and after")
+		return f.Err("the release set query is not valid; see fields")
+	case view == "summary":
+		ans, err = a.ReleaseSet.SummaryAnswer()
+	case limit != "" || q.Has("after"):
+		n, perr := strconv.Atoi(limit)
+		if perr != nil {
+			var f apierr.Fields
+			f.Add("limit", "must be a number between 1 and %d", releaseset.MaxPageLimit)
+			return f.Err("the release set query is not valid; see fields")
+		}
+		ans, err = a.ReleaseSet.Page(q.Get("after"), n)
+	default:
+		ans, err = a.ReleaseSet.Answer()
+	}
 	if err != nil {
 		return err
 	}

@@ -114,3 +114,61 @@ func TestReleaseSetETag(t *testing.T) {
 		t.Errorf("a refused record changed the set: %d", resp.StatusCode)
 	}
 }
+
+// TestReleaseSetViews: ?view=summary and ?limit=N&after=ID answer over
+// HTTP with their own strong ETags (304 on a match), and a bad query is
+// INVALID_INPUT naming its parameter.
+func TestReleaseSetViews(t *testing.T) {
+	f := newFixture(t, func(db *store.DB, d *httpapi.Deps) {
+		d.ReleaseSet = &releaseset.Service{DB: db, Now: time.Now, Node: "n-founder"}
+	})
+	admin := f.login()
+	get := func(query, inm string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", f.srv.URL+"/v1/admin/upgrades/release"+query, nil)
+		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Accept-Encoding", "identity")
+		if inm != "" {
+			req.Header.Set("If-None-Match", inm)
+		}
+		resp, err := f.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	tags := map[string]bool{}
+	for _, q := range []string{"", "?view=summary", "?limit=10", "?view=full"} {
+		resp, body := get(q, "")
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", q, resp.StatusCode, body)
+		}
+		hasNodes := bytes.Contains(body, []byte(`"nodes":[`))
+		hasSummary := bytes.Contains(body, []byte(`"summary":{`))
+		if want := q != "?view=summary"; hasNodes != want {
+			t.Errorf("%s: nodes[] present %v, want %v: %s", q, hasNodes, want, body)
+		}
+		if want := q != "?limit=10"; hasSummary != want {
+			t.Errorf("%s: summary present %v, want %v: %s", q, hasSummary, want, body)
+		}
+		tag := resp.Header.Get("ETag")
+		if q != "?view=full" && tags[tag] {
+			t.Errorf("%s: ETag %s shared with another view", q, tag)
+		}
+		tags[tag] = true
+		if resp, _ := get(q, tag); resp.StatusCode != http.StatusNotModified {
+			t.Errorf("%s If-None-Match %s: %d, want 304", q, tag, resp.StatusCode)
+		}
+	}
+	for _, tc := range []struct{ query, field string }{
+		{"?view=nodes", "view"}, {"?view=summary&limit=5", "view"}, {"?limit=x", "limit"},
+		{"?limit=0", "limit"}, {"?limit=100000", "limit"}, {"?limit=5&after=n-nobody", "after"},
+	} {
+		resp, body := get(tc.query, "")
+		if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(body, []byte(`"INVALID_INPUT"`)) || !bytes.Contains(body, []byte(`"field":"`+tc.field+`"`)) {
+			t.Errorf("%s: %d %s, want 400 INVALID_INPUT at %s", tc.query, resp.StatusCode, body, tc.field)
+		}
+	}
+}

@@ -78,6 +78,8 @@ type Joiners interface {
 // ReleaseSet is the cluster's release set (releaseset.Service).
 type ReleaseSet interface {
 	Answer() (*releaseset.Answer, error)
+	SummaryAnswer() (*releaseset.Answer, error)
+	Page(after string, limit int) (*releaseset.Answer, error)
 	SetAdmission(actor string, req releaseset.SetAdmissionRequest) (releaseset.AdmissionView, error)
 	Record(actor, nodeID string, req releaseset.RecordRequest) error
 }

@@ -52,11 +52,11 @@ func (s *Service) raiseAdmission(tx *store.Tx, actor string, node membership.Mem
 			continue
 		}
 		c, ok := s.records[m.NodeID]
-		if !ok || now.Sub(c.stored.Release.RecordedAt) > RecentWindow || semver.Valid(c.stored.RunningRelease) != nil {
+		if !ok || now.Sub(c.recordedAt) > RecentWindow || semver.Valid(c.running) != nil {
 			return nil // a joined member not heard from recently: no agreement
 		}
-		if semver.Compare(c.stored.RunningRelease, floor) < 0 {
-			floor = c.stored.RunningRelease
+		if semver.Compare(c.running, floor) < 0 {
+			floor = c.running
 		}
 	}
 	if semver.Compare(floor, cur) <= 0 {

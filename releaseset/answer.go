@@ -25,7 +25,10 @@ type Answer struct {
 	ETag string
 
 	parts [][]byte
-	size  int
+	// stream, when parts is nil, writes the identity encoding (a set too
+	// large to hold encoded).
+	stream func(w io.Writer) error
+	size   int
 
 	mu      sync.Mutex
 	derived map[string]*derivedForm
@@ -46,6 +49,13 @@ func (a *Answer) Size() int { return a.size }
 func (a *Answer) WriteTo(w io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	var n int64
+	if a.parts == nil && a.stream != nil {
+		cw := &countingWriter{w: bw}
+		if err := a.stream(cw); err != nil {
+			return cw.n, err
+		}
+		return cw.n, bw.Flush()
+	}
 	for _, p := range a.parts {
 		m, err := bw.Write(p)
 		n += int64(m)
@@ -78,18 +88,29 @@ func (a *Answer) Derived(form string, derive func(w io.Writer, identity io.Write
 	return d.b, d.err
 }
 
-// answerCache is the last Answer and what it was built from: the
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// answerCache is the last view and what it was built from: the
 // membership generation, the records' version and the time until which no
 // recent record turns stale.
 type answerCache struct {
-	ans        *Answer
+	view       *view
 	generation uint64
 	version    uint64
 	validUntil time.Time
 }
 
 func (c *answerCache) fresh(generation, version uint64, now time.Time) bool {
-	return c.ans != nil && c.generation == generation && c.version == version && !now.After(c.validUntil)
+	return c.view != nil && c.generation == generation && c.version == version && !now.After(c.validUntil)
 }
 
 // instanceTag makes ETags of different founder processes differ: record
@@ -109,6 +130,8 @@ type fragment struct {
 	// recorded none it is the cluster's, which moves with other records.
 	running string
 	b       []byte
+	// rel is the kept record the entry was decoded from.
+	rel []byte
 }
 
 // encodeNode encodes n exactly as Set.WriteJSON does (an Encoder without
@@ -125,32 +148,12 @@ func encodeNode(n Node) ([]byte, error) {
 
 // encodeHead encodes everything before the nodes, as Set.WriteJSON does.
 func encodeHead(s Set) ([]byte, error) {
-	head := struct {
-		Node           string       `json:"node"`
-		ControlPlane   ControlPlane `json:"controlPlane"`
-		RunningRelease string       `json:"runningRelease"`
-		Summary        Summary      `json:"summary"`
-	}{s.Node, s.ControlPlane, s.RunningRelease, s.Summary}
-	raw, err := json.Marshal(head)
+	raw, err := json.Marshal(headOf(s))
 	if err != nil {
 		return nil, err
 	}
 	// Reopen the head object to append "nodes".
 	return append(raw[:len(raw)-1], `,"nodes":[`...), nil
-}
-
-// validUntil is when the first record that counts as recent at now stops
-// counting: the set changes then without any write.
-func validUntil(set Set, now time.Time) time.Time {
-	until := now.Add(RecentWindow)
-	for _, n := range set.Nodes {
-		if n.Recorded && !n.Stale {
-			if t := n.Release.RecordedAt.Add(RecentWindow); t.Before(until) {
-				until = t
-			}
-		}
-	}
-	return until
 }
 
 func etagOf(generation, version, build uint64) string {

@@ -1,14 +1,59 @@
 package releaseset
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"stratum/apierr"
 	membership "stratum/cluster"
 	"stratum/store"
 )
 
-// Answer returns the encoded release set, building it only when the
-// members, a record or the staleness of a record changed since the last
-// one.
-func (s *Service) Answer() (*Answer, error) {
+// Limits of a page of nodes[] (GET ...?limit=N&after=NODEID).
+const (
+	MaxPageLimit = 1000
+	// pageBudget bounds the encoded pages a view keeps for readers paging
+	// through it.
+	pageBudget = 32 << 20
+)
+
+// fragmentBudget bounds the encoded entries kept between builds of the
+// full answer; a larger set writes its entries as it sends them.
+var fragmentBudget = 128 << 20
+
+// view is one build of the set: the members in join order, what the cache
+// kept of each, and the set's head (everything but nodes[]). The answers
+// (whole, summary, pages) are made from it when first asked for.
+type view struct {
+	generation, version, build uint64
+	validUntil                 time.Time
+
+	head    Set // Nodes is nil
+	ids     []string
+	recs    []cachedRecord
+	has     []bool
+	stale   []bool
+	running []string
+
+	indexOnce sync.Once
+	index     map[string]int
+
+	mu        sync.Mutex
+	full      *Answer
+	summary   *Answer
+	pages     map[string]*Answer
+	pageBytes int
+}
+
+// current returns the view of the set now, building it only when the
+// members, a record or the staleness of a record changed since the last.
+func (s *Service) current() (*view, error) {
 	now := s.Now()
 	var generation uint64
 	var members []string
@@ -27,74 +72,279 @@ func (s *Service) Answer() (*Answer, error) {
 	s.mu.RLock()
 	version := s.version
 	if s.answer.fresh(generation, version, now) {
-		a := s.answer.ans
+		v := s.answer.view
 		s.mu.RUnlock()
-		return a, nil
+		return v, nil
 	}
 	s.mu.RUnlock()
 
 	// One build at a time: concurrent GETs of a changed set wait for it
-	// rather than each encoding the same answer.
+	// rather than each building the same one.
 	s.building.Lock()
 	defer s.building.Unlock()
 	s.mu.RLock()
 	if s.answer.fresh(generation, version, now) {
-		a := s.answer.ans
+		v := s.answer.view
 		s.mu.RUnlock()
-		return a, nil
+		return v, nil
 	}
-	in := Input{Now: now, Node: s.Node, ControlPlane: s.ControlPlane, Members: members, Records: make(map[string]Stored, len(s.records))}
-	seqs := make(map[string]uint64, len(members))
-	version = s.version
-	for _, id := range members {
-		if c, ok := s.records[id]; ok {
-			in.Records[id] = c.stored
-			seqs[id] = c.seq
-		}
+	ids := uniqueMembers(members)
+	v := &view{generation: generation, version: s.version, ids: ids,
+		recs: make([]cachedRecord, len(ids)), has: make([]bool, len(ids)), stale: make([]bool, len(ids)), running: make([]string, len(ids))}
+	for i, id := range ids {
+		v.recs[i], v.has[i] = s.records[id]
 	}
 	s.mu.RUnlock()
 
-	set := Describe(in)
-	a, err := s.encode(set, seqs)
+	sum := make([]summaryNode, len(ids))
+	until := now.Add(RecentWindow)
+	for i, id := range ids {
+		sn := summaryNode{id: id}
+		if v.has[i] {
+			c := v.recs[i]
+			sn.recorded, sn.recordedAt, sn.facts = true, c.recordedAt, c.facts
+			sn.stale = now.Sub(c.recordedAt) > RecentWindow
+			v.stale[i] = sn.stale
+			v.running[i] = c.running
+			if t := c.recordedAt.Add(RecentWindow); !sn.stale && t.Before(until) {
+				until = t
+			}
+		}
+		sum[i] = sn
+	}
+	v.validUntil = until
+	v.head = Set{Node: s.Node, ControlPlane: s.ControlPlane, Summary: summarize(sum)}
+	v.head.RunningRelease = runningOfView(v)
+	for i := range v.running {
+		if v.running[i] == "" {
+			v.running[i] = v.head.RunningRelease
+		}
+	}
+	s.builds++
+	v.build = s.builds
+	s.mu.Lock()
+	s.answer = answerCache{view: v, generation: generation, version: v.version, validUntil: until}
+	s.mu.Unlock()
+	return v, nil
+}
+
+// runningOfView is the oldest valid release the view's nodes recorded.
+func runningOfView(v *view) string {
+	pos := 0
+	return oldestRunning(v.ids, func(string) (string, bool) {
+		i := pos
+		pos++
+		return v.recs[i].running, v.has[i]
+	})
+}
+
+// Answer returns the whole set (the seed's answer), encoded.
+func (s *Service) Answer() (*Answer, error) {
+	v, err := s.current()
 	if err != nil {
 		return nil, err
 	}
-	s.builds++
-	a.ETag = etagOf(generation, version, s.builds)
-	s.mu.Lock()
-	s.answer = answerCache{ans: a, generation: generation, version: version, validUntil: validUntil(set, now)}
-	s.mu.Unlock()
+	v.mu.Lock()
+	a := v.full
+	v.mu.Unlock()
+	if a != nil {
+		return a, nil
+	}
+	s.building.Lock()
+	defer s.building.Unlock()
+	v.mu.Lock()
+	a = v.full
+	v.mu.Unlock()
+	if a != nil {
+		return a, nil
+	}
+	if a, err = s.encodeFull(v); err != nil {
+		return nil, err
+	}
+	a.ETag = etagOf(v.generation, v.version, v.build)
+	v.mu.Lock()
+	v.full = a
+	v.mu.Unlock()
 	return a, nil
 }
 
-// encode joins the head and each node's fragment, encoding only the
-// fragments whose record or stale flag changed. Called with s.building held.
-func (s *Service) encode(set Set, seqs map[string]uint64) (*Answer, error) {
-	head, err := encodeHead(set)
+// SummaryAnswer returns the set without nodes[] (?view=summary): the
+// head of the whole answer and the number of members.
+func (s *Service) SummaryAnswer() (*Answer, error) {
+	v, err := s.current()
 	if err != nil {
 		return nil, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.summary != nil {
+		return v.summary, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(summaryHead{answerHead: headOf(v.head), Members: len(v.ids)}); err != nil {
+		return nil, err
+	}
+	a := &Answer{parts: [][]byte{buf.Bytes()}, size: buf.Len()}
+	tag := etagOf(v.generation, v.version, v.build)
+	a.ETag = tag[:len(tag)-1] + `-summary"`
+	v.summary = a
+	return a, nil
+}
+
+// Page returns up to limit nodes of nodes[] after the member after (from
+// the first when empty), in join order, with the head, the number of
+// members, and next: the after of the following page, absent on the last.
+func (s *Service) Page(after string, limit int) (*Answer, error) {
+	if limit < 1 || limit > MaxPageLimit {
+		var f apierr.Fields
+		f.Add("limit", "must be between 1 and %d", MaxPageLimit)
+		return nil, f.Err("the page is not valid; see fields")
+	}
+	v, err := s.current()
+	if err != nil {
+		return nil, err
+	}
+	v.indexOnce.Do(func() {
+		v.index = make(map[string]int, len(v.ids))
+		for i, id := range v.ids {
+			v.index[id] = i
+		}
+	})
+	from := 0
+	if after != "" {
+		i, ok := v.index[after]
+		if !ok {
+			var f apierr.Fields
+			f.Add("after", "is not a member (page again from the start)")
+			return nil, f.Err("the page is not valid; see fields")
+		}
+		from = i + 1
+	}
+	to := min(from+limit, len(v.ids))
+	key := strconv.Itoa(from) + "-" + strconv.Itoa(to)
+	v.mu.Lock()
+	if a := v.pages[key]; a != nil {
+		v.mu.Unlock()
+		return a, nil
+	}
+	v.mu.Unlock()
+	a, err := s.encodePage(v, from, to)
+	if err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.pageBytes+a.size <= pageBudget {
+		if v.pages == nil {
+			v.pages = map[string]*Answer{}
+		}
+		v.pages[key] = a
+		v.pageBytes += a.size
+	}
+	return a, nil
+}
+
+// answerHead is everything of the answer before nodes[].
+type answerHead struct {
+	Node           string       `json:"node"`
+	ControlPlane   ControlPlane `json:"controlPlane"`
+	RunningRelease string       `json:"runningRelease"`
+	Summary        Summary      `json:"summary"`
+}
+
+func headOf(s Set) answerHead {
+	return answerHead{Node: s.Node, ControlPlane: s.ControlPlane, RunningRelease: s.RunningRelease, Summary: s.Summary}
+}
+
+// summaryHead is the summary view: the head and how many members.
+type summaryHead struct {
+	answerHead
+	Members int `json:"members"`
+}
+
+// pageHead is what a page says besides its nodes.
+type pageHead struct {
+	Node           string       `json:"node"`
+	ControlPlane   ControlPlane `json:"controlPlane"`
+	RunningRelease string       `json:"runningRelease"`
+	Members        int          `json:"members"`
+}
+
+// fragment appends node i's entry of nodes[] to dst, exactly as
+// encodeNode writes it.
+func (s *Service) fragment(dst []byte, v *view, i int) ([]byte, error) {
+	n := Node{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i]}
+	prefix, err := encodeNode(n)
+	if err != nil {
+		return nil, err
+	}
+	if !v.has[i] {
+		return append(dst, prefix...), nil
+	}
+	// prefix ends with "}\n" (release, the last field, omitted).
+	dst = append(dst, prefix[:len(prefix)-2]...)
+	dst = append(dst, `,"release":`...)
+	if dst, err = s.appendRelease(dst, v.recs[i]); err != nil {
+		return nil, err
+	}
+	return append(dst, "}\n"...), nil
+}
+
+// fragmentSize is the length of node i's entry.
+func fragmentSize(v *view, i int) (int, error) {
+	n := Node{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i]}
+	prefix, err := encodeNode(n)
+	if err != nil {
+		return 0, err
+	}
+	if !v.has[i] {
+		return len(prefix), nil
+	}
+	return len(prefix) - 2 + len(`,"release":`) + v.recs[i].plain + 2, nil
+}
+
+// encodeFull joins the head and each node's entry. Entries are kept
+// between builds (decoded only when their record, stale flag or shown
+// release changed) while they fit in fragmentBudget; a larger set's
+// answer writes its entries as it sends them. Called with s.building held.
+func (s *Service) encodeFull(v *view) (*Answer, error) {
+	head, err := encodeHead(v.head)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for i := range v.ids {
+		if v.has[i] {
+			total += v.recs[i].plain
+		}
+	}
+	if total > fragmentBudget {
+		s.fragments = nil
+		return s.streamFull(v, head)
 	}
 	if s.fragments == nil {
 		s.fragments = map[string]fragment{}
 	}
-	a := &Answer{parts: make([][]byte, 0, 2*len(set.Nodes)+2)}
+	a := &Answer{parts: make([][]byte, 0, 2*len(v.ids)+2)}
 	a.parts = append(a.parts, head)
-	live := make(map[string]bool, len(set.Nodes))
-	for i, n := range set.Nodes {
+	live := make(map[string]bool, len(v.ids))
+	for i, id := range v.ids {
 		if i > 0 {
 			a.parts = append(a.parts, comma)
 		}
-		live[n.NodeID] = true
-		seq := seqs[n.NodeID]
-		f, ok := s.fragments[n.NodeID]
-		if !ok || f.seq != seq || f.stale != n.Stale || f.running != n.RunningRelease || !n.Recorded {
-			b, err := encodeNode(n)
+		live[id] = true
+		c := v.recs[i]
+		f, ok := s.fragments[id]
+		if !ok || f.seq != c.seq || f.stale != v.stale[i] || f.running != v.running[i] || !v.has[i] || !sameBytes(f.rel, c.release) {
+			b, err := s.fragment(nil, v, i)
 			if err != nil {
 				return nil, err
 			}
-			f = fragment{seq: seq, stale: n.Stale, running: n.RunningRelease, b: b}
-			if n.Recorded {
-				s.fragments[n.NodeID] = f
+			f = fragment{seq: c.seq, stale: v.stale[i], running: v.running[i], b: b, rel: c.release}
+			if v.has[i] {
+				s.fragments[id] = f
 			}
 		}
 		a.parts = append(a.parts, f.b)
@@ -109,6 +359,100 @@ func (s *Service) encode(set Set, seqs map[string]uint64) (*Answer, error) {
 		a.size += len(p)
 	}
 	return a, nil
+}
+
+// streamFull is the whole answer of a large set: its size is known, its
+// entries are decoded while it is written.
+func (s *Service) streamFull(v *view, head []byte) (*Answer, error) {
+	size := len(head) + len(setTail)
+	for i := range v.ids {
+		n, err := fragmentSize(v, i)
+		if err != nil {
+			return nil, err
+		}
+		size += n
+		if i > 0 {
+			size++
+		}
+	}
+	a := &Answer{size: size}
+	a.stream = func(w io.Writer) error {
+		if _, err := w.Write(head); err != nil {
+			return err
+		}
+		var buf []byte
+		for i := range v.ids {
+			buf = buf[:0]
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = s.fragment(buf, v, i); err != nil {
+				return err
+			}
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+		}
+		_, err := io.WriteString(w, setTail)
+		return err
+	}
+	return a, nil
+}
+
+// encodePage encodes nodes from..to-1 of v, with a strong ETag made from
+// what the page shows: the head and, for each node, its id, stale flag,
+// shown release and record.
+func (s *Service) encodePage(v *view, from, to int) (*Answer, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(pageHead{Node: v.head.Node, ControlPlane: v.head.ControlPlane, RunningRelease: v.head.RunningRelease, Members: len(v.ids)}); err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("}\n"))
+	h.Write(b)
+	b = append(b, `,"nodes":[`...)
+	for i := from; i < to; i++ {
+		if i > from {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = s.fragment(b, v, i); err != nil {
+			return nil, err
+		}
+		h.Write([]byte(v.ids[i]))
+		h.Write([]byte{0, boolByte(v.has[i]), boolByte(v.stale[i])})
+		h.Write([]byte(v.running[i]))
+		h.Write([]byte{0})
+		h.Write(v.recs[i].release)
+	}
+	b = append(b, ']')
+	if to < len(v.ids) {
+		next, err := json.Marshal(v.ids[to-1])
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"next":`...)
+		b = append(b, next...)
+		h.Write(next)
+	}
+	b = append(b, "}\n"...)
+	return &Answer{ETag: `"rsp-` + instanceTag + "-" + hex.EncodeToString(h.Sum(nil)[:12]) + `"`, parts: [][]byte{b}, size: len(b)}, nil
+}
+
+// sameBytes: a and b are the same kept slice (records loaded from the
+// store all carry sequence 0).
+func sameBytes(a, b []byte) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 var comma = []byte{','}

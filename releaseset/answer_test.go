@@ -18,7 +18,16 @@ import (
 // Describe+WriteJSON after each kind of change: a record, a new member, a
 // record turning stale with no write, and a removed member. Its ETag must
 // change exactly when the bytes do.
-func TestAnswerEqualsDescribe(t *testing.T) {
+func TestAnswerEqualsDescribe(t *testing.T) { testAnswerEqualsDescribe(t) }
+
+// TestStreamedAnswerEqualsDescribe is the same for a set over the budget
+// of kept entries, whose answer decodes its entries as it is written.
+func TestStreamedAnswerEqualsDescribe(t *testing.T) {
+	defer releaseset.SetFragmentBudget(1)()
+	testAnswerEqualsDescribe(t)
+}
+
+func testAnswerEqualsDescribe(t *testing.T) {
 	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)

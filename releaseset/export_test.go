@@ -3,3 +3,10 @@ package releaseset
 // SeedRecordBody lends the external tests (package releaseset_test, which
 // may import releasesettest) the seed example's record request.
 var SeedRecordBody = seedRecordBody
+
+// SetFragmentBudget lets a test make every set "large" (streamed).
+func SetFragmentBudget(n int) (restore func()) {
+	old := fragmentBudget
+	fragmentBudget = n
+	return func() { fragmentBudget = old }
+}

@@ -70,7 +70,11 @@ func TestReplicaRecordOutranksALateLocalHook(t *testing.T) {
 			t.Fatal("A never saw B's record")
 		}
 	}
-	a.remember(founder, old, s1) // A's late hook
+	late, err := a.cache(founder, old, s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.remember(founder, late) // A's late hook
 	if got := running(); got != "0.3.0" {
 		t.Errorf("A answers runningRelease %s; the store holds 0.3.0 (seq %d < B's)", got, s1)
 	}

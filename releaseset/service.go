@@ -35,25 +35,33 @@ type Service struct {
 	answer            answerCache
 
 	// building serializes Answer builds; fragments (guarded by it) keeps
-	// each node's encoded entry between builds.
+	// each node's encoded entry between builds while they are few enough
+	// (fragmentBudget).
 	building   sync.Mutex
 	fragments  map[string]fragment
 	builds     uint64
 	subscribed sync.Once
-}
 
-// cachedRecord carries the commit sequence of its record, so commit hooks
-// that run out of order never put an older record over a newer one.
-type cachedRecord struct {
-	stored Stored
-	seq    uint64
+	// codec compresses the kept records' JSON; intern shares the strings
+	// of their facts.
+	codecOnce sync.Once
+	codec     *recordCodec
+	codecErr  error
+	intern    interner
 }
 
 // Record stores nodeID's release, stamping recordedAt. A node that is not
 // a member is NOT_FOUND.
 func (s *Service) Record(actor, nodeID string, req RecordRequest) error {
 	req.Release.RecordedAt = s.Now().UTC()
-	return s.DB.Update(func(tx *store.Tx) error {
+	stored := Stored(req)
+	// What the cache keeps is made before the transaction: concurrent
+	// records share one commit (Batch), which waits for the slowest.
+	kept, err := s.cache(nodeID, stored, 0)
+	if err != nil {
+		return err
+	}
+	return s.DB.Batch(func(tx *store.Tx) error {
 		m, found, err := membership.GetMember(tx, nodeID)
 		if err != nil {
 			return err
@@ -65,8 +73,8 @@ func (s *Service) Record(actor, nodeID string, req RecordRequest) error {
 		if !m.Vouched() {
 			return apierr.New(apierr.Forbidden, "node %s is still in its delivery: its release is recorded once its join is installing or joined", nodeID)
 		}
-		stored := Stored(req)
-		var prev Stored
+		// Only the previous release is read (not the whole record decoded).
+		var prev struct{ RunningRelease string }
 		found, err = tx.GetJSON(bucketRecords, nodeID, &prev)
 		if err != nil {
 			return err
@@ -81,7 +89,11 @@ func (s *Service) Record(actor, nodeID string, req RecordRequest) error {
 		if err != nil {
 			return err
 		}
-		tx.OnCommit(func() { s.remember(nodeID, stored, seq) })
+		tx.OnCommit(func() {
+			c := kept
+			c.seq = seq
+			s.remember(nodeID, c)
+		})
 		tx.Notify(topicRecords, nodeID+" "+strconv.FormatUint(seq, 10))
 		// Periodic re-records of an unchanged release would flood the
 		// audit log; a change of release is what an auditor looks for.
@@ -93,7 +105,7 @@ func (s *Service) Record(actor, nodeID string, req RecordRequest) error {
 }
 
 // input reads what Describe needs: the members from tx, their records
-// from the cache.
+// decoded from the cache.
 func (s *Service) input(tx *store.Tx) (Input, error) {
 	in := Input{Now: s.Now(), Node: s.Node, ControlPlane: s.ControlPlane, Records: map[string]Stored{}}
 	members, err := membership.Members(tx)
@@ -108,7 +120,11 @@ func (s *Service) input(tx *store.Tx) (Input, error) {
 	for _, m := range members {
 		in.Members = append(in.Members, m.NodeID)
 		if c, ok := s.records[m.NodeID]; ok {
-			in.Records[m.NodeID] = c.stored
+			st, err := s.stored(c)
+			if err != nil {
+				return in, err
+			}
+			in.Records[m.NodeID] = st
 		}
 	}
 	return in, nil
@@ -156,7 +172,12 @@ func (s *Service) heard(payload string) {
 		s.dropCache()
 		return
 	}
-	s.remember(node, st, seq)
+	c, err := s.cache(node, st, seq)
+	if err != nil {
+		s.dropCache()
+		return
+	}
+	s.remember(node, c)
 }
 
 // dropCache makes the next read load every record again. Same lock order
@@ -171,15 +192,19 @@ func (s *Service) dropCache() {
 	s.version++ // answers built before are out of date
 }
 
-// readRecords decodes every stored record.
-func readRecords(tx *store.Tx) (map[string]cachedRecord, error) {
+// readRecords decodes every stored record into what the cache keeps.
+func (s *Service) readRecords(tx *store.Tx) (map[string]cachedRecord, error) {
 	all := map[string]cachedRecord{}
 	err := tx.ForEach(bucketRecords, func(node string, raw []byte) error {
 		var st Stored
 		if err := json.Unmarshal(raw, &st); err != nil {
 			return err
 		}
-		all[node] = cachedRecord{stored: st}
+		c, err := s.cache(node, st, 0)
+		if err != nil {
+			return err
+		}
+		all[node] = c
 		return nil
 	})
 	return all, err
@@ -193,7 +218,7 @@ func (s *Service) loadFrom(tx *store.Tx) error {
 	if loaded {
 		return nil
 	}
-	all, err := readRecords(tx)
+	all, err := s.readRecords(tx)
 	if err != nil {
 		return err
 	}
@@ -205,16 +230,16 @@ func (s *Service) loadFrom(tx *store.Tx) error {
 	return nil
 }
 
-func (s *Service) remember(node string, st Stored, seq uint64) {
+func (s *Service) remember(node string, c cachedRecord) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.records == nil {
 		return
 	}
-	if cur, ok := s.records[node]; ok && cur.seq > seq {
+	if cur, ok := s.records[node]; ok && cur.seq > c.seq {
 		return
 	}
-	s.records[node] = cachedRecord{stored: st, seq: seq}
+	s.records[node] = c
 	s.version++
 }
 
@@ -235,9 +260,21 @@ func (s *Service) Describe() (Set, error) {
 // RunningReleaseTx is the cluster's running release as known in tx: the
 // oldest recorded release of its members, empty when none is known.
 func (s *Service) RunningReleaseTx(tx *store.Tx) (string, error) {
-	in, err := s.input(tx)
+	members, err := membership.Members(tx)
 	if err != nil {
 		return "", err
 	}
-	return RunningRelease(in), nil
+	if err := s.loadFrom(tx); err != nil {
+		return "", err
+	}
+	ids := make([]string, len(members))
+	for i, m := range members {
+		ids[i] = m.NodeID
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return oldestRunning(ids, func(id string) (string, bool) {
+		c, ok := s.records[id]
+		return c.running, ok
+	}), nil
 }

@@ -1,0 +1,197 @@
+package releaseset_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"stratum/apierr"
+	membership "stratum/cluster"
+	"stratum/crypto"
+	"stratum/releaseset"
+	"stratum/releaseset/releasesettest"
+	"stratum/store"
+)
+
+// TestViewsMatchTheWholeAnswer checks ?view=summary and the pages against
+// the whole answer (the seed's, itself checked against Describe): the
+// summary is the whole answer without nodes[] plus the member count, and
+// the pages, joined, are nodes[] in order. A page's ETag changes exactly
+// when its bytes do. It runs with entries kept and with the whole answer
+// streamed (a set over the fragment budget).
+func TestViewsMatchTheWholeAnswer(t *testing.T) {
+	for _, streamed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("streamed=%v", streamed), func(t *testing.T) {
+			if streamed {
+				defer releaseset.SetFragmentBudget(1)()
+			}
+			testViews(t)
+		})
+	}
+}
+
+func testViews(t *testing.T) {
+	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := releasesettest.RecordedAt
+	var founder string
+	err = db.Update(func(tx *store.Tx) error {
+		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, now)
+		founder = id.FounderNodeID
+		for i := 1; i <= 11; i++ {
+			if _, err := membership.Admit(tx, membership.Member{NodeID: fmt.Sprintf("n-%08d", i), MgmtIP: "192.0.2.1"}, now); err != nil {
+				return err
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &releaseset.Service{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}}
+	if err := svc.Load(); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{founder}
+	for i := 1; i <= 11; i++ {
+		ids = append(ids, fmt.Sprintf("n-%08d", i))
+	}
+	for i, id := range ids[:10] { // two members never record
+		if err := svc.Record("test", id, releaseset.RecordRequest{RunningRelease: fmt.Sprintf("0.%d.0", 2+i%2), Release: releasesettest.Record(i, i%3)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole := func() map[string]json.RawMessage {
+		a, err := svc.Answer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := a.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if buf.Len() != a.Size() {
+			t.Fatalf("whole answer: Size %d, wrote %d", a.Size(), buf.Len())
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	read := func(a *releaseset.Answer) map[string]json.RawMessage {
+		var buf bytes.Buffer
+		if _, err := a.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+			t.Fatalf("%v: %s", err, buf.Bytes())
+		}
+		return m
+	}
+	check := func(step string) {
+		t.Helper()
+		w := whole()
+		sa, err := svc.SummaryAnswer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := read(sa)
+		if _, ok := s["nodes"]; ok {
+			t.Fatalf("%s: the summary carries nodes[]", step)
+		}
+		for k, v := range w {
+			if k == "nodes" {
+				continue
+			}
+			if !bytes.Equal(s[k], v) {
+				t.Fatalf("%s: summary %s = %s, the whole answer has %s", step, k, s[k], v)
+			}
+		}
+		if string(s["members"]) != fmt.Sprint(len(ids)) {
+			t.Fatalf("%s: members %s, want %d", step, s["members"], len(ids))
+		}
+		var want, got []json.RawMessage
+		if err := json.Unmarshal(w["nodes"], &want); err != nil {
+			t.Fatal(err)
+		}
+		after := ""
+		for pages := 0; ; pages++ {
+			pa, err := svc.Page(after, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := read(pa)
+			var nodes []json.RawMessage
+			if err := json.Unmarshal(p["nodes"], &nodes); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, nodes...)
+			if !bytes.Equal(p["runningRelease"], w["runningRelease"]) {
+				t.Fatalf("%s: page runningRelease %s, want %s", step, p["runningRelease"], w["runningRelease"])
+			}
+			next, more := p["next"]
+			if !more {
+				break
+			}
+			if err := json.Unmarshal(next, &after); err != nil {
+				t.Fatal(err)
+			}
+			if pages > 10 {
+				t.Fatal("pages never end")
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: the pages joined (%d nodes) differ from nodes[] (%d)", step, len(got), len(want))
+		}
+	}
+	check("ten of twelve recorded")
+	tag := func(after string) string {
+		a, err := svc.Page(after, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.ETag
+	}
+	first, second := tag(""), tag(ids[4])
+	// A record on the second page changes its tag, not the first's.
+	if err := svc.Record("test", ids[6], releaseset.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(6, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	check("one record changed")
+	if tag("") != first {
+		t.Error("the first page's ETag changed though none of its nodes did")
+	}
+	if tag(ids[4]) == second {
+		t.Error("the second page's ETag did not change with one of its records")
+	}
+	now = now.Add(releaseset.RecentWindow + time.Second)
+	check("every record stale")
+	if tag("") == first {
+		t.Error("the first page's ETag did not change when its nodes turned stale")
+	}
+
+	for _, tc := range []struct {
+		after string
+		limit int
+		field string
+	}{{"", 0, "limit"}, {"", releaseset.MaxPageLimit + 1, "limit"}, {"n-nobody", 5, "after"}} {
+		_, err := svc.Page(tc.after, tc.limit)
+		e, ok := apierr.As(err)
+		if !ok || e.Code != apierr.InvalidInput || len(e.Fields) != 1 || e.Fields[0].Field != tc.field {
+			t.Errorf("Page(%q, %d): %v, want INVALID_INPUT at %s", tc.after, tc.limit, err, tc.field)
+		}
+	}
+}
