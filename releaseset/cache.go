@@ -112,4 +112,3 @@ func (s *Service) stored(c cachedRecord) (Stored, error) {
 	err = json.Unmarshal(raw, &st.Release)
 	return st, err
 }
-
