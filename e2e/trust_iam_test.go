@@ -157,12 +157,12 @@ func TestTrust01_TokenCannotOutgrowCreator(t *testing.T) {
 	for _, ev := range f.auditEvents(admin) {
 		if ev.Kind == "iam.token.created" && ev.Subject == child.ID {
 			childEvent = true
-			if ev.Actor != "token:"+creator.ID || ev.Data["parent"] != creator.ID || ev.Data["user"] != email {
-				t.Errorf("child's creation event = %+v, want actor token:%s", ev, creator.ID)
+			if ev.Actor != email+" via token "+creator.ID || ev.Data["parent"] != creator.ID || ev.Data["user"] != email {
+				t.Errorf("child's creation event = %+v, want actor %s via token %s", ev, email, creator.ID)
 			}
 		}
-		if ev.Kind == "iam.token.created" && ev.Subject == creator.ID && !strings.HasPrefix(ev.Actor, "session:") {
-			t.Errorf("creator's creation event actor %q, want session:<id>", ev.Actor)
+		if ev.Kind == "iam.token.created" && ev.Subject == creator.ID && !strings.HasPrefix(ev.Actor, email+" via session ") {
+			t.Errorf("creator's creation event actor %q, want %s via session <id>", ev.Actor, email)
 		}
 		if ev.Kind == "iam.token.revoked" && ev.Subject == grandchild.ID && ev.Data["cascadeFrom"] == creator.ID {
 			revokedGrandchild = true
@@ -182,7 +182,7 @@ func TestTrust01_TokenCannotOutgrowCreator(t *testing.T) {
 	_, raw, _ := f.call("GET", "/v1/iam/tokens", admin, nil)
 	_ = json.Unmarshal(raw, &list)
 	for _, tk := range list.Tokens {
-		if tk.ID == grandchild.ID && (tk.Parent != child.ID || tk.CreatedBy != "token:"+child.ID || !tk.Revoked) {
+		if tk.ID == grandchild.ID && (tk.Parent != child.ID || tk.CreatedBy != email+" via token "+child.ID || !tk.Revoked) {
 			t.Errorf("grandchild listed as %+v", tk)
 		}
 	}
@@ -317,7 +317,7 @@ func TestTrust06_SessionsListRevokeLogoutPassword(t *testing.T) {
 	for _, ev := range f.auditEvents(s1) {
 		kinds[ev.Kind] = ev.Actor
 	}
-	if kinds["iam.logout"] != "session:"+sessionID(s4) || kinds["iam.password.changed"] != "session:"+sessionID(s1) || kinds["iam.session.revoked"] != "session:"+sessionID(s1) {
+	if via := email + " via session "; kinds["iam.logout"] != via+sessionID(s4) || kinds["iam.password.changed"] != via+sessionID(s1) || kinds["iam.session.revoked"] != via+sessionID(s1) {
 		t.Errorf("audit actors = %v", kinds)
 	}
 	if r := stratumEnv(t, []string{"STRATUM_TOKEN=" + s1}, append([]string{"logout"}, cliArgs...)...); r.code != 0 {

@@ -672,7 +672,7 @@ func TestAuditEndpoint(t *testing.T) {
 		t.Fatalf("kinds = %v, want %s", kinds, want)
 	}
 	// The acting principal is the login session, and the user behind it.
-	if out.Events[3].Subject != ids[0] || out.Events[3].Actor != "session:"+out.Events[2].Subject || out.Events[3].Data["user"] != f.email || out.Events[2].Actor != "user:"+f.email {
+	if out.Events[3].Subject != ids[0] || out.Events[3].Actor != f.email+" via session "+out.Events[2].Subject || out.Events[3].Data["user"] != f.email || out.Events[2].Actor != "user:"+f.email {
 		t.Errorf("token event = %+v", out.Events[3])
 	}
 	for _, s := range secrets {

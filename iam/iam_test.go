@@ -330,7 +330,7 @@ func TestAuthenticate(t *testing.T) {
 				return err
 			})
 			if tc.ok {
-				if err != nil || p.TokenID != view.ID || p.Subject != "token:"+view.ID || p.User != admin.Subject || !p.Policy.Allows("upgrade:DescribeRelease", "release/*") {
+				if err != nil || p.TokenID != view.ID || p.Subject != admin.Subject+" via token "+view.ID || p.User != admin.Subject || !p.Policy.Allows("upgrade:DescribeRelease", "release/*") {
 					t.Fatalf("Authenticate = %+v, %v", p, err)
 				}
 				return
@@ -535,7 +535,7 @@ func TestLogin(t *testing.T) {
 		}
 		_ = db.View(func(tx *store.Tx) error {
 			p, err := Authenticate(tx, tok, now)
-			if err != nil || p.Subject != "session:"+p.TokenID || p.User != "admin@stratum.local" || p.Kind != KindSession || !p.Policy.Allows("iam:CreateToken", "iam-token/*") {
+			if err != nil || p.Subject != "admin@stratum.local via session "+p.TokenID || p.User != "admin@stratum.local" || p.Kind != KindSession || !p.Policy.Allows("iam:CreateToken", "iam-token/*") {
 				t.Errorf("session principal = %+v, %v", p, err)
 			}
 			return nil

@@ -28,8 +28,8 @@ type Token struct {
 	// empty for a root: a login session, or a token made before parents
 	// were recorded. Revoking a token revokes every descendant.
 	Parent string `json:"parent,omitempty"`
-	// CreatedBy is the acting principal that made it ("session:<id>",
-	// "token:<id>", "user:<email>").
+	// CreatedBy is the acting principal that made it ("<email> via
+	// session <id>", "<email> via token <id>", "user:<email>").
 	CreatedBy string    `json:"createdBy,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
@@ -55,12 +55,19 @@ func (t Token) View() TokenView {
 	return TokenView{ID: t.ID, Name: t.Name, Kind: t.Kind, Subject: t.Subject, Policy: t.Policy, Parent: t.Parent, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Revoked: !t.RevokedAt.IsZero()}
 }
 
-// Actor names the token as the audit log names an acting principal.
+// Actor names the token as the audit log, approvedBy and createdBy name
+// an acting principal: the person first, then how they acted (SPEC 17),
+// "admin@example.com via session tok-ab12cd34"; "token:<id>" only for a
+// token no person stands behind.
 func (t Token) Actor() string {
+	how := "token"
 	if t.Kind == KindSession {
-		return "session:" + t.ID
+		how = "session"
 	}
-	return "token:" + t.ID
+	if t.Subject == "" {
+		return how + ":" + t.ID
+	}
+	return t.Subject + " via " + how + " " + t.ID
 }
 
 // tokenPrefix marks stratum API bearer tokens: sat1.<id>.<secret>.
@@ -80,7 +87,8 @@ func issueToken(tx *store.Tx, t Token) (string, Token, error) {
 // Principal is who a request acts as.
 type Principal struct {
 	// Subject is the acting principal as the audit log names it:
-	// "session:<id>", "token:<id>", "user:<email>" or "node:<id>".
+	// "<email> via session <id>", "<email> via token <id>", "user:<email>"
+	// or "node:<id>".
 	Subject string
 	// User is the email of the user behind a session or token.
 	User    string
