@@ -47,7 +47,11 @@ func newJoinsListCmd() *cobra.Command {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "JOIN\tSTATE\tROLE\tHOSTNAME\tMGMT IP\tRELEASE\tQUEUE\tKEY")
 		for _, r := range list.Registrations {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.JoinID, r.State, r.Role, r.Hostname, r.MgmtIP, r.Release, r.QueuePosition, r.KeyFingerprint)
+			state := r.State
+			if len(r.WaitingFor) > 0 {
+				state += " (waiting for " + waitingFor(r) + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.JoinID, state, r.Role, r.Hostname, mgmtAddress(r), r.Release, r.QueuePosition, r.KeyFingerprint)
 		}
 		return tw.Flush()
 	})
@@ -86,10 +90,32 @@ func writeRegistration(w io.Writer, r join.OperatorView) error {
 		row("assigned mgmt IP", a.MgmtIP)
 		row("az", a.AZ)
 	}
+	if len(r.WaitingFor) > 0 {
+		row("waiting for", fmt.Sprintf("%s to apply generation %d", waitingFor(r), r.Generation))
+	}
 	row("approved by", r.ApprovedBy)
 	row("created", r.CreatedAt.Format(time.RFC3339))
 	row("updated", r.UpdatedAt.Format(time.RFC3339))
 	return tw.Flush()
+}
+
+// mgmtAddress is the address the node gets: the assigned one once
+// approved, else the one it reported.
+func mgmtAddress(r join.OperatorView) string {
+	if r.Assignment != nil && r.Assignment.MgmtIP != "" {
+		return r.Assignment.MgmtIP
+	}
+	return r.MgmtIP
+}
+
+// waitingFor names the members a join in installing waits for, with the
+// generation each has applied: "n-abc12def (has 3)".
+func waitingFor(r join.OperatorView) string {
+	names := make([]string, 0, len(r.WaitingFor))
+	for _, m := range r.WaitingFor {
+		names = append(names, fmt.Sprintf("%s (has %d)", m.NodeID, m.AppliedGeneration))
+	}
+	return strings.Join(names, ", ")
 }
 
 // kvFlag collects repeated key=value flags.
