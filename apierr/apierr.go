@@ -32,6 +32,9 @@ const (
 	ReleaseBusy         Code = "RELEASE_BUSY"
 	ReleaseCorrupt      Code = "RELEASE_CORRUPT"
 	Unavailable         Code = "UNAVAILABLE"
+	// OpenBaoRootToken: the founder's OpenBao token is a root token (or
+	// lacks the stratum-cp policy); no bundle carries it (SPEC 19).
+	OpenBaoRootToken Code = "OPENBAO_ROOT_TOKEN"
 )
 
 // FieldError is one field's problem; Field is its path (e.g.

@@ -10,6 +10,7 @@ import (
 	"stratum/bootprobe"
 	"stratum/buildinfo"
 	"stratum/founder"
+	"stratum/openbao"
 	"stratum/release/repo"
 )
 
@@ -41,6 +42,10 @@ func newServeCmd() *cobra.Command {
 	keys := addKeyFlags(fs, "TPM holding the sealed data key (/dev/tpmrm0 or a swtpm socket; data.key.tpm alone implies /dev/tpmrm0)")
 	dsn := storeFlag(fs)
 	acceptRollback := fs.Bool("accept-audit-rollback", false, "start once although the store's audit chain ends below this founder's high-water mark (an older backup restored on purpose; audited)")
+	var bao openbao.Settings
+	fs.StringVar(&bao.Addr, "openbao-addr", "", "the cluster's OpenBao (https://HOST:8200); overrides the cluster file's openbao.addr")
+	fs.StringVar(&bao.CAFile, "openbao-ca-file", "", "PEM CA bundle of the OpenBao server; overrides openbao.caFile")
+	fs.StringVar(&bao.TokenFile, "openbao-token-file", "", "file holding the founder's OpenBao token (policy stratum-cp); overrides openbao.tokenFile")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ks, err := keys.source()
 		if err != nil {
@@ -50,6 +55,7 @@ func newServeCmd() *cobra.Command {
 			Data: founder.DataDir(*data), Keys: ks, Store: *dsn, Dev: *dev, ConfigFile: *config,
 			APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
 			ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseSource: *source, DeliveryTimeout: *timeout,
+			OpenBao:       bao,
 			ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort,
 			AcceptAuditRollback: *acceptRollback, Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: cmd.OutOrStdout(), JSONBanner: *logFormat == "json",
 		})

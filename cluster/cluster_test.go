@@ -340,10 +340,13 @@ func TestInitAndMembers(t *testing.T) {
 	if !strings.HasPrefix(id.ClusterID, "cl-") || len(id.ClusterID) != 11 || id.FounderNodeID != "n-founder1" {
 		t.Errorf("identity = %+v", id)
 	}
-	if sec.PostgresPassword != "pg-secret" || sec.OpenBaoToken != "hvs.token" || sec.OpenBaoUnsealKey != "" || len(sec.AdminPassword) != 24 {
+	if sec.PostgresPassword != "pg-secret" || sec.OpenBaoUnsealKey != "" || len(sec.AdminPassword) != 24 {
 		t.Errorf("secrets = %+v", sec)
 	}
 	err = db.View(func(tx *store.Tx) error {
+		if tok, found, err := LoadOpenBaoToken(tx); err != nil || !found || tok != "hvs.token" {
+			t.Errorf("the file's openBaoToken is the founder's OpenBao token: %q %v %v", tok, found, err)
+		}
 		if !Initialized(tx) {
 			return errors.New("not initialized after Init")
 		}

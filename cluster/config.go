@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"stratum/apierr"
+	"stratum/openbao"
 	"stratum/semver"
 )
 
@@ -62,6 +63,9 @@ type Config struct {
 	Founder            FounderConfig `yaml:"founder"`
 	VIPs               VIPs          `yaml:"vips"`
 	Secrets            SecretsConfig `yaml:"secrets"`
+	// OpenBao names the cluster's OpenBao and the founder's token file
+	// (SPEC 19); absent: no OpenBao, and no bundle carries its tokens.
+	OpenBao openbao.Settings `yaml:"openbao"`
 }
 
 // DevDefaults is the configuration `serve --dev` initializes with.
@@ -189,6 +193,7 @@ func (c *Config) Validate(dev bool) error {
 			ValidateIP(&f, "vips."+v.name, v.ip)
 		}
 	}
+	c.OpenBao.Problems(&f, "openbao")
 	if k := c.Secrets.AxdnsdEncryptionKey; k != "" && !isHex64(k) {
 		f.Add("secrets.axdnsdEncryptionKey", "must be 64 hex characters")
 	}

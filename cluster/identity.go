@@ -31,19 +31,20 @@ type Identity struct {
 	CreatedAt          time.Time `json:"createdAt"`
 }
 
-// Secrets are the cluster secrets a delivery carries.
+// Secrets are the cluster secrets a delivery carries. The OpenBao tokens
+// are not among them: they come from the cluster's OpenBao (SPEC 19), and
+// the "openBaoToken" an earlier build invented at init is never read.
 type Secrets struct {
 	PostgresPassword    string
-	OpenBaoToken        string
 	OpenBaoUnsealKey    string
 	AxdnsdEncryptionKey string
 	AdminPassword       string
 }
 
-var secretNames = []string{"postgresPassword", "openBaoToken", "openBaoUnsealKey", "axdnsdEncryptionKey", "adminPassword"}
+var secretNames = []string{"postgresPassword", "openBaoUnsealKey", "axdnsdEncryptionKey", "adminPassword"}
 
 func (s *Secrets) fields() []*string {
-	return []*string{&s.PostgresPassword, &s.OpenBaoToken, &s.OpenBaoUnsealKey, &s.AxdnsdEncryptionKey, &s.AdminPassword}
+	return []*string{&s.PostgresPassword, &s.OpenBaoUnsealKey, &s.AxdnsdEncryptionKey, &s.AdminPassword}
 }
 
 // LoadIdentity reads the identity; ErrNotInitialized when absent.

@@ -14,7 +14,9 @@ func Initialized(tx *store.Tx) bool { return tx.GetRaw(bucketCluster, keyIdentit
 
 // Init creates the cluster identity, CA, secrets and the founder as member
 // 1 inside tx. Secrets absent from the file are generated, except the
-// OpenBao unseal key, which stays empty (single-instance OpenBao).
+// OpenBao ones, which are never invented: the unseal key stays empty
+// (single-instance OpenBao) and the founder's OpenBao token is the file's
+// secrets.openBaoToken, openbao.tokenFile, or a converge's (SPEC 19).
 func Init(tx *store.Tx, cfg Config, dev bool, now time.Time) (Identity, Secrets, *crypto.CA, error) {
 	if Initialized(tx) {
 		return Identity{}, Secrets{}, nil, apierr.New(apierr.Conflict, "the data directory already holds cluster; it is initialized once")
@@ -46,7 +48,6 @@ func Init(tx *store.Tx, cfg Config, dev bool, now time.Time) (Identity, Secrets,
 	}
 	sec := Secrets{
 		PostgresPassword:    or(cfg.Secrets.PostgresPassword, crypto.RandomPassword(32)),
-		OpenBaoToken:        or(cfg.Secrets.OpenBaoToken, "hvs."+crypto.RandomSecret(24)),
 		OpenBaoUnsealKey:    cfg.Secrets.OpenBaoUnsealKey,
 		AxdnsdEncryptionKey: or(cfg.Secrets.AxdnsdEncryptionKey, crypto.RandomHex(32)),
 		AdminPassword:       crypto.RandomPassword(24),
@@ -74,6 +75,13 @@ func Init(tx *store.Tx, cfg Config, dev bool, now time.Time) (Identity, Secrets,
 		func() error { return tx.PutRaw(bucketCluster, keyCACert, ca.CertPEM()) },
 		func() error { return tx.PutSealed(bucketSecrets, keyCAKey, keyPEM) },
 		func() error { return putSecrets(tx, sec) },
+		func() error { return StoreOpenBao(tx, cfg.OpenBao) },
+		func() error {
+			if cfg.Secrets.OpenBaoToken == "" {
+				return nil
+			}
+			return StoreOpenBaoToken(tx, cfg.Secrets.OpenBaoToken)
+		},
 		func() error { return PutMember(tx, founder) },
 		func() error { return setGeneration(tx, 1) },
 		func() error { return StoreAdmissionRelease(tx, id.ClusterRelease) },

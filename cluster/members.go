@@ -44,6 +44,9 @@ type Member struct {
 	// (its join is installing or joined). Before that, its leaf and its
 	// release records do not count: a delivery can still be cancelled.
 	Installed bool `json:"installed,omitempty"`
+	// OpenBaoAccessor is the accessor of the node token minted for this
+	// member (SPEC 19), never the token: enough to revoke it.
+	OpenBaoAccessor string `json:"openBaoAccessor,omitempty"`
 }
 
 // Vouched reports whether the member's own reports count: the founder

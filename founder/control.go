@@ -15,7 +15,7 @@ import (
 
 // serveControl listens on DIR/control.sock (mode 0600: only the founder's
 // user may connect) for the local operations that need the open store:
-// a live backup and an audit check.
+// a live backup, an audit check and the OpenBao converge.
 func (f *Founder) serveControl() (func(), error) {
 	path := f.opts.Data.ControlSocket()
 	os.Remove(path)
@@ -29,6 +29,7 @@ func (f *Founder) serveControl() (func(), error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /backup", f.controlBackup)
+	mux.HandleFunc("POST /openbao/converge", f.controlConverge)
 	mux.HandleFunc("GET /audit/verify", func(w http.ResponseWriter, r *http.Request) {
 		n, err := f.db.VerifyAudit()
 		if err == nil {

@@ -24,6 +24,7 @@ import (
 	"stratum/httpapi"
 	"stratum/iam"
 	"stratum/join"
+	"stratum/openbao"
 	"stratum/release/repo"
 	"stratum/releaseset"
 	"stratum/store"
@@ -67,6 +68,9 @@ type Options struct {
 	// high-water mark start (once, audited): an older backup restored on
 	// purpose (SPEC 16.3).
 	AcceptAuditRollback bool
+	// OpenBao overrides the cluster file's openbao: block, field by field
+	// (serve --openbao-addr, --openbao-ca-file, --openbao-token-file).
+	OpenBao openbao.Settings
 	// ReleaseReads are the fairness limits of release reads (zero: SPEC
 	// 10.8's); tests shorten them.
 	ReleaseReads repo.ReadLimits
@@ -93,6 +97,9 @@ type Founder struct {
 	joins          *join.Service
 	mirror         *repo.Mirror
 	auditMark      *auditKeeper
+	// openBao is the cluster's OpenBao; nil when none is configured.
+	openBao     *openbao.Founder
+	openBaoLine string // what the banner says of it
 }
 
 // Serve runs the founder until ctx ends, then shuts down gracefully.
@@ -207,6 +214,11 @@ func (f *Founder) run(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := f.openBaoSetup(ctx); err != nil {
+		apiLn.Close()
+		joinLn.Close()
+		return err
+	}
 	f.services(ctx)
 	reg := prometheus.NewRegistry()
 	f.registerDomainMetrics(reg)
@@ -288,5 +300,6 @@ func (f *Founder) banner(apiAddr, joinAddr string) {
 	fmt.Fprintf(f.opts.Out, "  CA pin:         %s\n", f.ca.Pin())
 	fmt.Fprintf(f.opts.Out, "  admin login:    %s\n", f.opts.Data.Credentials())
 	fmt.Fprintf(f.opts.Out, "  console:        https://%s/ui/\n", apiAddr)
+	fmt.Fprintf(f.opts.Out, "  OpenBao:        %s\n", f.openBaoLine)
 	f.log.Info("serving", "api", apiAddr, "join", joinAddr, "caPin", f.ca.Pin(), "cluster", f.id.ClusterID)
 }

@@ -50,7 +50,7 @@ func (f *Founder) services(ctx context.Context) {
 		DB: f.db, Now: time.Now, JoinAddr: f.opts.JoinAdvertise, JoinCommandNamesRelease: f.opts.Dev, CAPin: f.ca.Pin(),
 		ClusterRelease: releaseset.AdmissionReleaseTx, Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
 		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log, Boot: f.bootHealth(),
-		Dev: f.opts.Dev, FounderAddrs: hostAddrs(),
+		Dev: f.opts.Dev, FounderAddrs: hostAddrs(), OpenBao: f.joinOpenBao(),
 	})
 }
 
@@ -99,6 +99,7 @@ func (f *Founder) startBackground(ctx context.Context) {
 	go f.recordOwnRelease(ctx)
 	go f.purgeSessions(ctx)
 	go f.joins.Run(ctx)
+	go f.renewOpenBao(ctx)
 	if f.prober != nil {
 		go f.prober.Run(ctx)
 	}

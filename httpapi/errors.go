@@ -37,6 +37,7 @@ var statusOf = map[apierr.Code]int{
 	apierr.ReleaseBusy:         http.StatusServiceUnavailable,
 	apierr.ReleaseCorrupt:      http.StatusServiceUnavailable,
 	apierr.Unavailable:         http.StatusServiceUnavailable,
+	apierr.OpenBaoRootToken:    http.StatusConflict,
 }
 
 // StatusOf returns the HTTP status for code.

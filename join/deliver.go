@@ -20,7 +20,11 @@ const (
 // deliver gives r its turn, all in the caller's transaction: admit the
 // node at g+1, issue its transport leaf, and store the delivery sealed
 // (the node key and cluster secrets never touch the file in plaintext).
-func (t *txn) deliver(r *record) error {
+func (t *txn) deliver(r *record) error { return t.deliverWith(r, nil) }
+
+// deliverWith is deliver with what OpenBao granted a control-plane node
+// (nil: no OpenBao tokens in the bundle).
+func (t *txn) deliverWith(r *record, bao *openBaoGrant) error {
 	if r.Assignment == nil {
 		return fmt.Errorf("join %s is approved without an assignment", r.JoinID)
 	}
@@ -48,8 +52,12 @@ func (t *txn) deliver(r *record) error {
 		return fmt.Errorf("the leaf issued for %s carries a stratum:// URI SAN: refusing to deliver it", a.NodeID)
 	}
 	serial := leaf.Cert.SerialNumber.Text(16)
-	m, err := cluster.Admit(t.Tx, cluster.Member{NodeID: a.NodeID, Role: r.Role, MgmtIP: a.MgmtIP, AZ: a.AZ,
-		Networks: a.Networks, Labels: a.Labels, JoinID: r.JoinID, LeafSerial: serial, Hostname: r.Hostname}, t.now)
+	nm := cluster.Member{NodeID: a.NodeID, Role: r.Role, MgmtIP: a.MgmtIP, AZ: a.AZ,
+		Networks: a.Networks, Labels: a.Labels, JoinID: r.JoinID, LeafSerial: serial, Hostname: r.Hostname}
+	if bao != nil {
+		nm.OpenBaoAccessor = bao.node.Accessor // the token itself is kept nowhere but the sealed delivery
+	}
+	m, err := cluster.Admit(t.Tx, nm, t.now)
 	if err != nil {
 		return err
 	}
@@ -62,6 +70,9 @@ func (t *txn) deliver(r *record) error {
 		return err
 	}
 	d := Delivery{NodeYAML: nodeYAML, Bundle: buildBundle(id, sec, r.Role, members, string(ca.CertPEM()), string(leaf.CertPEM), string(leaf.KeyPEM), m.Generation)}
+	if bao != nil {
+		d.Bundle.OpenBaoToken, d.Bundle.OpenBaoNodeToken = bao.founderToken, bao.node.Token
+	}
 	raw, err := json.Marshal(d)
 	if err != nil {
 		return err
@@ -79,6 +90,11 @@ func (t *txn) deliver(r *record) error {
 	g := strconv.FormatUint(m.Generation, 10)
 	if err := t.Audit("cluster.member.admitted", systemActor, a.NodeID, map[string]string{"joinId": r.JoinID, "generation": g, "state": m.State}); err != nil {
 		return err
+	}
+	if bao != nil {
+		if err := t.Audit("openbao.node-token.minted", systemActor, a.NodeID, map[string]string{"joinId": r.JoinID, "accessor": bao.node.Accessor}); err != nil {
+			return err
+		}
 	}
 	return t.Audit("join.delivering", systemActor, r.JoinID, map[string]string{"nodeId": a.NodeID, "generation": g, "certSerial": serial})
 }
@@ -106,7 +122,9 @@ func buildBundle(id cluster.Identity, sec cluster.Secrets, role string, members 
 	case roleControlPlane:
 		unseal := sec.OpenBaoUnsealKey
 		b.PostgresPassword, b.AdminEmail, b.AdminPassword = sec.PostgresPassword, id.AdminEmail, sec.AdminPassword
-		b.OpenBaoToken, b.OpenBaoUnsealKey, b.AxdnsdEncryptionKey = sec.OpenBaoToken, &unseal, sec.AxdnsdEncryptionKey
+		// The OpenBao tokens are not cluster secrets: deliverWith adds
+		// them when the founder's OpenBao issued them (SPEC 19).
+		b.OpenBaoUnsealKey, b.AxdnsdEncryptionKey = &unseal, sec.AxdnsdEncryptionKey
 	}
 	if !id.VIPs.Empty() {
 		v := id.VIPs

@@ -21,9 +21,12 @@ func (t *txn) fail(r *record, actor, kind, reason string) error {
 		return err
 	}
 	if r.Assignment != nil {
-		if _, found, err := cluster.GetMember(t.Tx, r.Assignment.NodeID); err != nil {
+		if m, found, err := cluster.GetMember(t.Tx, r.Assignment.NodeID); err != nil {
 			return err
 		} else if found {
+			if err := t.revokeMember(m); err != nil {
+				return err
+			}
 			if err := cluster.Remove(t.Tx, r.Assignment.NodeID); err != nil {
 				return err
 			}

@@ -149,7 +149,7 @@ func checkBundle(t *testing.T, e *env, b Bundle, nodeID string) {
 	if b.Nodes[1].Networks["storage"].IP != "10.9.0.21" || b.Nodes[1].Labels["topology.rack"] != "r2" {
 		t.Errorf("this node in nodes %+v", b.Nodes[1])
 	}
-	if b.PostgresPassword != e.sec.PostgresPassword || b.AdminPassword != e.sec.AdminPassword || b.OpenBaoToken != e.sec.OpenBaoToken ||
+	if b.PostgresPassword != e.sec.PostgresPassword || b.AdminPassword != e.sec.AdminPassword ||
 		b.AxdnsdEncryptionKey != e.sec.AxdnsdEncryptionKey || b.AdminEmail != "admin@cloud.internal" {
 		t.Error("cluster secrets differ from the store's")
 	}
@@ -157,12 +157,13 @@ func checkBundle(t *testing.T, e *env, b Bundle, nodeID string) {
 	var fields map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &fields)
 	for _, k := range []string{"clusterId", "role", "nodes", "parentDomain", "region", "dnsUpstreamServers", "caBundle", "nodeCert", "nodeKey",
-		"postgresPassword", "adminEmail", "adminPassword", "openBaoToken", "axdnsdEncryptionKey", "openBaoUnsealKey", "generation", "vips"} {
+		"postgresPassword", "adminEmail", "adminPassword", "axdnsdEncryptionKey", "openBaoUnsealKey", "generation", "vips"} {
 		if _, ok := fields[k]; !ok {
 			t.Errorf("bundle lacks %s", k)
 		}
 	}
-	for _, k := range []string{"openBaoNodeToken"} {
+	// No OpenBao is configured: neither of its tokens (SPEC 19).
+	for _, k := range []string{"openBaoToken", "openBaoNodeToken"} {
 		if _, ok := fields[k]; ok {
 			t.Errorf("bundle carries %s", k)
 		}
@@ -234,7 +235,6 @@ func TestSecretsNotInStoreFile(t *testing.T) {
 	for name, secret := range map[string][]byte{
 		"postgres password": []byte(b.PostgresPassword),
 		"admin password":    []byte(b.AdminPassword),
-		"openbao token":     []byte(b.OpenBaoToken),
 		"axdnsd key":        []byte(b.AxdnsdEncryptionKey),
 		"node key PEM":      []byte(b.NodeKey),
 		"node key base64":   []byte(body),

@@ -51,6 +51,9 @@ type Config struct {
 	// FounderAddrs are the founder host's own addresses: no joiner gets
 	// a certificate for them.
 	FounderAddrs []string
+	// OpenBao mints control-plane nodes' tokens (SPEC 19); nil when the
+	// founder has none configured.
+	OpenBao OpenBao
 }
 
 // BootHealth answers a member's last probed boot health.
@@ -111,6 +114,10 @@ func (s *Service) heardRegistration(id string) {
 	}
 	s.hub.Notify(id)
 }
+
+// Kick wakes the Run loop: something it waits on may have changed (the
+// founder's OpenBao token after a converge).
+func (s *Service) Kick() { s.kickRun() }
 
 func (s *Service) kickRun() {
 	select {

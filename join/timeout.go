@@ -64,7 +64,9 @@ func (s *Service) nextDeadline() (time.Time, bool, error) {
 // whether it got it.
 const leaseRecheck = time.Second
 
-// Run enforces the delivery timeout until ctx ends. It sleeps until the
+// Run enforces the delivery timeout until ctx ends, and does what
+// OpenBao owes the queue (minting for the next control-plane delivery,
+// revoking the tokens of joins that ended badly). It sleeps until the
 // one deadline there can be (a single join holds the slot), and is woken
 // when a commit changes the turn: no polling.
 func (s *Service) Run(ctx context.Context) error {
@@ -86,6 +88,7 @@ func (s *Service) Run(ctx context.Context) error {
 		} else if n > 0 {
 			s.log.Warn("join: delivery timed out", "joins", n, "timeout", s.cfg.DeliveryTimeout)
 		}
+		retry := s.openBaoWork(ctx)
 		at, ok, err := s.nextDeadline()
 		var sleep time.Duration
 		switch {
@@ -97,6 +100,10 @@ func (s *Service) Run(ctx context.Context) error {
 			sleep = max(at.Sub(s.now()), 50*time.Millisecond)
 		default:
 			sleep = -1
+		}
+		if retry && (sleep < 0 || sleep > openBaoRetry) {
+			// A delivery or a revocation waits on OpenBao.
+			sleep = openBaoRetry
 		}
 		var fire <-chan time.Time
 		if sleep >= 0 {

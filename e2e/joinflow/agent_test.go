@@ -132,12 +132,29 @@ func TestAgent(t *testing.T) {
 	t.Logf("%s unreachable %v after its agent was killed (probe interval 300ms)", nodeA, time.Since(killed).Round(time.Millisecond))
 }
 
-// joinNode runs `stratum join` for a node at mgmtIP, approves it, and
+// joinNode runs `stratum join` for a worker at mgmtIP, approves it, and
 // returns its root once the joiner exits joined.
 func joinNode(t *testing.T, f *founder, work, name, mgmtIP string) string {
 	t.Helper()
+	j := startJoin(t, f, work, name, mgmtIP, "worker")
+	f.do(t, "POST", "/v1/admin/join/registrations/"+j.joinID+"/approve", map[string]any{}, 200, nil)
+	return j.wait(t, f, 30*time.Second)
+}
+
+// runningJoin is a `stratum join` child process whose registration is pending.
+type runningJoin struct {
+	name, root, joinID string
+	out                *bytes.Buffer
+	done               chan error
+	cmd                *exec.Cmd
+}
+
+// startJoin starts `stratum join` with a token of role and waits until
+// its registration is pending.
+func startJoin(t *testing.T, f *founder, work, name, mgmtIP, role string) *runningJoin {
+	t.Helper()
 	var tok struct{ Token string }
-	f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker"}, 201, &tok)
+	f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": role}, 201, &tok)
 	root := filepath.Join(work, name)
 	cmd := exec.Command(stratumtest.Binary(t), "join", "--founder", f.Join, "--token", tok.Token, "--ca-pin", f.Pin, "--release", "0.1.0",
 		"--state-dir", filepath.Join(work, name+"-state"), "--root", root, "--hostname", name, "--mgmt-ip", mgmtIP,
@@ -150,6 +167,7 @@ func joinNode(t *testing.T, f *founder, work, name, mgmtIP string) string {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
 	var joinID string
 	waitFor(t, 20*time.Second, name+" pending\n"+out.String(), func() bool {
 		var list struct {
@@ -163,17 +181,22 @@ func joinNode(t *testing.T, f *founder, work, name, mgmtIP string) string {
 		}
 		return joinID != ""
 	})
-	f.do(t, "POST", "/v1/admin/join/registrations/"+joinID+"/approve", map[string]any{}, 200, nil)
+	return &runningJoin{name: name, root: root, joinID: joinID, out: &out, done: done, cmd: cmd}
+}
+
+// wait returns the join's root once the joiner exits joined.
+func (j *runningJoin) wait(t *testing.T, f *founder, limit time.Duration) string {
+	t.Helper()
 	select {
-	case err := <-done:
+	case err := <-j.done:
 		if err != nil {
-			t.Fatalf("join %s: %v\n%s\nfounder:\n%s", name, err, out.String(), f.log())
+			t.Fatalf("join %s: %v\n%s\nfounder:\n%s", j.name, err, j.out.String(), f.log())
 		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("join %s did not finish:\n%s", name, out.String())
+	case <-time.After(limit):
+		j.cmd.Process.Kill()
+		t.Fatalf("join %s did not finish:\n%s", j.name, j.out.String())
 	}
-	return root
+	return j.root
 }
 
 func nodeIDOf(t *testing.T, root string) string {

@@ -1,0 +1,186 @@
+package founder
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"stratum/cluster"
+	"stratum/crypto"
+	"stratum/join"
+	"stratum/openbao"
+	"stratum/store"
+)
+
+// openBaoRenewEvery is how often the founder renews its periodic token,
+// well inside openbao.FounderPeriod.
+const openBaoRenewEvery = time.Hour
+
+// maxTokenFile bounds a token file: a token is a few hundred bytes.
+const maxTokenFile = 64 << 10
+
+// openBaoSetup reads the cluster's OpenBao settings (the cluster file's,
+// overridden by serve's flags) and, when one is configured, makes the
+// founder's side of it. It says once, at start, what it found: no
+// OpenBao, or whether its token passes the root-token rule.
+func (f *Founder) openBaoSetup(ctx context.Context) error {
+	var stored openbao.Settings
+	if err := f.db.View(func(tx *store.Tx) error {
+		var err error
+		stored, err = cluster.LoadOpenBao(tx)
+		return err
+	}); err != nil {
+		return err
+	}
+	s := stored.Merge(f.opts.OpenBao)
+	if !s.Configured() {
+		f.openBaoLine = "none configured: bundles carry no openBaoToken or openBaoNodeToken"
+		f.log.Info("no OpenBao is configured (openbao.addr, --openbao-addr): bundles carry no openBaoToken or openBaoNodeToken")
+		return nil
+	}
+	c, err := openbao.NewClient(s)
+	if err != nil {
+		return err
+	}
+	f.openBao = &openbao.Founder{Client: c, Token: func() (string, error) { return f.openBaoToken(s.TokenFile) }}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := f.openBao.FounderToken(cctx); err != nil {
+		f.openBaoLine = s.Addr + " (deliveries wait: " + err.Error() + ")"
+		f.log.Warn("OpenBao: control-plane deliveries wait until this is fixed", "addr", s.Addr, "reason", err.Error())
+	} else {
+		f.openBaoLine = s.Addr + " (founder token has " + openbao.PolicyControlPlane + ")"
+		f.log.Info("OpenBao: the founder's token passes the root-token rule", "addr", s.Addr)
+	}
+	return nil
+}
+
+// openBaoToken is the founder's token: the one a converge stored, else
+// the token file's (read each time, so a rotated file is seen).
+func (f *Founder) openBaoToken(tokenFile string) (string, error) {
+	var tok string
+	var found bool
+	if err := f.db.View(func(tx *store.Tx) error {
+		var err error
+		tok, found, err = cluster.LoadOpenBaoToken(tx)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	if found {
+		return tok, nil
+	}
+	if tokenFile == "" {
+		return "", errors.New("no token file (openbao.tokenFile) and no converged token")
+	}
+	b, err := crypto.ReadFileLimit(tokenFile, maxTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// joinOpenBao is the join service's OpenBao; nil (no interface value
+// holding a nil pointer) when none is configured.
+func (f *Founder) joinOpenBao() join.OpenBao {
+	if f.openBao == nil {
+		return nil
+	}
+	return f.openBao
+}
+
+// renewOpenBao keeps the founder's periodic token alive.
+func (f *Founder) renewOpenBao(ctx context.Context) {
+	if f.openBao == nil {
+		return
+	}
+	t := time.NewTicker(openBaoRenewEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := f.openBao.Renew(cctx); err != nil {
+			f.log.Warn("OpenBao: renewing the founder's token failed", "err", err.Error())
+		}
+		cancel()
+	}
+}
+
+// controlConverge runs `stratum openbao converge` in the founder: the
+// body is the root token. It writes the policies, creates the founder's
+// scoped token, stores it sealed and forgets the root token (it lives in
+// this request only). The join queue is then tried again.
+func (f *Founder) controlConverge(w http.ResponseWriter, r *http.Request) {
+	if f.openBao == nil {
+		http.Error(w, "no OpenBao is configured: give the cluster file's openbao.addr or serve --openbao-addr", http.StatusConflict)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxTokenFile))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	root := strings.TrimSpace(string(body))
+	if root == "" {
+		http.Error(w, "the root token file is empty", http.StatusBadRequest)
+		return
+	}
+	tok, err := openbao.Converge(r.Context(), f.openBao.Client, root)
+	root = ""
+	if err != nil {
+		http.Error(w, "converge failed: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	err = f.db.Update(func(tx *store.Tx) error {
+		if err := cluster.StoreOpenBaoToken(tx, tok.Token); err != nil {
+			return err
+		}
+		return tx.Audit("openbao.converged", "control-socket", tok.Accessor, map[string]string{"policies": strings.Join(tok.Policies, " ")})
+	})
+	if err != nil {
+		http.Error(w, "storing the new token failed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	f.joins.Kick()
+	f.log.Info("OpenBao: converged; the founder now acts with a periodic stratum-cp token", "accessor", tok.Accessor)
+	fmt.Fprintf(w, "converged: policies %s and %s written; the founder's token is a periodic %s token (accessor %s), stored sealed; the root token was not kept\n",
+		openbao.PolicyControlPlane, openbao.PolicyNode, openbao.PolicyControlPlane, tok.Accessor)
+}
+
+// ConvergeOpenBao asks the founder running on d to converge its OpenBao
+// token with the root token in rootTokenFile (through its control socket:
+// the root token never appears on a command line or in the store).
+func (d DataDir) ConvergeOpenBao(ctx context.Context, rootTokenFile string) (string, error) {
+	root, err := crypto.ReadFileLimit(rootTokenFile, maxTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("root token file: %w", err)
+	}
+	sock := d.ControlSocket()
+	c := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", sock)
+	}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://founder/openbao/converge", bytes.NewReader(root))
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("no founder answers on %s (converge runs in the running founder): %v", sock, errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusOK {
+		return "", errors.New(strings.TrimSpace(string(b)))
+	}
+	return string(b), nil
+}
