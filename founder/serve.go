@@ -289,7 +289,7 @@ func (f *Founder) banner(apiAddr, joinAddr string) {
 		slog.New(slog.NewJSONHandler(f.opts.Out, nil)).Info("stratum founder serving",
 			"version", f.opts.Build.Version, "cluster", f.id.ClusterID, "parentDomain", f.id.ParentDomain, "region", f.id.Region,
 			"adminApi", "https://"+apiAddr, "joinListener", "https://"+joinAddr, "caCertificate", f.opts.Data.CACert(),
-			"caPin", f.ca.Pin(), "adminLogin", f.opts.Data.Credentials(), "console", "https://"+apiAddr+"/ui/")
+			"caPin", f.ca.Pin(), "adminLogin", f.opts.Data.Credentials(), "console", "https://"+apiAddr+"/ui/", "openBao", f.openBaoLine)
 		f.log.Info("serving", "api", apiAddr, "join", joinAddr, "caPin", f.ca.Pin(), "cluster", f.id.ClusterID)
 		return
 	}
