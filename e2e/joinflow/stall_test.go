@@ -34,7 +34,9 @@ func TestStallNamesTheMember(t *testing.T) {
 
 	var joinID string
 	waitFor(t, 20*time.Second, "node-b pending\n"+out.String(), func() bool {
-		var list struct{ Registrations []struct{ JoinID, Hostname string } }
+		var list struct {
+			Registrations []struct{ JoinID, Hostname string }
+		}
 		f.do(t, "GET", "/v1/admin/join/registrations?state=pending", nil, 200, &list)
 		for _, r := range list.Registrations {
 			if r.Hostname == "node-b" {
