@@ -27,27 +27,32 @@ func init() {
 func newBackupCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backup --out FILE",
-		Short: "write a consistent zstd snapshot of the store (works while serving)",
+		Short: "write a complete, authenticated backup: store, ca.pem, release keys and release files (works while serving)",
 		Args:  cobra.NoArgs,
 	}
 	fs := cmd.Flags()
 	data := fs.String("data", "./data", "data directory")
-	out := fs.String("out", "", "snapshot file to write (.zst, or .age when encrypted)")
+	out := fs.String("out", "", "backup file to write (refused if it exists, unless --force)")
 	recipients := fs.StringArray("recipient", nil, "encrypt to this age public key (age1...); repeatable")
 	recipientFiles := fs.StringArray("recipients-file", nil, "encrypt to the age public keys in this file, one a line; repeatable")
 	includeKey := fs.Bool("include-data-key", false, "put the data key inside the encrypted backup, so a restore needs nothing else (needs a recipient)")
-	keys := addKeyFlags(fs, "TPM holding a stopped founder's sealed data key, for --include-data-key (default /dev/tpmrm0)")
+	excludeReleases := fs.Bool("exclude-releases", false, "leave the release files out (a restore lists those releases as missing until they are imported again)")
+	force := fs.Bool("force", false, "replace an existing --out file")
+	keys := addKeyFlags(fs, "TPM holding a stopped founder's sealed data key (default /dev/tpmrm0)")
 	_ = cmd.MarkFlagRequired("out")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return runBackup(cmd, *data, *out, *recipients, *recipientFiles, *includeKey, keys)
+		if _, err := os.Lstat(*out); err == nil && !*force {
+			return fmt.Errorf("%s exists: pass --force to replace it", *out)
+		}
+		req := founder.BackupRequest{Recipients: *recipients, IncludeDataKey: *includeKey, ExcludeReleases: *excludeReleases}
+		return runBackup(cmd, *data, *out, req, *recipientFiles, keys)
 	}
 	return cmd
 }
 
-func runBackup(cmd *cobra.Command, data, out string, recipients, recipientFiles []string, includeKey bool, keys keyFlags) error {
+func runBackup(cmd *cobra.Command, data, out string, req founder.BackupRequest, recipientFiles []string, keys keyFlags) error {
 	ctx := cmd.Context()
 	stdout := cmd.OutOrStdout()
-	req := founder.BackupRequest{Recipients: recipients, IncludeDataKey: includeKey}
 	for _, f := range recipientFiles {
 		lines, err := backup.ReadRecipientsFile(f)
 		if err != nil {
@@ -143,41 +148,44 @@ func backupViaSocket(ctx context.Context, sock, out string, breq founder.BackupR
 func newRestoreCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restore --in FILE",
-		Short: "restore a snapshot into an empty data directory",
+		Short: "restore a backup into a data directory without a store (checked before anything is written)",
 		Args:  cobra.NoArgs,
 	}
 	fs := cmd.Flags()
 	data := fs.String("data", "./data", "empty data directory to restore into")
-	in := fs.String("in", "", "snapshot file written by `stratum backup`")
+	in := fs.String("in", "", "backup file written by `stratum backup`")
 	identities := fs.StringArray("identity", nil, "age identity file that opens an encrypted backup; repeatable")
-	keys := addKeyFlags(fs, "seal a data key carried in the backup to this TPM instead of writing data.key")
+	keys := addKeyFlags(fs, "seal a data key carried in the backup to this TPM instead of writing data.key (or the TPM holding the directory's sealed key)")
+	caPin := fs.String("ca-pin", "", "the CA pin (sha256:...) of the cluster you mean to restore; nothing is written unless the backup's matches (default: the directory's ca.pem)")
+	newCluster := fs.Bool("new-cluster", false, "restore whatever cluster the backup holds, with no --ca-pin and no ca.pem to compare with")
 	_ = cmd.MarkFlagRequired("in")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return runRestore(cmd.OutOrStdout(), *data, *in, *identities, keys)
+		return runRestore(cmd.OutOrStdout(), *data, founder.RestoreRequest{In: *in, Identities: *identities, CAPin: *caPin, NewCluster: *newCluster}, keys)
 	}
 	return cmd
 }
 
-func runRestore(stdout io.Writer, data, in string, identities []string, keys keyFlags) error {
+func runRestore(stdout io.Writer, data string, req founder.RestoreRequest, keys keyFlags) error {
 	ks, err := keys.source()
 	if err != nil {
 		return err
 	}
+	req.Keys = ks
+	req.Show = func(id, pin string) { fmt.Fprintf(stdout, "backup of cluster %s, CA pin %s\n", id, pin) }
 	d := founder.DataDir(data)
-	res, err := founder.Restore(d, founder.RestoreRequest{In: in, Identities: identities, Keys: ks})
+	res, err := founder.Restore(d, req)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "restored %d bytes into %s\n", res.Bytes, d.DB())
-	if !res.DataKey {
-		fmt.Fprintln(stdout, "  put the original data key (data.key, or data.key.tpm and data.key.recovery), ca.pem and releases/ beside it")
-		return nil
+	fmt.Fprintf(stdout, "restored %d bytes of store and %d files of %d releases into %s\n", res.Bytes, res.ReleaseFiles, res.Releases, d)
+	if res.DataKey {
+		where := d.DataKey()
+		if ks.TPM != "" {
+			where = d.DataKeyTPM() + " (sealed to " + ks.TPM + ")"
+		}
+		fmt.Fprintf(stdout, "  data key from the backup: %s\n", where)
 	}
-	where := d.DataKey()
-	if ks.TPM != "" {
-		where = d.DataKeyTPM() + " (sealed to " + ks.TPM + ")"
-	}
-	fmt.Fprintf(stdout, "  data key from the backup: %s\n  CA pin: %s\n", where, res.CAPin)
+	fmt.Fprintf(stdout, "  CA pin: %s\n", res.CAPin)
 	founder.PrintRecoveryKey(stdout, res.RecoveryKey)
 	return nil
 }

@@ -88,6 +88,20 @@ func putSecrets(tx *store.Tx, s Secrets) error {
 	return nil
 }
 
+// CAPin is the pin of the CA certificate in the store; it needs no data
+// key (backups name it in their header).
+func CAPin(tx *store.Tx) (string, error) {
+	certPEM := tx.GetRaw(bucketCluster, keyCACert)
+	if certPEM == nil {
+		return "", ErrNotInitialized
+	}
+	cert, err := crypto.ParseCertPEM(certPEM)
+	if err != nil {
+		return "", err
+	}
+	return crypto.SPKIPin(cert), nil
+}
+
 // LoadCA reads the CA certificate and opens its sealed key.
 func LoadCA(tx *store.Tx) (*crypto.CA, error) {
 	certPEM := tx.GetRaw(bucketCluster, keyCACert)

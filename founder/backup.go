@@ -1,14 +1,16 @@
 package founder
 
 import (
-	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"stratum/backup"
 	"stratum/cluster"
 	"stratum/crypto"
+	"stratum/semver"
 	"stratum/store"
 )
 
@@ -17,168 +19,164 @@ import (
 type BackupRequest struct {
 	// Recipients are age public keys (age1...) to encrypt to.
 	Recipients []string `json:"recipients,omitempty"`
-	// IncludeDataKey puts the data key inside the encrypted snapshot.
+	// IncludeDataKey puts the data key inside the encrypted backup.
 	IncludeDataKey bool `json:"includeDataKey,omitempty"`
+	// ExcludeReleases leaves the release files out (SPEC 18): a restore
+	// then lists those releases as missing until they are imported again.
+	ExcludeReleases bool `json:"excludeReleases,omitempty"`
 }
 
-// options turns the request into backup options; dataKey is only asked
-// for when the request wants the key included.
-func (r BackupRequest) options(dataKey func() (*crypto.DataKey, error)) (backup.Options, error) {
+// options turns the request into backup options under the data key dk.
+func (r BackupRequest) options(dk *crypto.DataKey) (backup.Options, error) {
 	recips, err := backup.ParseRecipients(r.Recipients)
 	if err != nil {
 		return backup.Options{}, err
 	}
-	o := backup.Options{Recipients: recips}
+	o := backup.Options{Recipients: recips, MACKey: dk}
 	if r.IncludeDataKey {
 		if len(recips) == 0 {
 			return backup.Options{}, backup.ErrDataKeyNeedsRecipients
 		}
-		if o.DataKey, err = dataKey(); err != nil {
-			return backup.Options{}, err
-		}
+		o.DataKey = dk
 	}
 	return o, nil
 }
 
-// BackupStopped writes a snapshot of a stopped founder's store to out
-// (atomically, mode 0600). ks finds the data key when it is included.
-func BackupStopped(d DataDir, ks KeySource, req BackupRequest, out string) (int64, error) {
-	o, err := req.options(func() (*crypto.DataKey, error) { return d.LoadDataKey(ks) })
-	if err != nil {
-		return 0, err
-	}
+// writeBackup writes a complete backup of db and d (SPEC 18): the store,
+// ca.pem, release-keys/ and, unless excluded, the release files, each
+// streamed from disk.
+func writeBackup(w io.Writer, db *store.DB, d DataDir, o backup.Options, excludeReleases bool) (int64, error) {
 	var n int64
-	err = crypto.WriteFileAtomicFunc(out, 0o600, func(w io.Writer) error {
-		var werr error
-		n, werr = backup.Write(w, o, func(w io.Writer) (int64, error) { return store.SnapshotFile(d.DB(), w) })
-		return werr
+	err := db.Snapshot(func(tx *store.Tx, size int64, writeStore func(io.Writer) error) error {
+		id, err := cluster.LoadIdentity(tx)
+		if err != nil {
+			return err
+		}
+		pin, err := cluster.CAPin(tx)
+		if err != nil {
+			return err
+		}
+		files, err := d.backupFiles(excludeReleases)
+		if err != nil {
+			return err
+		}
+		m := backup.Meta{ClusterID: id.ClusterID, CAPin: pin, StoreBytes: size, Bytes: size, Files: 1 + len(files)}
+		for _, f := range files {
+			m.Bytes += f.size
+		}
+		n, err = backup.Write(w, o, m, func(a *backup.Archive) error {
+			if err := a.Add(backup.StoreEntry, size, writeStore); err != nil {
+				return err
+			}
+			for _, f := range files {
+				if err := a.Add(f.name, f.size, f.copy); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		return err
 	})
 	return n, err
 }
 
-// RestoreRequest says what to restore and where a carried data key goes.
-type RestoreRequest struct {
-	In         string
-	Identities []string // age identity files
-	// Keys: a data key carried in the snapshot is sealed to Keys.TPM when
-	// set, else written to data.key.
-	Keys KeySource
+// backupFile is a file of the data directory that goes into a backup.
+type backupFile struct {
+	name string // the entry name, slash-separated, relative to the directory
+	path string
+	size int64
 }
 
-// RestoreResult is what restore prints.
-type RestoreResult struct {
-	Bytes     int64
-	Encrypted bool
-	// DataKey reports that the snapshot carried the data key and it was
-	// installed; CAPin is then the restored CA's pin.
-	DataKey     bool
-	CAPin       string
-	RecoveryKey *crypto.RecoveryKey
+func (f backupFile) copy(w io.Writer) error {
+	in, err := os.Open(f.path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	_, err = io.Copy(w, io.LimitReader(in, f.size+1))
+	return err
 }
 
-// Restore restores a snapshot into d, which must hold no store and no data
-// key. Every check that can fail (identities, decryption, the TPM) runs
-// before the first file is written, and a failure after that removes what
-// the restore wrote, so a refused restore leaves d as it was.
-func Restore(d DataDir, req RestoreRequest) (res RestoreResult, err error) {
-	if d.Initialized() {
-		return res, fmt.Errorf("%s exists: restore into an empty data directory", d.DB())
-	}
-	ids, err := backup.LoadIdentities(req.Identities)
-	if err != nil {
-		return res, err
-	}
-	f, err := os.Open(req.In)
-	if err != nil {
-		return res, err
-	}
-	defer f.Close()
-	c, err := backup.Open(f, ids)
-	if err != nil {
-		return res, fmt.Errorf("%s: %w", req.In, err)
-	}
-	res.Encrypted = c.Encrypted
-	if c.DataKey == nil && req.Keys.TPM != "" {
-		return res, fmt.Errorf("%s carries no data key, so there is nothing to seal to the TPM: restore without --tpm and bring the original key files", req.In)
-	}
-	var key *preparedKey
-	if c.DataKey != nil {
-		if err := d.refuseKeyFiles(); err != nil {
-			return res, fmt.Errorf("the backup carries its data key and %w", err)
-		}
-		if key, err = prepareDataKey(c.DataKey, req.Keys); err != nil {
-			return res, err
-		}
-	}
-
-	created, err := mkdirNew(string(d))
-	if err != nil {
-		return res, err
-	}
-	defer func() {
+// backupFiles lists ca.pem, release-keys/* and the trees of releases/
+// (release directories only: an import in progress or set aside is not
+// a release).
+func (d DataDir) backupFiles(excludeReleases bool) ([]backupFile, error) {
+	var out []backupFile
+	add := func(name, path string) error {
+		st, err := os.Stat(path)
 		if err != nil {
-			os.Remove(d.DB())
-			if key != nil {
-				d.removeKeyFiles()
-			}
-			if created {
-				os.RemoveAll(string(d))
-			}
+			return err
 		}
-	}()
-	if res.Bytes, err = store.RestoreReader(c, d.DB()); err != nil {
-		return res, fmt.Errorf("%s: %w", req.In, err)
+		if st.Mode().IsRegular() {
+			out = append(out, backupFile{name: name, path: path, size: st.Size()})
+		}
+		return nil
 	}
-	if err = c.Finish(); err != nil {
-		return res, fmt.Errorf("%s: %w", req.In, err)
+	if err := add(backup.CAEntry, d.CACert()); err != nil && !os.IsNotExist(err) {
+		return nil, err
 	}
-	if key == nil {
-		return res, nil
+	keys, err := os.ReadDir(d.ReleaseKeys())
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
 	}
-	if res.CAPin, err = d.adoptRestoredKey(key); err != nil {
-		return res, err
+	for _, k := range keys {
+		if err := add(backup.ReleaseKeysEntry+k.Name(), filepath.Join(d.ReleaseKeys(), k.Name())); err != nil {
+			return nil, err
+		}
 	}
-	res.DataKey, res.RecoveryKey = true, key.recoveryKey
-	return res, nil
+	if excludeReleases {
+		return out, nil
+	}
+	rels, err := os.ReadDir(d.Releases())
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	for _, r := range rels {
+		if !r.IsDir() || semver.Valid(r.Name()) != nil {
+			continue
+		}
+		root := filepath.Join(d.Releases(), r.Name())
+		err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || !e.Type().IsRegular() {
+				return err
+			}
+			rel, err := filepath.Rel(d.Releases(), p)
+			if err != nil {
+				return err
+			}
+			return add(backup.ReleasesEntry+filepath.ToSlash(rel), p)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
-// adoptRestoredKey proves the carried key opens the restored store's
-// secrets, then writes it, ca.pem and the release directories, so the
-// directory serves as it is.
-func (d DataDir) adoptRestoredKey(key *preparedKey) (string, error) {
-	db, err := store.Open(d.DB(), key.dk)
+// BackupStopped writes a backup of a stopped founder to out (atomically,
+// mode 0600). ks finds the data key, which keys the backup's MACs.
+func BackupStopped(d DataDir, ks KeySource, req BackupRequest, out string) (int64, error) {
+	if !d.Initialized() {
+		return 0, fmt.Errorf("no founder store to back up in %s (stratum.db is not there)", d)
+	}
+	dk, err := d.LoadDataKey(ks)
 	if err != nil {
-		return "", err
+		return 0, err
+	}
+	o, err := req.options(dk)
+	if err != nil {
+		return 0, err
+	}
+	db, err := store.OpenReadOnly(d.DB())
+	if err != nil {
+		return 0, err
 	}
 	defer db.Close()
-	var ca *crypto.CA
-	if err := db.View(func(tx *store.Tx) error {
-		ca, err = cluster.LoadCA(tx)
-		return err
-	}); err != nil {
-		return "", fmt.Errorf("the data key in the backup does not open the restored store: %w", err)
-	}
-	if err := key.write(d); err != nil {
-		return "", err
-	}
-	if err := crypto.WriteFileAtomic(d.CACert(), ca.CertPEM(), 0o644); err != nil {
-		return "", err
-	}
-	for _, sub := range []string{d.Releases(), d.ReleaseKeys()} {
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			return "", err
-		}
-	}
-	return ca.Pin(), nil
-}
-
-// mkdirNew creates dir (0700) and reports whether it did, so a failed
-// restore removes only a directory it made.
-func mkdirNew(dir string) (bool, error) {
-	if _, err := os.Stat(dir); err == nil {
-		return false, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return false, err
-	}
-	return true, os.MkdirAll(dir, 0o700)
+	var n int64
+	err = crypto.WriteFileAtomicFunc(out, 0o600, func(w io.Writer) error {
+		var werr error
+		n, werr = writeBackup(w, db, d, o, req.ExcludeReleases)
+		return werr
+	})
+	return n, err
 }

@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"stratum/backup"
-	"stratum/crypto"
 	"stratum/strictjson"
 )
 
@@ -61,14 +59,14 @@ func (f *Founder) controlBackup(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	opts, err := req.options(func() (*crypto.DataKey, error) { return f.dataKey, nil })
+	opts, err := req.options(f.dataKey)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Trailer", "X-Backup-Error")
-	if _, err := backup.Write(w, opts, f.db.Backup); err != nil {
+	if _, err := writeBackup(w, f.db, f.opts.Data, opts, req.ExcludeReleases); err != nil {
 		f.log.Error("backup failed", "err", err)
 		w.Header().Set("X-Backup-Error", "snapshot failed; see the founder's log")
 	}
