@@ -349,12 +349,14 @@ func TestBackupWhileServing(t *testing.T) {
 		t.Errorf("snapshot mode %v, want 0600", mode)
 	}
 
+	// A plain backup carries no data key: the directory's own key checks
+	// its MAC and opens it, and its ca.pem names the cluster expected.
 	dirB := filepath.Join(tmp, "b")
-	if r := stratum(t, "restore", "--data", dirB, "--in", snap); r.code != 0 {
-		t.Fatalf("restore = %d %q", r.code, r.stderr)
+	if r := stratum(t, "restore", "--data", dirB, "--in", snap); r.code == 0 || !strings.Contains(r.stderr, "carries no data key") {
+		t.Fatalf("restore of a plain backup with no key = %d %q, want a refusal", r.code, r.stderr)
 	}
-	if r := stratum(t, "restore", "--data", dirB, "--in", snap); r.code == 0 || !strings.Contains(r.stderr, "exists") {
-		t.Fatalf("restore over a store = %d %q, want a refusal", r.code, r.stderr)
+	if err := os.MkdirAll(dirB, 0o700); err != nil {
+		t.Fatal(err)
 	}
 	for _, name := range []string{"data.key", "ca.pem"} {
 		b, err := os.ReadFile(filepath.Join(dirA, name))
@@ -364,6 +366,12 @@ func TestBackupWhileServing(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dirB, name), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if r := stratum(t, "restore", "--data", dirB, "--in", snap); r.code != 0 {
+		t.Fatalf("restore = %d %q", r.code, r.stderr)
+	}
+	if r := stratum(t, "restore", "--data", dirB, "--in", snap); r.code == 0 || !strings.Contains(r.stderr, "exists") {
+		t.Fatalf("restore over a store = %d %q, want a refusal", r.code, r.stderr)
 	}
 	if r := stratum(t, "audit", "verify", "--data", dirB); r.code != 0 || !strings.Contains(r.stdout, "intact") {
 		t.Fatalf("audit verify of the restored store = %d %q %q", r.code, r.stdout, r.stderr)
@@ -388,6 +396,22 @@ func TestBackupWhileServing(t *testing.T) {
 	snap2 := filepath.Join(tmp, "snap2.zst")
 	if r := stratum(t, "backup", "--data", dirA, "--out", snap2); r.code != 0 || !strings.Contains(r.stdout, "backup written") {
 		t.Fatalf("offline backup = %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	// An existing file is kept unless --force (SPEC 18).
+	prev, _ := os.ReadFile(snap2)
+	if r := stratum(t, "backup", "--data", dirA, "--out", snap2); r.code == 0 || !strings.Contains(r.stderr, "--force") {
+		t.Fatalf("backup over an existing file = %d %q, want a refusal naming --force", r.code, r.stderr)
+	}
+	if after, _ := os.ReadFile(snap2); !bytes.Equal(prev, after) {
+		t.Fatal("a refused backup changed the existing file")
+	}
+	if r := stratum(t, "backup", "--data", dirA, "--out", snap2, "--force"); r.code != 0 {
+		t.Fatalf("backup --force = %d %q", r.code, r.stderr)
+	}
+	// A missing data directory is named once.
+	missing := filepath.Join(tmp, "nonexistent")
+	if r := stratum(t, "backup", "--data", missing, "--out", filepath.Join(tmp, "x.zst")); r.code == 0 || strings.Count(r.stderr, missing) != 1 {
+		t.Fatalf("backup of a missing directory = %d %q, want the path named once", r.code, r.stderr)
 	}
 }
 

@@ -289,7 +289,8 @@ func TestConvertAndEncryptedBackups(t *testing.T) {
 		"wrong identity": {[]string{"--in", withKey, "--identity", mallory}, "none of the given identities"},
 		"tampered":       {[]string{"--in", tampered, "--identity", alice}, "tampered"},
 		"truncated":      {[]string{"--in", truncated, "--identity", alice}, "truncated"},
-		"missing TPM":    {[]string{"--in", withKey, "--identity", alice, "--tpm", filepath.Join(tmp, "gone.sock")}, "no TPM"},
+		"missing TPM":    {[]string{"--in", withKey, "--identity", alice, "--ca-pin", pin, "--tpm", filepath.Join(tmp, "gone.sock")}, "no TPM"},
+		"no pin":         {[]string{"--in", withKey, "--identity", alice}, "--ca-pin " + pin},
 	} {
 		dir := filepath.Join(tmp, "refused-"+strings.ReplaceAll(name, " ", "-"))
 		r := stratum(t, append([]string{"restore", "--data", dir}, tc.args...)...)
@@ -303,7 +304,7 @@ func TestConvertAndEncryptedBackups(t *testing.T) {
 
 	// New hardware with nothing but the backup and Bob's identity.
 	dirB := filepath.Join(tmp, "b")
-	r = stratum(t, "restore", "--data", dirB, "--in", withKey, "--identity", bob)
+	r = stratum(t, "restore", "--data", dirB, "--in", withKey, "--identity", bob, "--ca-pin", pin)
 	if r.code != 0 || !strings.Contains(r.stdout, pin) {
 		t.Fatalf("restore with the data key = %d %q %q", r.code, r.stdout, r.stderr)
 	}
@@ -327,7 +328,7 @@ func TestConvertAndEncryptedBackups(t *testing.T) {
 		t.Fatalf("offline backup with the sealed key = %d %q", r.code, r.stderr)
 	}
 	dirC := filepath.Join(tmp, "c")
-	r = stratum(t, "restore", "--data", dirC, "--in", offline, "--identity", alice, "--tpm", tpmB)
+	r = stratum(t, "restore", "--data", dirC, "--in", offline, "--identity", alice, "--tpm", tpmB, "--new-cluster")
 	if r.code != 0 || recoveryKeyLine.FindStringSubmatch(r.stdout) == nil {
 		t.Fatalf("restore sealed to a TPM = %d %q %q", r.code, r.stdout, r.stderr)
 	}

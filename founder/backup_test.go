@@ -85,8 +85,11 @@ func TestBackupRestore(t *testing.T) {
 		{"plain, with an identity", RestoreRequest{In: plain, Identities: []string{alice}}, backup.ErrNotEncrypted},
 		{"tampered", RestoreRequest{In: tampered, Identities: []string{alice}}, backup.ErrDamaged},
 		{"truncated", RestoreRequest{In: truncated, Identities: []string{alice}}, backup.ErrDamaged},
-		{"TPM socket missing", RestoreRequest{In: withKey, Identities: []string{alice}, Keys: KeySource{TPM: filepath.Join(out, "gone.sock")}}, nil},
+		{"TPM socket missing", RestoreRequest{In: withKey, Identities: []string{alice}, CAPin: res.CAPin, Keys: KeySource{TPM: filepath.Join(out, "gone.sock")}}, nil},
 		{"--tpm, but no key carried", RestoreRequest{In: encrypted, Identities: []string{alice}, Keys: KeySource{TPM: sock}}, nil},
+		{"plain, no key in the directory", RestoreRequest{In: plain, CAPin: res.CAPin}, nil},
+		{"no pin to compare with", RestoreRequest{In: withKey, Identities: []string{alice}}, nil},
+		{"another cluster's pin", RestoreRequest{In: withKey, Identities: []string{alice}, CAPin: "sha256:" + strings.Repeat("ab", 32)}, nil},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,14 +120,21 @@ func TestBackupRestore(t *testing.T) {
 		dataKey bool
 		ks      KeySource // to open the result
 	}{
-		{"plain", RestoreRequest{In: plain}, false, KeySource{}},
-		{"encrypted", RestoreRequest{In: encrypted, Identities: []string{mallory, alice}}, false, KeySource{}},
-		{"with the data key", RestoreRequest{In: withKey, Identities: []string{alice}}, true, KeySource{}},
-		{"with the data key, sealed", RestoreRequest{In: withKey, Identities: []string{alice}, Keys: KeySource{TPM: sock}}, true, KeySource{TPM: sock}},
+		{"plain", RestoreRequest{In: plain, CAPin: res.CAPin}, false, KeySource{}},
+		{"encrypted", RestoreRequest{In: encrypted, Identities: []string{mallory, alice}, CAPin: res.CAPin}, false, KeySource{}},
+		{"with the data key", RestoreRequest{In: withKey, Identities: []string{alice}, NewCluster: true}, true, KeySource{}},
+		{"with the data key, sealed", RestoreRequest{In: withKey, Identities: []string{alice}, CAPin: res.CAPin, Keys: KeySource{TPM: sock}}, true, KeySource{TPM: sock}},
 	}
 	for _, tt := range restores {
 		t.Run(tt.name, func(t *testing.T) {
 			d := DataDir(filepath.Join(t.TempDir(), "fresh"))
+			if !tt.dataKey {
+				// The operator brings the original key first: it checks
+				// the backup's MAC.
+				os.MkdirAll(string(d), 0o700)
+				b, _ := os.ReadFile(src.DataKey())
+				os.WriteFile(d.DataKey(), b, 0o600)
+			}
 			got, err := Restore(d, tt.req)
 			if err != nil {
 				t.Fatalf("Restore: %v", err)
@@ -132,11 +142,7 @@ func TestBackupRestore(t *testing.T) {
 			if got.DataKey != tt.dataKey {
 				t.Fatalf("DataKey = %v", got.DataKey)
 			}
-			if !tt.dataKey {
-				// The operator brings the original key.
-				b, _ := os.ReadFile(src.DataKey())
-				os.WriteFile(d.DataKey(), b, 0o600)
-			} else if got.CAPin != res.CAPin {
+			if got.CAPin != res.CAPin || got.ClusterID != res.Identity.ClusterID {
 				t.Fatalf("restored CA pin %s, want %s", got.CAPin, res.CAPin)
 			}
 			if (got.RecoveryKey != nil) != (tt.ks.TPM != "") {
@@ -169,7 +175,7 @@ func TestControlBackupRequests(t *testing.T) {
 		status     int
 		prefix     string // of a 200 answer
 	}{
-		{"plain", `{}`, 200, "\x28\xb5\x2f\xfd"},
+		{"plain", `{}`, 200, "stratum-backup v2\n"},
 		{"encrypted with the key", `{"recipients":["` + aliceKey + `"],"includeDataKey":true}`, 200, "age-encryption.org/v1\n"},
 		{"key without recipients", `{"includeDataKey":true}`, 400, ""},
 		{"bad recipient", `{"recipients":["age1nope"]}`, 400, ""},

@@ -18,8 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
+	"stratum/backup"
 	"stratum/crypto"
 	"stratum/internal/stratumtest"
 	"stratum/store"
@@ -1063,20 +1062,39 @@ func (h *harness) checkBackup(b backupRun) {
 		return
 	}
 	defer in.Close()
-	zr, err := zstd.NewReader(in)
+	key, err := crypto.LoadOrCreateDataKey(filepath.Join(h.dir, "data.key"), false)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	c, err := backup.Open(in, nil)
+	if err == nil {
+		err = c.Authenticate(key)
+	}
+	var e *backup.Entry
+	if err == nil {
+		e, err = c.Next()
+	}
 	if err != nil {
 		h.violate("backup %s: %v", b.out, err)
 		return
 	}
-	defer zr.Close()
+	defer c.Close()
 	out, err := os.Create(restored)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	_, err = io.Copy(out, zr)
+	_, err = io.Copy(out, e)
 	out.Close()
+	for err == nil {
+		if e, err = c.Next(); err == nil {
+			_, err = io.Copy(io.Discard, e)
+		}
+	}
+	if err == io.EOF {
+		err = c.Finish()
+	}
 	if err != nil {
-		h.violate("backup %s (%q) does not decompress: %v", b.out, b.res.stdout, err)
+		h.violate("backup %s (%q) does not read to its MAC: %v", b.out, b.res.stdout, err)
 		return
 	}
 	db, err := store.OpenReadOnly(restored)
@@ -1085,10 +1103,6 @@ func (h *harness) checkBackup(b backupRun) {
 		return
 	}
 	defer db.Close()
-	key, err := crypto.LoadOrCreateDataKey(filepath.Join(h.dir, "data.key"), false)
-	if err != nil {
-		h.t.Fatal(err)
-	}
 	n, err := store.VerifyAuditFile(restored, key)
 	h.check(err == nil, "backup %s: audit chain broken after %d events: %v", b.out, n, err)
 	var missing []string
