@@ -50,6 +50,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if rel != "" {
+		removeInstalledRelease(cfg.StateDir, rel, log)
+	}
 	var keys *release.Keyring
 	if cfg.SelfUpgrade {
 		// Loaded now, not when an upgrade is offered: a joiner that could

@@ -111,7 +111,24 @@ func (j *joiner) selfUpgrade(ctx context.Context, v *view) (*view, error) {
 	}
 	j.log.printf("upgraded from %s to %s; registering again with %s", j.release, u.To, u.To)
 	j.release = u.To
+	removeInstalledRelease(j.cfg.StateDir, u.To, j.log)
 	return j.register(ctx)
+}
+
+// removeInstalledRelease deletes the tree of a release the hook has
+// installed (after it succeeded, or at the next start when the hook
+// rebooted the machine): it can be the size of an OS image. A failed
+// removal only costs disk, so it is said and not fatal.
+func removeInstalledRelease(stateDir, rel string, log *printer) {
+	tree := filepath.Join(stateDir, releasesDir, rel)
+	if _, err := os.Stat(tree); err != nil {
+		return
+	}
+	if err := os.RemoveAll(tree); err != nil {
+		log.printf("could not remove the installed release's files in %s: %v", tree, err)
+		return
+	}
+	log.printf("removed the installed release's files from %s", tree)
 }
 
 // fetchRelease downloads and verifies release u.To into

@@ -114,7 +114,7 @@ func TestSelfUpgrade(t *testing.T) {
 	f.cutOnce[fx.big] = cut
 	hookOut := t.TempDir()
 	var out syncBuffer
-	cfg := upgradeConfig(t, f, fx, hookScript(t, hookOut, "exit 0"), &out)
+	cfg := upgradeConfig(t, f, fx, hookScript(t, hookOut, `cp -r "$1" "`+hookOut+`/tree-copy"; exit 0`), &out)
 	if err := runJoiner(t, cfg); err != nil {
 		t.Fatalf("join: %v\n%s", err, out.String())
 	}
@@ -146,8 +146,12 @@ func TestSelfUpgrade(t *testing.T) {
 	if got := strings.Fields(readFile(t, hookOut, "files")); !slices.Equal(got, want) {
 		t.Errorf("hook saw files %v, want %v", got, want)
 	}
-	if _, err := release.Verify(tree, mustKeyring(t, fx.trusted)); err != nil {
+	if _, err := release.Verify(filepath.Join(hookOut, "tree-copy"), mustKeyring(t, fx.trusted)); err != nil {
 		t.Errorf("the tree handed to the hook does not verify: %v", err)
+	}
+	// Once installed, the release's files are removed (SPEC 17).
+	if _, err := os.Stat(tree); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the installed release's files are left in %s: %v", tree, err)
 	}
 
 	// The cut file resumed where it stopped, conditionally on its ETag.
@@ -306,6 +310,9 @@ func TestUpgradeHookRebooted(t *testing.T) {
 	contains(t, out2.String(), "state: joined")
 	if strings.Contains(out2.String(), "running the upgrade hook") {
 		t.Error("the hook ran again after the release was recorded")
+	}
+	if _, err := os.Stat(filepath.Join(cfg.StateDir, "releases", "0.6.0")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the release installed before the reboot is left behind: %v", err)
 	}
 }
 
