@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"stratum/apiclient"
+
 	"stratum/bootclock"
 	"stratum/buildinfo"
 	"stratum/hostrecord"
@@ -55,7 +57,7 @@ type Agent struct {
 	cfg        Config
 	log        *slog.Logger
 	id         *identity
-	api        *client
+	api        *apiclient.Client
 	host       hostrecord.Host
 	clock      *bootclock.Clock
 	ready      *readiness
@@ -98,14 +100,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a := &Agent{
 		cfg: cfg, log: cfg.Log, id: id, clock: clock,
-		api: &client{bases: bases, hc: &http.Client{Transport: &http.Transport{
+		api: apiclient.New(bases, &http.Client{Transport: &http.Transport{
 			Proxy:               nil, // the founder is on the management network
 			TLSClientConfig:     id.clientTLS(),
 			TLSHandshakeTimeout: 15 * time.Second,
 			DialContext:         (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConnsPerHost: 2,
 			IdleConnTimeout:     90 * time.Second,
-		}}},
+		}}, apiclient.Options{}),
 		host: hostrecord.Host{Root: cfg.Root, Packages: cfg.Packages, PinsFile: cfg.PinsFile, PayloadDir: cfg.PayloadDir,
 			Build: cfg.Build, Executable: exe},
 		ready: &readiness{clock: clock},

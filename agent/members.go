@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"stratum/wire"
+
 	"stratum/crypto"
 )
 
@@ -21,7 +23,7 @@ const membersWait = 60 * time.Second
 func (a *Agent) membersLoop(ctx context.Context) {
 	var (
 		applied uint64 // 0: nothing applied by this run yet
-		bo      = backoff{cap: a.cfg.Interval}
+		bo      = newBackoff(a.cfg.Interval)
 		lastErr string
 	)
 	for ctx.Err() == nil {
@@ -62,14 +64,11 @@ func (a *Agent) membersLoop(ctx context.Context) {
 // reports it; it returns the generation now applied.
 func (a *Agent) applyOnce(ctx context.Context, applied uint64) (uint64, error) {
 	path := fmt.Sprintf("/v1/cluster/members?wait=%d&generation=%d", int(membersWait/time.Second), applied)
-	raw, err := a.api.call(ctx, http.MethodGet, path, nil, membersWait*21/20+30*time.Second)
-	if err != nil {
+	var raw json.RawMessage
+	if err := a.call(ctx, http.MethodGet, path, nil, &raw, membersWait*21/20+30*time.Second); err != nil {
 		return applied, err
 	}
-	var view struct {
-		Generation uint64            `json:"generation"`
-		Members    []json.RawMessage `json:"members"`
-	}
+	var view wire.MembersView
 	if err := json.Unmarshal(raw, &view); err != nil || view.Generation == 0 || view.Members == nil {
 		return applied, errors.New("the founder's members list is not one")
 	}
@@ -79,8 +78,8 @@ func (a *Agent) applyOnce(ctx context.Context, applied uint64) (uint64, error) {
 	if err := crypto.WriteFileAtomic(filepath.Join(a.cfg.Root, membersPath), append(raw, '\n'), 0o644); err != nil {
 		return applied, fmt.Errorf("write members.json: %w", err)
 	}
-	body := map[string]uint64{"generation": view.Generation}
-	if _, err := a.api.call(ctx, http.MethodPut, "/v1/cluster/members/"+url.PathEscape(a.id.nodeID)+"/applied", body, 30*time.Second); err != nil {
+	body := wire.AppliedRequest{Generation: view.Generation}
+	if err := a.call(ctx, http.MethodPut, "/v1/cluster/members/"+url.PathEscape(a.id.nodeID)+"/applied", body, nil, 30*time.Second); err != nil {
 		return applied, fmt.Errorf("report generation %d applied: %w", view.Generation, err)
 	}
 	return view.Generation, nil

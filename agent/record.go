@@ -35,7 +35,7 @@ func (a *Agent) recordLoop(ctx context.Context) {
 	var (
 		lastSent []byte
 		nextDue  time.Time
-		bo       = backoff{cap: a.cfg.Interval}
+		bo       = newBackoff(a.cfg.Interval)
 		problems hostrecord.ProblemLog
 		lastErr  string
 	)
@@ -49,7 +49,7 @@ func (a *Agent) recordLoop(ctx context.Context) {
 			wait = a.cfg.checkEvery
 		}
 		if lastSent == nil || !bytes.Equal(key, lastSent) || !time.Now().Before(nextDue) {
-			_, err := a.api.call(ctx, http.MethodPut, "/v1/cluster/nodes/"+url.PathEscape(a.id.nodeID)+"/release", req, 30*time.Second)
+			err := a.call(ctx, http.MethodPut, "/v1/cluster/nodes/"+url.PathEscape(a.id.nodeID)+"/release", req, nil, 30*time.Second)
 			if err != nil {
 				if ctx.Err() != nil {
 					return

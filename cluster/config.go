@@ -16,12 +16,6 @@ import (
 	"stratum/semver"
 )
 
-// Network is one traffic class's binding on a node.
-type Network struct {
-	IP        string `json:"ip" yaml:"ip"`
-	Interface string `json:"interface,omitempty" yaml:"interface,omitempty"`
-}
-
 // FounderConfig describes member 1.
 type FounderConfig struct {
 	NodeID   string             `yaml:"nodeId"`
@@ -30,20 +24,6 @@ type FounderConfig struct {
 	Networks map[string]Network `yaml:"networks"`
 	Labels   map[string]string  `yaml:"labels"`
 }
-
-// VIPs are the cluster's keepalived service VIPs.
-type VIPs struct {
-	API             string `json:"api,omitempty" yaml:"api"`
-	Postgres        string `json:"postgres,omitempty" yaml:"postgres"`
-	OpenBao         string `json:"openBao,omitempty" yaml:"openBao"`
-	OvnNb           string `json:"ovnNb,omitempty" yaml:"ovnNb"`
-	OvnSb           string `json:"ovnSb,omitempty" yaml:"ovnSb"`
-	Vmselect        string `json:"vmselect,omitempty" yaml:"vmselect"`
-	FloatingNextHop string `json:"floatingNextHop,omitempty" yaml:"floatingNextHop"`
-}
-
-// Empty reports whether no VIP is configured.
-func (v VIPs) Empty() bool { return v == VIPs{} }
 
 // SecretsConfig are the cluster secrets a file may give.
 type SecretsConfig struct {

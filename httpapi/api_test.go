@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"stratum/wire"
+
 	"stratum/apierr"
 	"stratum/audit"
 	"stratum/buildinfo"
@@ -168,6 +170,9 @@ func (f *fixture) do(method, path, token string, body io.Reader, contentLength i
 	rid := resp.Header.Get("X-Request-Id")
 	if !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(rid) {
 		f.t.Errorf("%s %s -> %d: X-Request-Id = %q", method, path, resp.StatusCode, rid)
+	}
+	if got := resp.Header.Get(wire.ProtocolHeader); got != strconv.Itoa(wire.ProtocolVersion) {
+		f.t.Errorf("%s %s -> %d: %s = %q, want %d", method, path, resp.StatusCode, wire.ProtocolHeader, got, wire.ProtocolVersion)
 	}
 	f.mu.Lock()
 	if f.requestIDs[rid] {

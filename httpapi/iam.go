@@ -4,13 +4,10 @@ import (
 	"net"
 	"net/http"
 
+	"stratum/wire"
+
 	"stratum/iam"
 )
-
-type loginRequest struct {
-	Email    string `json:"email"`
-	Password string `json:"password"`
-}
 
 func (a *API) login(w http.ResponseWriter, r *http.Request, _ *call) error {
 	source, _, err := net.SplitHostPort(r.RemoteAddr)
@@ -20,7 +17,7 @@ func (a *API) login(w http.ResponseWriter, r *http.Request, _ *call) error {
 	if ok, wait := a.Limiter.Allow(source, a.Now()); !ok {
 		return iam.TooMany(wait, "too many login attempts from this address; try again later")
 	}
-	var req loginRequest
+	var req wire.LoginRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"stratum/wire"
 )
 
 type ctxKey int
@@ -57,12 +59,17 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// wrap adds the request id, access log and metrics around a listener.
+// protocol is the wire protocol version every answer names.
+var protocol = strconv.Itoa(wire.ProtocolVersion)
+
+// wrap adds the request id, the protocol version, access log and metrics
+// around a listener.
 func (a *API) wrap(listener string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := newRequestID()
 		w.Header().Set("X-Request-Id", id)
+		w.Header().Set(wire.ProtocolHeader, protocol)
 		holder := &routeHolder{}
 		r = r.WithContext(context.WithValue(r.Context(), keyRoute, holder))
 		rec := &statusRecorder{ResponseWriter: w}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"stratum/wire"
+
 	"stratum/apierr"
 	"stratum/crypto"
 	"stratum/store"
@@ -58,14 +60,8 @@ func (s *Service) Authenticate(bearer string) (Principal, error) {
 	return p, err
 }
 
-// Session is a started login session.
-type Session struct {
-	Token     string    `json:"token"`
-	ExpiresAt time.Time `json:"expiresAt"`
-	// MustChangePassword: the session may only change the password (or
-	// log out) until it does (SPEC 16.1).
-	MustChangePassword bool `json:"mustChangePassword,omitempty"`
-}
+// Session is a started login session: the answer of POST /v1/auth/login.
+type Session = wire.LoginResponse
 
 // Login checks email's password and starts a session.
 func (s *Service) Login(ctx context.Context, email, password string) (Session, error) {

@@ -8,10 +8,10 @@ import (
 // Approve approves a pending registration with its assignment: it joins
 // the queue, and takes the delivery slot at once when the slot is free.
 func (s *Service) Approve(by iam.Principal, joinID string, a Assignment) (OperatorView, error) {
-	if err := a.problems().Err("the assignment has problems"); err != nil {
+	if err := assignmentProblems(a).Err("the assignment has problems"); err != nil {
 		return OperatorView{}, err
 	}
-	a = a.normalized()
+	a = normalized(a)
 	var out OperatorView
 	err := s.update(func(t *txn) error {
 		r, err := t.mustRecord(joinID)

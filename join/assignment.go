@@ -10,28 +10,19 @@ import (
 
 var azPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
-// Assignment is what the operator gives a node when approving it.
-type Assignment struct {
-	NodeID   string                     `json:"nodeId"`
-	AZ       string                     `json:"az"`
-	MgmtIP   string                     `json:"mgmtIp"`
-	Networks map[string]cluster.Network `json:"networks"`
-	Labels   map[string]string          `json:"labels"`
-}
-
 // DecodeAssignment decodes an approval body strictly: unknown fields are
 // named at every depth (networks.storage.ipp), and every malformed value
 // is listed with them. An empty body takes every default.
 func DecodeAssignment(body []byte) (Assignment, error) {
 	var a Assignment
-	if err := strictjson.DecodeChecked(strictjson.OrEmptyObject(body), &a, "the assignment has problems", func() apierr.Fields { return a.problems() }); err != nil {
+	if err := strictjson.DecodeChecked(strictjson.OrEmptyObject(body), &a, "the assignment has problems", func() apierr.Fields { return assignmentProblems(a) }); err != nil {
 		return Assignment{}, err
 	}
 	return a, nil
 }
 
 // problems lists every malformed value, independent of the cluster.
-func (a Assignment) problems() apierr.Fields {
+func assignmentProblems(a Assignment) apierr.Fields {
 	var f apierr.Fields
 	if a.NodeID != "" && !cluster.ValidNodeID(a.NodeID) {
 		f.Add("nodeId", "must be n- followed by 8 of [a-z0-9]")
@@ -49,7 +40,7 @@ func (a Assignment) problems() apierr.Fields {
 
 // normalized returns a copy with canonical IP text, so conflicts compare
 // addresses, not spellings.
-func (a Assignment) normalized() Assignment {
+func normalized(a Assignment) Assignment {
 	a.MgmtIP = normalIPOrEmpty(a.MgmtIP)
 	if a.Networks != nil {
 		nets := make(map[string]cluster.Network, len(a.Networks))

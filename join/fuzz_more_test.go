@@ -54,7 +54,7 @@ func FuzzDecodeRegisterRequest(f *testing.F) {
 			wantInvalidInput(t, err)
 			return
 		}
-		if p := req.problems(); len(p) > 0 {
+		if p := registerProblems(req); len(p) > 0 {
 			t.Fatalf("accepted a request with problems %v", p)
 		}
 		again := mustMarshal(t, req)
@@ -96,7 +96,7 @@ func FuzzDecodeAssignment(f *testing.F) {
 			wantInvalidInput(t, err)
 			return
 		}
-		if p := a.problems(); len(p) > 0 {
+		if p := assignmentProblems(a); len(p) > 0 {
 			t.Fatalf("accepted an assignment with problems %v", p)
 		}
 		again := mustMarshal(t, a)
@@ -107,7 +107,7 @@ func FuzzDecodeAssignment(f *testing.F) {
 		if !reflect.DeepEqual(a, back) {
 			t.Fatalf("round trip changed the assignment:\n%+v\n%+v", a, back)
 		}
-		_ = a.normalized()
+		_ = normalized(a)
 	})
 }
 
@@ -163,7 +163,7 @@ func FuzzDecodeProgress(f *testing.F) {
 			wantInvalidInput(t, err)
 			return
 		}
-		if p := req.problems(); len(p) > 0 || !utf8.ValidString(req.Message) {
+		if p := progressProblems(req); len(p) > 0 || !utf8.ValidString(req.Message) {
 			t.Fatalf("accepted a report with problems %v", p)
 		}
 		back, err := DecodeProgress(mustMarshal(t, req))

@@ -10,33 +10,6 @@ import (
 	"stratum/strictjson"
 )
 
-// MemberView is one member as GET /v1/admin/cluster/members lists it.
-type MemberView struct {
-	NodeID            string                     `json:"nodeId"`
-	Role              string                     `json:"role"`
-	State             string                     `json:"state"`
-	Generation        uint64                     `json:"generation"`
-	AppliedGeneration uint64                     `json:"appliedGeneration"`
-	MgmtIP            string                     `json:"mgmtIp"`
-	AZ                string                     `json:"az"`
-	Networks          map[string]cluster.Network `json:"networks"`
-	Labels            map[string]string          `json:"labels"`
-	JoinedAt          time.Time                  `json:"joinedAt"`
-	Hostname          string                     `json:"hostname,omitempty"`
-	// The boot health the founder's prober last saw (SPEC 11); absent
-	// while the member has not been probed, or the prober is off.
-	BootState   string `json:"bootState,omitempty"`
-	BootPhase   string `json:"bootPhase,omitempty"`
-	BootPhaseMs int64  `json:"bootPhaseMs,omitempty"`
-	LastBootMs  int64  `json:"lastBootMs,omitempty"`
-}
-
-// MembersView is the membership with its current generation.
-type MembersView struct {
-	Generation uint64       `json:"generation"`
-	Members    []MemberView `json:"members"`
-}
-
 func (s *Service) memberView(m cluster.Member) MemberView {
 	v := MemberView{NodeID: m.NodeID, Role: m.Role, State: m.State, Generation: m.Generation,
 		AppliedGeneration: m.AppliedGeneration, MgmtIP: m.MgmtIP, AZ: m.AZ,

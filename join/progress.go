@@ -10,31 +10,18 @@ import (
 	"stratum/strictjson"
 )
 
-// Phases a joiner reports.
-const (
-	PhaseInstalling = "installing"
-	PhaseDone       = "done"
-	PhaseFailed     = "failed"
-)
-
 var phases = []string{PhaseInstalling, PhaseDone, PhaseFailed}
-
-// ProgressRequest is the body of POST .../{joinId}/progress.
-type ProgressRequest struct {
-	Phase   string `json:"phase"`
-	Message string `json:"message"`
-}
 
 // DecodeProgress decodes strictly and validates.
 func DecodeProgress(body []byte) (ProgressRequest, error) {
 	var req ProgressRequest
-	if err := strictjson.DecodeChecked(body, &req, "the progress report has problems", func() apierr.Fields { return req.problems() }); err != nil {
+	if err := strictjson.DecodeChecked(body, &req, "the progress report has problems", func() apierr.Fields { return progressProblems(req) }); err != nil {
 		return ProgressRequest{}, err
 	}
 	return req, nil
 }
 
-func (r ProgressRequest) problems() apierr.Fields {
+func progressProblems(r ProgressRequest) apierr.Fields {
 	var f apierr.Fields
 	if !contains(phases, r.Phase) {
 		f.Add("phase", "must be one of %s", strings.Join(phases, ", "))
@@ -49,7 +36,7 @@ func (r ProgressRequest) problems() apierr.Fields {
 // after a lost answer (installing twice, done after joined, failed after
 // failed) answer the current view, so a retrying joiner is not refused.
 func (s *Service) Progress(keyPin, joinID string, req ProgressRequest) (JoinerView, error) {
-	if err := req.problems().Err("the progress report has problems"); err != nil {
+	if err := progressProblems(req).Err("the progress report has problems"); err != nil {
 		return JoinerView{}, err
 	}
 	actor := keyActor(keyPin)

@@ -8,21 +8,6 @@ import (
 
 const keyTurn = "turn" // bucketMeta: the join in delivering or installing
 
-// Registration states (SPEC 4.3).
-const (
-	StatePending      = "pending"
-	StateNeedsUpgrade = "needs-upgrade"
-	StateApproved     = "approved"
-	StateDelivering   = "delivering"
-	StateInstalling   = "installing"
-	StateJoined       = "joined"
-	StateRejected     = "rejected"
-	StateFailed       = "failed"
-)
-
-// States lists every state, for filters and documentation.
-var States = []string{StatePending, StateNeedsUpgrade, StateApproved, StateDelivering, StateInstalling, StateJoined, StateRejected, StateFailed}
-
 func validState(s string) bool {
 	for _, st := range States {
 		if s == st {
@@ -39,20 +24,6 @@ func isFinal(state string) bool {
 
 // inTurn states hold the single delivery slot.
 func inTurn(state string) bool { return state == StateDelivering || state == StateInstalling }
-
-// Who chose a management address (SPEC 10.5): the joiner suggested it,
-// or the operator set it at approval.
-const (
-	MgmtIPFromJoiner   = "joiner"
-	MgmtIPFromOperator = "operator"
-)
-
-// Upgrade is what a needs-upgrade joiner must do before it is approvable.
-type Upgrade struct {
-	From   string `json:"from"`
-	To     string `json:"to"`
-	Source string `json:"source"`
-}
 
 // record is a registration as stored. Secrets never live here: the
 // delivery is sealed in its own bucket.

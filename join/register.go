@@ -21,24 +21,13 @@ const (
 
 var hostnamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
 
-// RegisterRequest is the body of POST /v1/join/registrations.
-type RegisterRequest struct {
-	Token       string          `json:"token"`
-	Release     string          `json:"release"`
-	SelfUpgrade bool            `json:"selfUpgrade"`
-	Hostname    string          `json:"hostname"`
-	MgmtIP      string          `json:"mgmtIp"`
-	MachineID   string          `json:"machineId"`
-	Facts       json.RawMessage `json:"facts,omitempty"`
-}
-
 // DecodeRegisterRequest decodes strictly and validates every field at
 // once: unknown fields are named, wrong types and bad values listed.
 func DecodeRegisterRequest(body []byte) (RegisterRequest, error) {
 	var req RegisterRequest
 	// An empty body is an empty registration: the answer lists what is
 	// required.
-	if err := strictjson.DecodeChecked(strictjson.OrEmptyObject(body), &req, "the registration has problems", func() apierr.Fields { return req.problems() }); err != nil {
+	if err := strictjson.DecodeChecked(strictjson.OrEmptyObject(body), &req, "the registration has problems", func() apierr.Fields { return registerProblems(req) }); err != nil {
 		return RegisterRequest{}, err
 	}
 	return req, nil
@@ -46,7 +35,7 @@ func DecodeRegisterRequest(body []byte) (RegisterRequest, error) {
 
 // problems lists every bad field. The token is only checked for presence:
 // a malformed token is JOIN_TOKEN_INVALID like any other bad one.
-func (r RegisterRequest) problems() apierr.Fields {
+func registerProblems(r RegisterRequest) apierr.Fields {
 	var f apierr.Fields
 	if r.Token == "" {
 		f.Add("token", "required")

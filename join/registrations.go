@@ -15,7 +15,7 @@ func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView,
 	if keyPin == "" {
 		return JoinerView{}, false, apierr.New(apierr.Unauthenticated, "the join listener needs the joiner's client certificate")
 	}
-	if err := req.problems().Err("the registration has problems"); err != nil {
+	if err := registerProblems(req).Err("the registration has problems"); err != nil {
 		return JoinerView{}, false, err
 	}
 	if err := s.precheck(keyPin, req); err != nil {

@@ -3,71 +3,10 @@ package join
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"stratum/cluster"
 	"stratum/store"
 )
-
-// JoinerView is what the joiner sees of its registration (SPEC 4.3).
-type JoinerView struct {
-	JoinID         string    `json:"joinId"`
-	State          string    `json:"state"`
-	Reason         string    `json:"reason"`
-	Role           string    `json:"role"`
-	Release        string    `json:"release"`
-	KeyFingerprint string    `json:"keyFingerprint"`
-	QueuePosition  int       `json:"queuePosition"`
-	CreatedAt      time.Time `json:"createdAt"`
-	UpdatedAt      time.Time `json:"updatedAt"`
-	// Upgrade is present only in needs-upgrade.
-	Upgrade *Upgrade `json:"upgrade,omitempty"`
-	// Delivery is present only in delivering and installing.
-	Delivery *Delivery `json:"delivery,omitempty"`
-	// Generation and WaitingFor are present only in installing: the
-	// membership generation the node was admitted at and the members that
-	// have not applied it yet (SPEC 17: a stall names what it waits for).
-	Generation uint64      `json:"generation,omitempty"`
-	WaitingFor []MemberLag `json:"waitingFor,omitempty"`
-}
-
-// MemberLag is a member that has not applied a join's generation yet.
-type MemberLag struct {
-	NodeID            string `json:"nodeId"`
-	AppliedGeneration uint64 `json:"appliedGeneration"`
-}
-
-// OperatorView is the operator's view (SPEC 4.4): never the delivery.
-type OperatorView struct {
-	JoinID         string    `json:"joinId"`
-	State          string    `json:"state"`
-	Reason         string    `json:"reason"`
-	Role           string    `json:"role"`
-	Release        string    `json:"release"`
-	KeyFingerprint string    `json:"keyFingerprint"`
-	QueuePosition  int       `json:"queuePosition"`
-	CreatedAt      time.Time `json:"createdAt"`
-	UpdatedAt      time.Time `json:"updatedAt"`
-	Upgrade        *Upgrade  `json:"upgrade,omitempty"`
-	Hostname       string    `json:"hostname"`
-	MgmtIP         string    `json:"mgmtIp"`
-	// MgmtIPSource says who chose the address that goes (or went) into
-	// the node's certificate: "joiner" or "operator"; empty when none.
-	MgmtIPSource string          `json:"mgmtIpSource,omitempty"`
-	MachineID    string          `json:"machineId"`
-	SelfUpgrade  bool            `json:"selfUpgrade"`
-	Facts        json.RawMessage `json:"facts"`
-	TokenID      string          `json:"tokenId"`
-	// Assignment is present once approved.
-	Assignment *Assignment `json:"assignment,omitempty"`
-	ApprovedBy string      `json:"approvedBy,omitempty"`
-	ApprovedAt time.Time   `json:"approvedAt,omitzero"`
-	// Generation is the membership generation the node was admitted at.
-	Generation uint64 `json:"generation,omitempty"`
-	// WaitingFor is present only in installing: the members that have not
-	// applied Generation yet.
-	WaitingFor []MemberLag `json:"waitingFor,omitempty"`
-}
 
 // waitingFor names the members a join in installing waits for.
 func waitingFor(r record, members []cluster.Member) []MemberLag {

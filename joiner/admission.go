@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"stratum/wire"
+
 	"stratum/apierr"
 )
 
@@ -21,9 +23,9 @@ const probeRelease = "0.0.0-0"
 func (j *joiner) releaseUnknown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	req := registerRequest{Token: j.cfg.Token, Release: probeRelease, Hostname: j.cfg.Hostname, MgmtIP: j.cfg.MgmtIP,
+	req := wire.RegisterRequest{Token: j.cfg.Token, Release: probeRelease, Hostname: j.cfg.Hostname, MgmtIP: j.cfg.MgmtIP,
 		MachineID: machineID(j.cfg.Root, j.id.Fingerprint)}
-	_, err := j.api.callJSON(ctx, "asking the founder which release it admits", http.MethodPost, "/v1/join/registrations", req, nil, 15*time.Second)
+	_, err := j.call(ctx, "asking the founder which release it admits", http.MethodPost, "/v1/join/registrations", req, nil, 15*time.Second)
 	e, ok := apierr.As(err)
 	if ok && e.Code == apierr.JoinTokenInvalid {
 		return err // the token is the first thing to fix

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"stratum/crypto"
+	"stratum/wire"
 )
 
 // secretFields are the bundle fields that are secrets (SPEC 4.6, the
@@ -23,38 +24,15 @@ var secretFields = []string{
 	"openBaoNodeToken", "axdnsdEncryptionKey", "openBaoUnsealKey",
 }
 
-// bundle is what the joiner itself reads of the join bundle. The rest is
-// adopted as it is, through bundle.json.
-type bundle struct {
-	ClusterID           string  `json:"clusterId"`
-	Role                string  `json:"role"`
-	ParentDomain        string  `json:"parentDomain"`
-	Region              string  `json:"region"`
-	CABundle            string  `json:"caBundle"`
-	NodeCert            string  `json:"nodeCert"`
-	NodeKey             string  `json:"nodeKey"`
-	PostgresPassword    string  `json:"postgresPassword"`
-	AdminEmail          string  `json:"adminEmail"`
-	AdminPassword       string  `json:"adminPassword"`
-	OpenBaoToken        string  `json:"openBaoToken"`
-	OpenBaoNodeToken    *string `json:"openBaoNodeToken"`
-	AxdnsdEncryptionKey string  `json:"axdnsdEncryptionKey"`
-	OpenBaoUnsealKey    string  `json:"openBaoUnsealKey"`
-	Generation          uint64  `json:"generation"`
-	VIPs                *struct {
-		OpenBao string `json:"openBao"`
-	} `json:"vips"`
-}
-
-// parseBundle decodes the bundle twice: into the fields above, and as a
+// parseBundle decodes the bundle twice: into its wire shape, and as a
 // raw object for bundle.json, so fields this joiner does not know still
 // reach the node (the seed's warning about fields lost on the way).
-func parseBundle(raw json.RawMessage) (*bundle, map[string]json.RawMessage, error) {
+func parseBundle(raw json.RawMessage) (*wire.Bundle, map[string]json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, nil, errors.New("the delivery's bundle is not a JSON object")
 	}
-	var b bundle
+	var b wire.Bundle
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, nil, fmt.Errorf("the delivery's bundle: %v", err)
 	}
@@ -86,7 +64,7 @@ func publicBundle(all map[string]json.RawMessage) ([]byte, error) {
 // bundle, and that CA must be the one pinned by --ca-pin: a delivery for
 // another cluster, or one whose pieces do not fit, is refused before a
 // single file is written.
-func (b *bundle) check(caPin, nodeYAML string) (nodeID string, err error) {
+func checkBundle(b *wire.Bundle, caPin, nodeYAML string) (nodeID string, err error) {
 	var missing []string
 	for name, v := range map[string]string{"clusterId": b.ClusterID, "role": b.Role, "caBundle": b.CABundle, "nodeCert": b.NodeCert, "nodeKey": b.NodeKey} {
 		if v == "" {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"stratum/apiclient"
+
 	"stratum/tpm"
 )
 
@@ -54,11 +56,11 @@ type Config struct {
 	Out io.Writer
 
 	// Tuning knobs, set only by tests.
-	pollWait    time.Duration // the long-poll's wait= (60 s)
-	backoffBase time.Duration // first retry delay
-	backoffMax  time.Duration // cap of the retry delay (30 s)
-	stallAfter  time.Duration // a download with no byte for this long is cut
-	mirrorHTTP  httpDoer      // client for a release mirror (system roots)
+	pollWait    time.Duration  // the long-poll's wait= (60 s)
+	backoffBase time.Duration  // first retry delay
+	backoffMax  time.Duration  // cap of the retry delay (30 s)
+	stallAfter  time.Duration  // a download with no byte for this long is cut
+	mirrorHTTP  apiclient.Doer // client for a release mirror (system roots)
 }
 
 func (c *Config) applyDefaults() {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"encoding/json"
+
 	"stratum/crypto"
 )
 
@@ -37,12 +39,12 @@ type persisted struct {
 // nothing; each file is then written atomically at its mode (temp file in
 // the same directory, fsync, rename). The unseal key goes first, sealed
 // to the TPM, as the seed demands "immediately on receipt".
-func (j *joiner) persist(d *delivery) (*persisted, error) {
-	b, all, err := parseBundle(d.Bundle)
+func (j *joiner) persist(nodeYAML string, bundle json.RawMessage) (*persisted, error) {
+	b, all, err := parseBundle(bundle)
 	if err != nil {
 		return nil, err
 	}
-	nodeID, err := b.check(j.cfg.CAPin, d.NodeYAML)
+	nodeID, err := checkBundle(b, j.cfg.CAPin, nodeYAML)
 	if err != nil {
 		return nil, err
 	}
@@ -63,12 +65,8 @@ func (j *joiner) persist(d *delivery) (*persisted, error) {
 		// Other roles receive no cluster secrets (SPEC 16.1).
 		j.log.printf("note: the bundle has no axdnsdEncryptionKey (a founder that predates it); axdnsd.env is not written")
 	}
-	nodeToken := ""
-	if b.OpenBaoNodeToken != nil {
-		nodeToken = *b.OpenBaoNodeToken
-	}
 	files := []outFile{
-		{etcDir + "/node.yaml", []byte(d.NodeYAML), 0o644},
+		{etcDir + "/node.yaml", []byte(nodeYAML), 0o644},
 		{etcDir + "/bundle.json", public, 0o644},
 		{secretsDir + "/node.key", []byte(b.NodeKey), 0o600},
 		{secretsDir + "/node.crt", []byte(b.NodeCert), 0o644},
@@ -77,7 +75,7 @@ func (j *joiner) persist(d *delivery) (*persisted, error) {
 		{secretsDir + "/admin-password", []byte(b.AdminPassword), 0o600},
 		{secretsDir + "/openbao-token", []byte(b.OpenBaoToken), 0o600},
 		{secretsDir + "/axdnsd-encryption-key", []byte(b.AxdnsdEncryptionKey), 0o600},
-		{secretsDir + "/openbao-node.token", []byte(nodeToken), 0o600},
+		{secretsDir + "/openbao-node.token", []byte(b.OpenBaoNodeToken), 0o600},
 		{etcDir + "/controlplane.env", cpEnv, 0o600},
 		{etcDir + "/axdnsd.env", axEnv, 0o600},
 		{etcDir + "/bootstrap-credentials.txt", bootstrapCredentials(b), 0o600},
@@ -98,7 +96,11 @@ func (j *joiner) persist(d *delivery) (*persisted, error) {
 	if err := os.Chmod(sd, 0o700); err != nil {
 		return nil, err
 	}
-	if err := j.storeUnsealKey(sd, b.OpenBaoUnsealKey); err != nil {
+	unsealKey := ""
+	if b.OpenBaoUnsealKey != nil {
+		unsealKey = *b.OpenBaoUnsealKey
+	}
+	if err := j.storeUnsealKey(sd, unsealKey); err != nil {
 		return nil, err
 	}
 	for _, f := range files {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"stratum/apiclient"
+
 	sha256 "github.com/minio/sha256-simd"
 
 	"stratum/release"
@@ -64,7 +66,7 @@ func (j *joiner) fetchFile(ctx context.Context, src *source, rel string, f relea
 	}
 	prog.add(off)
 	d := &download{j: j, src: src, f: f, file: file, h: h, off: off, prog: prog, validatorPath: validatorPath}
-	if err := retry(ctx, j.api.bo, j.log, "downloading "+f.Path, d.attempt); err != nil {
+	if err := j.retry(ctx, "downloading "+f.Path, d.attempt); err != nil {
 		return err
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
@@ -208,17 +210,17 @@ func (d *download) attempt(ctx context.Context) error {
 			if err := d.restart(); err != nil {
 				return err
 			}
-			return &transientError{err: errors.New("unusable range answer"), after: time.Millisecond}
+			return &apiclient.TransientError{Err: errors.New("unusable range answer"), After: time.Millisecond}
 		}
 	case http.StatusRequestedRangeNotSatisfiable:
 		if err := d.restart(); err != nil {
 			return err
 		}
-		return &transientError{err: errors.New("range not satisfiable; starting the file again"), after: time.Millisecond}
+		return &apiclient.TransientError{Err: errors.New("range not satisfiable; starting the file again"), After: time.Millisecond}
 	case http.StatusNotFound:
 		return fmt.Errorf("%s does not serve %s: %w", d.src.name, d.f.Path, errNotServed)
 	default:
-		return responseError(resp)
+		return apiclient.ResponseError(resp)
 	}
 	if resp.ContentLength >= 0 && resp.ContentLength != d.f.Size-d.off {
 		d.j.log.printf("%s: the server announces %d bytes where %d are expected; the hash check will decide", d.f.Path, resp.ContentLength, d.f.Size-d.off)
@@ -232,12 +234,12 @@ func (d *download) attempt(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if n > 0 {
-			return &transientError{err: fmt.Errorf("connection lost after %s (%v); resuming at %s", humanBytes(n), err, humanBytes(d.off)), progressed: true}
+			return &apiclient.TransientError{Err: fmt.Errorf("connection lost after %s (%v); resuming at %s", humanBytes(n), err, humanBytes(d.off)), Progressed: true}
 		}
-		return &transientError{err: err}
+		return &apiclient.TransientError{Err: err}
 	}
 	if d.off < d.f.Size {
-		return &transientError{err: fmt.Errorf("the server ended the file at %s of %s; resuming", humanBytes(d.off), humanBytes(d.f.Size)), progressed: n > 0}
+		return &apiclient.TransientError{Err: fmt.Errorf("the server ended the file at %s of %s; resuming", humanBytes(d.off), humanBytes(d.f.Size)), Progressed: n > 0}
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"stratum/wire"
 )
 
 // envLine is one KEY=value line of an environment file.
@@ -39,7 +41,7 @@ const openBaoPort = "8200"
 // replica gets no admin or OpenBao lines when the founder sent none (it
 // runs no control plane); any role gets no line for a credential the
 // founder left empty, since an empty value would override a default.
-func controlPlaneEnv(b *bundle, nodeID string) []envLine {
+func controlPlaneEnv(b *wire.Bundle, nodeID string) []envLine {
 	var l []envLine
 	postgresOnly := b.Role == "postgres"
 	if b.AdminPassword != "" || !postgresOnly {
@@ -67,7 +69,7 @@ func controlPlaneEnv(b *bundle, nodeID string) []envLine {
 }
 
 // bootstrapCredentials mirrors the founder's file: email= and password=.
-func bootstrapCredentials(b *bundle) []byte {
+func bootstrapCredentials(b *wire.Bundle) []byte {
 	if b.AdminPassword == "" {
 		return nil
 	}

@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"stratum/wire"
+
 	"stratum/crypto"
 	"stratum/release"
 )
@@ -133,10 +135,10 @@ func (r *fakeReg) viewOf() map[string]any {
 	v := map[string]any{"joinId": r.id, "state": r.state, "reason": r.reason, "role": r.role,
 		"release": r.release, "keyFingerprint": r.keyPin, "queuePosition": r.queue,
 		"createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z"}
-	if r.state == stateNeedsUpgrade {
+	if r.state == wire.StateNeedsUpgrade {
 		v["upgrade"] = r.upgrade
 	}
-	if r.state == stateDelivering || r.state == stateInstalling {
+	if r.state == wire.StateDelivering || r.state == wire.StateInstalling {
 		v["delivery"] = r.delivery
 	}
 	return v
@@ -185,11 +187,11 @@ func (f *fakeFounder) register(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	rel := body["release"].(string)
-	if id, ok := f.byKey[pin]; ok && !isFinal(f.regs[id].state) {
+	if id, ok := f.byKey[pin]; ok && !wire.IsFinal(f.regs[id].state) {
 		r := f.regs[id]
-		if r.state == stateNeedsUpgrade && rel == f.clusterRelease {
+		if r.state == wire.StateNeedsUpgrade && rel == f.clusterRelease {
 			r.release, r.upgrade = rel, nil
-			f.setLocked(r, statePending)
+			f.setLocked(r, wire.StatePending)
 			f.event(r, "reregistered")
 		}
 		writeJSON(w, 200, r.viewOf())
@@ -199,7 +201,7 @@ func (f *fakeFounder) register(w http.ResponseWriter, req *http.Request) {
 		writeErr(w, 401, "JOIN_TOKEN_INVALID", founderTokenMessage)
 		return
 	}
-	state := statePending
+	state := wire.StatePending
 	var up map[string]any
 	if rel != f.clusterRelease {
 		if self, _ := body["selfUpgrade"].(bool); !self {
@@ -207,7 +209,7 @@ func (f *fakeFounder) register(w http.ResponseWriter, req *http.Request) {
 				"details": map[string]any{"joinerRelease": rel, "clusterRelease": f.clusterRelease, "reason": "self-upgrade not requested"}})
 			return
 		}
-		state = stateNeedsUpgrade
+		state = wire.StateNeedsUpgrade
 		up = map[string]any{"from": rel, "to": f.clusterRelease, "source": f.source}
 	}
 	f.seq++
@@ -311,25 +313,25 @@ func (f *fakeFounder) progressHandler(w http.ResponseWriter, req *http.Request) 
 	}
 	f.progress = append(f.progress, body)
 	switch body["phase"] {
-	case phaseInstalling:
-		if r.state != stateDelivering {
+	case wire.PhaseInstalling:
+		if r.state != wire.StateDelivering {
 			writeErr(w, 409, "CONFLICT", "not delivering")
 			return
 		}
-		f.setLocked(r, stateInstalling)
-	case phaseDone:
+		f.setLocked(r, wire.StateInstalling)
+	case wire.PhaseDone:
 		if f.refuseDone > 0 {
 			f.refuseDone--
 			writeErr(w, 400, "INVALID_INPUT", "done refused by the test")
 			return
 		}
-		if r.state != stateInstalling {
+		if r.state != wire.StateInstalling {
 			writeErr(w, 409, "CONFLICT", "not installing")
 			return
 		}
-	case phaseFailed:
+	case wire.PhaseFailed:
 		r.reason, _ = body["message"].(string)
-		f.setLocked(r, stateFailed)
+		f.setLocked(r, wire.StateFailed)
 	default:
 		writeErr(w, 400, "INVALID_INPUT", "bad phase")
 		return
@@ -350,7 +352,7 @@ func (f *fakeFounder) releaseFile(w http.ResponseWriter, req *http.Request) {
 	}
 	p := req.PathValue("path")
 	f.releaseReqs = append(f.releaseReqs, releaseReq{path: p, rangeHdr: req.Header.Get("Range"), ifRange: req.Header.Get("If-Range")})
-	if r.state != stateNeedsUpgrade || f.source != "" || release.ValidPath(p) != nil {
+	if r.state != wire.StateNeedsUpgrade || f.source != "" || release.ValidPath(p) != nil {
 		f.mu.Unlock()
 		writeErr(w, 404, "NOT_FOUND", "not served")
 		return
@@ -506,9 +508,9 @@ func runJoiner(t *testing.T, cfg Config) error {
 func (f *fakeFounder) approveAndDeliver(r *fakeReg, delivery map[string]any) {
 	go func() {
 		time.Sleep(50 * time.Millisecond)
-		f.set(r.id, stateApproved, func(r *fakeReg) { r.queue = 2 })
-		f.waitServed(r.id, stateApproved)
-		f.set(r.id, stateDelivering, func(r *fakeReg) { r.queue = 0; r.delivery = delivery })
+		f.set(r.id, wire.StateApproved, func(r *fakeReg) { r.queue = 2 })
+		f.waitServed(r.id, wire.StateApproved)
+		f.set(r.id, wire.StateDelivering, func(r *fakeReg) { r.queue = 0; r.delivery = delivery })
 	}()
 }
 
@@ -530,8 +532,8 @@ func (f *fakeFounder) acceptOn(event string, delivery map[string]any) {
 
 func (f *fakeFounder) joinSoon(r *fakeReg) {
 	go func() {
-		f.waitServed(r.id, stateInstalling)
-		f.set(r.id, stateJoined, nil)
+		f.waitServed(r.id, wire.StateInstalling)
+		f.set(r.id, wire.StateJoined, nil)
 	}()
 }
 

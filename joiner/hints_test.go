@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"stratum/apiclient"
+	"stratum/wire"
 )
 
 // TestEachRefusalHintsOnce: the founder's error messages carry their own
@@ -39,10 +42,10 @@ func TestEachRefusalHintsOnce(t *testing.T) {
 			if tc.retryAfter != "" {
 				resp.Header.Set("Retry-After", tc.retryAfter)
 			}
-			err := responseError(resp)
+			err := apiclient.ResponseError(resp)
 			printed := err.Error()
-			if te, ok := err.(*transientError); ok {
-				printed = retryNotice("downloading payload/a.bin", te, time.Second)
+			if te, ok := err.(*apiclient.TransientError); ok {
+				printed = apiclient.RetryNotice("downloading payload/a.bin", te, time.Second)
 			}
 			if n := len(regexp.MustCompile(tc.hint).FindAllString(printed, -1)); n != 1 {
 				t.Errorf("the advice is printed %d times, want once: %s", n, printed)
@@ -83,7 +86,7 @@ func TestReleaseRecordedByARun(t *testing.T) {
 	f := newFakeFounder(t, "0.6.0")
 	f.onEvent = func(r *fakeReg, ev string) {
 		if ev == "registered" {
-			go f.set(r.id, stateRejected, func(r *fakeReg) { r.reason = "test" })
+			go f.set(r.id, wire.StateRejected, func(r *fakeReg) { r.reason = "test" })
 		}
 	}
 	var out syncBuffer

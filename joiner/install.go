@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"stratum/wire"
+
 	"stratum/apierr"
 )
 
@@ -20,7 +22,7 @@ func (j *joiner) install(ctx context.Context, v *view) (*view, error) {
 	if v.Delivery == nil {
 		return nil, j.fail(ctx, v, fmt.Errorf("the founder reported %s without the delivery", v.State))
 	}
-	res, err := j.persist(v.Delivery)
+	res, err := j.persist(v.Delivery.NodeYAML, v.bundle)
 	if err != nil {
 		return nil, j.fail(ctx, v, err)
 	}
@@ -30,8 +32,8 @@ func (j *joiner) install(ctx context.Context, v *view) (*view, error) {
 			return nil, j.fail(ctx, v, err)
 		}
 	}
-	if v.State == stateDelivering {
-		if cur, err := j.report(ctx, v, phaseInstalling); err != nil || cur != nil {
+	if v.State == wire.StateDelivering {
+		if cur, err := j.report(ctx, v, wire.PhaseInstalling); err != nil || cur != nil {
 			return cur, err
 		}
 		j.log.printf("reported installing")
@@ -39,7 +41,7 @@ func (j *joiner) install(ctx context.Context, v *view) (*view, error) {
 	// Applying is what the node's own services do from these files at
 	// their next start (firstboot renders keepalived, the control plane
 	// reads controlplane.env): nothing is left for the joiner to run.
-	if cur, err := j.report(ctx, v, phaseDone); err != nil || cur != nil {
+	if cur, err := j.report(ctx, v, wire.PhaseDone); err != nil || cur != nil {
 		return cur, err
 	}
 	j.st.DoneReported = true
@@ -55,7 +57,7 @@ func (j *joiner) install(ctx context.Context, v *view) (*view, error) {
 // meanwhile (an operator cancelled it): the current view decides, and a
 // final one is returned for the main loop to act on.
 func (j *joiner) report(ctx context.Context, v *view, phase string) (*view, error) {
-	_, err := j.api.callJSON(ctx, "reporting "+phase, http.MethodPost, registrationPath(v.JoinID)+"/progress", progressRequest{Phase: phase}, nil, time.Minute)
+	_, err := j.call(ctx, "reporting "+phase, http.MethodPost, registrationPath(v.JoinID)+"/progress", wire.ProgressRequest{Phase: phase}, nil, time.Minute)
 	if err == nil {
 		return nil, nil
 	}
@@ -65,9 +67,9 @@ func (j *joiner) report(ctx context.Context, v *view, phase string) (*view, erro
 			return nil, err
 		}
 		switch {
-		case isFinal(cur.State):
+		case wire.IsFinal(cur.State):
 			return cur, nil
-		case phase == phaseInstalling && cur.State == stateInstalling:
+		case phase == wire.PhaseInstalling && cur.State == wire.StateInstalling:
 			return nil, nil
 		}
 	}
@@ -89,11 +91,11 @@ func (j *joiner) fail(ctx context.Context, v *view, local error) error {
 	j.log.printf("reporting the failure to the founder")
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	_, err := j.api.callJSON(rctx, "reporting failed", http.MethodPost, registrationPath(v.JoinID)+"/progress", progressRequest{Phase: phaseFailed, Message: msg}, nil, time.Minute)
+	_, err := j.call(rctx, "reporting failed", http.MethodPost, registrationPath(v.JoinID)+"/progress", wire.ProgressRequest{Phase: wire.PhaseFailed, Message: msg}, nil, time.Minute)
 	if err != nil {
 		j.log.printf("could not report the failure to the founder: %v (its delivery timeout will fail the join)", err)
 	} else {
-		j.st.State = stateFailed
+		j.st.State = wire.StateFailed
 		_ = j.st.save(j.cfg.StateDir)
 	}
 	return &outcome{sentinel: ErrFailed, joinID: v.JoinID, local: local}

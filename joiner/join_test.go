@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"stratum/wire"
+
 	"stratum/apierr"
 	"stratum/crypto"
 	"stratum/tpm"
@@ -262,7 +264,7 @@ func TestRejectedAfterRetriedRegistration(t *testing.T) {
 		if ev == "registered" {
 			go func() {
 				time.Sleep(50 * time.Millisecond)
-				f.set(r.id, stateRejected, func(r *fakeReg) { r.reason = "unknown machine in rack r9" })
+				f.set(r.id, wire.StateRejected, func(r *fakeReg) { r.reason = "unknown machine in rack r9" })
 			}()
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+
+	"stratum/apiclient"
 )
 
 // registrationPath is /v1/join/registrations/{joinId}.
@@ -25,6 +27,6 @@ func queryEscape(s string) string { return url.QueryEscape(s) }
 
 // isNotFound reports a 404 NOT_FOUND from the founder.
 func isNotFound(err error) bool {
-	var re *remoteError
-	return errors.As(err, &re) && re.status == 404
+	var re *apiclient.RemoteError
+	return errors.As(err, &re) && re.Status == 404
 }

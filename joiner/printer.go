@@ -29,3 +29,6 @@ func (p *printer) setBar(bar interface{ Clear() error }) {
 	p.bar = bar
 	p.mu.Unlock()
 }
+
+// line prints one line as it is (a retry or failover notice).
+func (p *printer) line(s string) { p.printf("%s", s) }

@@ -2,6 +2,7 @@ package joiner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -9,7 +10,9 @@ import (
 	"os"
 	"time"
 
+	"stratum/apiclient"
 	"stratum/release"
+	"stratum/wire"
 )
 
 // joiner is one run of `stratum join`.
@@ -17,9 +20,10 @@ type joiner struct {
 	cfg     Config
 	log     *printer
 	id      *Identity
-	api     *apiClient
-	keys    *release.Keyring // nil without --self-upgrade
-	release string           // what this machine runs now
+	api     *apiclient.Client
+	bo      apiclient.Backoff // retries of calls and downloads
+	keys    *release.Keyring  // nil without --self-upgrade
+	release string            // what this machine runs now
 	st      savedState
 
 	lastLine string // last line printed, to print each change once
@@ -93,7 +97,8 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg:     cfg,
 		log:     log,
 		id:      id,
-		api:     &apiClient{bases: baseURLs(cfg.founders()), hc: &http.Client{Transport: tr}, bo: backoff{cfg.backoffBase, cfg.backoffMax}, log: log},
+		api:     newAPI(cfg.founders(), &http.Client{Transport: tr}, apiclient.Backoff{Base: cfg.backoffBase, Max: cfg.backoffMax}, log),
+		bo:      apiclient.Backoff{Base: cfg.backoffBase, Max: cfg.backoffMax},
 		keys:    keys,
 		release: rel,
 	}
@@ -117,7 +122,7 @@ func (j *joiner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if v == nil || !isFinal(v.State) {
+	if v == nil || !wire.IsFinal(v.State) {
 		// Also for a registration picked up from the state dir: a
 		// re-registration is idempotent, and it is how the founder learns
 		// the release this machine runs after a self-upgrade.
@@ -130,18 +135,18 @@ func (j *joiner) run(ctx context.Context) error {
 			return err
 		}
 		switch v.State {
-		case stateJoined:
+		case wire.StateJoined:
 			return nil
-		case stateRejected:
+		case wire.StateRejected:
 			return &outcome{sentinel: ErrRejected, joinID: v.JoinID, reason: v.Reason}
-		case stateFailed:
+		case wire.StateFailed:
 			return &outcome{sentinel: ErrFailed, joinID: v.JoinID, reason: v.Reason}
-		case stateNeedsUpgrade:
+		case wire.StateNeedsUpgrade:
 			if v, err = j.selfUpgrade(ctx, v); err != nil {
 				return err
 			}
 			continue
-		case stateDelivering, stateInstalling:
+		case wire.StateDelivering, wire.StateInstalling:
 			if !j.st.DoneReported {
 				if v, err = j.install(ctx, v); err != nil {
 					return err
@@ -178,7 +183,7 @@ func (j *joiner) resume(ctx context.Context) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	if (v.State == stateRejected || v.State == stateFailed) && st.TokenSHA256 != tokenHash(j.cfg.Token) {
+	if (v.State == wire.StateRejected || v.State == wire.StateFailed) && st.TokenSHA256 != tokenHash(j.cfg.Token) {
 		j.log.printf("registration %s ended %s (%s); registering afresh with the token given now", v.JoinID, v.State, v.Reason)
 		j.st = savedState{}
 		return nil, nil
@@ -190,17 +195,21 @@ func (j *joiner) resume(ctx context.Context) (*view, error) {
 // register posts the registration; the same key registering again gets
 // its open registration back (200), so this is also the re-registration.
 func (j *joiner) register(ctx context.Context) (*view, error) {
-	req := registerRequest{
+	facts, err := json.Marshal(gatherFacts(j.cfg.Root))
+	if err != nil {
+		return nil, fmt.Errorf("facts: %w", err)
+	}
+	req := wire.RegisterRequest{
 		Token:       j.cfg.Token,
 		Release:     j.release,
 		SelfUpgrade: j.cfg.SelfUpgrade,
 		Hostname:    j.cfg.Hostname,
 		MgmtIP:      j.cfg.MgmtIP,
 		MachineID:   machineID(j.cfg.Root, j.id.Fingerprint),
-		Facts:       gatherFacts(j.cfg.Root),
+		Facts:       facts,
 	}
 	var v view
-	status, err := j.api.callJSON(ctx, "registering with the founder "+j.cfg.Founder, http.MethodPost, "/v1/join/registrations", req, &v, time.Minute)
+	status, err := j.call(ctx, "registering with the founder "+j.cfg.Founder, http.MethodPost, "/v1/join/registrations", req, &v, time.Minute)
 	if err != nil {
 		return nil, err // the founder's message says what to do: adding advice here would say it twice
 	}
@@ -236,7 +245,7 @@ func (j *joiner) get(ctx context.Context, joinID, state string, wait time.Durati
 		timeout = time.Duration(secs)*time.Second*21/20 + 30*time.Second
 	}
 	var v view
-	_, err := j.api.callJSON(ctx, "waiting for the founder", http.MethodGet, path, nil, &v, timeout)
+	_, err := j.call(ctx, "waiting for the founder", http.MethodGet, path, nil, &v, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -279,9 +288,9 @@ func (j *joiner) observe(v *view) error {
 // describe is the one line printed for a state.
 func describe(v *view) string {
 	switch v.State {
-	case statePending:
+	case wire.StatePending:
 		return fmt.Sprintf("state: pending: waiting for an operator to approve join %s (stratum joins approve %s)", v.JoinID, v.JoinID)
-	case stateNeedsUpgrade:
+	case wire.StateNeedsUpgrade:
 		if v.Upgrade != nil {
 			from := "the founder"
 			if v.Upgrade.Source != "" {
@@ -290,20 +299,20 @@ func describe(v *view) string {
 			return fmt.Sprintf("state: needs-upgrade: this machine runs %s, the cluster %s; upgrading from %s", v.Upgrade.From, v.Upgrade.To, from)
 		}
 		return "state: needs-upgrade"
-	case stateApproved:
+	case wire.StateApproved:
 		return fmt.Sprintf("state: approved: waiting for its turn, queue position %d (1 = next)", v.QueuePosition)
-	case stateDelivering:
+	case wire.StateDelivering:
 		return "state: delivering: its turn has come; node.yaml and the join bundle received"
-	case stateInstalling:
+	case wire.StateInstalling:
 		if len(v.WaitingFor) > 0 {
 			return "state: installing: " + stall(v.Generation, v.WaitingFor)
 		}
 		return "state: installing: waiting for every member to apply the new membership"
-	case stateJoined:
+	case wire.StateJoined:
 		return "state: joined: this machine is a member of the cluster"
-	case stateRejected:
+	case wire.StateRejected:
 		return "state: rejected: " + orNone(v.Reason)
-	case stateFailed:
+	case wire.StateFailed:
 		return "state: failed: " + orNone(v.Reason)
 	default:
 		return "state: " + v.State

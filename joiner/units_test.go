@@ -3,7 +3,6 @@ package joiner
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"stratum/semver"
+	"stratum/wire"
 )
 
 func TestCompareVersions(t *testing.T) {
@@ -103,34 +103,6 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	b := backoff{base: 500 * time.Millisecond, max: 30 * time.Second}
-	for attempt := range 20 {
-		d := b.delay(attempt)
-		ceil := min(b.base<<min(attempt, 10), b.max)
-		if d < ceil/2 || d > ceil {
-			t.Errorf("attempt %d: %s outside [%s, %s]", attempt, d, ceil/2, ceil)
-		}
-	}
-	h := http.Header{}
-	now := time.Now()
-	if retryAfter(h, now) != 0 {
-		t.Error("absent Retry-After")
-	}
-	h.Set("Retry-After", "3")
-	if retryAfter(h, now) != 3*time.Second {
-		t.Error("seconds")
-	}
-	h.Set("Retry-After", now.Add(10*time.Second).UTC().Format(http.TimeFormat))
-	if d := retryAfter(h, now); d < 8*time.Second || d > 11*time.Second {
-		t.Errorf("date: %s", d)
-	}
-	h.Set("Retry-After", "999999")
-	if retryAfter(h, now) != maxRetryAfter {
-		t.Error("not capped")
-	}
-}
-
 func TestParseContentRange(t *testing.T) {
 	if s, tot, ok := parseContentRange("bytes 100-199/1000"); !ok || s != 100 || tot != 1000 {
 		t.Errorf("%d %d %v", s, tot, ok)
@@ -147,10 +119,8 @@ func TestEnvFiles(t *testing.T) {
 		t.Errorf("a value with a newline: %v (and the value must not be in the message)", err)
 	}
 	// A Postgres replica: no admin or OpenBao lines when the founder sent none.
-	b := &bundle{Role: "postgres", ClusterID: "cl-1", ParentDomain: "d", Region: "r"}
-	b.VIPs = &struct {
-		OpenBao string `json:"openBao"`
-	}{OpenBao: "2001:db8::242"}
+	b := &wire.Bundle{Role: "postgres", ClusterID: "cl-1", ParentDomain: "d", Region: "r"}
+	b.VIPs = &wire.VIPs{OpenBao: "2001:db8::242"}
 	got, _ := renderEnv(controlPlaneEnv(b, "n-1"))
 	if want := "STRATUM_PARENT_DOMAIN=d\nSTRATUM_REGION=r\nSTRATUM_CLUSTER_ID=cl-1\nSTRATUM_NODE_ID=n-1\n"; string(got) != want {
 		t.Errorf("postgres env:\n%s", got)

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"stratum/apiclient"
+	"stratum/wire"
+
 	"stratum/crypto"
 	"stratum/release"
 	"stratum/semver"
@@ -34,7 +37,7 @@ var errNotServed = errors.New("not served")
 // source is where release files come from.
 type source struct {
 	name string // for messages: "the founder" or the mirror URL
-	hc   httpDoer
+	hc   apiclient.Doer
 	base string // URL prefix the escaped release path is appended to
 }
 
@@ -46,9 +49,9 @@ func (s *source) url(p string) string { return s.base + escapePath(p) }
 // with the system roots; it need not be trusted at all, since every byte
 // is checked against the signed manifest, which is also why plain http is
 // accepted for an air-gapped mirror.
-func (j *joiner) releaseSource(joinID string, u *upgrade) (*source, error) {
+func (j *joiner) releaseSource(joinID string, u *wire.Upgrade) (*source, error) {
 	if u.Source == "" {
-		return &source{name: "the founder", hc: j.api.hc, base: j.api.base() + registrationPath(joinID) + "/release/"}, nil
+		return &source{name: "the founder", hc: j.api.HTTP(), base: j.api.Base() + registrationPath(joinID) + "/release/"}, nil
 	}
 	pu, err := url.Parse(u.Source)
 	if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
@@ -96,7 +99,7 @@ func (j *joiner) selfUpgrade(ctx context.Context, v *view) (*view, error) {
 	}
 	tree, err := j.fetchRelease(ctx, v.JoinID, u)
 	if errors.Is(err, errNotServed) {
-		if cur, gerr := j.get(ctx, v.JoinID, "", 0); gerr == nil && cur.State != stateNeedsUpgrade {
+		if cur, gerr := j.get(ctx, v.JoinID, "", 0); gerr == nil && cur.State != wire.StateNeedsUpgrade {
 			return cur, nil // rejected meanwhile, say: the main loop reports it
 		}
 	}
@@ -137,7 +140,7 @@ func removeInstalledRelease(stateDir, rel string, log *printer) {
 // each file is then downloaded into <state-dir>/downloads/<release> and
 // moved into the tree only once its SHA-256 matches the manifest, so the
 // tree holds the two payload files and verified files, nothing else.
-func (j *joiner) fetchRelease(ctx context.Context, joinID string, u *upgrade) (string, error) {
+func (j *joiner) fetchRelease(ctx context.Context, joinID string, u *wire.Upgrade) (string, error) {
 	src, err := j.releaseSource(joinID, u)
 	if err != nil {
 		return "", err
@@ -198,7 +201,7 @@ func (j *joiner) fetchRelease(ctx context.Context, joinID string, u *upgrade) (s
 // fetchSmall GETs a payload file whole into memory.
 func (j *joiner) fetchSmall(ctx context.Context, src *source, p string, limit int64) ([]byte, error) {
 	var data []byte
-	err := retry(ctx, j.api.bo, j.log, "fetching "+p, func(ctx context.Context) error {
+	err := j.retry(ctx, "fetching "+p, func(ctx context.Context) error {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 		req, err := http.NewRequestWithContext(actx, http.MethodGet, src.url(p), nil)
@@ -214,7 +217,7 @@ func (j *joiner) fetchSmall(ctx context.Context, src *source, p string, limit in
 		case resp.StatusCode == http.StatusNotFound:
 			return fmt.Errorf("%s does not serve %s of this release: %w", src.name, p, errNotServed)
 		case resp.StatusCode != http.StatusOK:
-			return responseError(resp)
+			return apiclient.ResponseError(resp)
 		}
 		b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 		if err != nil {

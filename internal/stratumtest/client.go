@@ -1,12 +1,14 @@
 package stratumtest
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
+
+	"stratum/apiclient"
+	"stratum/wire"
 
 	"stratum/apierr"
 )
@@ -35,64 +37,54 @@ func (f *Founder) Admin(t testing.TB) *Client {
 // Login logs in and returns the session token.
 func (c *Client) Login(t testing.TB, email, password string) string {
 	t.Helper()
-	var out struct {
-		Token string `json:"token"`
-	}
-	c.Must(t, "POST", "/v1/auth/login", map[string]string{"email": email, "password": password}, 200, &out)
+	var out wire.LoginResponse
+	c.Must(t, "POST", "/v1/auth/login", wire.LoginRequest{Email: email, Password: password}, 200, &out)
 	if out.Token == "" {
 		t.Fatal("login answered no token")
 	}
 	return out.Token
 }
 
+// api is the one founder client (package apiclient) over c's fields.
+func (c *Client) api() *apiclient.Client {
+	return apiclient.New([]string{c.Base}, c.HTTP, apiclient.Options{Token: c.Token, MaxAnswer: maxAnswer})
+}
+
+// maxAnswer bounds an answer in tests: far above any real one (a release
+// set of 100k nodes), still a bound.
+const maxAnswer = 1 << 30
+
 // Do sends body (JSON-encoded; a json.RawMessage is sent as is) and
 // returns the status. A 2xx answer is decoded into out; any other is
 // returned as its *apierr.Error envelope (an answer that is not the
 // envelope is an error too).
 func (c *Client) Do(method, path string, body, out any) (int, *apierr.Error, error) {
-	status, raw, err := c.Raw(method, path, body)
+	a, err := c.api().Exchange(context.Background(), method, path, body)
 	if err != nil {
-		return status, nil, err
+		return 0, nil, err
 	}
-	if status >= 300 {
-		var e apierr.Error
-		if err := json.Unmarshal(raw, &e); err != nil || e.Code == "" {
-			return status, nil, fmt.Errorf("%s %s: %d answer is not the error envelope: %s", method, path, status, raw)
+	if a.Status >= 300 {
+		re := a.Err()
+		if re.NotEnvelope {
+			return a.Status, nil, fmt.Errorf("%s %s: %d answer is not the error envelope: %s", method, path, a.Status, a.Body)
 		}
-		return status, &e, nil
+		return a.Status, re.Err, nil
 	}
-	if out != nil && len(raw) > 0 {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return status, nil, fmt.Errorf("%s %s: decode %s: %v", method, path, raw, err)
+	if out != nil && len(a.Body) > 0 {
+		if err := json.Unmarshal(a.Body, out); err != nil {
+			return a.Status, nil, fmt.Errorf("%s %s: decode %s: %v", method, path, a.Body, err)
 		}
 	}
-	return status, nil, nil
+	return a.Status, nil, nil
 }
 
 // Raw sends body (JSON-encoded) and returns the status and the raw answer.
 func (c *Client) Raw(method, path string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.Base+path, rd)
+	a, err := c.api().Exchange(context.Background(), method, path, body)
 	if err != nil {
 		return 0, nil, err
 	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw, err
+	return a.Status, a.Body, nil
 }
 
 // Must is Do that fails the test unless the status is want; it returns
