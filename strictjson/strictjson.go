@@ -28,6 +28,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"stratum/apierr"
 )
 
@@ -78,8 +80,7 @@ func Check(b []byte, t reflect.Type, fields *apierr.Fields) error {
 
 // decode fills ptr's target from b.
 func decode(b []byte, ptr reflect.Value, fields *apierr.Fields) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
+	dec := newTokens(b)
 	d := decoder{dec: dec, fields: fields}
 	if err := d.value(ptr.Elem(), ""); err != nil {
 		return err
@@ -91,7 +92,7 @@ func decode(b []byte, ptr reflect.Value, fields *apierr.Fields) error {
 }
 
 type decoder struct {
-	dec    *json.Decoder
+	dec    *tokens
 	fields *apierr.Fields
 }
 
@@ -136,8 +137,8 @@ func (d *decoder) value(v reflect.Value, path string) error {
 		return d.timeValue(v, path)
 	}
 	if opaque(t) {
-		var raw json.RawMessage
-		if err := d.dec.Decode(&raw); err != nil {
+		raw, err := d.dec.rawValue()
+		if err != nil {
 			return syntaxError(err)
 		}
 		if string(raw) == "null" {
@@ -380,7 +381,7 @@ func structFields(t reflect.Type) map[string]field {
 	return m
 }
 
-func skipValue(dec *json.Decoder) error {
+func skipValue(dec *tokens) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return syntaxError(err)
@@ -392,7 +393,7 @@ func skipValue(dec *json.Decoder) error {
 }
 
 // skip consumes the rest of a container whose opening d was just read.
-func skip(dec *json.Decoder, d json.Delim) error {
+func skip(dec *tokens, d json.Delim) error {
 	if d != '{' && d != '[' {
 		return nil
 	}
@@ -416,12 +417,12 @@ func syntaxError(err error) error {
 	if err == nil {
 		return nil
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Errorf("syntax error at byte %d", se.Offset)
-	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return errors.New("unexpected end of JSON")
+	}
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) {
+		return fmt.Errorf("syntax error at byte %d", se.ByteOffset)
 	}
 	return err
 }
