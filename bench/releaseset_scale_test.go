@@ -1,0 +1,278 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"stratum/cluster"
+	"stratum/founder"
+	"stratum/httpapi"
+	"stratum/iam"
+	"stratum/releaseset"
+	"stratum/store"
+)
+
+// BenchmarkReleaseSetScale is SPEC section 21's release set at 100,000
+// nodes (RELEASESET_SCALE_NODES to change it), the founder in this process:
+//
+//		go test -run '^$' -bench ReleaseSetScale -benchtime 1x -timeout 30m ./bench/
+//
+//	  - record rate: every node's record sent by PUT /v1/cluster/nodes/{id}/release
+//	    (bearer token, TLS, keep-alive) from recordClients concurrent clients;
+//	    records of releasesettest (4 extensions, 30 packages, 36 pins, ~11 KB),
+//	    one node in twenty on the older build, one in twenty with drift;
+//	  - memory: the process's anonymous resident memory (RssAnon: heap,
+//	    stacks; not the store file's mapped pages, which are page cache) after
+//	    the records and the first summary, minus what it held before the
+//	    founder opened its store;
+//	  - summary: GET ?view=summary of the unchanged set, p99 of summaryGets;
+//	  - page: GET ?limit=500&after=ID walking nodes[] from the start, p99 of
+//	    pageGets distinct pages (none answered before: each is encoded).
+//
+// GETs ask for zstd as `stratum release-set` and the console do; the
+// identity figures are printed beside them.
+func BenchmarkReleaseSetScale(b *testing.B) {
+	nodes := 100000
+	if v, err := strconv.Atoi(os.Getenv("RELEASESET_SCALE_NODES")); err == nil && v > 0 {
+		nodes = v
+	}
+	for b.Loop() {
+		benchReleaseSetScale(b, nodes)
+	}
+}
+
+const (
+	recordClients = 32
+	summaryGets   = 30
+	pageGets      = 40
+	pageLimit     = 500
+)
+
+func benchReleaseSetScale(b *testing.B, nodes int) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	anon0 := procStatus(os.Getpid(), "RssAnon")
+
+	dir := founder.DataDir(b.TempDir())
+	res, err := founder.Init(dir, cluster.DevDefaults(), true, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := dir.OpenStore(founder.KeySource{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	token := login(b, db, dir.Credentials())
+	ids := []string{res.Identity.FounderNodeID}
+	for i := 1; i < nodes; i++ {
+		ids = append(ids, fmt.Sprintf("n-%08d", i))
+	}
+	start := time.Now()
+	for lo := 1; lo < len(ids); lo += admitBatch {
+		hi := min(lo+admitBatch, len(ids))
+		if err := db.Update(func(tx *store.Tx) error {
+			for i := lo; i < hi; i++ {
+				m := cluster.Member{NodeID: ids[i], Role: roleOf(i), MgmtIP: fmt.Sprintf("10.%d.%d.%d", 16+i/65536, i/256%256, i%256)}
+				if _, err := cluster.Admit(tx, m, time.Now()); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("admitted %d members in %v", nodes, time.Since(start).Round(time.Millisecond))
+
+	cp := releaseset.ControlPlane{Version: "v0.2.0", Commit: "4298b2fe"}
+	svc := &releaseset.Service{DB: db, Now: time.Now, Node: ids[0], ControlPlane: cp}
+	if err := svc.Load(); err != nil {
+		b.Fatal(err)
+	}
+	api := httpapi.New(httpapi.Deps{Identity: iam.New(iam.Config{DB: db}), ReleaseSet: svc})
+	srv := newTLSServer(b, api.AdminHandler())
+	client := srv.Client()
+	tr := client.Transport.(*http.Transport)
+	tr.DisableCompression = true
+	tr.MaxIdleConnsPerHost = recordClients
+
+	// The bodies repeat every 60 nodes (releasesettest varies by i mod 60).
+	bodies := make([][]byte, 60)
+	for i := range bodies {
+		if bodies[i], err = json.Marshal(syntheticRequest(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	start = time.Now()
+	for range recordClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= nodes || failed.Load() != nil {
+					return
+				}
+				req, _ := http.NewRequest(http.MethodPut, srv.URL+"/v1/cluster/nodes/"+ids[i]+"/release", bytes.NewReader(bodies[i%60]))
+				req.Header.Set("Authorization", "Bearer "+token)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusNoContent {
+					failed.Store(fmt.Errorf("PUT %s: %s", ids[i], resp.Status))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	recordTook := time.Since(start)
+	rate := float64(nodes) / recordTook.Seconds()
+	b.Logf("recorded %d nodes in %v from %d clients", nodes, recordTook.Round(time.Millisecond), recordClients)
+
+	get := func(query, enc string) (time.Duration, []byte, string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+releasePath+query, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Accept-Encoding", enc)
+		t0 := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		took := time.Since(t0)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET %s: %s %v %.200s", query, resp.Status, err, body)
+		}
+		return took, body, resp.Header.Get("ETag")
+	}
+	// The first summary after the records builds the set's view.
+	first, body, _ := get("?view=summary", "identity")
+	var sum struct {
+		Members int `json:"members"`
+		Summary struct {
+			Recent int               `json:"recent"`
+			Skew   []json.RawMessage `json:"skew"`
+			Drift  []json.RawMessage `json:"drift"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(body, &sum); err != nil {
+		b.Fatal(err)
+	}
+	if sum.Members != nodes || sum.Summary.Recent != nodes {
+		b.Fatalf("summary: %d members, %d recent; want %d", sum.Members, sum.Summary.Recent, nodes)
+	}
+	b.Logf("summary: %d bytes identity (%d skew fields, %d drift entries), first GET after the records %v",
+		len(body), len(sum.Summary.Skew), len(sum.Summary.Drift), first.Round(time.Microsecond))
+
+	runtime.GC()
+	debug.FreeOSMemory()
+	anon := procStatus(os.Getpid(), "RssAnon") - anon0
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.Logf("memory: RssAnon %d MiB above the start, Go heap in use %d MiB, RssFile %d MiB (the store's mapped file)",
+		anon>>20, ms.HeapInuse>>20, procStatus(os.Getpid(), "RssFile")>>20)
+
+	lat := map[string][]time.Duration{}
+	var zbytes int
+	for _, enc := range []string{"zstd", "identity"} {
+		get("?view=summary", enc) // derive the coding once
+		for range summaryGets {
+			d, body, _ := get("?view=summary", enc)
+			lat["summary-"+enc] = append(lat["summary-"+enc], d)
+			if enc == "zstd" {
+				zbytes = len(body)
+			}
+		}
+	}
+	var pageBytes int
+	pages := max(1, min(pageGets, nodes/(2*pageLimit)-1))
+	for _, enc := range []string{"zstd", "identity"} {
+		after := ""
+		if enc == "identity" {
+			after = ids[pages*pageLimit] // pages not asked for yet
+		}
+		for range pages {
+			q := "?limit=" + strconv.Itoa(pageLimit)
+			if after != "" {
+				q += "&after=" + after
+			}
+			d, body, _ := get(q, enc)
+			lat["page-"+enc] = append(lat["page-"+enc], d)
+			var page struct {
+				Next string `json:"next"`
+			}
+			if enc == "identity" {
+				pageBytes = len(body)
+				if err := json.Unmarshal(body, &page); err != nil {
+					b.Fatal(err)
+				}
+				after = page.Next
+			} else {
+				// The next page starts after the last node of this one.
+				i := 0
+				if after != "" {
+					i = indexOf(ids, after) + 1
+				}
+				after = ids[i+pageLimit-1]
+			}
+		}
+	}
+	ms2 := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	line := fmt.Sprintf("releaseset-scale nodes=%d record_rate=%.0f/s summary_p50=%.1fms summary_p99=%.1fms (identity p99 %.1fms; %d bytes identity, %d zstd) page%d_p50=%.1fms page%d_p99=%.1fms (identity p99 %.1fms, %d bytes) rss_anon=%dMiB heap=%dMiB",
+		nodes, rate, ms2(percentile(lat["summary-zstd"], 50)), ms2(percentile(lat["summary-zstd"], 99)), ms2(percentile(lat["summary-identity"], 99)),
+		len(body), zbytes, pageLimit, ms2(percentile(lat["page-zstd"], 50)), pageLimit, ms2(percentile(lat["page-zstd"], 99)),
+		ms2(percentile(lat["page-identity"], 99)), pageBytes, anon>>20, ms.HeapInuse>>20)
+	b.Log(line)
+	fmt.Println(line)
+	suffix := ""
+	if nodes != 100000 {
+		suffix = "-at" + strconv.Itoa(nodes)
+	}
+	printTarget(b, "releaseset-summary-p99-100k"+suffix, ms2(percentile(lat["summary-zstd"], 99)), "<=", 50, "ms")
+	printTarget(b, "releaseset-page500-p99-100k"+suffix, ms2(percentile(lat["page-zstd"], 99)), "<=", 20, "ms")
+	printTarget(b, "releaseset-memory-100k"+suffix, float64(anon>>20), "<=", 1024, "MiB")
+	printTarget(b, "releaseset-record-rate", rate, ">=", 5000, "/s")
+}
+
+func indexOf(ids []string, id string) int {
+	for i, v := range ids {
+		if v == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// newTLSServer serves h over TLS on a loopback port until the benchmark ends.
+func newTLSServer(b *testing.B, h http.Handler) *httptest.Server {
+	srv := httptest.NewUnstartedServer(h)
+	srv.StartTLS()
+	b.Cleanup(srv.Close)
+	return srv
+}
