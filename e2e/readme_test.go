@@ -63,7 +63,19 @@ func TestReadmeQuickStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	qs := &quickStart{t: t, work: work, sessions: map[string]*session{}}
-	qs.env = append(env(), "STRATUM_API_ADDR="+apiAddr, "STRATUM_JOIN_ADDR="+joinAddr, "TMPDIR="+filepath.Join(work, "tmp"))
+	// The agent's /startupz port (default 9444 on the node's mgmtIp) is
+	// moved too, for the founder's prober and the agent alike, so a quick
+	// start a person runs on this machine does not collide with this one.
+	agentPort := freePort(t, "127.0.0.2")
+	// A person's quick start holds the default ports meanwhile: this run
+	// must not need them.
+	for _, addr := range []string{"127.0.0.1:8443", "127.0.0.1:9443", "127.0.0.2:9444"} {
+		if l, err := net.Listen("tcp", addr); err == nil {
+			t.Cleanup(func() { l.Close() })
+		}
+	}
+	qs.env = append(env(), "STRATUM_API_ADDR="+apiAddr, "STRATUM_JOIN_ADDR="+joinAddr, "TMPDIR="+filepath.Join(work, "tmp"),
+		"STRATUM_AGENT_PORT="+agentPort, "STRATUM_LISTEN=127.0.0.2:"+agentPort)
 	qs.prelude = fmt.Sprintf("make() { command make -f %q GO=true \"$@\"; }\n", filepath.Join(repo, "Makefile"))
 	t.Cleanup(qs.killAll)
 	deadline := time.Now().Add(60 * time.Second)
@@ -172,12 +184,19 @@ func quickStartBlocks(t *testing.T) []readmeBlock {
 // freeAddr is a loopback address nothing listens on (just now).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return "127.0.0.1:" + freePort(t, "127.0.0.1")
+}
+
+// freePort is a port nothing listens on at ip right now.
+func freePort(t *testing.T, ip string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", ip+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	return l.Addr().String()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
 }
 
 // quickStart is the run: one bash session per terminal.
