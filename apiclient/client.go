@@ -212,11 +212,24 @@ func (c *Client) exchange(ctx context.Context, method, path string, payload []by
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set(wire.ProtocolHeader, strconv.Itoa(wire.ProtocolVersion))
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return c.roundTrip(req, base)
+}
+
+// Send sends a request the caller built against Base() (a streamed
+// upload), with the client's headers, and reads its answer as Exchange
+// does.
+func (c *Client) Send(req *http.Request) (*Answer, error) {
+	return c.roundTrip(req, c.Base())
+}
+
+func (c *Client) roundTrip(req *http.Request, base string) (*Answer, error) {
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
+	req.Header.Set(wire.ProtocolHeader, strconv.Itoa(wire.ProtocolVersion))
 	if c.opts.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
 	}
@@ -225,7 +238,7 @@ func (c *Client) exchange(ctx context.Context, method, path string, payload []by
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if ctx.Err() == nil && (c.opts.Final == nil || !c.opts.Final(err)) {
+		if req.Context().Err() == nil && (c.opts.Final == nil || !c.opts.Final(err)) {
 			c.Failover(base)
 		}
 		return nil, err
@@ -253,7 +266,7 @@ func (c *Client) exchange(ctx context.Context, method, path string, payload []by
 	}
 	if int64(len(raw)) > limit {
 		if resp.StatusCode/100 == 2 {
-			return nil, &TooLargeError{What: method + " " + path, Limit: limit}
+			return nil, &TooLargeError{What: req.Method + " " + req.URL.Path, Limit: limit}
 		}
 		raw = raw[:limit]
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,14 +9,13 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
+	"stratum/apiclient"
+
 	"github.com/klauspost/compress/zstd"
 	"github.com/spf13/cobra"
-
-	"stratum/apierr"
 )
 
 // adminFlags are the flags every operator command shares: --api,
@@ -93,70 +91,64 @@ func (f *adminFlags) anonymous() (*adminClient, error) {
 // apiKey is the API URL as the credentials file keys it.
 func apiKey(api string) string { return strings.TrimRight(api, "/") }
 
+// api is the one founder client (package apiclient) over c: zstd asked
+// for, because zstd's long window finds the near-identical node records of
+// a large release set where gzip's 32 KiB window does not (bench: 228x vs
+// 12x).
+func (c *adminClient) api() *apiclient.Client {
+	return apiclient.New([]string{c.base}, c.http, apiclient.Options{
+		Token:     c.token,
+		MaxAnswer: maxAnswer,
+		Encoding:  "zstd",
+		Decode: func(r io.Reader) (io.ReadCloser, error) {
+			zr, err := zstd.NewReader(r)
+			if err != nil {
+				return nil, err
+			}
+			return zr.IOReadCloser(), nil
+		},
+	})
+}
+
+// maxAnswer bounds an answer the CLI reads (a whole release set).
+const maxAnswer = 512 << 20
+
 // do sends body (JSON-encoded when not nil) and decodes a 2xx answer into
 // out (a *json.RawMessage keeps it as it came); an error answer becomes
 // the *apierr.Error it carries.
 func (c *adminClient) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return c.send(req, out)
+	a, err := c.api().Exchange(ctx, method, path, body)
+	return answered(a, err, method, path, out)
 }
 
-// send adds the bearer token and decodes the answer as do describes.
+// send sends a request built against c.base (a streamed upload) with the
+// token, and decodes the answer as do describes.
 func (c *adminClient) send(req *http.Request, out any) error {
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	// zstd's long window finds the near-identical node records of a large
-	// release set; gzip's 32 KiB window does not (bench: 228x vs 12x).
-	req.Header.Set("Accept-Encoding", "zstd")
-	resp, err := c.http.Do(req)
+	a, err := c.api().Send(req)
+	return answered(a, err, req.Method, req.URL.Path, out)
+}
+
+// answered is do's reading of an answer: an envelope becomes its
+// *apierr.Error (Main renders it with its fields), any other failure a
+// statusError.
+func answered(a *apiclient.Answer, err error, method, path string, out any) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	var answer io.Reader = resp.Body
-	if resp.Header.Get("Content-Encoding") == "zstd" {
-		zr, err := zstd.NewReader(resp.Body)
-		if err != nil {
-			return err
+	if a.Status >= 300 {
+		if re := a.Err(); !re.NotEnvelope {
+			return re.Err
 		}
-		defer zr.Close()
-		answer = zr
+		return &statusError{method: method, path: path, status: a.Status}
 	}
-	raw, err := io.ReadAll(io.LimitReader(answer, 512<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode >= 300 {
-		var e apierr.Error
-		if json.Unmarshal(raw, &e) == nil && e.Code != "" {
-			e.RetryAfter, _ = strconv.Atoi(resp.Header.Get("Retry-After"))
-			return &e
-		}
-		return &statusError{method: req.Method, path: req.URL.Path, status: resp.StatusCode}
-	}
-	if out == nil || len(raw) == 0 {
+	if out == nil || len(a.Body) == 0 {
 		return nil
 	}
 	if r, ok := out.(*json.RawMessage); ok {
-		*r = append((*r)[:0], raw...)
+		*r = append((*r)[:0], a.Body...)
 		return nil
 	}
-	return json.Unmarshal(raw, out)
+	return json.Unmarshal(a.Body, out)
 }
 
 // get is GET path kept as it came (for -o json/yaml).

@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"stratum/wire"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -53,15 +55,6 @@ func newSessionsCmd() *cobra.Command {
 	}
 	cmd.AddCommand(revoke)
 	return cmd
-}
-
-// loginAnswer is POST /v1/auth/login's answer.
-type loginAnswer struct {
-	Token     string    `json:"token"`
-	ExpiresAt time.Time `json:"expiresAt"`
-	// MustChangePassword: the user logs in with a password it must
-	// change (a bootstrap password) before doing anything else.
-	MustChangePassword bool `json:"mustChangePassword,omitempty"`
 }
 
 func newLoginCmd() *cobra.Command {
@@ -119,8 +112,8 @@ given.`,
 		if password == "" {
 			return usagef("empty password")
 		}
-		var ans loginAnswer
-		err = c.do(cmd.Context(), "POST", "/v1/auth/login", map[string]string{"email": *email, "password": password}, &ans)
+		var ans wire.LoginResponse
+		err = c.do(cmd.Context(), "POST", "/v1/auth/login", wire.LoginRequest{Email: *email, Password: password}, &ans)
 		if e, ok := apierr.As(err); ok && e.Code == apierr.TooManyRequests {
 			wait := time.Duration(max(e.RetryAfter, 1)) * time.Second
 			return fmt.Errorf("%s: retry in %s (after %s)", e.Message, wait, time.Now().Add(wait).Format("15:04:05"))
