@@ -41,6 +41,7 @@ func newServeCmd() *cobra.Command {
 	logFormat := fs.String("log-format", "text", "text or json")
 	keys := addKeyFlags(fs, "TPM holding the sealed data key (/dev/tpmrm0 or a swtpm socket; data.key.tpm alone implies /dev/tpmrm0)")
 	dsn := storeFlag(fs)
+	allowPublic := fs.Bool("allow-public-connect", false, "serve on a PostgreSQL database every role of the server may connect to (warned at every start)")
 	acceptRollback := fs.Bool("accept-audit-rollback", false, "start once although the store's audit chain ends below this founder's high-water mark (an older backup restored on purpose; audited)")
 	var bao openbao.Settings
 	fs.StringVar(&bao.Addr, "openbao-addr", "", "the cluster's OpenBao (https://HOST:8200); overrides the cluster file's openbao.addr")
@@ -56,7 +57,7 @@ func newServeCmd() *cobra.Command {
 			APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
 			ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseSource: *source, DeliveryTimeout: *timeout,
 			OpenBao:       bao,
-			ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort,
+			ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort, AllowPublicConnect: *allowPublic,
 			AcceptAuditRollback: *acceptRollback, Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: cmd.OutOrStdout(), JSONBanner: *logFormat == "json",
 		})
 	}

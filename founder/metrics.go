@@ -23,5 +23,7 @@ func (f *Founder) registerDomainMetrics(reg *prometheus.Registry) {
 		counter("stratum_release_cache_misses_total", "Release units read from disk and hashed (64 KiB; 1 MiB for a file without a sub-chunk index).", f.mirror.CacheMisses),
 		gauge("stratum_release_cache_bytes", "Bytes held by the cache of verified release chunks.", f.mirror.CacheBytes),
 		gauge("stratum_join_waiters", "Long-polls waiting on a registration.", f.joins.Hub().Waiters),
+		gauge("stratum_store_foreign_lock_holders", "Database sessions that are not founders holding the cluster's writer lock or lease (SPEC 16.7).",
+			func() int { return len(f.db.ForeignHolders()) }),
 	)
 }

@@ -56,7 +56,10 @@ type Options struct {
 	ProbeInterval time.Duration
 	AgentPort     int
 	Build         buildinfo.Info
-	Log           *slog.Logger
+	// AllowPublicConnect starts on a PostgreSQL database every role of the
+	// server may connect to, with a warning (SPEC 16.7).
+	AllowPublicConnect bool
+	Log                *slog.Logger
 	// Out receives the start banner (listeners, CA pin, credentials).
 	Out io.Writer
 	// JSONBanner writes the banner as JSON lines, as --log-format json
@@ -156,6 +159,9 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	f := &Founder{opts: o, db: db, dataKey: key, startup: startup, log: o.Log}
 	defer f.close()
+	if err := f.checkPublicConnect(); err != nil {
+		return err
+	}
 	if err := db.View(func(tx *store.Tx) error {
 		var err error
 		if f.id, err = cluster.LoadIdentity(tx); err != nil {

@@ -98,6 +98,7 @@ func (f *Founder) admissionRelease() string {
 func (f *Founder) startBackground(ctx context.Context) {
 	go f.recordOwnRelease(ctx)
 	go f.purgeSessions(ctx)
+	go f.watchForeignHolders(ctx)
 	go f.joins.Run(ctx)
 	go f.renewOpenBao(ctx)
 	if f.prober != nil {

@@ -116,6 +116,8 @@ type storeHealth struct{ db *store.DB }
 func (h storeHealth) Ping() error { return h.db.View(func(*store.Tx) error { return nil }) }
 func (h storeHealth) Schema() int { return h.db.Schema() }
 
+func (h storeHealth) Degraded() []store.ForeignHolder { return h.db.ForeignHolders() }
+
 // envelope is the error body of SPEC section 2.
 type envelope struct {
 	Code    string `json:"code"`

@@ -2,7 +2,10 @@ package httpapi
 
 import (
 	_ "embed"
+	"fmt"
 	"net/http"
+
+	"stratum/store"
 )
 
 //go:embed openapi.json
@@ -18,6 +21,32 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request, _ *call) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// readyz is healthz plus what degrades the service without stopping it:
+// a database session that is not a founder holding the cluster's writer
+// lock (writes wait) or lease (background work stops), with its pid so
+// the operator can end it. Degraded still answers 200: every replica
+// shares the condition, so a balancer taking them out fixes nothing.
+func (a *API) readyz(w http.ResponseWriter, r *http.Request, _ *call) error {
+	if err := a.Health.Ping(); err != nil {
+		return err
+	}
+	holders := a.Health.Degraded()
+	if len(holders) == 0 {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		return nil
+	}
+	type problem struct {
+		store.ForeignHolder
+		Message string `json:"message"`
+	}
+	out := []problem{}
+	for _, h := range holders {
+		out = append(out, problem{h, fmt.Sprintf("database session pid %d (role %q, application %q) that is not a founder holds the cluster's %s lock; end it with SELECT pg_terminate_backend(%d)", h.PID, h.User, h.Application, h.Lock, h.PID)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "degraded", "problems": out})
 	return nil
 }
 

@@ -13,6 +13,8 @@ func (a *API) adminRoutes() []Route {
 	return []Route{
 		{Method: "GET", Path: "/healthz", Auth: authNone,
 			Summary: "Liveness: the process serves and its store answers.", handler: a.healthz},
+		{Method: "GET", Path: "/readyz", Auth: authNone,
+			Summary: "Readiness: ready, or degraded with each database session that is not a founder holding the cluster's writer lock or lease (its pid).", handler: a.readyz},
 		{Method: "GET", Path: "/startupz", Auth: authNone,
 			Summary: "Boot progress: state, phase, phase duration, last boot duration.", handler: a.startupz},
 		{Method: "GET", Path: "/version", Auth: authNone,

@@ -47,6 +47,9 @@ type Health interface {
 	Ping() error
 	// Schema is the store's schema level.
 	Schema() int
+	// Degraded lists the database sessions that are not founders holding
+	// the cluster's locks (SPEC 16.7), for /readyz.
+	Degraded() []store.ForeignHolder
 }
 
 // JoinAdmin is the operator's side of joining: tokens, the join list and

@@ -143,30 +143,35 @@ const topicRecords = "release-records"
 
 // heard keeps the cache current when another replica of a shared store
 // recorded (this replica's own commits reach the cache first, by their
-// hook): it reads that one node's record, in a transaction begun after
-// the note's commit, and keeps it with the note's commit sequence, so a
-// late local hook carrying an older sequence cannot put an older record
-// back. One key read: it runs on the store's listener, which every
-// cross-replica wake waits behind.
+// hook). A note is a hint only (SPEC 16.7: any role that may connect can
+// send one): it names the node to read again and nothing else. The record
+// is read in a transaction begun after the note arrived, together with
+// the bucket's sequence in that snapshot, and kept with that sequence, so
+// a late local hook carrying an older sequence cannot put an older record
+// back, and a note's own sequence, forged or not, decides nothing. One
+// key read: it runs on the store's listener, which every cross-replica
+// wake waits behind.
 func (s *Service) heard(payload string) {
-	node, seqText, _ := strings.Cut(payload, " ")
-	seq, err := strconv.ParseUint(seqText, 10, 64)
-	if err != nil || node == "" {
-		s.dropCache() // a note this build does not read: load again
+	node, _, _ := strings.Cut(payload, " ")
+	if node == "" {
+		s.dropCache() // every note may have been missed: load again
 		return
 	}
 	s.mu.RLock()
-	cur, ok := s.records[node]
 	loaded := s.records != nil
 	s.mu.RUnlock()
-	if !loaded || ok && cur.seq >= seq {
+	if !loaded {
 		return
 	}
 	var st Stored
 	var found bool
+	var seq uint64
 	if err := s.DB.View(func(tx *store.Tx) error {
 		var err error
-		found, err = tx.GetJSON(bucketRecords, node, &st)
+		if found, err = tx.GetJSON(bucketRecords, node, &st); err != nil {
+			return err
+		}
+		seq, err = tx.Sequence(bucketRecords)
 		return err
 	}); err != nil || !found {
 		s.dropCache()

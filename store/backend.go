@@ -36,6 +36,8 @@ type kv interface {
 	// last returns the greatest key and its value, or nil.
 	last(bucket string) (k, v []byte, err error)
 	nextSequence(bucket string) (uint64, error)
+	// sequence is the bucket's last nextSequence value, without moving it.
+	sequence(bucket string) (uint64, error)
 	createBucket(name string) error
 	writable() bool
 }

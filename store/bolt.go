@@ -157,6 +157,14 @@ func (t boltTx) nextSequence(bucket string) (uint64, error) {
 	return b.NextSequence()
 }
 
+func (t boltTx) sequence(bucket string) (uint64, error) {
+	b := t.tx.Bucket([]byte(bucket))
+	if b == nil {
+		return 0, nil
+	}
+	return b.Sequence(), nil
+}
+
 // boltOf returns the bbolt transaction under tx, for what only a file
 // can do (a byte-exact snapshot); nil on another backend.
 func boltOf(tx *Tx) *bolt.Tx {

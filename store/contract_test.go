@@ -533,3 +533,30 @@ func TestContractDeletePrefix(t *testing.T) {
 		}
 	})
 }
+
+// TestContractSequenceRead: a view reads how far a bucket's sequence has
+// gone without moving it (0 for a bucket that never had one).
+func TestContractSequenceRead(t *testing.T) {
+	backends(t, func(t *testing.T, _ string, open opener) {
+		db := open(t)
+		for range 3 {
+			if err := db.Update(func(tx *Tx) error { _, err := tx.NextSequence(cBucket); return err }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 2 {
+			if err := db.View(func(tx *Tx) error {
+				n, err := tx.Sequence(cBucket)
+				if err != nil || n != 3 {
+					t.Errorf("Sequence = %d, %v; want 3", n, err)
+				}
+				if n, err := tx.Sequence(cOther); err != nil || n != 0 {
+					t.Errorf("Sequence of a bucket without one = %d, %v; want 0", n, err)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

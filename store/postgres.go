@@ -22,7 +22,7 @@ import (
 // API is bbolt's:
 //
 //   - Write transactions run one at a time across every replica: each takes
-//     the transaction-scoped advisory lock writerLock first. That is what
+//     the transaction-scoped advisory lock locks.writer first. That is what
 //     makes "one join at a time" and "the audit chain appended in order"
 //     hold cluster-wide without a rule of their own. Writers run in READ
 //     COMMITTED, so after the lock they read every earlier commit (a
@@ -33,8 +33,13 @@ import (
 //     is the server's to keep on); a failure before the commit leaves
 //     nothing. Serialization failures and deadlocks are retried.
 const (
-	writerLock int64 = 0x5354524154554d01 // "STRATUM\x01"
-	leaseLock  int64 = 0x5354524154554d02 // background work, see lease.go
+	// bootstrapLock serializes creating the tables of an empty database,
+	// before anything is stored; a database whose tables exist never takes
+	// it. The writer and lease locks' ids are derived (see lockIDs).
+	bootstrapLock int64 = 0x5354524154554d00 // "STRATUM\x00"
+	// applicationName marks a founder's sessions in pg_stat_activity
+	// unless the DSN names one of its own.
+	applicationName = "stratum-founder"
 	// notifyChannel carries Tx.Notify notes to the other replicas.
 	notifyChannel = "stratum"
 	// txTimeout bounds one transaction, so a hung database answers
@@ -60,6 +65,9 @@ CREATE TABLE IF NOT EXISTS stratum_seq (
 );`
 
 type pgBackend struct {
+	// locks are the advisory lock ids of this cluster; zero when the store
+	// was opened without the data key (read-only), which never writes.
+	locks   lockIDs
 	pool    *pgxpool.Pool
 	cfg     *pgxpool.Config
 	host    string
@@ -67,6 +75,9 @@ type pgBackend struct {
 	holds   atomic.Bool
 	stop    context.CancelFunc
 	stopped chan struct{}
+	// foreign is what the last check found holding this cluster's locks
+	// that is not a founder session ([]ForeignHolder).
+	foreign atomic.Value
 }
 
 // pgWhere names the database without user or password.
@@ -82,7 +93,7 @@ func scrub(msg string, cfg *pgconn.Config) string {
 	return msg
 }
 
-func openPostgres(dsn string) (*pgBackend, error) {
+func openPostgres(dsn string, sealer Sealer) (*pgBackend, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx quotes the DSN it failed on; never echo a password.
@@ -95,6 +106,9 @@ func openPostgres(dsn string) (*pgBackend, error) {
 		// pgx's default (4 on this hardware) queues readers behind each
 		// other; writers are serialized by the lock anyway.
 		cfg.MaxConns = defaultMaxConns
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = applicationName
 	}
 	id := make([]byte, 8)
 	_, _ = rand.Read(id)
@@ -112,20 +126,36 @@ func openPostgres(dsn string) (*pgBackend, error) {
 		return nil, fmt.Errorf("store: cannot reach PostgreSQL at %s: %s", p.host, scrub(err.Error(), &cfg.ConnConfig.Config))
 	}
 	p.pool = pool
-	// The tables are created under the writer lock, so replicas starting
-	// together do not race on the catalog.
-	err = pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", writerLock); err != nil {
+	if err := p.createTables(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: create tables at %s: %s", p.host, scrub(err.Error(), &cfg.ConnConfig.Config))
+	}
+	if sealer != nil {
+		if p.locks, err = deriveLockIDs(sealer); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// createTables makes the tables of an empty database under the bootstrap
+// lock, so replicas starting together do not race on the catalog. A
+// database that has them takes no lock: an id every build knows must not
+// be one a neighbour can hold to stall a running cluster.
+func (p *pgBackend) createTables(ctx context.Context) error {
+	var have bool
+	err := p.pool.QueryRow(ctx, "SELECT to_regclass('stratum_kv') IS NOT NULL AND to_regclass('stratum_seq') IS NOT NULL").Scan(&have)
+	if err != nil || have {
+		return err
+	}
+	return pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", bootstrapLock); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, pgTables)
 		return err
 	})
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("store: create tables at %s: %s", p.host, scrub(err.Error(), &cfg.ConnConfig.Config))
-	}
-	return p, nil
 }
 
 func (p *pgBackend) where() string { return p.host }
@@ -222,7 +252,10 @@ func (p *pgBackend) attempt(opts pgx.TxOptions, write bool, fn func(kv) error) e
 	}
 	defer tx.Rollback(context.Background())
 	if write {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", writerLock); err != nil {
+		if p.locks.writer == 0 {
+			return pgFnError{errNoSealer}
+		}
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", p.locks.writer); err != nil {
 			return err
 		}
 	}
@@ -380,6 +413,15 @@ func (t pgTx) nextSequence(bucket string) (uint64, error) {
 	var n int64
 	err := t.tx.QueryRow(t.ctx, `INSERT INTO stratum_seq (bucket, value) VALUES ($1, 1)
 		ON CONFLICT (bucket) DO UPDATE SET value = stratum_seq.value + 1 RETURNING value`, bucket).Scan(&n)
+	return uint64(n), t.err(err)
+}
+
+func (t pgTx) sequence(bucket string) (uint64, error) {
+	var n int64
+	err := t.tx.QueryRow(t.ctx, "SELECT value FROM stratum_seq WHERE bucket = $1", bucket).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
 	return uint64(n), t.err(err)
 }
 

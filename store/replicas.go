@@ -108,9 +108,12 @@ func (p *pgBackend) listen(ctx context.Context, b *bus, ready chan struct{}) {
 
 // holdLease keeps trying the session advisory lock on its own connection;
 // holding it, it checks the connection every interval and lets go (the
-// server releases the lock with the session) when the check fails.
+// server releases the lock with the session) when the check fails. Every
+// foreignEvery it also looks for sessions that are not founders holding
+// the cluster's locks.
 func (p *pgBackend) holdLease(ctx context.Context) {
 	defer p.holds.Store(false)
+	var checked time.Time
 	for ctx.Err() == nil {
 		conn, err := p.connect(ctx)
 		for err == nil && ctx.Err() == nil {
@@ -119,10 +122,16 @@ func (p *pgBackend) holdLease(ctx context.Context) {
 			if p.holds.Load() {
 				_, err = conn.Exec(qctx, "SELECT 1")
 			} else {
-				err = conn.QueryRow(qctx, "SELECT pg_try_advisory_lock($1)", leaseLock).Scan(&got)
+				err = conn.QueryRow(qctx, "SELECT pg_try_advisory_lock($1)", p.locks.lease).Scan(&got)
 				if got {
 					p.holds.Store(true)
 				}
+			}
+			if err == nil && time.Since(checked) >= foreignEvery {
+				// On this connection, not the pool's: writers stalled
+				// behind a foreign lock holder may hold every pooled one.
+				err = p.checkForeign(qctx, conn)
+				checked = time.Now()
 			}
 			cancel()
 			if err == nil {

@@ -56,7 +56,7 @@ func Open(target string, sealer Sealer) (*DB, error) {
 	var be backend
 	var err error
 	if IsPostgres(target) {
-		be, err = openPostgres(target)
+		be, err = openPostgres(target, sealer)
 	} else {
 		be, err = openBolt(target, false)
 	}
@@ -78,7 +78,7 @@ func OpenReadOnly(target string) (*DB, error) {
 	var be backend
 	var err error
 	if IsPostgres(target) {
-		be, err = openPostgres(target)
+		be, err = openPostgres(target, nil)
 	} else {
 		be, err = openBolt(target, true)
 	}
@@ -287,6 +287,13 @@ func (tx *Tx) ForEach(b Keyspace, fn func(key string, raw []byte) error) error {
 // NextSequence returns a monotonically increasing number for bucket.
 func (tx *Tx) NextSequence(b Keyspace) (uint64, error) {
 	return tx.kv.nextSequence(b.Name())
+}
+
+// Sequence is the last number NextSequence returned for bucket (0 when
+// none), read without moving it: in a View it says how far the bucket's
+// writes had gone when the snapshot was taken.
+func (tx *Tx) Sequence(b Keyspace) (uint64, error) {
+	return tx.kv.sequence(b.Name())
 }
 
 // PutSealed seals plaintext under the data key and stores it. The bucket

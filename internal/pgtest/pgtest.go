@@ -139,14 +139,45 @@ func (s *Server) URL(name string) string {
 	return fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", s.Addr(), name)
 }
 
-// NewDatabase creates an empty database and returns its DSN.
+// NewDatabase creates an empty database and returns its DSN. PUBLIC may
+// not connect to it, as docs/HA.md asks of a site (a founder refuses to
+// start otherwise); PublicDatabase keeps PostgreSQL's default.
 func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	dsn := s.PublicDatabase(t)
+	name := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	if err := s.Exec("REVOKE CONNECT ON DATABASE " + name + " FROM PUBLIC"); err != nil {
+		t.Fatalf("revoke connect: %v", err)
+	}
+	return dsn
+}
+
+// PublicDatabase creates an empty database any role may connect to
+// (PostgreSQL's default) and returns its DSN.
+func (s *Server) PublicDatabase(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbs.Add(1))
 	if err := s.Exec("CREATE DATABASE " + name); err != nil {
 		t.Fatalf("create database: %v", err)
 	}
 	return s.URL(name)
+}
+
+// Neighbour creates a login role that neither owns nor may read the
+// database of dsn but may connect to it (a monitoring role, say, or any
+// role while PUBLIC may connect), and returns that role's DSN: the
+// PostgreSQL neighbour of SPEC 16.7's attacks.
+func (s *Server) Neighbour(t testing.TB, dsn string) string {
+	t.Helper()
+	name := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	role := fmt.Sprintf("neighbour%d_%d", os.Getpid(), dbs.Add(1))
+	if err := s.Exec("CREATE ROLE " + role + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE"); err != nil {
+		t.Fatalf("create role: %v", err)
+	}
+	if err := s.Exec("GRANT CONNECT ON DATABASE " + name + " TO " + role); err != nil {
+		t.Fatalf("grant connect: %v", err)
+	}
+	return strings.Replace(dsn, "postgres://postgres@", "postgres://"+role+"@", 1)
 }
 
 // Exec runs one statement as the superuser in the postgres database.

@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"stratum/internal/pgtest"
+)
+
+// SPEC 16.7: PostgreSQL as a shared neighbour. Each test performs the
+// attack of issue 20 item 6 against the real binary on a real PostgreSQL,
+// as a second role of the same server that owns nothing of the cluster's.
+
+// The lock ids the first builds used; any role could take them.
+const (
+	oldWriterLock int64 = 0x5354524154554d01
+	oldLeaseLock  int64 = 0x5354524154554d02
+)
+
+// TestTrust16_7_PublicConnectRefused: on a database every role may connect
+// to (PostgreSQL's default) the founder refuses to start and prints the
+// statement that fixes it; --allow-public-connect starts with a warning;
+// once the statement ran, it starts without.
+func TestTrust16_7_PublicConnectRefused(t *testing.T) {
+	srv := pgtest.Shared(t)
+	dsn := srv.PublicDatabase(t)
+	name := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	dir := filepath.Join(t.TempDir(), "a")
+	revoke := fmt.Sprintf(`REVOKE CONNECT ON DATABASE "%s" FROM PUBLIC;`, name)
+
+	r := stratum(t, "serve", "--dev", "--data", dir, "--store", dsn, "--api-addr", "127.0.0.1:0", "--join-addr", "127.0.0.1:0")
+	if r.code == 0 || !strings.Contains(r.stderr, revoke) {
+		t.Fatalf("serve on a database PUBLIC may connect to: exit %d, stderr %q; want a refusal naming %s", r.code, r.stderr, revoke)
+	}
+
+	f := launchFounder(t, dir, "--store", dsn, "--allow-public-connect")
+	if out := f.Stdout(); !strings.Contains(out, "WARNING") || !strings.Contains(out, revoke) {
+		t.Fatalf("--allow-public-connect started without the warning naming %s:\n%s", revoke, out)
+	}
+	f.stop(syscall.SIGTERM, 20*time.Second)
+
+	if err := srv.Exec(revoke); err != nil {
+		t.Fatal(err)
+	}
+	f = launchFounder(t, dir, "--store", dsn)
+	if strings.Contains(f.Stdout(), "WARNING") {
+		t.Fatalf("a warning after the revoke:\n%s", f.Stdout())
+	}
+}
+
+// neighbour is a session of a role that may connect to the cluster's
+// database and nothing more.
+func neighbour(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pgtest.Shared(t).Neighbour(t, dsn))
+	if err != nil {
+		t.Fatalf("the neighbour role connects: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func pidOf(t *testing.T, conn *pgx.Conn) int {
+	var pid int
+	if err := conn.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// readyz is the founder's /readyz: its status and the pids it names.
+func (f *founder) readyz() (string, map[string]int) {
+	f.t.Helper()
+	status, body, err := f.call("GET", "/readyz", "", nil)
+	var v struct {
+		Status   string `json:"status"`
+		Problems []struct {
+			Lock    string `json:"lock"`
+			PID     int    `json:"pid"`
+			Message string `json:"message"`
+		} `json:"problems"`
+	}
+	if err != nil || status != 200 || json.Unmarshal(body, &v) != nil {
+		f.t.Fatalf("/readyz: %d %s %v", status, body, err)
+	}
+	pids := map[string]int{}
+	for _, p := range v.Problems {
+		pids[p.Lock] = p.PID
+		if !strings.Contains(p.Message, fmt.Sprint(p.PID)) {
+			f.t.Errorf("/readyz problem without the holder's pid: %+v", p)
+		}
+	}
+	return v.Status, pids
+}
+
+// waitHolder waits until /readyz is degraded naming pid as the holder of
+// lock ("" with pid 0: until it is ready).
+func (f *founder) waitHolder(lock string, pid int, within time.Duration) {
+	f.t.Helper()
+	var status string
+	var pids map[string]int
+	for deadline := time.Now().Add(within); ; time.Sleep(200 * time.Millisecond) {
+		status, pids = f.readyz()
+		if lock == "" && status == "ready" || lock != "" && status == "degraded" && pids[lock] == pid {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("/readyz stayed %q %v for %v, want %s held by pid %d", status, pids, within, lock, pid)
+		}
+	}
+}
+
+// metric reads one unlabelled value from /metrics.
+func (f *founder) metric(name string) string {
+	f.t.Helper()
+	_, body, err := f.call("GET", "/metrics", "", nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(body)
+	if m == nil {
+		f.t.Fatalf("/metrics has no %s", name)
+	}
+	return string(m[1])
+}
+
+// TestTrust16_7_NeighbourLocks: a neighbour holding the lock ids every
+// earlier build used stalls nothing (the ids derive from the cluster's
+// data key); a neighbour that learns the real ids from pg_locks and takes
+// the lease and then the writer lock is reported by the log, the metric
+// and /readyz with its pid, and writes go on once it lets go.
+func TestTrust16_7_NeighbourLocks(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	dir := filepath.Join(t.TempDir(), "a")
+	a := startFounder(t, dir, "--store", dsn)
+	email, password := credentials(t, dir)
+	admin := a.login(email, password)
+	n := neighbour(t, dsn)
+	ctx := context.Background()
+
+	// The fixed ids of the first builds: held by the neighbour, founder
+	// writes go on.
+	if _, err := n.Exec(ctx, "SELECT pg_advisory_lock($1), pg_advisory_lock($2)", oldWriterLock, oldLeaseLock); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		start := time.Now()
+		if _, status, err := a.createToken(admin, fmt.Sprintf("fixed-%d", i)); err != nil || status != 201 {
+			t.Fatalf("a write while a neighbour holds the old fixed lock ids: %d %v", status, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("a write took %v while a neighbour holds the old fixed lock ids", d)
+		}
+	}
+	if s, _ := a.readyz(); s != "ready" {
+		t.Fatalf("/readyz %q while the neighbour holds ids that are not the cluster's", s)
+	}
+
+	// The neighbour reads the ids in use from pg_locks: the lease (held
+	// all the time) and the writer lock (held during each write).
+	advisory := func() map[int64]bool {
+		rows, err := n.Query(ctx, `SELECT classid::bigint, objid::bigint FROM pg_locks
+			WHERE locktype = 'advisory' AND objsubid = 1 AND pid <> pg_backend_pid()
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		ids := map[int64]bool{}
+		for rows.Next() {
+			var hi, lo int64
+			if err := rows.Scan(&hi, &lo); err != nil {
+				t.Fatal(err)
+			}
+			ids[int64(uint64(hi)<<32|uint64(lo))] = true
+		}
+		return ids
+	}
+	held := advisory()
+	if len(held) != 1 {
+		t.Fatalf("advisory locks held with no write running: %v, want the lease alone", held)
+	}
+	var lease int64
+	for id := range held {
+		lease = id
+	}
+	if lease == oldLeaseLock || lease == oldWriterLock {
+		t.Fatalf("the lease id is the old fixed one %#x", lease)
+	}
+	var writer int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; !stop.Load(); i++ {
+			_, _, _ = a.createToken(admin, fmt.Sprintf("spy-%d", i))
+		}
+	}()
+	for deadline := time.Now().Add(20 * time.Second); writer == 0; {
+		for id := range advisory() {
+			if id != lease {
+				writer = id
+			}
+		}
+		if time.Now().After(deadline) {
+			stop.Store(true)
+			t.Fatal("the writer lock never showed in pg_locks during writes")
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	// The lease: the neighbour takes it while no founder holds it (A
+	// killed) and A, restarted, is degraded naming the neighbour's pid.
+	a.stop(syscall.SIGKILL, 10*time.Second)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var got bool
+		if err := n.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", lease).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed founder's lease never came free")
+		}
+	}
+	a = launchFounder(t, dir, "--store", dsn)
+	pid := pidOf(t, n)
+	a.waitHolder("lease", pid, 10*time.Second)
+	if v := a.metric("stratum_store_foreign_lock_holders"); v != "1" {
+		t.Errorf("stratum_store_foreign_lock_holders = %s, want 1", v)
+	}
+	if !strings.Contains(a.Output(), fmt.Sprintf("pid=%d", pid)) {
+		t.Errorf("the log does not name the lease holder's pid %d:\n%s", pid, a.OutputTail(4096))
+	}
+	if _, status, err := a.createToken(admin, "lease-held"); err != nil || status != 201 {
+		t.Fatalf("a write while a neighbour holds the lease: %d %v", status, err)
+	}
+
+	// The writer lock: reported with the pid while held; writes go on
+	// once the neighbour lets go.
+	if _, err := n.Exec(ctx, "SELECT pg_advisory_lock($1)", writer); err != nil {
+		t.Fatal(err)
+	}
+	a.waitHolder("writer", pid, 10*time.Second)
+	if _, err := n.Exec(ctx, "SELECT pg_advisory_unlock_all()"); err != nil {
+		t.Fatal(err)
+	}
+	if _, status, err := a.createToken(admin, "after"); err != nil || status != 201 {
+		t.Fatalf("a write after the neighbour let go: %d %v", status, err)
+	}
+	a.waitHolder("", 0, 10*time.Second) // A takes the lease back too
+}
