@@ -189,6 +189,9 @@ func newJoinsEndCmd(verb, short string) *cobra.Command {
 	admin := addAdminFlags(cmd)
 	o := addOutput(cmd)
 	reason := cmd.Flags().String("reason", "", "why (the joiner shows it)")
+	if verb == "reject" {
+		_ = cmd.MarkFlagRequired("reason") // SPEC 17: rejecting needs a reason
+	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		c, err := admin.client()
 		if err != nil {

@@ -92,13 +92,15 @@ func reasonProblems(reason string) apierr.Fields {
 }
 
 // Reject ends a registration that has not had its turn (pending,
-// needs-upgrade or approved); an approved one leaves the queue.
+// needs-upgrade or approved); an approved one leaves the queue. It needs
+// a reason (SPEC 17): the joiner prints it and the audit keeps it.
 func (s *Service) Reject(by iam.Principal, joinID, reason string) (OperatorView, error) {
-	if err := reasonProblems(reason).Err("the request has problems"); err != nil {
-		return OperatorView{}, err
+	f := reasonProblems(reason)
+	if strings.TrimSpace(reason) == "" {
+		f.Add("reason", "required: say why, for the joiner and the audit log")
 	}
-	if reason == "" {
-		reason = "rejected by " + actorOf(by)
+	if err := f.Err("the request has problems"); err != nil {
+		return OperatorView{}, err
 	}
 	var out OperatorView
 	err := s.update(func(t *txn) error {

@@ -171,7 +171,7 @@ func TestCancelAndReject(t *testing.T) {
 
 	_, err := e.svc.Cancel(e.admin, b.JoinID, "")
 	wantCode(t, err, apierr.Conflict)
-	_, err = e.svc.Reject(e.admin, a.JoinID, "")
+	_, err = e.svc.Reject(e.admin, a.JoinID, "wrong rack")
 	wantCode(t, err, apierr.Conflict)
 	_, err = e.svc.Cancel(e.admin, "j-nosuchjn", "")
 	wantCode(t, err, apierr.NotFound)
@@ -189,16 +189,26 @@ func TestCancelAndReject(t *testing.T) {
 	if v := e.view("b", b.JoinID); v.State != StateDelivering {
 		t.Fatalf("next: %s", v.State)
 	}
-	// Rejecting from the queue or before approval ends it with the reason.
+	// Rejecting needs a reason (SPEC 17); a refused one changes nothing.
 	e.approve(c.JoinID, assignment(3))
-	got, err = e.svc.Reject(e.admin, c.JoinID, "")
-	if err != nil || got.State != StateRejected || got.QueuePosition != 0 || !strings.Contains(got.Reason, "admin@cloud.internal") {
+	for _, none := range []string{"", "  \n"} {
+		_, err = e.svc.Reject(e.admin, c.JoinID, none)
+		if ae := wantCode(t, err, apierr.InvalidInput); len(ae.Fields) != 1 || ae.Fields[0].Field != "reason" {
+			t.Errorf("reject with reason %q: %+v", none, ae)
+		}
+	}
+	if v := e.view("c", c.JoinID); v.State != StateApproved {
+		t.Fatalf("a refused rejection moved the join to %s", v.State)
+	}
+	// Rejecting from the queue or before approval ends it with the reason.
+	got, err = e.svc.Reject(e.admin, c.JoinID, "wrong rack")
+	if err != nil || got.State != StateRejected || got.QueuePosition != 0 || got.Reason != "wrong rack" {
 		t.Fatalf("reject approved: %+v %v", got, err)
 	}
 	if v := e.view("c", c.JoinID); v.State != StateRejected || v.Reason == "" {
 		t.Errorf("joiner sees %s %q", v.State, v.Reason)
 	}
-	_, err = e.svc.Reject(e.admin, c.JoinID, "")
+	_, err = e.svc.Reject(e.admin, c.JoinID, "again")
 	wantCode(t, err, apierr.Conflict)
 	_, err = e.svc.Reject(e.admin, c.JoinID, strings.Repeat("x", 2000))
 	wantCode(t, err, apierr.InvalidInput)
