@@ -5,12 +5,9 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"io"
-	"log"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,7 +18,7 @@ import (
 
 	"stratum/buildinfo"
 	"stratum/crypto"
-	"stratum/wire"
+	"stratum/internal/stratumtest/fakefounder"
 )
 
 const (
@@ -53,99 +50,6 @@ func node(t *testing.T, ca *crypto.CA, nodeID string) string {
 	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
 	write("etc/os-release", osr)
 	return root
-}
-
-// fakeFounder answers the agent's three calls and records them.
-type fakeFounder struct {
-	mu         sync.Mutex
-	records    []wire.RecordRequest
-	applied    []uint64
-	generation uint64
-	failing    bool // answer 503 to everything
-	srv        *httptest.Server
-	changed    chan struct{}
-}
-
-func newFakeFounder(t *testing.T, ca *crypto.CA, serverURIs []*url.URL) *fakeFounder {
-	f := &fakeFounder{generation: 3, changed: make(chan struct{})}
-	leaf, err := ca.Issue(crypto.LeafRequest{CommonName: "stratum founder", IPs: []net.IP{net.ParseIP("127.0.0.1")}, URIs: serverURIs, Server: true, Validity: time.Hour}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := tls.X509KeyPair(append(leaf.CertPEM, ca.CertPEM()...), leaf.KeyPEM)
-	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
-	f.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()}
-	f.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	f.srv.StartTLS()
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeFounder) serve(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	failing := f.failing
-	f.mu.Unlock()
-	if failing {
-		w.WriteHeader(503)
-		io.WriteString(w, `{"code":"UNAVAILABLE","message":"Upstream temporarily unavailable"}`)
-		return
-	}
-	cn := r.TLS.PeerCertificates[0].Subject.CommonName
-	body, _ := io.ReadAll(r.Body)
-	switch {
-	case r.Method == "PUT" && r.URL.Path == "/v1/cluster/nodes/"+cn+"/release":
-		var req wire.RecordRequest
-		if err := json.Unmarshal(body, &req); err != nil {
-			w.WriteHeader(400)
-			return
-		}
-		f.mu.Lock()
-		f.records = append(f.records, req)
-		f.mu.Unlock()
-		w.WriteHeader(204)
-	case r.Method == "GET" && r.URL.Path == "/v1/cluster/members":
-		f.mu.Lock()
-		g, ch := f.generation, f.changed
-		f.mu.Unlock()
-		if r.URL.Query().Get("generation") == jsonNumber(g) {
-			select {
-			case <-ch:
-			case <-time.After(2 * time.Second):
-			case <-r.Context().Done():
-			}
-		}
-		f.mu.Lock()
-		g = f.generation
-		f.mu.Unlock()
-		io.WriteString(w, `{"generation":`+jsonNumber(g)+`,"members":[{"nodeId":"n-founder1","generation":1},{"nodeId":"`+cn+`","generation":`+jsonNumber(g)+`}]}`)
-	case r.Method == "PUT" && r.URL.Path == "/v1/cluster/members/"+cn+"/applied":
-		var req struct{ Generation uint64 }
-		json.Unmarshal(body, &req)
-		f.mu.Lock()
-		f.applied = append(f.applied, req.Generation)
-		f.mu.Unlock()
-		w.WriteHeader(200)
-		io.WriteString(w, `{}`)
-	default:
-		w.WriteHeader(404)
-		io.WriteString(w, `{"code":"NOT_FOUND","message":"no"}`)
-	}
-}
-
-func jsonNumber(g uint64) string { b, _ := json.Marshal(g); return string(b) }
-
-func (f *fakeFounder) bump() {
-	f.mu.Lock()
-	f.generation++
-	close(f.changed)
-	f.changed = make(chan struct{})
-	f.mu.Unlock()
-}
-
-func (f *fakeFounder) snapshot() ([]wire.RecordRequest, []uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]wire.RecordRequest(nil), f.records...), append([]uint64(nil), f.applied...)
 }
 
 type lockedBuf struct {
@@ -212,16 +116,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // over mTLS only, and survives a founder that fails for a while.
 func TestAgent(t *testing.T) {
 	ca, _ := crypto.NewCA(testCluster, time.Now())
-	f := newFakeFounder(t, ca, []*url.URL{crypto.FounderURI(testCluster)})
+	f := fakefounder.New(t, fakefounder.Options{CA: ca, ClusterID: testCluster})
 	root := node(t, ca, testNode)
 	var logs lockedBuf
-	addr, _ := startAgent(t, root, f.srv.URL, time.Hour, &logs)
+	addr, _ := startAgent(t, root, f.URL(), time.Hour, &logs)
 
 	waitFor(t, "a first record and generation 3 applied", func() bool {
-		recs, applied := f.snapshot()
+		recs, applied := f.Sent()
 		return len(recs) >= 1 && len(applied) >= 1
 	})
-	recs, applied := f.snapshot()
+	recs, applied := f.Sent()
 	r := recs[0]
 	if r.RunningRelease != "0.2.0" || r.Release.OS == nil || r.Release.OS.ID != "debian" || r.Release.OS.Kernel == "" || r.Release.HostReportedAt == nil {
 		t.Fatalf("first record: %+v", r)
@@ -272,30 +176,26 @@ func TestAgent(t *testing.T) {
 
 	// Nothing changed: the host is read again, but not recorded again
 	// before the interval.
-	before, _ := f.snapshot()
+	before, _ := f.Sent()
 	time.Sleep(time.Second)
-	if after, _ := f.snapshot(); len(after) != len(before) {
+	if after, _ := f.Sent(); len(after) != len(before) {
 		t.Fatalf("an unchanged record was sent %d more times within a second (interval 1h)", len(after)-len(before))
 	}
 
 	// A change of the host is recorded without waiting for the interval.
 	os.WriteFile(filepath.Join(root, releasePath), []byte("0.3.0\n"), 0o644)
 	waitFor(t, "the changed release recorded", func() bool {
-		recs, _ := f.snapshot()
+		recs, _ := f.Sent()
 		return recs[len(recs)-1].RunningRelease == "0.3.0"
 	})
 
 	// A founder failing for a while: the agent keeps going and catches up.
-	f.mu.Lock()
-	f.failing = true
-	f.mu.Unlock()
-	f.bump()
+	f.SetFailing(true)
+	f.Bump()
 	time.Sleep(1500 * time.Millisecond)
-	f.mu.Lock()
-	f.failing = false
-	f.mu.Unlock()
+	f.SetFailing(false)
 	waitFor(t, "generation 4 applied after the outage", func() bool {
-		_, applied := f.snapshot()
+		_, applied := f.Sent()
 		return applied[len(applied)-1] == 4
 	})
 	if !strings.Contains(logs.String(), "UNAVAILABLE") {
@@ -307,16 +207,16 @@ func TestAgent(t *testing.T) {
 // but without the founder SAN (a member pretending) gets no record.
 func TestAgentTrustsOnlyTheFounder(t *testing.T) {
 	ca, _ := crypto.NewCA(testCluster, time.Now())
-	for name, uris := range map[string][]*url.URL{
-		"member leaf":           nil,
-		"another cluster's SAN": {crypto.FounderURI("cl-other001")},
+	for name, o := range map[string]fakefounder.Options{
+		"member leaf":           {CA: ca, ClusterID: testCluster, MemberLeaf: true},
+		"another cluster's SAN": {CA: ca, ClusterID: testCluster, ServerURIs: []*url.URL{crypto.FounderURI("cl-other001")}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFakeFounder(t, ca, uris)
+			f := fakefounder.New(t, o)
 			var logs lockedBuf
-			startAgent(t, node(t, ca, testNode), f.srv.URL, time.Hour, &logs)
+			startAgent(t, node(t, ca, testNode), f.URL(), time.Hour, &logs)
 			waitFor(t, "the refusal logged", func() bool { return strings.Contains(logs.String(), "trust=true") })
-			if recs, applied := f.snapshot(); len(recs)+len(applied) != 0 {
+			if recs, applied := f.Sent(); len(recs)+len(applied) != 0 {
 				t.Fatalf("the agent talked to an impostor: %d records, %v applied", len(recs), applied)
 			}
 		})
@@ -372,18 +272,18 @@ func buildOf(commit string) buildinfo.Info {
 // changes; the record still goes out.
 func TestMalformedPinsFile(t *testing.T) {
 	ca, _ := crypto.NewCA(testCluster, time.Now())
-	f := newFakeFounder(t, ca, []*url.URL{crypto.FounderURI(testCluster)})
+	f := fakefounder.New(t, fakefounder.Options{CA: ca, ClusterID: testCluster})
 	root := node(t, ca, testNode)
 	pins := filepath.Join(root, "pins.json")
 	os.WriteFile(pins, []byte(`{"pins":[{"name":"ovn"`), 0o644)
 	var logs lockedBuf
-	startAgent(t, root, f.srv.URL, time.Hour, &logs, func(c *Config) { c.PinsFile = pins })
-	waitFor(t, "a record", func() bool { recs, _ := f.snapshot(); return len(recs) > 0 })
+	startAgent(t, root, f.URL(), time.Hour, &logs, func(c *Config) { c.PinsFile = pins })
+	waitFor(t, "a record", func() bool { recs, _ := f.Sent(); return len(recs) > 0 })
 	time.Sleep(time.Second) // about five more reads of the host
 	if n := strings.Count(logs.String(), "field=pins"); n != 1 {
 		t.Fatalf("the bad pins file was logged %d times:\n%s", n, logs.String())
 	}
-	if recs, _ := f.snapshot(); recs[0].Release.Pins != nil {
+	if recs, _ := f.Sent(); recs[0].Release.Pins != nil {
 		t.Fatalf("pins from a bad file: %+v", recs[0].Release.Pins)
 	}
 	os.WriteFile(pins, []byte(`{"pins":[{"name":"ovn","repository":"r"}]}`), 0o644)

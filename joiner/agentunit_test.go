@@ -8,15 +8,16 @@ import (
 
 	"stratum/agent/unit"
 	"stratum/crypto"
+	"stratum/internal/stratumtest/fakefounder"
 )
 
 // TestInstallAgent: the joiner writes the release it joined on for the
 // agent, and with --install-agent the unit, its flags and the enablement
 // link under --root (systemd is not asked to start anything there).
 func TestInstallAgent(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
-	delivery, _ := f.delivery(t, "n-abc12def", "unseal-"+crypto.RandomHex(8))
-	f.acceptOn("registered", delivery)
+	f := fakefounder.New(t, fakefounder.Options{})
+	delivery, _ := f.Delivery(t, "n-abc12def", "unseal-"+crypto.RandomHex(8))
+	f.AcceptOn("registered", delivery)
 	var out syncBuffer
 	cfg := testConfig(t, f, &out)
 	cfg.InsecureStoreUnsealKey = true

@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"stratum/crypto"
+	"stratum/internal/stratumtest/fakefounder"
 )
 
 // Given several founders, the joiner moves past one that does not answer
 // and finishes its join through the next (an HA founder's replicas).
 func TestFailsOverToTheNextFounder(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
-	delivery, _ := f.delivery(t, "n-abc12def", "unseal-"+crypto.RandomHex(24))
-	f.acceptOn("registered", delivery)
+	f := fakefounder.New(t, fakefounder.Options{})
+	delivery, _ := f.Delivery(t, "n-abc12def", "unseal-"+crypto.RandomHex(24))
+	f.AcceptOn("registered", delivery)
 	// A founder that died: its port refuses connections.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -23,12 +24,12 @@ func TestFailsOverToTheNextFounder(t *testing.T) {
 	l.Close()
 	var out syncBuffer
 	cfg := testConfig(t, f, &out)
-	cfg.Founder = dead + "," + f.addr()
+	cfg.Founder = dead + "," + f.Addr()
 	cfg.InsecureStoreUnsealKey = true
 	if err := runJoiner(t, cfg); err != nil {
 		t.Fatalf("join: %v\n%s", err, out.String())
 	}
-	contains(t, out.String(), "trying the founder at "+f.addr())
+	contains(t, out.String(), "trying the founder at "+f.Addr())
 	contains(t, out.String(), "state: joined")
 }
 

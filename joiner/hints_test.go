@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"stratum/apiclient"
+	"stratum/internal/stratumtest/fakefounder"
 	"stratum/wire"
 )
 
@@ -24,7 +25,7 @@ func TestEachRefusalHintsOnce(t *testing.T) {
 		retryAfter string
 		hint       string // a regexp matching the advice
 	}{
-		{name: "refused token", status: 401, code: "JOIN_TOKEN_INVALID", msg: founderTokenMessage,
+		{name: "refused token", status: 401, code: "JOIN_TOKEN_INVALID", msg: fakefounder.TokenMessage,
 			hint: `(?i)ask the operator|new (join )?token`},
 		{name: "corrupt release", status: 503, code: "RELEASE_CORRUPT",
 			msg:  "file payload/a.bin of release 0.6.0 failed verification on the founder; an operator must re-import the release",
@@ -58,7 +59,7 @@ func TestEachRefusalHintsOnce(t *testing.T) {
 // release is told the exact flag to add, with the release the cluster
 // admits as the example; asking the founder registers nothing.
 func TestUnknownReleaseNamesTheFlag(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	var out syncBuffer
 	cfg := testConfig(t, f, &out)
 	cfg.Release = ""
@@ -69,8 +70,8 @@ func TestUnknownReleaseNamesTheFlag(t *testing.T) {
 	if n := strings.Count(err.Error(), "--release"); n != 2 { // "give it with --release, e.g. --release 0.6.0"
 		t.Errorf("the flag is named %d times: %v", n, err)
 	}
-	if len(f.regs) != 0 {
-		t.Errorf("asking the founder left %d registrations", len(f.regs))
+	if len(f.Regs) != 0 {
+		t.Errorf("asking the founder left %d registrations", len(f.Regs))
 	}
 
 	cfg.Token = "sjt1.nope.nope"
@@ -83,10 +84,10 @@ func TestUnknownReleaseNamesTheFlag(t *testing.T) {
 // TestReleaseRecordedByARun: the release the founder accepted is recorded
 // in the state dir, so the next run needs no --release.
 func TestReleaseRecordedByARun(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
-	f.onEvent = func(r *fakeReg, ev string) {
+	f := fakefounder.New(t, fakefounder.Options{})
+	f.OnEvent = func(r *fakefounder.Reg, ev string) {
 		if ev == "registered" {
-			go f.set(r.id, wire.StateRejected, func(r *fakeReg) { r.reason = "test" })
+			go f.Set(r.ID, wire.StateRejected, func(r *fakefounder.Reg) { r.Reason = "test" })
 		}
 	}
 	var out syncBuffer
@@ -99,11 +100,11 @@ func TestReleaseRecordedByARun(t *testing.T) {
 	}
 	cfg.Release = ""
 	cfg.Token = "sjt1.tok1.secret2"
-	f.token = cfg.Token
+	f.Token = cfg.Token
 	if err := runJoiner(t, cfg); ExitCode(err) != ExitRejected {
 		t.Fatalf("second run: %v", err)
 	}
-	last := f.registers[len(f.registers)-1]
+	last := f.Registers[len(f.Registers)-1]
 	if last["release"] != "0.6.0" {
 		t.Errorf("second run registered with %v", last["release"])
 	}

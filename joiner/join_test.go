@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"stratum/internal/stratumtest/fakefounder"
 	"stratum/wire"
 
 	"stratum/apierr"
@@ -22,7 +23,7 @@ import (
 )
 
 func TestPinMismatchRefused(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	other, err := crypto.NewCA("cl-other", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestPinMismatchRefused(t *testing.T) {
 	if !errors.As(err, &pe) {
 		t.Fatalf("want a PinError, got %v", err)
 	}
-	if !strings.Contains(err.Error(), other.Pin()) || !strings.Contains(err.Error(), f.ca.Pin()) {
+	if !strings.Contains(err.Error(), other.Pin()) || !strings.Contains(err.Error(), f.CA.Pin()) {
 		t.Errorf("the error should name the wanted pin and the CA presented: %v", err)
 	}
 	if ExitCode(err) != ExitFailed {
@@ -45,8 +46,8 @@ func TestPinMismatchRefused(t *testing.T) {
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("a pin mismatch must not be retried (took %s)", time.Since(start))
 	}
-	if len(f.registers) != 0 {
-		t.Errorf("the founder received %d registrations through an unpinned channel", len(f.registers))
+	if len(f.Registers) != 0 {
+		t.Errorf("the founder received %d registrations through an unpinned channel", len(f.Registers))
 	}
 }
 
@@ -79,10 +80,10 @@ func TestVerifyPinnedRejectsUnchainedLeaf(t *testing.T) {
 // TPM, installing, done, joined.
 func TestJoinWithTPM(t *testing.T) {
 	sock := tpmtest.StartSwtpm(t)
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	unseal := "unseal-" + crypto.RandomHex(24)
-	delivery, sec := f.delivery(t, "n-abc12def", unseal)
-	f.acceptOn("registered", delivery)
+	delivery, sec := f.Delivery(t, "n-abc12def", unseal)
+	f.AcceptOn("registered", delivery)
 	var out syncBuffer
 	cfg := testConfig(t, f, &out)
 	cfg.TPMPath = sock
@@ -100,7 +101,7 @@ func TestJoinWithTPM(t *testing.T) {
 		t.Errorf("pending printed %d times", n)
 	}
 	// The registration carried what SPEC 4.2 lists.
-	reg := f.registers[0]
+	reg := f.Registers[0]
 	for _, k := range []string{"token", "release", "selfUpgrade", "hostname", "mgmtIp", "machineId", "facts"} {
 		if _, ok := reg[k]; !ok {
 			t.Errorf("registration lacks %s: %v", k, reg)
@@ -137,8 +138,8 @@ func TestJoinWithTPM(t *testing.T) {
 
 	// bundle.json: every secret dropped, everything else kept.
 	bj := readFile(t, root, "etc/stratum/bundle.json")
-	for name, v := range map[string]string{"nodeKey": sec.nodeKey, "postgresPassword": sec.postgres, "adminPassword": sec.admin,
-		"openBaoToken": sec.openBao, "openBaoNodeToken": sec.openBaoNode, "axdnsdEncryptionKey": sec.axdnsd, "openBaoUnsealKey": sec.unseal} {
+	for name, v := range map[string]string{"nodeKey": sec.NodeKey, "postgresPassword": sec.Postgres, "adminPassword": sec.Admin,
+		"openBaoToken": sec.OpenBao, "openBaoNodeToken": sec.OpenBaoNode, "axdnsdEncryptionKey": sec.Axdnsd, "openBaoUnsealKey": sec.Unseal} {
 		if strings.Contains(bj, v) || strings.Contains(bj, `"`+name+`"`) {
 			t.Errorf("bundle.json holds %s", name)
 		}
@@ -155,19 +156,19 @@ func TestJoinWithTPM(t *testing.T) {
 
 	// Each secret in its own file, exactly.
 	for rel, want := range map[string]string{
-		"etc/stratum/node.yaml":                     sec.nodeYAML,
-		"etc/stratum/secrets/node.key":              sec.nodeKey,
-		"etc/stratum/secrets/node.crt":              sec.nodeCertPEM,
-		"etc/stratum/secrets/ca.pem":                sec.caPEM,
-		"etc/stratum/secrets/postgres-password":     sec.postgres,
-		"etc/stratum/secrets/admin-password":        sec.admin,
-		"etc/stratum/secrets/openbao-token":         sec.openBao,
-		"etc/stratum/secrets/axdnsd-encryption-key": sec.axdnsd,
-		"etc/stratum/secrets/openbao-node.token":    sec.openBaoNode,
-		"etc/stratum/axdnsd.env":                    "ENCRYPTION_KEY=" + sec.axdnsd + "\n",
-		"etc/stratum/bootstrap-credentials.txt":     "email=" + sec.adminEmail + "\npassword=" + sec.admin + "\n",
-		"etc/stratum/controlplane.env": "STRATUM_IAM_ADMIN_EMAIL=" + sec.adminEmail + "\nSTRATUM_IAM_ADMIN_PASSWORD=" + sec.admin +
-			"\nSTRATUM_OPENBAO_TOKEN=" + sec.openBao + "\nSTRATUM_OPENBAO_ADDR=https://192.0.2.242:8200\nSTRATUM_PARENT_DOMAIN=stratum.test" +
+		"etc/stratum/node.yaml":                     sec.NodeYAML,
+		"etc/stratum/secrets/node.key":              sec.NodeKey,
+		"etc/stratum/secrets/node.crt":              sec.NodeCertPEM,
+		"etc/stratum/secrets/ca.pem":                sec.CAPEM,
+		"etc/stratum/secrets/postgres-password":     sec.Postgres,
+		"etc/stratum/secrets/admin-password":        sec.Admin,
+		"etc/stratum/secrets/openbao-token":         sec.OpenBao,
+		"etc/stratum/secrets/axdnsd-encryption-key": sec.Axdnsd,
+		"etc/stratum/secrets/openbao-node.token":    sec.OpenBaoNode,
+		"etc/stratum/axdnsd.env":                    "ENCRYPTION_KEY=" + sec.Axdnsd + "\n",
+		"etc/stratum/bootstrap-credentials.txt":     "email=" + sec.AdminEmail + "\npassword=" + sec.Admin + "\n",
+		"etc/stratum/controlplane.env": "STRATUM_IAM_ADMIN_EMAIL=" + sec.AdminEmail + "\nSTRATUM_IAM_ADMIN_PASSWORD=" + sec.Admin +
+			"\nSTRATUM_OPENBAO_TOKEN=" + sec.OpenBao + "\nSTRATUM_OPENBAO_ADDR=https://192.0.2.242:8200\nSTRATUM_PARENT_DOMAIN=stratum.test" +
 			"\nSTRATUM_REGION=lab-1\nSTRATUM_CLUSTER_ID=cl-test1234\nSTRATUM_NODE_ID=n-abc12def\n",
 	} {
 		if got := readFile(t, root, rel); got != want {
@@ -192,23 +193,23 @@ func TestJoinWithTPM(t *testing.T) {
 	checkModes(t, cfg.StateDir, map[string]fs.FileMode{identityFile: 0o600, stateFile: 0o600})
 	var out2 syncBuffer
 	cfg.Out = &out2
-	before := len(f.registers)
+	before := len(f.Registers)
 	if err := runJoiner(t, cfg); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
-	if len(f.registers) != before {
+	if len(f.Registers) != before {
 		t.Errorf("a rerun after joined registered again")
 	}
 	contains(t, out2.String(), "state: joined")
 }
 
 func TestNoTPMFailsAndReports(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	unseal := "unseal-" + crypto.RandomHex(24)
-	delivery, _ := f.delivery(t, "n-abc12def", unseal)
-	f.onEvent = func(r *fakeReg, ev string) {
+	delivery, _ := f.Delivery(t, "n-abc12def", unseal)
+	f.OnEvent = func(r *fakefounder.Reg, ev string) {
 		if ev == "registered" {
-			f.approveAndDeliver(r, delivery)
+			f.ApproveAndDeliver(r, delivery)
 		}
 	}
 	var out syncBuffer
@@ -223,7 +224,7 @@ func TestNoTPMFailsAndReports(t *testing.T) {
 	if got := phases(f); got != "failed" {
 		t.Fatalf("progress phases %q, want failed", got)
 	}
-	if msg, _ := f.progress[0]["message"].(string); !strings.Contains(msg, "no TPM") {
+	if msg, _ := f.Progress[0]["message"].(string); !strings.Contains(msg, "no TPM") {
 		t.Errorf("the failure reported to the founder does not say why: %q", msg)
 	}
 	assertAbsent(t, cfg.Root, unseal)
@@ -240,10 +241,10 @@ func TestNoTPMFailsAndReports(t *testing.T) {
 }
 
 func TestNoTPMInsecureFlag(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	unseal := "unseal-" + crypto.RandomHex(24)
-	delivery, _ := f.delivery(t, "n-abc12def", unseal)
-	f.acceptOn("registered", delivery)
+	delivery, _ := f.Delivery(t, "n-abc12def", unseal)
+	f.AcceptOn("registered", delivery)
 	var out syncBuffer
 	cfg := testConfig(t, f, &out)
 	cfg.InsecureStoreUnsealKey = true
@@ -258,13 +259,13 @@ func TestNoTPMInsecureFlag(t *testing.T) {
 }
 
 func TestRejectedAfterRetriedRegistration(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
-	f.unavailable = 1 // the first registration meets a founder starting up
-	f.onEvent = func(r *fakeReg, ev string) {
+	f := fakefounder.New(t, fakefounder.Options{})
+	f.Unavailable = 1 // the first registration meets a founder starting up
+	f.OnEvent = func(r *fakefounder.Reg, ev string) {
 		if ev == "registered" {
 			go func() {
 				time.Sleep(50 * time.Millisecond)
-				f.set(r.id, wire.StateRejected, func(r *fakeReg) { r.reason = "unknown machine in rack r9" })
+				f.Set(r.ID, wire.StateRejected, func(r *fakefounder.Reg) { r.Reason = "unknown machine in rack r9" })
 			}()
 		}
 	}
@@ -288,7 +289,7 @@ func TestRejectedAfterRetriedRegistration(t *testing.T) {
 }
 
 func TestBadTokenEndsTheRun(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	var out syncBuffer
 	cfg := testConfig(t, f, &out)
 	cfg.Token = "sjt1.nope.nope"
@@ -303,13 +304,13 @@ func TestBadTokenEndsTheRun(t *testing.T) {
 	if n := strings.Count(err.Error()+out.String(), "ask the operator"); n != 1 {
 		t.Errorf("the hint is printed %d times, want once:\n%v\n%s", n, err, out.String())
 	}
-	if len(f.registers) != 1 {
-		t.Errorf("a refused token was retried %d times", len(f.registers))
+	if len(f.Registers) != 1 {
+		t.Errorf("a refused token was retried %d times", len(f.Registers))
 	}
 }
 
 func TestReleaseMismatchWithoutSelfUpgrade(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	var out syncBuffer
 	cfg := testConfig(t, f, &out)
 	cfg.Release = "0.5.0"
@@ -320,11 +321,11 @@ func TestReleaseMismatchWithoutSelfUpgrade(t *testing.T) {
 	}
 }
 
-func phases(f *fakeFounder) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func phases(f *fakefounder.Founder) string {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	var p []string
-	for _, b := range f.progress {
+	for _, b := range f.Progress {
 		p = append(p, b["phase"].(string))
 	}
 	return strings.Join(p, ",")
@@ -378,10 +379,10 @@ func assertAbsent(t *testing.T, dir, secret string) {
 // (here: done is refused once) is picked up by the next run, which
 // persists the delivery again and reports only done.
 func TestRestartDuringInstall(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
-	f.refuseDone = 1
-	delivery, sec := f.delivery(t, "n-abc12def", "")
-	f.acceptOn("registered", delivery)
+	f := fakefounder.New(t, fakefounder.Options{})
+	f.RefuseDone = 1
+	delivery, sec := f.Delivery(t, "n-abc12def", "")
+	f.AcceptOn("registered", delivery)
 	var out syncBuffer
 	cfg := testConfig(t, f, &out)
 	if err := runJoiner(t, cfg); err == nil || !strings.Contains(err.Error(), "done refused by the test") || ExitCode(err) != 1 {
@@ -400,7 +401,7 @@ func TestRestartDuringInstall(t *testing.T) {
 	if got := phases(f); got != "installing,done,done" {
 		t.Errorf("phases %s, want installing,done,done", got)
 	}
-	if got := readFile(t, cfg.Root, "etc/stratum/secrets/postgres-password"); got != sec.postgres {
+	if got := readFile(t, cfg.Root, "etc/stratum/secrets/postgres-password"); got != sec.Postgres {
 		t.Errorf("postgres-password not rewritten")
 	}
 	checkModes(t, cfg.Root, map[string]fs.FileMode{"etc/stratum/secrets/postgres-password": 0o600})

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"stratum/internal/stratumtest/fakefounder"
 	"stratum/release"
 )
 
@@ -93,11 +94,11 @@ func hookScript(t *testing.T, out, tail string) string {
 // upgradeConfig is a joiner on 0.5.0 with self-upgrade, against a founder
 // on 0.6.0 serving fx, which approves, delivers and joins after the
 // re-registration.
-func upgradeConfig(t *testing.T, f *fakeFounder, fx *releaseFixture, hook string, out *syncBuffer) Config {
+func upgradeConfig(t *testing.T, f *fakefounder.Founder, fx *releaseFixture, hook string, out *syncBuffer) Config {
 	t.Helper()
-	f.releaseDir = fx.dir
-	delivery, _ := f.delivery(t, "n-abc12def", "")
-	f.acceptOn("reregistered", delivery)
+	f.ReleaseDir = fx.dir
+	delivery, _ := f.Delivery(t, "n-abc12def", "")
+	f.AcceptOn("reregistered", delivery)
 	cfg := testConfig(t, f, out)
 	cfg.Release = "0.5.0"
 	cfg.SelfUpgrade = true
@@ -107,11 +108,11 @@ func upgradeConfig(t *testing.T, f *fakeFounder, fx *releaseFixture, hook string
 }
 
 func TestSelfUpgrade(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	fx := makeRelease(t, "0.6.0")
 	const cut = 1<<20 + 12345
-	f.busyOnce[fx.small] = true
-	f.cutOnce[fx.big] = cut
+	f.BusyOnce[fx.small] = true
+	f.CutOnce[fx.big] = cut
 	hookOut := t.TempDir()
 	var out syncBuffer
 	cfg := upgradeConfig(t, f, fx, hookScript(t, hookOut, `cp -r "$1" "`+hookOut+`/tree-copy"; exit 0`), &out)
@@ -155,18 +156,18 @@ func TestSelfUpgrade(t *testing.T) {
 	}
 
 	// The cut file resumed where it stopped, conditionally on its ETag.
-	reqs := f.requestsFor(fx.big)
+	reqs := f.RequestsFor(fx.big)
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests for the cut file, want 2: %+v", len(reqs), reqs)
 	}
-	if reqs[0].rangeHdr != "" {
-		t.Errorf("the first request had Range %q", reqs[0].rangeHdr)
+	if reqs[0].RangeHdr != "" {
+		t.Errorf("the first request had Range %q", reqs[0].RangeHdr)
 	}
 	sum := sha256.Sum256(mustRead(t, filepath.Join(fx.dir, fx.big)))
-	if reqs[1].rangeHdr != fmt.Sprintf("bytes=%d-", cut) || reqs[1].ifRange != `"sha256:`+hex.EncodeToString(sum[:])+`"` {
-		t.Errorf("resume request: Range %q If-Range %q, want bytes=%d- and the ETag", reqs[1].rangeHdr, reqs[1].ifRange, cut)
+	if reqs[1].RangeHdr != fmt.Sprintf("bytes=%d-", cut) || reqs[1].IfRange != `"sha256:`+hex.EncodeToString(sum[:])+`"` {
+		t.Errorf("resume request: Range %q If-Range %q, want bytes=%d- and the ETag", reqs[1].RangeHdr, reqs[1].IfRange, cut)
 	}
-	if n := len(f.requestsFor(fx.small)); n != 2 {
+	if n := len(f.RequestsFor(fx.small)); n != 2 {
 		t.Errorf("%d requests for the busy file, want 2 (503 then 200)", n)
 	}
 
@@ -174,8 +175,8 @@ func TestSelfUpgrade(t *testing.T) {
 	if got := readFile(t, cfg.StateDir, "release"); got != "0.6.0\n" {
 		t.Errorf("release file %q", got)
 	}
-	if len(f.registers) != 2 || f.registers[1]["release"] != "0.6.0" {
-		t.Errorf("registrations %v, want a second one with release 0.6.0", f.registers)
+	if len(f.Registers) != 2 || f.Registers[1]["release"] != "0.6.0" {
+		t.Errorf("registrations %v, want a second one with release 0.6.0", f.Registers)
 	}
 	if _, err := os.Stat(filepath.Join(cfg.StateDir, "downloads", "0.6.0")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("partial downloads left behind: %v", err)
@@ -183,7 +184,7 @@ func TestSelfUpgrade(t *testing.T) {
 }
 
 func TestUpgradeUnknownKeyRefused(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	fx := makeRelease(t, "0.6.0")
 	other := makeRelease(t, "0.6.0") // its trusted dir holds another key
 	hookOut := t.TempDir()
@@ -200,19 +201,19 @@ func TestUpgradeUnknownKeyRefused(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(hookOut, "tree")); !errors.Is(err, fs.ErrNotExist) {
 		t.Error("the hook ran on an untrusted release")
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, r := range f.releaseReqs {
-		if r.path != release.ManifestPath && r.path != release.SignaturePath {
-			t.Errorf("fetched %s before the manifest was trusted", r.path)
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	for _, r := range f.ReleaseReqs {
+		if r.Path != release.ManifestPath && r.Path != release.SignaturePath {
+			t.Errorf("fetched %s before the manifest was trusted", r.Path)
 		}
 	}
 }
 
 func TestUpgradeTamperedFileRefused(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	fx := makeRelease(t, "0.6.0")
-	f.tamper[fx.big] = true
+	f.Tamper[fx.big] = true
 	hookOut := t.TempDir()
 	var out syncBuffer
 	cfg := upgradeConfig(t, f, fx, hookScript(t, hookOut, "exit 0"), &out)
@@ -242,7 +243,7 @@ func TestUpgradeTamperedFileRefused(t *testing.T) {
 // the error); the rerun re-checks the verified files without downloading
 // them again and runs the hook again.
 func TestUpgradeAfterHookFailure(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	fx := makeRelease(t, "0.6.0")
 	hookOut := t.TempDir()
 	var out syncBuffer
@@ -256,9 +257,9 @@ func TestUpgradeAfterHookFailure(t *testing.T) {
 	if v, _ := readReleaseFile(cfg.StateDir); v != cfg.Release {
 		t.Errorf("a failed hook recorded the release: %q, want %q", v, cfg.Release)
 	}
-	f.mu.Lock()
-	before := len(f.releaseReqs)
-	f.mu.Unlock()
+	f.Mu.Lock()
+	before := len(f.ReleaseReqs)
+	f.Mu.Unlock()
 	// A verified file damaged on disk meanwhile (same size) is caught by
 	// the re-check and fetched again; the others are not.
 	damaged := filepath.Join(cfg.StateDir, "releases", "0.6.0", filepath.FromSlash(fx.small))
@@ -276,12 +277,12 @@ func TestUpgradeAfterHookFailure(t *testing.T) {
 	}
 	contains(t, out2.String(), "picking up registration j-test0001")
 	contains(t, out2.String(), "already verified "+fx.big)
-	f.mu.Lock()
-	after := f.releaseReqs[before:]
-	f.mu.Unlock()
+	f.Mu.Lock()
+	after := f.ReleaseReqs[before:]
+	f.Mu.Unlock()
 	for _, r := range after {
-		if r.path != release.ManifestPath && r.path != release.SignaturePath && r.path != fx.small {
-			t.Errorf("the rerun downloaded %s again", r.path)
+		if r.Path != release.ManifestPath && r.Path != release.SignaturePath && r.Path != fx.small {
+			t.Errorf("the rerun downloaded %s again", r.Path)
 		}
 	}
 	contains(t, out2.String(), fx.small+" in "+filepath.Dir(filepath.Dir(damaged)))
@@ -292,7 +293,7 @@ func TestUpgradeAfterHookFailure(t *testing.T) {
 // (never returning: here, it dies) leaves a machine whose next start only
 // re-registers, even though its unit still says --release 0.5.0.
 func TestUpgradeHookRebooted(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	fx := makeRelease(t, "0.6.0")
 	hookOut := t.TempDir()
 	var out syncBuffer
@@ -317,11 +318,11 @@ func TestUpgradeHookRebooted(t *testing.T) {
 }
 
 func TestUpgradeFromMirror(t *testing.T) {
-	f := newFakeFounder(t, "0.6.0")
+	f := fakefounder.New(t, fakefounder.Options{})
 	fx := makeRelease(t, "0.6.0")
 	mirror := httptest.NewTLSServer(http.StripPrefix("/stratum/0.6.0/", http.FileServer(http.Dir(fx.dir))))
 	t.Cleanup(mirror.Close)
-	f.source = mirror.URL + "/stratum/0.6.0"
+	f.Source = mirror.URL + "/stratum/0.6.0"
 	hookOut := t.TempDir()
 	var out syncBuffer
 	cfg := upgradeConfig(t, f, fx, hookScript(t, hookOut, "exit 0"), &out)
@@ -329,9 +330,9 @@ func TestUpgradeFromMirror(t *testing.T) {
 	if err := runJoiner(t, cfg); err != nil {
 		t.Fatalf("join: %v\n%s", err, out.String())
 	}
-	contains(t, out.String(), "fetching release 0.6.0 from "+f.source)
-	if len(f.releaseReqs) != 0 {
-		t.Errorf("the founder was asked for %d release files with a mirror configured", len(f.releaseReqs))
+	contains(t, out.String(), "fetching release 0.6.0 from "+f.Source)
+	if len(f.ReleaseReqs) != 0 {
+		t.Errorf("the founder was asked for %d release files with a mirror configured", len(f.ReleaseReqs))
 	}
 	if got := strings.TrimSpace(readFile(t, hookOut, "release")); got != "0.6.0" {
 		t.Errorf("hook release %q", got)
