@@ -266,3 +266,122 @@ func keysOf(m map[string]json.RawMessage) []string {
 	}
 	return out
 }
+
+// TestTrust16_5_LoginLimitsHold: 60 concurrent wrong logins from 12
+// loopback sources are each checked at most as often as the limit allows
+// (counted before the check), the right password then from any of them is
+// refused alike, and from a source that has not failed it still logs in
+// (slowed, never refused). 20 concurrent attempts from one source pass
+// the check exactly 5 times. Login takes application/json only.
+func TestTrust16_5_LoginLimitsHold(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			dsn := be.dsn(t)
+			dir := t.TempDir()
+			f := startOn(t, dir, dsn)
+			email, password := credentials(t, dir)
+
+			type answer struct {
+				source string
+				status int
+			}
+			burst := func(n int, source func(i int) string, pw func(i int) string) []answer {
+				out := make([]answer, n)
+				clients := map[string]*http.Client{}
+				for i := range n {
+					if clients[source(i)] == nil {
+						// Each wrong password costs an argon2id check,
+						// two at a time: a loaded machine needs minutes.
+						c := f.fromSource(source(i))
+						c.Timeout = 5 * time.Minute
+						clients[source(i)] = c
+					}
+				}
+				done := make(chan struct{})
+				for i := range n {
+					go func() {
+						defer func() { done <- struct{}{} }()
+						out[i] = answer{source(i), tryLogin(clients[source(i)], f.API, email, pw(i))}
+					}()
+				}
+				for range n {
+					<-done
+				}
+				return out
+			}
+			src := func(i int) string { return fmt.Sprintf("127.0.3.%d", 1+i%12) }
+			wrong := func(i int) string { return fmt.Sprintf("guess-%d", i) }
+			checked := map[string]int{}
+			for _, a := range burst(60, src, wrong) {
+				switch a.status {
+				case 401:
+					checked[a.source]++
+				case 429:
+				default:
+					t.Fatalf("a wrong login from %s answered %d", a.source, a.status)
+				}
+			}
+			for s, n := range checked {
+				if n > 5 {
+					t.Errorf("%s had %d wrong passwords checked, the limit is 5", s, n)
+				}
+			}
+			for _, a := range burst(12, src, func(int) string { return password }) {
+				if a.status != 429 {
+					t.Errorf("the right password from %s after its failures = %d, want 429", a.source, a.status)
+				}
+			}
+
+			// One source, 20 at once: counted before the check.
+			n401 := 0
+			for _, a := range burst(20, func(int) string { return "127.0.4.1" }, wrong) {
+				if a.status == 401 {
+					n401++
+				} else if a.status != 429 {
+					t.Fatalf("concurrent wrong login answered %d", a.status)
+				}
+			}
+			if n401 != 5 {
+				t.Errorf("20 concurrent wrong logins from one source: %d checked, want exactly 5", n401)
+			}
+
+			// The account is flooded; a source that has not failed gets in.
+			start := time.Now()
+			if st, _ := loginFrom(t, f.fromSource("127.0.5.1"), f.API, email, password); st != 200 {
+				t.Fatalf("the right password from a fresh source after the flood = %d, want 200", st)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("the flooded account answered after %v: the delay is not bounded", d)
+			}
+
+			// Only JSON: a page can send text/plain (or no type) cross-site.
+			for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", ""} {
+				req, _ := http.NewRequest("POST", "https://"+f.API+"/v1/auth/login", strings.NewReader(fmt.Sprintf(`{"email":%q,"password":%q}`, email, password)))
+				if ct != "" {
+					req.Header.Set("Content-Type", ct)
+				}
+				resp, err := f.fromSource("127.0.6.1").Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 415 {
+					t.Errorf("login with Content-Type %q = %d, want 415", ct, resp.StatusCode)
+				}
+			}
+		})
+	}
+}
+
+// tryLogin posts a login and returns the status (0 when no answer came).
+func tryLogin(c *http.Client, api, email, password string) int {
+	b, _ := json.Marshal(map[string]string{"email": email, "password": password})
+	req, _ := http.NewRequest("POST", "https://"+api+"/v1/auth/login", strings.NewReader(string(b)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

@@ -205,6 +205,7 @@ func loginFrom(t *testing.T, c *http.Client, api, email, password string) (int, 
 	t.Helper()
 	b, _ := json.Marshal(map[string]string{"email": email, "password": password})
 	req, _ := http.NewRequestWithContext(context.Background(), "POST", "https://"+api+"/v1/auth/login", strings.NewReader(string(b)))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -328,8 +329,8 @@ func TestTrust06_SessionsListRevokeLogoutPassword(t *testing.T) {
 	}
 }
 
-// Login failures are limited per source and per account: many sources
-// guessing one account are stopped too.
+// Login failures are limited per source; many sources guessing one
+// account slow it without locking out its operator.
 func TestTrust06_LoginLimitedPerSourceAndAccount(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir() + "/data"
@@ -346,8 +347,8 @@ func TestTrust06_LoginLimitedPerSourceAndAccount(t *testing.T) {
 		t.Fatalf("sixth attempt from one source = %d (Retry-After %q), want 429 with Retry-After", last, hdr.Get("Retry-After"))
 	}
 
-	// Ten failures for the admin spread over ten sources lock the account
-	// (but not another account) for every source, the right password too.
+	// Ten failures for the admin spread over ten sources slow the account
+	// but never lock it for a source that has not failed (SPEC 16.5).
 	for i := 0; i < 10; i++ {
 		c := f.fromSource(fmt.Sprintf("127.0.1.%d", i+1))
 		if status, _ := loginFrom(t, c, f.API, email, "guess-"+fmt.Sprint(i)); status != 401 {
@@ -355,9 +356,8 @@ func TestTrust06_LoginLimitedPerSourceAndAccount(t *testing.T) {
 		}
 	}
 	fresh := f.fromSource("127.0.2.1")
-	status, hdr := loginFrom(t, fresh, f.API, email, password)
-	if status != 429 || hdr.Get("Retry-After") == "" {
-		t.Fatalf("right password after ten failures for the account = %d (Retry-After %q), want 429", status, hdr.Get("Retry-After"))
+	if status, _ := loginFrom(t, fresh, f.API, email, password); status != 200 {
+		t.Fatalf("right password from a fresh source after ten failures for the account = %d, want 200", status)
 	}
 	if status, _ := loginFrom(t, f.fromSource("127.0.2.2"), f.API, "other@stratum.local", "guess"); status != 401 {
 		t.Errorf("another account from a fresh source = %d, want 401 (not limited)", status)

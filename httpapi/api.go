@@ -9,17 +9,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"stratum/buildinfo"
-	"stratum/iam"
 )
 
 // Deps are what the handlers call into.
 type Deps struct {
-	Log     *slog.Logger
-	Build   buildinfo.Info // what /version names
-	Startup *Startup
-	// Limiter counts login attempts per source address (the account's
-	// own limit is the Identity's).
-	Limiter  *iam.LoginLimiter
+	Log      *slog.Logger
+	Build    buildinfo.Info // what /version names
+	Startup  *Startup
 	Registry *prometheus.Registry
 	Now      func() time.Time
 	// ClusterRelease answers the release set's running release and
@@ -64,9 +60,6 @@ func New(d Deps) *API {
 	}
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
-	}
-	if d.Limiter == nil {
-		d.Limiter = iam.NewLoginLimiter(5, time.Minute)
 	}
 	if d.Startup == nil {
 		d.Startup = NewStartup()

@@ -275,7 +275,9 @@ func apiCode(s string) apierr.Code { return apierr.Code(s) }
 
 const describeOnly = `{"version":"2026-01-01","statement":[{"effect":"allow","action":["upgrade:DescribeRelease"],"resource":["*"]}]}`
 
-func bigLimiter(_ *store.DB, d *httpapi.Deps) { d.Limiter = iam.NewLoginLimiter(1000, time.Minute) }
+func bigLimiter(db *store.DB, d *httpapi.Deps) {
+	d.Identity = iam.New(iam.Config{DB: db, Limits: iam.LoginLimits{SourceBurst: 1000, PairBurst: 1000, AccountFailures: 1000}})
+}
 
 func TestOpsEndpoints(t *testing.T) {
 	f := newFixture(t, nil)
@@ -438,11 +440,19 @@ func TestLoginRateLimitWindow(t *testing.T) {
 	if r.status != 429 || r.header.Get("Retry-After") != "61" {
 		t.Fatalf("6th attempt = %d Retry-After %q, want 429 and 61 (a minute, rounded up)", r.status, r.header.Get("Retry-After"))
 	}
+	// The source's window (a minute) passes; the (account, source)
+	// pair's (15 minutes) still holds its 5 failures.
 	mu.Lock()
 	now = now.Add(time.Minute)
 	mu.Unlock()
+	if r := f.json("POST", "/v1/auth/login", "", map[string]string{"email": f.email, "password": f.password}); r.status != 429 {
+		t.Fatalf("after the source's window = %d %s, want 429 (the pair's limit)", r.status, r.body)
+	}
+	mu.Lock()
+	now = now.Add(14 * time.Minute)
+	mu.Unlock()
 	if r := f.json("POST", "/v1/auth/login", "", map[string]string{"email": f.email, "password": f.password}); r.status != 200 {
-		t.Fatalf("after the window = %d %s", r.status, r.body)
+		t.Fatalf("after both windows = %d %s", r.status, r.body)
 	}
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"io"
+	"mime"
 	"net/http"
 
 	"stratum/apierr"
@@ -38,4 +39,15 @@ func decodeJSON(r *http.Request, v any) error {
 		return err
 	}
 	return strictjson.Decode(b, v)
+}
+
+// requireJSON refuses a body that does not say it is JSON: a web page can
+// send text/plain (or no type) across sites without asking first, never
+// application/json (SPEC 16.5).
+func requireJSON(r *http.Request) error {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return apierr.New(apierr.UnsupportedMediaType, "this endpoint takes Content-Type: application/json only")
+	}
+	return nil
 }

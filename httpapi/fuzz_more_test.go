@@ -85,7 +85,7 @@ func FuzzHTTPBodies(f *testing.F) {
 	sets := &releaseset.Service{DB: db, Now: time.Now, Node: id.FounderNodeID, ControlPlane: releaseset.ControlPlane{Version: "v0.1.0", Commit: "abc1234", SchemaLevel: &schema}}
 	d := storeDeps(db)
 	d.Log, d.Build = quiet, buildinfo.Info{Version: "v9.9.9-test", Commit: "abc1234"}
-	d.Limiter = iam.NewLoginLimiter(1<<30, time.Minute)
+	d.Identity = iam.New(iam.Config{DB: db, Limits: iam.LoginLimits{SourceBurst: 1 << 30, PairBurst: 1 << 30, AccountFailures: 1 << 30}})
 	d.ClusterRelease = func() string { return id.ClusterRelease }
 	d.ReleaseSet, d.JoinAdmin, d.Joiners, d.Releases = sets, joins, joins, refusingCatalog{}
 	api := httpapi.New(d)

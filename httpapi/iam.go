@@ -10,18 +10,18 @@ import (
 )
 
 func (a *API) login(w http.ResponseWriter, r *http.Request, _ *call) error {
+	if err := requireJSON(r); err != nil {
+		return err
+	}
 	source, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		source = r.RemoteAddr
-	}
-	if ok, wait := a.Limiter.Allow(source, a.Now()); !ok {
-		return iam.TooMany(wait, "too many login attempts from this address; try again later")
 	}
 	var req wire.LoginRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	sess, err := a.Identity.Login(r.Context(), req.Email, req.Password)
+	sess, err := a.Identity.Login(r.Context(), req.Email, req.Password, iam.LoginSource(source))
 	if err != nil {
 		return err
 	}

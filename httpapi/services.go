@@ -19,7 +19,7 @@ import (
 // sessions (iam.Service).
 type Identity interface {
 	Authenticate(bearer string) (iam.Principal, error)
-	Login(ctx context.Context, email, password string) (iam.Session, error)
+	Login(ctx context.Context, email, password, source string) (iam.Session, error)
 	ChangePassword(ctx context.Context, p iam.Principal, req iam.PasswordChange) error
 	Logout(by iam.Principal) error
 	CreateToken(by iam.Principal, req iam.CreateTokenRequest) (secret string, view iam.TokenView, err error)

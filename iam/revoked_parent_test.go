@@ -13,7 +13,7 @@ import (
 // leaves a live child that no cascade will reach.
 func TestTrust01_RevokedWhileCreatingLeavesNoChild(t *testing.T) {
 	s, password := newTestService(t, Config{})
-	login, err := s.Login(context.Background(), "admin@stratum.local", password)
+	login, err := s.Login(context.Background(), "admin@stratum.local", password, "192.0.2.1")
 	sess := login.Token
 	if err != nil {
 		t.Fatal(err)

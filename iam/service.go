@@ -19,9 +19,9 @@ type Config struct {
 	// PasswordChecks bounds the argon2id verifications and hashes running
 	// at once (64 MiB and tens of ms each); 2 when zero.
 	PasswordChecks int
-	// AccountLimiter counts failed logins per account (10 per 15 minutes
-	// when nil): many sources cannot guess one password.
-	AccountLimiter *LoginLimiter
+	// Limits bound login attempts per source, per (account, source) and
+	// per account (zero fields take their defaults).
+	Limits LoginLimits
 }
 
 // Service is logins, authentication, API tokens and sessions over the
@@ -43,9 +43,7 @@ func New(cfg Config) *Service {
 	if cfg.PasswordChecks <= 0 {
 		cfg.PasswordChecks = 2
 	}
-	if cfg.AccountLimiter == nil {
-		cfg.AccountLimiter = NewLoginLimiter(10, 15*time.Minute)
-	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	return &Service{cfg: cfg, checks: make(chan struct{}, cfg.PasswordChecks)}
 }
 
@@ -63,14 +61,12 @@ func (s *Service) Authenticate(bearer string) (Principal, error) {
 // Session is a started login session: the answer of POST /v1/auth/login.
 type Session = wire.LoginResponse
 
-// Login checks email's password and starts a session.
-func (s *Service) Login(ctx context.Context, email, password string) (Session, error) {
-	u, err := s.checkPassword(ctx, email, password)
-	if err != nil {
-		return Session{}, err
-	}
-	out := Session{MustChangePassword: u.MustChangePassword}
-	err = s.cfg.DB.Update(func(tx *store.Tx) error {
+// Login checks email's password, tried from source (LoginSource), and
+// starts a session.
+func (s *Service) Login(ctx context.Context, email, password, source string) (Session, error) {
+	var out Session
+	_, err := s.checkPassword(ctx, email, password, source, func(tx *store.Tx, u User) error {
+		out.MustChangePassword = u.MustChangePassword
 		var err error
 		out.Token, out.ExpiresAt, err = StartSession(tx, u, s.cfg.Now())
 		return err
@@ -84,7 +80,7 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, req PasswordC
 	if err := req.Validate(p); err != nil {
 		return err
 	}
-	u, err := s.checkPassword(ctx, p.User, req.CurrentPassword)
+	u, err := s.checkPassword(ctx, p.User, req.CurrentPassword, "session:"+p.TokenID, nil)
 	if apierr.CodeOf(err) == apierr.Unauthenticated {
 		// The session is good; the password it sent is not.
 		return apierr.WithFields(apierr.Forbidden, "the current password is wrong", []apierr.FieldError{{Field: "currentPassword", Message: "does not match"}})
@@ -100,26 +96,60 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, req PasswordC
 	return s.cfg.DB.Update(func(tx *store.Tx) error { return SetPassword(tx, p, u, hash, s.cfg.Now()) })
 }
 
-// checkPassword verifies email's password, limited per account: only
-// failures count, so the rightful user is not slowed by the limiter.
-func (s *Service) checkPassword(ctx context.Context, email, password string) (User, error) {
-	account := "account:" + strings.ToLower(email)
-	if ok, wait := s.cfg.AccountLimiter.Check(account, s.cfg.Now()); !ok {
-		return User{}, TooMany(wait, "too many failed logins for this account; try again later")
+// checkPassword verifies email's password under the login limits: the
+// attempt is counted before the check and given back when it passes, in
+// the transaction that runs then (when not nil) with the user.
+func (s *Service) checkPassword(ctx context.Context, email, password, source string, then func(*store.Tx, User) error) (User, error) {
+	account := strings.ToLower(email)
+	l := s.cfg.Limits
+	var delay time.Duration
+	err := s.cfg.DB.Update(func(tx *store.Tx) error {
+		var err error
+		delay, err = reserveLogin(tx, l, account, source, s.cfg.Now())
+		return err
+	})
+	if err != nil {
+		return User{}, err
+	}
+	u, verr := s.verify(ctx, email, password, delay)
+	failed := apierr.CodeOf(verr) == apierr.Unauthenticated
+	err = s.cfg.DB.Update(func(tx *store.Tx) error {
+		if err := settleLogin(tx, l, account, source, failed, s.cfg.Now()); err != nil {
+			return err
+		}
+		if verr != nil || then == nil {
+			return nil
+		}
+		return then(tx, u)
+	})
+	if verr != nil {
+		return User{}, verr
+	}
+	return u, err
+}
+
+// verify waits out the account's delay, then checks the password in a
+// password check slot.
+func (s *Service) verify(ctx context.Context, email, password string, delay time.Duration) (User, error) {
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return User{}, ctx.Err()
+		}
 	}
 	if err := s.acquire(ctx); err != nil {
 		return User{}, err
 	}
+	defer func() { <-s.checks }()
 	var u User
 	err := s.cfg.DB.View(func(tx *store.Tx) error {
 		var err error
 		u, err = CheckLogin(tx, email, password)
 		return err
 	})
-	<-s.checks
-	if apierr.CodeOf(err) == apierr.Unauthenticated {
-		s.cfg.AccountLimiter.Fail(account, s.cfg.Now())
-	}
 	return u, err
 }
 
@@ -190,7 +220,13 @@ func (s *Service) RevokeSession(by Principal, id string) error {
 	return s.cfg.DB.Update(func(tx *store.Tx) error { return RevokeSession(tx, by, id, s.cfg.Now()) })
 }
 
-// PurgeExpiredSessions deletes the expired login sessions.
+// PurgeExpiredSessions deletes the expired login sessions and login
+// limit counters.
 func (s *Service) PurgeExpiredSessions() error {
-	return s.cfg.DB.Update(func(tx *store.Tx) error { return PurgeExpiredSessions(tx, s.cfg.Now()) })
+	return s.cfg.DB.Update(func(tx *store.Tx) error {
+		if err := purgeLoginLimits(tx, s.cfg.Limits, s.cfg.Now()); err != nil {
+			return err
+		}
+		return PurgeExpiredSessions(tx, s.cfg.Now())
+	})
 }

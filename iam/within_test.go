@@ -3,7 +3,6 @@ package iam
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	"stratum/apierr"
 )
@@ -64,30 +63,5 @@ func TestWithinPolicy(t *testing.T) {
 				t.Errorf("issues = %s, want %s", got, want)
 			}
 		})
-	}
-}
-
-// The per-account limiter counts failures only: a rightful login costs
-// nothing, and the window frees the account again.
-func TestAccountLimiterCountsFailures(t *testing.T) {
-	l := NewLoginLimiter(3, time.Minute)
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	for i := 0; i < 10; i++ {
-		if ok, _ := l.Check("account:a", now); !ok {
-			t.Fatal("checks alone locked the account")
-		}
-	}
-	for i := 0; i < 3; i++ {
-		l.Fail("account:a", now)
-	}
-	ok, wait := l.Check("account:a", now.Add(10*time.Second))
-	if ok || wait != 50*time.Second {
-		t.Fatalf("after 3 failures Check = %v, %v; want false, 50s", ok, wait)
-	}
-	if ok, _ := l.Check("account:b", now); !ok {
-		t.Error("another account is limited")
-	}
-	if ok, _ := l.Check("account:a", now.Add(time.Minute)); !ok {
-		t.Error("the window passed but the account is still limited")
 	}
 }

@@ -54,6 +54,9 @@ func send(t *testing.T, c *http.Client, method, url, bearer string, body any) an
 		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequestWithContext(context.Background(), method, url, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}

@@ -239,6 +239,9 @@ func do(c *http.Client, method, url string, hdr map[string]string, body any) ans
 		req.Body = io.NopCloser(r) // no length: sent chunked
 		req.ContentLength = -1
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json") // hdr may say otherwise
+	}
 	for k, v := range hdr {
 		if strings.EqualFold(k, "Host") {
 			req.Host = v
