@@ -4,9 +4,8 @@ import (
 	"net"
 	"net/http"
 
-	"stratum/wire"
-
 	"stratum/iam"
+	"stratum/wire"
 )
 
 func (a *API) login(w http.ResponseWriter, r *http.Request, _ *call) error {
