@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg Config) error {
 			MaxIdleConnsPerHost: 2,
 			IdleConnTimeout:     90 * time.Second,
 		}}, apiclient.Options{}),
-		host: hostrecord.Host{Root: cfg.Root, Packages: cfg.Packages, PinsFile: cfg.PinsFile, PayloadDir: cfg.PayloadDir,
+		host: hostrecord.Host{Root: cfg.Root, OSFallback: "/", Packages: cfg.Packages, PinsFile: cfg.PinsFile, PayloadDir: cfg.PayloadDir,
 			Build: cfg.Build, Executable: exe},
 		ready: &readiness{clock: clock},
 	}

@@ -10,6 +10,7 @@ import (
 	"stratum/bootprobe"
 	"stratum/buildinfo"
 	"stratum/founder"
+	"stratum/hostrecord"
 	"stratum/openbao"
 	"stratum/release/repo"
 )
@@ -43,6 +44,7 @@ func newServeCmd() *cobra.Command {
 	dsn := storeFlag(fs)
 	allowPublic := fs.Bool("allow-public-connect", false, "serve on a PostgreSQL database every role of the server may connect to (warned at every start)")
 	acceptRollback := fs.Bool("accept-audit-rollback", false, "start once although the store's audit chain ends below this founder's high-water mark (an older backup restored on purpose; audited)")
+	packages := fs.String("packages", "", "the founder host's packages to record, as an agent does: component=name1|name2,... or bare names")
 	var bao openbao.Settings
 	fs.StringVar(&bao.Addr, "openbao-addr", "", "the cluster's OpenBao (https://HOST:8200); overrides the cluster file's openbao.addr")
 	fs.StringVar(&bao.CAFile, "openbao-ca-file", "", "PEM CA bundle of the OpenBao server; overrides openbao.caFile")
@@ -52,11 +54,15 @@ func newServeCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		specs, err := hostrecord.ParsePackages(*packages)
+		if err != nil {
+			return usagef("--packages: %w", err)
+		}
 		return founder.Serve(cmd.Context(), founder.Options{
 			Data: founder.DataDir(*data), Keys: ks, Store: *dsn, Dev: *dev, ConfigFile: *config,
 			APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
 			ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseSource: *source, DeliveryTimeout: *timeout,
-			OpenBao:       bao,
+			OpenBao: bao, Packages: specs,
 			ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort, AllowPublicConnect: *allowPublic,
 			AcceptAuditRollback: *acceptRollback, Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: cmd.OutOrStdout(), JSONBanner: *logFormat == "json",
 		})

@@ -18,7 +18,7 @@ func (f *Founder) hostRecord(ctx context.Context) releaseset.Record {
 	exe, _ := os.Executable()
 	cp := f.releases.ControlPlane
 	build := buildinfo.Info{Version: cp.Version, Commit: cp.Commit}
-	rec, problems := hostrecord.Collect(ctx, hostrecord.Host{Root: "/", Build: build, Executable: exe})
+	rec, problems := hostrecord.Collect(ctx, hostrecord.Host{Root: "/", Packages: f.opts.Packages, Build: build, Executable: exe})
 	f.recordProblems.Report(f.log, problems)
 	rec.ControlPlane = &cp
 	rec.HostBinaries = hostrecord.HostBinaries(build, exe, rec.ImageMode, cp.Commit)

@@ -74,6 +74,9 @@ type Options struct {
 	// OpenBao overrides the cluster file's openbao: block, field by field
 	// (serve --openbao-addr, --openbao-ca-file, --openbao-token-file).
 	OpenBao openbao.Settings
+	// Packages are the founder host's packages its own release record
+	// reports, as an agent's --packages does (SPEC 19).
+	Packages []hostrecord.PackageSpec
 	// ReleaseReads are the fairness limits of release reads (zero: SPEC
 	// 10.8's); tests shorten them.
 	ReleaseReads repo.ReadLimits

@@ -50,7 +50,7 @@ func (f *Founder) services(ctx context.Context) {
 		DB: f.db, Now: time.Now, JoinAddr: f.opts.JoinAdvertise, JoinCommandNamesRelease: f.opts.Dev, CAPin: f.ca.Pin(),
 		ClusterRelease: releaseset.AdmissionReleaseTx, Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
 		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log, Boot: f.bootHealth(),
-		Dev: f.opts.Dev, FounderAddrs: hostAddrs(), OpenBao: f.joinOpenBao(),
+		Dev: f.opts.Dev, FounderAddrs: hostAddrs(), OpenBao: f.joinOpenBao(), ControlPlane: &cp,
 	})
 }
 

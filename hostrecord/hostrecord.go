@@ -27,6 +27,9 @@ type Host struct {
 	// Root is the node's file system root ("/" on a node; a directory in
 	// tests). Files are read under it; commands run on the real host.
 	Root string
+	// OSFallback is the root whose os-release is read when Root has none
+	// ("/" for the agent); empty: none.
+	OSFallback string
 	// Packages are the host packages to report (--packages).
 	Packages []PackageSpec
 	// PinsFile is the control plane's image pins (--pins-file); empty

@@ -2,6 +2,7 @@ package hostrecord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -367,5 +368,35 @@ func TestProblemLogOncePerChange(t *testing.T) {
 	out := buf.String()
 	if strings.Count(out, "not read") != 2 || strings.Count(out, "read again") != 1 || !strings.Contains(out, "worse") {
 		t.Fatalf("log:\n%s", out)
+	}
+}
+
+// TestOSFallbackAndEmptyExtensions: a root without os-release reports
+// the fallback root's (the agent's is this host's), and systemd-sysext
+// that ran and found nothing is an empty list, not "not read".
+func TestOSFallbackAndEmptyExtensions(t *testing.T) {
+	fallback := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(fallback, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fallback, "etc/os-release"), []byte("ID=debian\nVERSION_ID=12\nPRETTY_NAME=\"Debian 12\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := fakeRunner{"systemd-sysext list": {text: "[]"}, "systemd-sysext status": {text: `[{"hierarchy":"/usr","extensions":"none"}]`}}
+	rec, problems := Collect(context.Background(), Host{Root: t.TempDir(), OSFallback: fallback, Run: run})
+	if rec.OS == nil || rec.OS.ID != "debian" || rec.OS.PrettyName != "Debian 12" {
+		t.Fatalf("os from the fallback root: %+v %v", rec.OS, problems)
+	}
+	if p := problemsOf(problems); p["os"] != "" || p["extensions"] != "" {
+		t.Fatalf("problems: %v", p)
+	}
+	raw, _ := json.Marshal(rec)
+	if rec.Extensions == nil || !strings.Contains(string(raw), `"extensions":[]`) {
+		t.Fatalf("extensions that ran and found none: %s", raw)
+	}
+	// Not read at all (no systemd-sysext) stays null.
+	rec, _ = Collect(context.Background(), Host{Root: t.TempDir(), Run: fakeRunner{}})
+	if raw, _ := json.Marshal(rec); !strings.Contains(string(raw), `"extensions":null`) {
+		t.Fatalf("extensions not read: %s", raw)
 	}
 }

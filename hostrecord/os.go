@@ -4,16 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"syscall"
 
 	"stratum/osrelease"
 	"stratum/wire"
 )
 
-// collectOS reads ROOT/etc/os-release and the running kernel (uname). os
-// is left absent only when neither can be read.
+// collectOS reads ROOT/etc/os-release, else OSFallback's when ROOT has
+// none (the agent's is this host's /: a node joined under a temporary
+// --root runs on this host's OS), and the running kernel (uname). os is
+// left absent only when neither can be read.
 func collectOS(_ context.Context, h *Host, rec *wire.Record) error {
 	osr, osErr := osrelease.Read(h.Root)
+	if osErr == nil && len(osr) == 0 && h.OSFallback != "" && filepath.Clean(h.OSFallback) != filepath.Clean(h.Root) {
+		osr, osErr = osrelease.Read(h.OSFallback)
+	}
 	if osErr == nil && len(osr) == 0 {
 		osErr = errors.New("no os-release file (etc/os-release, usr/lib/os-release)")
 	}

@@ -90,7 +90,8 @@ func collectExtensions(ctx context.Context, h *Host, rec *wire.Record) error {
 		return err
 	}
 	seen := map[string]bool{}
-	var exts []wire.Extension
+	// Ran and found none is an empty list, never "not read" (null).
+	exts := []wire.Extension{}
 	add := func(name string) {
 		if seen[name] {
 			return

@@ -73,6 +73,9 @@ func (t *txn) deliverWith(r *record, bao *openBaoGrant) error {
 	if bao != nil {
 		d.Bundle.OpenBaoToken, d.Bundle.OpenBaoNodeToken = bao.founderToken, bao.node.Token
 	}
+	if r.Role == roleControlPlane {
+		d.Bundle.ControlPlane = t.s.cfg.ControlPlane
+	}
 	raw, err := json.Marshal(d)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"stratum/apierr"
 	"stratum/cluster"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // DefaultDeliveryTimeout is --delivery-timeout's default.
@@ -51,6 +52,10 @@ type Config struct {
 	// FounderAddrs are the founder host's own addresses: no joiner gets
 	// a certificate for them.
 	FounderAddrs []string
+	// ControlPlane is the founder's control-plane build and schema levels:
+	// the control plane a joining control-plane node shares a database
+	// with. Its bundle carries it for the node's control-plane.json.
+	ControlPlane *wire.ControlPlane
 	// OpenBao mints control-plane nodes' tokens (SPEC 19); nil when the
 	// founder has none configured.
 	OpenBao OpenBao

@@ -1,14 +1,14 @@
 package joiner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 
-	"encoding/json"
-
+	"stratum/buildinfo"
 	"stratum/crypto"
 )
 
@@ -65,6 +65,10 @@ func (j *joiner) persist(nodeYAML string, bundle json.RawMessage) (*persisted, e
 		// Other roles receive no cluster secrets (SPEC 16.1).
 		j.log.printf("note: the bundle has no axdnsdEncryptionKey (a founder that predates it); axdnsd.env is not written")
 	}
+	cpJSON, err := controlPlaneJSON(b.Role, b.ControlPlane, buildinfo.Current())
+	if err != nil {
+		return nil, err
+	}
 	files := []outFile{
 		{etcDir + "/node.yaml", []byte(nodeYAML), 0o644},
 		{etcDir + "/bundle.json", public, 0o644},
@@ -79,6 +83,9 @@ func (j *joiner) persist(nodeYAML string, bundle json.RawMessage) (*persisted, e
 		{etcDir + "/controlplane.env", cpEnv, 0o600},
 		{etcDir + "/axdnsd.env", axEnv, 0o600},
 		{etcDir + "/bootstrap-credentials.txt", bootstrapCredentials(b), 0o600},
+		// What a control-plane node's control plane runs, for the agent's
+		// record; removed on other roles.
+		{controlPlaneFile, cpJSON, 0o644},
 		// The release this node joined on, for the agent's record.
 		{etcDir + "/release", []byte(j.release + "\n"), 0o644},
 	}

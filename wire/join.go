@@ -133,6 +133,10 @@ type Bundle struct {
 	Generation          uint64  `json:"generation"`
 	// VIPs is absent when none are configured.
 	VIPs *VIPs `json:"vips,omitempty"`
+	// ControlPlane is the cluster's control-plane build and schema levels,
+	// for a control-plane node's control-plane.json (SPEC 19); other
+	// roles run none.
+	ControlPlane *ControlPlane `json:"controlPlane,omitempty"`
 }
 
 // BundleNode is one peer. Networks and labels are always present ({}): a

@@ -20,11 +20,13 @@ type Record struct {
 	Bootc        *Bootc        `json:"bootc,omitempty"`
 	ControlPlane *ControlPlane `json:"controlPlane,omitempty"`
 	HostBinaries *HostBinaries `json:"hostBinaries,omitempty"`
-	Extensions   []Extension   `json:"extensions,omitempty"`
-	Packages     []Package     `json:"packages,omitempty"`
-	Pins         []Pin         `json:"pins,omitempty"`
-	Unpinned     []Unpinned    `json:"unpinned,omitempty"`
-	Payloads     []Payload     `json:"payloads,omitempty"`
+	// Extensions is null when not read (no systemd-sysext), [] when it
+	// ran and found none.
+	Extensions []Extension `json:"extensions"`
+	Packages   []Package   `json:"packages,omitempty"`
+	Pins       []Pin       `json:"pins,omitempty"`
+	Unpinned   []Unpinned  `json:"unpinned,omitempty"`
+	Payloads   []Payload   `json:"payloads,omitempty"`
 	// Stored is what the node keeps under /var/lib/stratum/upgrade; null
 	// when it was not read.
 	Stored *Storage `json:"stored"`
