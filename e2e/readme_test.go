@@ -91,8 +91,11 @@ func TestReadmeQuickStart(t *testing.T) {
 
 	// What the README promises at the end: the node joined, and
 	// `stratum members` shows it active beside the founder.
-	var joinOut, membersOut string
+	var joinOut, membersOut, setOut string
 	for i, b := range blocks {
+		if strings.Contains(b.text, "stratum release-set") {
+			setOut = qs.output(i, blocks)
+		}
 		if strings.Contains(b.text, "stratum join ") {
 			joinOut = qs.output(i, blocks)
 		}
@@ -112,6 +115,38 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 	if n := len(regexp.MustCompile(`(?m)\bactive\b`).FindAllString(membersOut, -1)); n != 2 {
 		t.Errorf("stratum members shows %d active members, want the founder and the node:\n%s", n, membersOut)
+	}
+	checkQuickStartReleaseSet(t, setOut)
+}
+
+// checkQuickStartReleaseSet: the agent on the quick start's temporary
+// root records this host's os (SPEC 19), and the two nodes of one build
+// on one machine agree on every field. A worker runs no control plane:
+// its controlPlane and schema are compared only once the release set is
+// role-aware (SPEC 17), so they are logged, not failed, here. A build
+// without a commit (a checkout with uncommitted changes) drifts on
+// hostBinaries by design, so drift is checked only for a committed build.
+func checkQuickStartReleaseSet(t *testing.T, out string) {
+	t.Helper()
+	t.Logf("stratum release-set:\n%s", out)
+	osRow := regexp.MustCompile(`(?m)^[ *]+os\s+(.+)$`).FindStringSubmatch(out)
+	if osRow == nil || strings.Contains(osRow[1], "unknown") || strings.TrimSpace(osRow[1]) == "" {
+		t.Errorf("the release set does not show every node's os:\n%s", out)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\*\s+(\S+)`).FindAllStringSubmatch(out, -1) {
+		switch m[1] {
+		case "controlPlane", "schema":
+			t.Logf("%s differs between the founder and the worker (role-aware skew pending)", m[1])
+		default:
+			t.Errorf("the quick-start cluster is skewed on %s:\n%s", m[1], out)
+		}
+	}
+	if strings.Contains(out, "(unknown), schema") {
+		t.Logf("this build has no commit (uncommitted changes): hostBinaries drift is expected and not checked")
+		return
+	}
+	if strings.Contains(out, "drift (") {
+		t.Errorf("the quick-start cluster drifts:\n%s", out)
 	}
 }
 
