@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -283,7 +284,7 @@ func newReleaseListCmd() *cobra.Command {
 				return err
 			}
 			defer db.Close()
-			if list.Releases, err = repo.List(db); err != nil {
+			if list.Releases, err = repo.List(db, nil); err != nil {
 				return err
 			}
 			if raw, err = json.Marshal(list); err != nil {
@@ -311,8 +312,15 @@ func newReleaseGetCmd() *cobra.Command {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "release:\t%s\nfiles:\t%d\nbytes:\t%d\nupgrades from:\t%s\nimported:\t%s\nmanifest sha256:\t%s\nsigners:\t%s\n",
 			r.Release, r.Files, r.Bytes, strings.Join(r.UpgradesFrom, ","), r.ImportedAt.Format(time.RFC3339), r.ManifestSHA256, strings.Join(r.SignerKeyIDs, ","))
+		fmt.Fprintf(tw, "status:\t%s\n", cmp.Or(r.Status, "verified"))
+		if len(r.Missing) > 0 {
+			fmt.Fprintf(tw, "MISSING:\t%s\n", strings.Join(r.Missing, ", "))
+		}
 		if len(r.Corrupt) > 0 {
-			fmt.Fprintf(tw, "CORRUPT:\t%s (re-import)\n", strings.Join(r.Corrupt, ", "))
+			fmt.Fprintf(tw, "CORRUPT:\t%s\n", strings.Join(r.Corrupt, ", "))
+		}
+		if r.Fix != "" {
+			fmt.Fprintf(tw, "fix:\t%s\n", r.Fix)
 		}
 		return tw.Flush()
 	})
@@ -326,9 +334,12 @@ func printReleases(w io.Writer, list []repo.Imported) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RELEASE\tFILES\tBYTES\tUPGRADES FROM\tIMPORTED\tMANIFEST SHA256\tSTATE")
 	for _, r := range list {
-		state := "ok"
-		if len(r.Corrupt) > 0 {
-			state = fmt.Sprintf("CORRUPT (%s): re-import", strings.Join(r.Corrupt, ", "))
+		state := cmp.Or(r.Status, "verified")
+		switch {
+		case len(r.Missing) > 0:
+			state = fmt.Sprintf("MISSING (%d files): %s", len(r.Missing), r.Fix)
+		case len(r.Corrupt) > 0:
+			state = fmt.Sprintf("CORRUPT (%s): %s", strings.Join(r.Corrupt, ", "), r.Fix)
 		}
 		from := strings.Join(r.UpgradesFrom, ",")
 		if from == "" {

@@ -2,6 +2,8 @@ package founder
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"stratum/release/repo"
 )
 
 // registerDomainMetrics exposes the mirror's and the hub's counters.
@@ -26,4 +28,24 @@ func (f *Founder) registerDomainMetrics(reg *prometheus.Registry) {
 		gauge("stratum_store_foreign_lock_holders", "Database sessions that are not founders holding the cluster's writer lock or lease (SPEC 16.7).",
 			func() int { return len(f.db.ForeignHolders()) }),
 	)
+	for _, status := range []string{repo.StatusVerified, repo.StatusChecking, repo.StatusMissing, repo.StatusCorrupt} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "stratum_releases", Help: "Imported releases by status (verified, checking, missing, corrupt).", ConstLabels: prometheus.Labels{"status": status},
+		}, func() float64 { return float64(f.releasesWithStatus(status)) }))
+	}
+}
+
+// releasesWithStatus counts the imported releases in one status.
+func (f *Founder) releasesWithStatus(status string) int {
+	list, err := repo.List(f.db, f.releaseChecks)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, r := range list {
+		if r.Status == status {
+			n++
+		}
+	}
+	return n
 }

@@ -102,6 +102,7 @@ type Founder struct {
 	recordProblems hostrecord.ProblemLog
 	joins          *join.Service
 	mirror         *repo.Mirror
+	releaseChecks  *repo.Checks
 	auditMark      *auditKeeper
 	// openBao is the cluster's OpenBao; nil when none is configured.
 	openBao     *openbao.Founder
@@ -236,7 +237,7 @@ func (f *Founder) run(ctx context.Context) error {
 		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease,
 		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db}, Audit: audit.New(audit.Config{DB: f.db}), Health: storeHealth{f.db},
 		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
-		Releases: &repo.Catalog{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys()},
+		Releases: &repo.Catalog{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys(), Checks: f.releaseChecks},
 	})
 	servers := []*http.Server{newServer(f.api.AdminHandler(), f.log), newServer(f.api.JoinHandler(), f.log)}
 	lns := []net.Listener{apiLn, joinLn}
@@ -294,11 +295,17 @@ func newServer(h http.Handler, log *slog.Logger) *http.Server {
 }
 
 func (f *Founder) banner(apiAddr, joinAddr string) {
+	// The credentials file is named only when it is there: a restored
+	// founder has none (its admins sign in with their own passwords).
+	login := f.opts.Data.Credentials()
+	if _, err := os.Stat(login); err != nil {
+		login = "no credentials file here: sign in with an existing account"
+	}
 	if f.opts.JSONBanner {
 		slog.New(slog.NewJSONHandler(f.opts.Out, nil)).Info("stratum founder serving",
 			"version", f.opts.Build.Version, "cluster", f.id.ClusterID, "parentDomain", f.id.ParentDomain, "region", f.id.Region,
 			"adminApi", "https://"+apiAddr, "joinListener", "https://"+joinAddr, "caCertificate", f.opts.Data.CACert(),
-			"caPin", f.ca.Pin(), "adminLogin", f.opts.Data.Credentials(), "console", "https://"+apiAddr+"/ui/", "openBao", f.openBaoLine)
+			"caPin", f.ca.Pin(), "adminLogin", login, "console", "https://"+apiAddr+"/ui/", "openBao", f.openBaoLine)
 		f.log.Info("serving", "api", apiAddr, "join", joinAddr, "caPin", f.ca.Pin(), "cluster", f.id.ClusterID)
 		return
 	}
@@ -307,7 +314,7 @@ func (f *Founder) banner(apiAddr, joinAddr string) {
 	fmt.Fprintf(f.opts.Out, "  join listener:  https://%s\n", joinAddr)
 	fmt.Fprintf(f.opts.Out, "  CA certificate: %s\n", f.opts.Data.CACert())
 	fmt.Fprintf(f.opts.Out, "  CA pin:         %s\n", f.ca.Pin())
-	fmt.Fprintf(f.opts.Out, "  admin login:    %s\n", f.opts.Data.Credentials())
+	fmt.Fprintf(f.opts.Out, "  admin login:    %s\n", login)
 	fmt.Fprintf(f.opts.Out, "  console:        https://%s/ui/\n", apiAddr)
 	fmt.Fprintf(f.opts.Out, "  OpenBao:        %s\n", f.openBaoLine)
 	f.log.Info("serving", "api", apiAddr, "join", joinAddr, "caPin", f.ca.Pin(), "cluster", f.id.ClusterID)

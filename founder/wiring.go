@@ -39,8 +39,9 @@ func (f *Founder) services(ctx context.Context) {
 	if err := f.releases.Load(); err != nil {
 		f.log.Error("loading release records failed", "err", err)
 	}
+	f.releaseChecks = repo.NewChecks()
 	f.mirror = repo.NewMirror(repo.MirrorConfig{DB: f.db, DataDir: string(f.opts.Data), Concurrency: concurrency,
-		Limits: f.opts.ReleaseReads, CacheBytes: f.opts.ReleaseCacheBytes, Log: f.log})
+		Limits: f.opts.ReleaseReads, CacheBytes: f.opts.ReleaseCacheBytes, Log: f.log, Checks: f.releaseChecks})
 	var payloads join.PayloadOfferer = f.mirror
 	if f.opts.ReleaseSource != "" {
 		// A configured mirror serves the release; the founder does not.
@@ -96,6 +97,12 @@ func (f *Founder) admissionRelease() string {
 
 // startBackground starts the founder's background loops.
 func (f *Founder) startBackground(ctx context.Context) {
+	go func() {
+		// SPEC 18: every catalogued file against its index, once per start.
+		if err := repo.Recheck(ctx, f.db, string(f.opts.Data), f.releaseChecks, f.log); err != nil && ctx.Err() == nil {
+			f.log.Error("checking the release files failed", "err", err)
+		}
+	}()
 	go f.recordOwnRelease(ctx)
 	go f.purgeSessions(ctx)
 	go f.watchForeignHolders(ctx)

@@ -493,7 +493,7 @@ func testServeCorrupt(t *testing.T, http2 bool) {
 	if f.mirror.CorruptCount() != 1 || f.mirror.Offered("0.6.0") {
 		t.Fatalf("count %d, offered %v", f.mirror.CorruptCount(), f.mirror.Offered("0.6.0"))
 	}
-	r, _, _ := repo.Get(f.db, "0.6.0")
+	r, _, _ := repo.Get(f.db, "0.6.0", nil)
 	if len(r.Corrupt) != 1 || r.Corrupt[0] != f.blob {
 		t.Fatalf("corrupt files %v", r.Corrupt)
 	}

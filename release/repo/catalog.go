@@ -32,8 +32,26 @@ type Imported struct {
 	// SignerKeyIDs are the founder's release keys whose signature over
 	// the manifest verified at import.
 	SignerKeyIDs []string `json:"signerKeyIds,omitempty"`
-	// Corrupt lists the files found corrupt while serving (filled on read).
+	// Corrupt lists the files found not as imported, while serving or by
+	// the start-up check; Missing the files not there at all (filled on
+	// read).
 	Corrupt []string `json:"corrupt,omitempty"`
+	Missing []string `json:"missing,omitempty"`
+	// Status is verified, checking (the start-up check has not reached
+	// it), missing or corrupt (recheck.go); Fix is the command that
+	// repairs a missing or corrupt release.
+	Status string `json:"status,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// addMark files a corrupt mark's path under Missing or Corrupt.
+func (r *Imported) addMark(path string, raw []byte) {
+	var m corruptMark
+	if json.Unmarshal(raw, &m) == nil && strings.HasPrefix(m.Reason, missingReason) {
+		r.Missing = append(r.Missing, path)
+		return
+	}
+	r.Corrupt = append(r.Corrupt, path)
 }
 
 // fileIndex is what a reader needs of one file: its size, its hash (the
@@ -89,8 +107,8 @@ func deletePrefix(tx *store.Tx, bucket store.Keyspace, release string) error {
 }
 
 // List returns the imported releases, oldest version first, each with the
-// files found corrupt since its import.
-func List(db *store.DB) ([]Imported, error) {
+// files found corrupt or missing since its import and its status.
+func List(db *store.DB, checks *Checks) ([]Imported, error) {
 	var out []Imported
 	err := db.View(func(tx *store.Tx) error {
 		byRelease := map[string]int{}
@@ -99,7 +117,7 @@ func List(db *store.DB) ([]Imported, error) {
 			if err := json.Unmarshal(raw, &r); err != nil {
 				return fmt.Errorf("release record %s: %w", k, err)
 			}
-			r.Corrupt = nil
+			r.Corrupt, r.Missing = nil, nil
 			byRelease[r.Release] = len(out)
 			out = append(out, r)
 			return nil
@@ -107,14 +125,17 @@ func List(db *store.DB) ([]Imported, error) {
 		if err != nil {
 			return err
 		}
-		return tx.ForEach(bucketCorrupt, func(k string, _ []byte) error {
+		return tx.ForEach(bucketCorrupt, func(k string, raw []byte) error {
 			rel, p, _ := strings.Cut(k, "\x00")
 			if i, ok := byRelease[rel]; ok {
-				out[i].Corrupt = append(out[i].Corrupt, p)
+				out[i].addMark(p, raw)
 			}
 			return nil
 		})
 	})
+	for i := range out {
+		out[i].withStatus(checks)
+	}
 	slices.SortFunc(out, func(a, b Imported) int {
 		return cmp.Or(semver.Compare(a.Release, b.Release), strings.Compare(a.Release, b.Release))
 	})
@@ -122,7 +143,7 @@ func List(db *store.DB) ([]Imported, error) {
 }
 
 // Get returns one imported release.
-func Get(db *store.DB, release string) (*Imported, bool, error) {
+func Get(db *store.DB, release string, checks *Checks) (*Imported, bool, error) {
 	var r Imported
 	var found bool
 	err := db.View(func(tx *store.Tx) error {
@@ -130,15 +151,17 @@ func Get(db *store.DB, release string) (*Imported, bool, error) {
 		if found, err = tx.GetJSON(bucketReleases, release, &r); err != nil || !found {
 			return err
 		}
+		r.Corrupt, r.Missing = nil, nil
 		keys, err := keysWithPrefix(tx, bucketCorrupt, release)
 		for _, k := range keys {
-			r.Corrupt = append(r.Corrupt, strings.TrimPrefix(k, release+"\x00"))
+			r.addMark(strings.TrimPrefix(k, release+"\x00"), tx.GetRaw(bucketCorrupt, k))
 		}
 		return err
 	})
 	if err != nil || !found {
 		return nil, false, err
 	}
+	r.withStatus(checks)
 	return &r, true, nil
 }
 
@@ -148,6 +171,8 @@ type Catalog struct {
 	DB      *store.DB
 	DataDir string
 	KeysDir string
+	// Checks is the start-up check's state (nil: none runs).
+	Checks *Checks
 }
 
 // Import loads the trusted keys and imports the tree at src (see Import).
@@ -160,4 +185,4 @@ func (c *Catalog) Import(ctx context.Context, src string, opts ImportOptions) (*
 }
 
 // List returns the imported releases (see List).
-func (c *Catalog) List() ([]Imported, error) { return List(c.DB) }
+func (c *Catalog) List() ([]Imported, error) { return List(c.DB, c.Checks) }

@@ -66,7 +66,7 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 		return nil, err
 	}
 	manifestSum := hex.EncodeToString(sha256Sum(mb))
-	if prev, found, err := Get(db, m.Release); err != nil {
+	if prev, found, err := Get(db, m.Release, nil); err != nil {
 		return nil, err
 	} else if found {
 		if err := checkReplace(prev, manifestSum, opts.Replace); err != nil {

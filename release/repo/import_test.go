@@ -88,7 +88,7 @@ func TestImport(t *testing.T) {
 		t.Fatalf("releases dir holds %v", left)
 	}
 
-	list, err := List(db)
+	list, err := List(db, nil)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("List = %v, %v", list, err)
 	}
@@ -122,7 +122,7 @@ func TestImport(t *testing.T) {
 	if _, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r2, ok, err := Get(db, "0.6.0")
+	r2, ok, err := Get(db, "0.6.0", nil)
 	if err != nil || !ok || r2.ImportID == r.ImportID || len(r2.Corrupt) != 0 {
 		t.Fatalf("after re-import: %+v %v %v", r2, ok, err)
 	}
@@ -182,7 +182,7 @@ func TestImportFailureLeavesNothing(t *testing.T) {
 			if left := releasesLeft(t, dataDir); len(left) != 0 {
 				t.Fatalf("failed import left %v", left)
 			}
-			if list, _ := List(db); len(list) != 0 {
+			if list, _ := List(db, nil); len(list) != 0 {
 				t.Fatalf("failed import left records %v", list)
 			}
 			if kinds := auditKinds(t, db); len(kinds) != 0 {
@@ -245,7 +245,7 @@ func TestImportOtherContentConflicts(t *testing.T) {
 	if _, err := Import(ctx, db, dataDir, src, keyring, ImportOptions{Actor: "user:a"}); err != nil {
 		t.Fatal(err)
 	}
-	first, _, _ := Get(db, "0.6.0")
+	first, _, _ := Get(db, "0.6.0", nil)
 
 	other, _ := releasetest.MakeTree(t, 2*ChunkSize+1)
 	keyFile, otherPub, _ := releasetest.Key(t, t.TempDir(), "k2")
@@ -257,7 +257,7 @@ func TestImportOtherContentConflicts(t *testing.T) {
 	if apierr.CodeOf(err) != apierr.Conflict || !strings.Contains(err.Error(), "replace") {
 		t.Fatalf("other content under 0.6.0: %v", err)
 	}
-	if now, _, _ := Get(db, "0.6.0"); now.ImportID != first.ImportID || now.ManifestSHA256 != first.ManifestSHA256 {
+	if now, _, _ := Get(db, "0.6.0", nil); now.ImportID != first.ImportID || now.ManifestSHA256 != first.ManifestSHA256 {
 		t.Fatalf("a refused import changed the record: %+v", now)
 	}
 	if left := releasesLeft(t, dataDir); len(left) != 1 {
@@ -273,7 +273,7 @@ func TestImportOtherContentConflicts(t *testing.T) {
 	if _, err := Import(ctx, db, dataDir, other, keyring, ImportOptions{Actor: "user:a", Replace: true}); err != nil {
 		t.Fatalf("with Replace: %v", err)
 	}
-	now, _, _ := Get(db, "0.6.0")
+	now, _, _ := Get(db, "0.6.0", nil)
 	if now.ManifestSHA256 == first.ManifestSHA256 {
 		t.Fatal("Replace did not replace")
 	}

@@ -28,6 +28,9 @@ type MirrorConfig struct {
 	// readers (0: DefaultCacheBytes; < 0: no cache).
 	CacheBytes int64
 	Log        *slog.Logger
+	// Checks is the start-up check's state: a release still to be checked
+	// is answered with retry advice (nil: none runs).
+	Checks *Checks
 }
 
 // Mirror hands joiners the files of imported releases (SPEC 5.3). It owns
@@ -40,6 +43,7 @@ type Mirror struct {
 	cacheDir string
 	log      *slog.Logger
 	slots    chan struct{}
+	checks   *Checks
 
 	limits  ReadLimits
 	mu      sync.Mutex
@@ -81,6 +85,7 @@ func NewMirror(cfg MirrorConfig) *Mirror {
 		done:     make(chan struct{}),
 		cache:    newChunkCache(cfg.CacheBytes),
 		cacheDir: filepath.Join(cfg.DataDir, cacheDirName),
+		checks:   cfg.Checks,
 	}
 }
 

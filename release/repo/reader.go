@@ -46,6 +46,9 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 	if m.closed() {
 		return nil, shuttingDown()
 	}
+	if m.checks.Pending(rel) {
+		return nil, checkingError(rel)
+	}
 	var fi *fileIndex
 	var found, marked bool
 	err := m.db.View(func(tx *store.Tx) error {

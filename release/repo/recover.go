@@ -70,7 +70,7 @@ func removeStale(db *store.DB, releasesDir string) error {
 		return ioError("read the releases directory", err)
 	}
 	recorded := func(release string) (*Imported, error) {
-		r, found, err := Get(db, release)
+		r, found, err := Get(db, release, nil)
 		if err != nil || !found {
 			return nil, err
 		}

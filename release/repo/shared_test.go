@@ -72,7 +72,7 @@ func TestSharedReleases(t *testing.T) {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("B serves %d bytes (%v), want the %d imported on A", len(got), err, len(want))
 	}
-	rec, _, _ := Get(dbB, "0.6.0")
+	rec, _, _ := Get(dbB, "0.6.0", nil)
 	cached := filepath.Join(dirB, cacheDirName, rec.ImportID, filepath.FromSlash(blob))
 	if st, err := os.Stat(cached); err != nil || st.Size() != int64(len(want)) {
 		t.Fatalf("B's cache file: %v %v", st, err)
@@ -103,7 +103,7 @@ func TestSharedReleases(t *testing.T) {
 
 	// Content damaged in the store: a replica filling its cache refuses
 	// it, and the file is corrupt for every replica until re-imported.
-	rec2, _, _ := Get(dbA, "0.6.0")
+	rec2, _, _ := Get(dbA, "0.6.0", nil)
 	if err := dbA.Update(func(tx *store.Tx) error {
 		return tx.PutRaw(bucketContent, contentKey(rec2.ImportID, blob2, 1), []byte("evil"))
 	}); err != nil {

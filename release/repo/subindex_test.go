@@ -238,7 +238,7 @@ func TestVerifiedStopsItsGoroutine(t *testing.T) {
 func TestUpgradeIndexes(t *testing.T) {
 	m, blob, data, _ := importedMirror(t, 3*ChunkSize+77, 2, 0)
 	db, dataDir := m.db, filepath.Dir(m.dir)
-	rec, _, _ := Get(db, "0.6.0")
+	rec, _, _ := Get(db, "0.6.0", nil)
 	imported := map[string][]byte{}
 	err := db.Update(func(tx *store.Tx) error {
 		if err := tx.ForEach(bucketSubs, func(k string, raw []byte) error {
@@ -295,7 +295,7 @@ func TestUpgradeIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, _, _ := Get(db, "0.6.0"); len(r.Corrupt) != 1 || r.Corrupt[0] != releasetest.SysextPath {
+	if r, _, _ := Get(db, "0.6.0", nil); len(r.Corrupt) != 1 || r.Corrupt[0] != releasetest.SysextPath {
 		t.Fatalf("corrupt after the upgrade: %v", r.Corrupt)
 	}
 	if todo, err := filesWithoutSubIndex(db); err != nil || len(todo) != 0 {

@@ -42,9 +42,21 @@ function row(r) {
     h('td', null, h('code', { class: 'digest', title: r.manifestSha256 }, (r.manifestSha256 || '').slice(0, 16))),
     h('td', null, when(r.createdAt)),
     h('td', null, when(r.importedAt)),
-    h('td', null, r.corrupt && r.corrupt.length
-      ? h('span', { class: 'badge bad', title: r.corrupt.join('\n') }, r.corrupt.length + ' corrupt: re-import')
-      : h('span', { class: 'badge ok' }, 'verified')));
+    h('td', null, status(r)));
+}
+
+// status shows what the founder found of the release's files: only a
+// release whose every file matched its index is verified.
+function status(r) {
+  const missing = r.missing || [], corrupt = r.corrupt || [];
+  if (missing.length || corrupt.length) {
+    const what = missing.length ? missing.length + ' missing' : corrupt.length + ' corrupt';
+    return h('div', { 'data-status': missing.length ? 'missing' : 'corrupt' },
+      h('span', { class: 'badge bad', title: missing.concat(corrupt).join('\n') }, what),
+      h('div', { class: 'muted' }, 'fix: ', h('code', null, r.fix || 'stratum release import PATH')));
+  }
+  if (r.status === 'checking') return h('span', { class: 'badge', 'data-status': 'checking' }, 'checking…');
+  return h('span', { class: 'badge ok', 'data-status': 'verified' }, 'verified');
 }
 
 function importForm(reload) {

@@ -1,0 +1,76 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"stratum/apierr"
+	"stratum/release/releasetest"
+)
+
+// SPEC 18: after a restore without the release files, or with a file
+// changed on disk, the start-up check marks them, and the release is
+// missing or corrupt, never verified; a joiner is told to retry while the
+// check runs, then RELEASE_CORRUPT.
+func TestRecheckMarksMissingAndCorrupt(t *testing.T) {
+	db, dataDir := releasetest.OpenDB(t)
+	for _, rel := range []string{"0.6.0", "0.7.0", "0.8.0"} {
+		src, _, pub := releasetest.SignedTree(t, ChunkSize+5, rel)
+		if _, err := Import(context.Background(), db, dataDir, src, releasetest.Keyring(t, 1, pub), ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 0.6.0 lost a file, 0.7.0's sysext has a changed byte, 0.8.0 is whole.
+	if err := os.Remove(filepath.Join(dataDir, "releases", "0.6.0", "os", "index.json")); err != nil {
+		t.Fatal(err)
+	}
+	releasetest.FlipByte(t, filepath.Join(dataDir, "releases", "0.7.0", releasetest.SysextPath), 2<<20+3)
+
+	checks := NewChecks()
+	checks.set([]string{"0.6.0", "0.7.0", "0.8.0"})
+	m := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Checks: checks})
+	var e *apierr.Error
+	if _, err := m.Stat("0.6.0", "os/index.json"); !errors.As(err, &e) || e.Code != apierr.ReleaseBusy || e.RetryAfter == 0 {
+		t.Fatalf("Stat while checking = %v, want RELEASE_BUSY with a delay", err)
+	}
+	list, _ := List(db, checks)
+	for _, r := range list {
+		if r.Status != StatusChecking {
+			t.Fatalf("%s while checking: %s", r.Release, r.Status)
+		}
+	}
+
+	if err := Recheck(context.Background(), db, dataDir, checks, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatal(err)
+	}
+	list, _ = List(db, checks)
+	got := map[string]Imported{}
+	for _, r := range list {
+		got[r.Release] = r
+	}
+	if r := got["0.6.0"]; r.Status != StatusMissing || !slices.Equal(r.Missing, []string{"os/index.json"}) || !strings.Contains(r.Fix, "stratum release import") {
+		t.Errorf("0.6.0 = %+v, want missing os/index.json with a fix", r)
+	}
+	if r := got["0.7.0"]; r.Status != StatusCorrupt || !slices.Equal(r.Corrupt, []string{releasetest.SysextPath}) || r.Fix == "" {
+		t.Errorf("0.7.0 = %+v, want corrupt sysext with a fix", r)
+	}
+	if r := got["0.8.0"]; r.Status != StatusVerified || r.Fix != "" {
+		t.Errorf("0.8.0 = %+v, want verified", r)
+	}
+	if _, err := m.Stat("0.6.0", "os/index.json"); !errors.As(err, &e) || e.Code != apierr.ReleaseCorrupt {
+		t.Fatalf("Stat after the check = %v, want RELEASE_CORRUPT", err)
+	}
+	if _, err := m.Stat("0.8.0", "os/index.json"); err != nil {
+		t.Fatalf("Stat of a verified release = %v", err)
+	}
+	if m.Offered("0.6.0") || m.Offered("0.7.0") || !m.Offered("0.8.0") {
+		t.Error("a missing or corrupt release is offered, or a verified one is not")
+	}
+}
