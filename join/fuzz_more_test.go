@@ -127,7 +127,7 @@ func FuzzDecodeCreateTokenRequest(f *testing.F) {
 			wantInvalidInput(t, err)
 			return
 		}
-		ttl, p := req.validate()
+		ttl, p := validateTokenRequest(req)
 		if len(p) > 0 {
 			t.Fatalf("accepted a request with problems %v", p)
 		}

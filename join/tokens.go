@@ -28,26 +28,6 @@ const (
 	maxDescriptionSize = 256
 )
 
-// CreateTokenRequest is the body of POST /v1/admin/join/tokens.
-type CreateTokenRequest struct {
-	Role string `json:"role"`
-	// TTL is a Go duration ("24h") or whole days ("7d"); empty means 24h.
-	TTL string `json:"ttl"`
-	// Uses is 1..1000; zero means 1.
-	Uses        int    `json:"uses"`
-	Description string `json:"description"`
-}
-
-// CreatedToken answers a token creation; Token is shown only here.
-type CreatedToken struct {
-	TokenID     string    `json:"tokenId"`
-	Token       string    `json:"token"`
-	Role        string    `json:"role"`
-	ExpiresAt   time.Time `json:"expiresAt"`
-	UsesLeft    int       `json:"usesLeft"`
-	JoinCommand string    `json:"joinCommand"`
-}
-
 // TokenView is a token as listed: no secret, no hash.
 type TokenView struct {
 	TokenID     string    `json:"tokenId"`
@@ -109,7 +89,7 @@ func DecodeCreateTokenRequest(body []byte) (CreateTokenRequest, error) {
 				wire.CreateTokenRequest.Uses = *u
 			}
 		}
-		_, problems := wire.CreateTokenRequest.validate()
+		_, problems := validateTokenRequest(wire.CreateTokenRequest)
 		return append(f, problems...)
 	})
 	if err != nil {
@@ -119,7 +99,7 @@ func DecodeCreateTokenRequest(body []byte) (CreateTokenRequest, error) {
 }
 
 // validate lists every problem and returns the TTL to use.
-func (r CreateTokenRequest) validate() (time.Duration, apierr.Fields) {
+func validateTokenRequest(r CreateTokenRequest) (time.Duration, apierr.Fields) {
 	var f apierr.Fields
 	if !contains(Roles, r.Role) {
 		f.Add("role", "must be one of %s", strings.Join(Roles, ", "))
@@ -159,7 +139,7 @@ func parseTTL(s string) (time.Duration, bool) {
 // CreateToken stores a new join token (hashed) and answers its one-time
 // secret form and the joinCommand to give the new node.
 func (s *Service) CreateToken(by iam.Principal, req CreateTokenRequest) (CreatedToken, error) {
-	ttl, f := req.validate()
+	ttl, f := validateTokenRequest(req)
 	if err := f.Err("the join token request has problems"); err != nil {
 		return CreatedToken{}, err
 	}

@@ -17,6 +17,9 @@ type (
 	MemberView      = wire.MemberView
 	MembersView     = wire.MembersView
 	MemberLag       = wire.MemberLag
+
+	CreateTokenRequest = wire.JoinTokenRequest
+	CreatedToken       = wire.JoinToken
 )
 
 // Registration states (SPEC 4.3), phases a joiner reports, and who chose

@@ -250,3 +250,23 @@ type MembersView struct {
 type AppliedRequest struct {
 	Generation uint64 `json:"generation"`
 }
+
+// JoinTokenRequest is the body of POST /v1/admin/join/tokens.
+type JoinTokenRequest struct {
+	Role string `json:"role"`
+	// TTL is a Go duration ("24h") or whole days ("7d"); empty means 24h.
+	TTL string `json:"ttl"`
+	// Uses is 1..1000; zero means 1.
+	Uses        int    `json:"uses"`
+	Description string `json:"description"`
+}
+
+// JoinToken answers a join token's creation; Token is shown only here.
+type JoinToken struct {
+	TokenID     string    `json:"tokenId"`
+	Token       string    `json:"token"`
+	Role        string    `json:"role"`
+	ExpiresAt   time.Time `json:"expiresAt"`
+	UsesLeft    int       `json:"usesLeft"`
+	JoinCommand string    `json:"joinCommand"`
+}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,17 +32,8 @@ func TestAgent(t *testing.T) {
 	}
 	nodeA := nodeIDOf(t, rootA)
 
-	agent := exec.Command(stratumtest.Binary(t), "agent", "--api", "https://"+f.API, "--root", rootA, "--listen", "127.0.0.2:"+strconv.Itoa(agentPort), "--interval", "2s", "--packages", "base=base-files")
-	agent.Env = stratumtest.Env()
-	var aout bytes.Buffer
-	agent.Stdout, agent.Stderr = &aout, &aout
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
+	agent := stratumtest.StartAgent(t, "https://"+f.API, rootA, "--listen", "127.0.0.2:"+strconv.Itoa(agentPort), "--interval", "2s", "--packages", "base=base-files")
 	started := time.Now()
-	exited := make(chan struct{})
-	go func() { agent.Wait(); close(exited) }()
-	t.Cleanup(func() { agent.Process.Kill(); <-exited })
 
 	// The release set has the node's record from its host.
 	kernel := strings.TrimSpace(mustOutput(t, "uname", "-r"))
@@ -56,7 +46,7 @@ func TestAgent(t *testing.T) {
 			Packages []struct{ Component, Name, Version string }
 		}
 	}
-	waitFor(t, 20*time.Second, "node-a recorded in the release set\n"+aout.String(), func() bool {
+	waitFor(t, 20*time.Second, "node-a recorded in the release set\n"+agent.Output(), func() bool {
 		var set struct{ Nodes []json.RawMessage }
 		f.do(t, "GET", "/v1/admin/upgrades/release", nil, 200, &set)
 		for _, raw := range set.Nodes {
@@ -125,8 +115,7 @@ func TestAgent(t *testing.T) {
 		t.Errorf("stratum members:\n%s", out)
 	}
 
-	agent.Process.Signal(syscall.SIGKILL)
-	<-exited
+	agent.Kill()
 	killed := time.Now()
 	waitFor(t, 10*time.Second, "node-a unreachable after its agent died", func() bool { s, _ := bootOf(nodeA); return s == "unreachable" })
 	t.Logf("%s unreachable %v after its agent was killed (probe interval 300ms)", nodeA, time.Since(killed).Round(time.Millisecond))

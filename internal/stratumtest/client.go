@@ -29,9 +29,7 @@ func (f *Founder) AdminClient() *Client {
 func (f *Founder) Admin(t testing.TB) *Client {
 	t.Helper()
 	email, password := f.Credentials(t)
-	c := f.AdminClient()
-	c.Token = c.Login(t, email, password)
-	return c
+	return f.Login(t, email, password)
 }
 
 // Login logs in and returns the session token.

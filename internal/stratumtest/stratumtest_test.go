@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/wire"
 )
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
@@ -26,6 +27,26 @@ func TestHarness(t *testing.T) {
 	if e := f.AdminClient().Must(t, "GET", "/v1/admin/releases", nil, 401, nil); e.Code != apierr.Unauthenticated {
 		t.Fatalf("no token: %+v", e)
 	}
+	// The domain verbs: a join token, a joiner with its own key registers
+	// (again: the same registration), another key gets 404 on it, the
+	// operator approves.
+	key := NewJoinerKey(t)
+	j := f.Joiner(t, key)
+	req := wire.RegisterRequest{Token: admin.JoinToken(t, "worker"), Release: "0.1.0", Hostname: "lab-2", MgmtIP: "192.0.2.12", MachineID: "m-lab-2"}
+	v := j.Register(t, req, 201)
+	if v.State != wire.StatePending || v.KeyFingerprint != key.Pin {
+		t.Fatalf("registration: %+v (key %s)", v, key.Pin)
+	}
+	if again := j.Register(t, req, 200); again.JoinID != v.JoinID {
+		t.Fatalf("the same key registered twice: %s then %s", v.JoinID, again.JoinID)
+	}
+	if e := f.Joiner(t, nil).Must(t, "GET", "/v1/join/registrations/"+v.JoinID, nil, 404, nil); e.Code != apierr.NotFound {
+		t.Fatalf("another key read the registration: %+v", e)
+	}
+	if ov := admin.Approve(t, v.JoinID, wire.Assignment{}); ov.State != wire.StateApproved && ov.State != wire.StateDelivering {
+		t.Fatalf("approved: %+v", ov)
+	}
+
 	tree := SignedReleaseTree(t, "0.3.0", []string{"0.1.0"}, 1<<20)
 	tree.Trust(t, f.Dir)
 	admin.Must(t, "POST", "/v1/admin/releases", map[string]string{"path": tree.Dir}, 201, nil)

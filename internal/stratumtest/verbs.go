@@ -1,0 +1,123 @@
+package stratumtest
+
+import (
+	"crypto/tls"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"testing"
+	"time"
+
+	"stratum/joiner"
+	"stratum/wire"
+)
+
+// The harness's domain verbs: what a test does to a founder, said once.
+
+// Login logs email in and returns a client of the admin API with the
+// session.
+func (f *Founder) Login(t testing.TB, email, password string) *Client {
+	t.Helper()
+	c := f.AdminClient()
+	c.Token = c.Login(t, email, password)
+	return c
+}
+
+// JoinToken creates a join token for role (one use, an hour) and returns
+// its secret.
+func (c *Client) JoinToken(t testing.TB, role string) string {
+	t.Helper()
+	var out wire.JoinToken
+	c.Must(t, "POST", "/v1/admin/join/tokens", wire.JoinTokenRequest{Role: role, TTL: "1h", Uses: 1}, http.StatusCreated, &out)
+	if out.Token == "" {
+		t.Fatal("the join token's creation answered no token")
+	}
+	return out.Token
+}
+
+// JoinerKey is a joiner's own key, made by the joiner's own code (an
+// ed25519 key in a self-signed certificate); Pin is its fingerprint as the
+// founder shows it.
+type JoinerKey struct {
+	Cert tls.Certificate
+	Pin  string
+}
+
+// NewJoinerKey makes a joiner key in a temporary state directory.
+func NewJoinerKey(t testing.TB) *JoinerKey {
+	t.Helper()
+	id, err := joiner.LoadOrCreateIdentity(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := id.ClientCertificate(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &JoinerKey{Cert: cert, Pin: id.Fingerprint}
+}
+
+// Joiner is a client of f's join listener presenting key (a new one when
+// nil), trusting f's CA.
+func (f *Founder) Joiner(t testing.TB, key *JoinerKey) *Client {
+	t.Helper()
+	if key == nil {
+		key = NewJoinerKey(t)
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.Pool, Certificates: []tls.Certificate{key.Cert}, MinVersion: tls.VersionTLS12}}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &Client{HTTP: &http.Client{Timeout: time.Minute, Transport: tr}, Base: "https://" + f.Join}
+}
+
+// Register posts req as the joiner c and wants status (201 for a new
+// registration, 200 for the open one of the same key); it returns the
+// joiner's view.
+func (c *Client) Register(t testing.TB, req wire.RegisterRequest, status int) wire.JoinerView {
+	t.Helper()
+	var v wire.JoinerView
+	c.Must(t, "POST", "/v1/join/registrations", req, status, &v)
+	return v
+}
+
+// Approve approves joinID with the assignment a as the operator c.
+func (c *Client) Approve(t testing.TB, joinID string, a wire.Assignment) wire.OperatorView {
+	t.Helper()
+	var v wire.OperatorView
+	c.Must(t, "POST", "/v1/admin/join/registrations/"+url.PathEscape(joinID)+"/approve", a, http.StatusOK, &v)
+	return v
+}
+
+// Agent is a `stratum agent` child process, killed when the test ends.
+type Agent struct {
+	cmd    *exec.Cmd
+	out    SyncBuffer
+	exited chan struct{}
+}
+
+// StartAgent runs `stratum agent --api api --root root` with args (e.g.
+// --listen, --interval).
+func StartAgent(t testing.TB, api, root string, args ...string) *Agent {
+	t.Helper()
+	a := &Agent{exited: make(chan struct{})}
+	a.cmd = exec.Command(Binary(t), append([]string{"agent", "--api", api, "--root", root}, args...)...)
+	a.cmd.Env = Env()
+	a.cmd.Stdout, a.cmd.Stderr = &a.out, &a.out
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = a.cmd.Wait(); close(a.exited) }()
+	t.Cleanup(func() { _ = a.cmd.Process.Kill(); <-a.exited })
+	return a
+}
+
+// Output is what the agent has written so far.
+func (a *Agent) Output() string { return a.out.String() }
+
+// Exited is closed when the agent has exited.
+func (a *Agent) Exited() <-chan struct{} { return a.exited }
+
+// Kill kills the agent and waits for it to exit.
+func (a *Agent) Kill() {
+	_ = a.cmd.Process.Kill()
+	<-a.exited
+}
