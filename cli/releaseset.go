@@ -1,7 +1,10 @@
 package cli
 
 import (
-	"io"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -10,9 +13,78 @@ import (
 
 func init() { Register(newReleaseSetCmd) }
 
+// releaseSetPage is how many nodes one page request asks for.
+const releaseSetPage = 500
+
+// newReleaseSetCmd asks for the summary (?view=summary), then pages
+// through nodes[] (?limit&after) for the first --nodes nodes (all with
+// --all): a large cluster's whole set is over a gigabyte.
 func newReleaseSetCmd() *cobra.Command {
-	var set releaseset.Set
-	return showCommand("release-set", "every node's release, skew and drift", cobra.NoArgs, fixed("/v1/admin/upgrades/release"), &set, func(w io.Writer) error {
-		return releaseset.WriteTable(w, set)
-	})
+	cmd := &cobra.Command{Use: "release-set", Short: "every node's release, skew and drift", Args: cobra.NoArgs}
+	admin := addAdminFlags(cmd)
+	o := addOutput(cmd)
+	limit := cmd.Flags().Int("nodes", 50, "show the first N nodes (the summary covers every node)")
+	all := cmd.Flags().Bool("all", false, "show every node (pages through all of them)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		c, err := admin.client()
+		if err != nil {
+			return err
+		}
+		const path = "/v1/admin/upgrades/release"
+		raw, err := c.get(cmd.Context(), path+"?view=summary")
+		if err != nil {
+			return err
+		}
+		var head struct {
+			releaseset.Set
+			Members int `json:"members"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return fmt.Errorf("release set summary: %w", err)
+		}
+		set := head.Set
+		set.Nodes = []releaseset.Node{}
+		want := *limit
+		if *all {
+			want = head.Members
+		}
+		for after := ""; len(set.Nodes) < want; {
+			q := url.Values{"limit": {strconv.Itoa(min(releaseSetPage, want-len(set.Nodes)))}}
+			if after != "" {
+				q.Set("after", after)
+			}
+			raw, err := c.get(cmd.Context(), path+"?"+q.Encode())
+			if err != nil {
+				return err
+			}
+			var page struct {
+				Nodes []releaseset.Node `json:"nodes"`
+				Next  string            `json:"next"`
+			}
+			if err := json.Unmarshal(raw, &page); err != nil {
+				return fmt.Errorf("release set page: %w", err)
+			}
+			set.Nodes = append(set.Nodes, page.Nodes...)
+			if page.Next == "" || len(page.Nodes) == 0 {
+				break
+			}
+			after = page.Next
+		}
+		out, err := json.Marshal(set)
+		if err != nil {
+			return err
+		}
+		return o.render(cmd.OutOrStdout(), out, &set, func() error {
+			if err := releaseset.WriteTable(cmd.OutOrStdout(), set); err != nil {
+				return err
+			}
+			if len(set.Nodes) < head.Members {
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "showing %d of %d nodes (the summary covers all of them; --nodes N or --all for more)\n", len(set.Nodes), head.Members)
+				return err
+			}
+			return nil
+		})
+	}
+	return cmd
 }
+

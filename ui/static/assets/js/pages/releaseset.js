@@ -7,14 +7,41 @@ import { h, page, table, scroll, empty } from '../dom.js';
 import { when } from '../format.js';
 
 const COLOURS = 8;
+// PAGE nodes are fetched at a time: the summary covers every node, the
+// matrix and the nodes table show the nodes fetched so far.
+const PAGE = 100;
+const PATH = '/v1/admin/upgrades/release';
 
 export function mount(main) {
   const p = page(main, 'Release set', 'Which release each node runs, where nodes differ (skew) and where a node differs from its own release (drift).');
   const ctrl = new AbortController();
+  const opts = { signal: ctrl.signal };
   (async () => {
     try {
-      const rs = await api('GET', '/v1/admin/upgrades/release', undefined, { signal: ctrl.signal });
-      p.body.append(summary(rs), h('h2', null, 'Skew'), scroll(skewMatrix(rs)), h('h2', null, 'Drift'), scroll(driftTable(rs)), h('h2', null, 'Nodes'), scroll(nodesTable(rs)));
+      const rs = await api('GET', PATH + '?view=summary', undefined, opts);
+      rs.nodes = [];
+      let next = '';
+      const more = async () => {
+        const page = await api('GET', PATH + '?limit=' + PAGE + (next ? '&after=' + encodeURIComponent(next) : ''), undefined, opts);
+        rs.nodes.push(...(page.nodes || []));
+        next = page.next || '';
+      };
+      await more();
+      const nodesBox = h('div');
+      const render = () => {
+        const shown = h('p', { class: 'muted', 'data-nodes-shown': String(rs.nodes.length) },
+          'Showing ' + rs.nodes.length + ' of ' + (rs.members ?? rs.nodes.length) + ' nodes.');
+        const button = next ? h('button', { type: 'button', 'data-more-nodes': '' }, 'Show ' + PAGE + ' more nodes') : null;
+        if (button) {
+          button.addEventListener('click', async () => {
+            button.disabled = true;
+            try { await more(); render(); } catch (err) { if (!ctrl.signal.aborted) p.showError(err); }
+          });
+        }
+        nodesBox.replaceChildren(h('h2', null, 'Skew'), scroll(skewMatrix(rs)), h('h2', null, 'Nodes'), scroll(nodesTable(rs)), shown, button);
+      };
+      render();
+      p.body.append(summary(rs), h('h2', null, 'Drift'), scroll(driftTable(rs)), nodesBox);
     } catch (err) {
       if (!ctrl.signal.aborted) p.showError(err);
     }
@@ -28,7 +55,7 @@ function summary(rs) {
   return h('div', { class: 'cards' },
     card('Consistent', h('span', { class: 'badge ' + (s.consistent ? 'ok' : 'warn'), 'data-consistent': String(!!s.consistent) }, s.consistent ? 'yes' : 'no')),
     card('Running release', rs.runningRelease || 'unknown'),
-    card('Recent records', (s.recent ?? 0) + ' of ' + nodes.length),
+    card('Recent records', (s.recent ?? 0) + ' of ' + (rs.members ?? nodes.length)),
     card('Founder', rs.node),
     card('Control plane', (rs.controlPlane && rs.controlPlane.version) || ''));
 }
