@@ -87,4 +87,3 @@ func newReleaseSetCmd() *cobra.Command {
 	}
 	return cmd
 }
-
