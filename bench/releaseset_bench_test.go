@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,7 +133,10 @@ func benchReleaseSet(b *testing.B, nodes, gets int) {
 	if p99 > target {
 		verdict = "MISS"
 	}
-	fig := fmt.Sprintf("releaseset nodes=%d get_identity_p99=%v target<=%v %s (p50 %v; after one record changed p50 %v p99 %v; 304 p99 %v)",
+	if nodes == 1000 {
+		printTarget(b, "releaseset-full-p99-1k", float64(p99)/1e6, "<=", 25, "ms")
+	}
+	fig := fmt.Sprintf("releaseset nodes=%d get_identity_p99=%v want<=%v %s (p50 %v; after one record changed p50 %v p99 %v; 304 p99 %v)",
 		nodes, p99.Round(time.Microsecond), target, verdict, p50.Round(time.Microsecond),
 		percentile(changed, 50).Round(time.Microsecond), percentile(changed, 99).Round(time.Microsecond),
 		percentile(notModified, 99).Round(time.Microsecond))
@@ -223,7 +228,9 @@ func newFixture(b *testing.B, nodes int) *fixture {
 	tr := f.client.Transport.(*http.Transport)
 	tr.DisableCompression = true // count and check the bytes as sent
 
-	// Record every node: the first putSamples over HTTP, timed.
+	// Record every node: the first putSamples over HTTP, timed, one at a
+	// time; the others through the service from recordClients goroutines
+	// (records share group commits).
 	start = time.Now()
 	for i, id := range ids {
 		req := syntheticRequest(i)
@@ -238,11 +245,30 @@ func newFixture(b *testing.B, nodes int) *fixture {
 			t0 := time.Now()
 			f.put(b, id, body)
 			f.putLat = append(f.putLat, time.Since(t0))
-			continue
 		}
-		if err := svc.Record("bench", id, req); err != nil {
-			b.Fatal(err)
-		}
+	}
+	var next atomic.Int64
+	next.Store(putSamples)
+	var wg sync.WaitGroup
+	errs := make(chan error, recordClients)
+	for range recordClients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(ids) {
+					return
+				}
+				if err := svc.Record("bench", ids[i], syntheticRequest(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
 	}
 	f.recordTook = time.Since(start)
 	return f
