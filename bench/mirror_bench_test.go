@@ -145,10 +145,10 @@ type mirrorEnv struct {
 	nginxURL   string
 	// where startFounder finds what it needs
 	dataDir, certFile, keyFile, work string
-	founderPID int
-	nginxPID   int
-	nginxVer   string
-	offsets    []int64 // of the ranged requests, the same for both servers
+	founderPID                       int
+	nginxPID                         int
+	nginxVer                         string
+	offsets                          []int64 // of the ranged requests, the same for both servers
 }
 
 // mirrorServers names the two servers in the order of the printed figures.

@@ -3,7 +3,7 @@ package repo
 import "sync"
 
 // ChunkSize is the unit of the chunk index (SPEC 5.2). Readers verify
-// 64 KiB sub-chunks (SubChunkSize), or whole chunks of a file whose
+// 16 KiB sub-chunks (SubChunkSize), or whole chunks of a file whose
 // sub-chunk index is missing.
 const ChunkSize = 1 << 20
 

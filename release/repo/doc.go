@@ -2,7 +2,7 @@
 // release tree into the data directory with a chunk index in the store,
 // the catalog of imported releases, recovery of an import cut by a crash,
 // and the mirror that hands joiners the imported files through a reader
-// that verifies every 64 KiB sub-chunk it returns against the index
+// that verifies every 16 KiB sub-chunk it returns against the index
 // before returning any byte of it (SPEC 14: a range hashes only the
 // sub-chunks it touches), from disk or from a bounded cache of verified
 // sub-chunks shared by all readers.
@@ -15,7 +15,7 @@
 //     one entry per file with its chunk index (bucket "release-files", key
 //     release NUL path), so serving one file reads one file's index, not the
 //     whole release. Corrupt marks live in "release-corrupt".
-//   - The SHA-256 of each 64 KiB sub-chunk is kept beside the 1 MiB chunk
+//   - The BLAKE3 hash of each 16 KiB sub-chunk is kept beside the 1 MiB chunk
 //     index SPEC 5.2 names, under its own key ("release-subchunks", tied
 //     to the import ID), so a request still reads the small chunk index
 //     only; the sub-chunk hashes are read once per import of a file.

@@ -84,7 +84,7 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 }
 
 // Reader reads one imported file, verifying every unit it returns (a
-// 64 KiB sub-chunk; a 1 MiB chunk for a file whose sub-chunk index is
+// 16 KiB sub-chunk; a 1 MiB chunk for a file whose sub-chunk index is
 // missing) against the index before returning any byte of it. It holds
 // one of its holder's read slots until Close, and is cut (Context) when
 // it stalls, crawls or lasts too long.
@@ -302,11 +302,20 @@ func (rd *Reader) units(first, last int64) ([][]byte, error) {
 func (rd *Reader) readUnits(first int64, out [][]byte) (n int, err error) {
 	size := rd.fi.Size
 	defer func() { rd.m.cacheMisses.Add(uint64(n)) }()
+	// One read for the run (16 KiB units made one system call each a
+	// large share of a download's cost); each unit is its own slice of it.
+	start := first * rd.unit
+	run := make([]byte, min(int64(len(out))*rd.unit, size-start))
+	got, rerr := rd.f.ReadAt(run, start)
 	for i := range out {
 		u := first + int64(i)
 		off := u * rd.unit
-		b := make([]byte, min(rd.unit, size-off))
-		if _, err := rd.f.ReadAt(b, off); err != nil {
+		b := run[off-start : min(off-start+rd.unit, int64(len(run)))]
+		if int64(got) < off-start+int64(len(b)) {
+			err := rerr
+			if err == nil {
+				err = io.EOF
+			}
 			if errors.Is(err, io.EOF) {
 				err = fmt.Errorf("bytes %d-%d: file shorter than its %d bytes", off, off+int64(len(b))-1, size)
 			} else {
@@ -315,8 +324,12 @@ func (rd *Reader) readUnits(first int64, out [][]byte) (n int, err error) {
 			return i, rd.m.broken(rd.fi, err)
 		}
 		want := rd.sums[u*32 : u*32+32]
-		if sum := sha256.Sum256(b); !bytes.Equal(sum[:], want) {
-			err := fmt.Errorf("bytes %d-%d: sha256 %x, index says %x", off, off+int64(len(b))-1, sum, want)
+		sum, name := sha256.Sum256, "sha256"
+		if rd.unit == SubChunkSize {
+			sum, name = subSum, subHash
+		}
+		if got := sum(b); !bytes.Equal(got[:], want) {
+			err := fmt.Errorf("bytes %d-%d: %s %x, index says %x", off, off+int64(len(b))-1, name, got, want)
 			return i, rd.m.broken(rd.fi, err)
 		}
 		out[i] = b

@@ -3,6 +3,7 @@ package repo
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -329,5 +330,53 @@ func TestUpgradeIndexesCancelled(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "releases", "0.6.0")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOlderSubIndexIsUpgraded: an import whose sub-chunk index is an older
+// build's (SHA-256 of 64 KiB sub-chunks, no hash named) is verified by
+// 1 MiB chunk until the start-up upgrade replaces it with this build's
+// (BLAKE3 of 16 KiB), after which a read hashes only the sub-chunks it
+// touches.
+func TestOlderSubIndexIsUpgraded(t *testing.T) {
+	m, blob, data, _ := importedMirror(t, 2*ChunkSize+77, 2, 0)
+	db, dataDir := m.db, filepath.Dir(m.dir)
+	rec, _, _ := Get(db, "0.6.0")
+	key := fileKey("0.6.0", blob)
+	var olderSums []byte
+	for off := 0; off < len(data); off += 64 << 10 {
+		s := sha256.Sum256(data[off:min(off+64<<10, len(data))])
+		olderSums = append(olderSums, s[:]...)
+	}
+	if err := db.Update(func(tx *store.Tx) error {
+		return tx.PutJSON(bucketSubs, key, subIndex{ImportID: rec.ImportID, Sums: olderSums})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	old := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
+	t.Cleanup(old.Close)
+	rd, err := openReader(t, old, blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 100)
+	if _, err := rd.ReadAt(p, ChunkSize+5); err != nil || !bytes.Equal(p, data[ChunkSize+5:ChunkSize+105]) || rd.unit != ChunkSize {
+		t.Fatalf("read with the older index: unit %d, %v", rd.unit, err)
+	}
+	rd.Close()
+	if err := UpgradeIndexes(context.Background(), db, dataDir, discardLog()); err != nil {
+		t.Fatal(err)
+	}
+	var si subIndex
+	if err := db.View(func(tx *store.Tx) error { _, err := tx.GetJSON(bucketSubs, key, &si); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if si.Hash != subHash || int64(len(si.Sums)) != (int64(len(data))+SubChunkSize-1)/SubChunkSize*32 {
+		t.Fatalf("after the upgrade: hash %q, %d bytes of sums", si.Hash, len(si.Sums))
+	}
+	up := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
+	t.Cleanup(up.Close)
+	if got, err := readRange(t, up, blob, ChunkSize+5, 100); err != nil || !bytes.Equal(got, data[ChunkSize+5:ChunkSize+105]) || up.CacheMisses() != 1 {
+		t.Fatalf("read after the upgrade: %v, %d units hashed", err, up.CacheMisses())
 	}
 }

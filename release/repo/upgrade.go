@@ -41,7 +41,7 @@ func UpgradeIndexes(ctx context.Context, db *store.DB, dataDir string, log *slog
 	for _, t := range todo {
 		total += t.fi.Size
 	}
-	log.Info("indexing the 64 KiB sub-chunks of imported release files (once)", "files", len(todo), "bytes", total)
+	log.Info("indexing the 16 KiB sub-chunks of imported release files (BLAKE3; once)", "files", len(todo), "bytes", total)
 	start := time.Now()
 	releasesDir := filepath.Join(dataDir, "releases")
 	var done, corrupt int
