@@ -341,7 +341,7 @@ func TestUpgradeIndexesCancelled(t *testing.T) {
 func TestOlderSubIndexIsUpgraded(t *testing.T) {
 	m, blob, data, _ := importedMirror(t, 2*ChunkSize+77, 2, 0)
 	db, dataDir := m.db, filepath.Dir(m.dir)
-	rec, _, _ := Get(db, "0.6.0")
+	rec, _, _ := Get(db, "0.6.0", nil)
 	key := fileKey("0.6.0", blob)
 	var olderSums []byte
 	for off := 0; off < len(data); off += 64 << 10 {
