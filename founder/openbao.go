@@ -49,7 +49,8 @@ func (f *Founder) openBaoSetup(ctx context.Context) error {
 		return err
 	}
 	f.openBao = &openbao.Founder{Client: c, Token: func() (string, error) { return f.openBaoToken(s.TokenFile) }}
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	// Bounded: an unreachable OpenBao must not hold the listeners back.
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := f.openBao.FounderToken(cctx); err != nil {
 		f.openBaoLine = s.Addr + " (deliveries wait: " + err.Error() + ")"
