@@ -24,7 +24,7 @@ func (f *Founder) services(ctx context.Context) {
 	level, compat, db := store.SchemaVersion(), store.CompatSchemaVersion(), f.db.Schema()
 	cp.SchemaLevel, cp.CompatSchemaLevel, cp.DatabaseSchemaLevel = &level, &compat, &db
 	f.iam = iam.New(iam.Config{DB: f.db, Now: time.Now})
-	f.releases = &releaseset.Service{DB: f.db, Now: time.Now, Node: f.id.FounderNodeID, ControlPlane: cp}
+	f.releases = &releaseset.Service{DB: f.db, Now: time.Now, Node: f.id.FounderNodeID, ControlPlane: cp, Held: repo.Held}
 	concurrency := f.opts.ReleaseConcurrency
 	if concurrency <= 0 {
 		concurrency = 4

@@ -17,8 +17,12 @@ import (
 func AdmissionReleaseTx(tx *store.Tx) (string, error) { return membership.AdmissionRelease(tx) }
 
 // raiseAdmission lifts the admission release to R once every joined
-// member (the founder aside: it records the admission release itself)
-// has a recent record of R or newer. It never lowers it.
+// member has a recent record of R or newer and R is a release the
+// founder holds (imported, verified, not found corrupt: SPEC 16.6). The
+// founder's own record is the admission release it runs; for this rule
+// it reports what it holds. R is the newest held release that every
+// joined member has reached. It never lowers the admission release, and
+// a record of a release the founder does not hold moves it nowhere.
 //
 // It runs in the transaction that stores node's record rec. Only a
 // joined member reporting a release above the admission release can
@@ -26,7 +30,7 @@ func AdmissionReleaseTx(tx *store.Tx) (string, error) { return membership.Admiss
 // node re-recording what it runs) costs one read. The other members'
 // records come from the cache, not from decoding each stored record.
 func (s *Service) raiseAdmission(tx *store.Tx, actor string, node membership.Member, rec Stored) error {
-	if !joined(node) || semver.Valid(rec.RunningRelease) != nil {
+	if !joined(node) || semver.Valid(rec.RunningRelease) != nil || s.Held == nil {
 		return nil
 	}
 	cur, err := membership.AdmissionRelease(tx)
@@ -36,36 +40,57 @@ func (s *Service) raiseAdmission(tx *store.Tx, actor string, node membership.Mem
 	if semver.Compare(rec.RunningRelease, cur) <= 0 {
 		return nil
 	}
-	members, err := membership.Members(tx)
+	floor, ok, err := s.agreedFloor(tx, node.NodeID, rec.RunningRelease)
+	if err != nil || !ok || semver.Compare(floor, cur) <= 0 {
+		return err
+	}
+	held, err := s.Held(tx)
 	if err != nil {
 		return err
 	}
-	if err := s.loadFrom(tx); err != nil {
+	to := ""
+	for _, r := range held {
+		if semver.Valid(r) == nil && semver.Compare(r, cur) > 0 && semver.Compare(r, floor) <= 0 && (to == "" || semver.Compare(r, to) > 0) {
+			to = r
+		}
+	}
+	if to == "" {
+		return nil
+	}
+	if err := membership.StoreAdmissionRelease(tx, to); err != nil {
 		return err
+	}
+	return tx.Audit("cluster.release.raised", actor, "admission-release", map[string]string{"from": cur, "to": to, "why": "every joined member reports it or newer and the founder holds it"})
+}
+
+// agreedFloor is the oldest release the joined members report, node's
+// new record (running) included; ok is false while a joined member has
+// no recent valid record.
+func (s *Service) agreedFloor(tx *store.Tx, nodeID, running string) (string, bool, error) {
+	members, err := membership.Members(tx)
+	if err != nil {
+		return "", false, err
+	}
+	if err := s.loadFrom(tx); err != nil {
+		return "", false, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	now := s.Now()
-	floor := rec.RunningRelease
+	floor := running
 	for _, m := range members {
-		if !joined(m) || m.NodeID == node.NodeID {
+		if !joined(m) || m.NodeID == nodeID {
 			continue
 		}
 		c, ok := s.records[m.NodeID]
 		if !ok || now.Sub(c.recordedAt) > RecentWindow || semver.Valid(c.running) != nil {
-			return nil // a joined member not heard from recently: no agreement
+			return "", false, nil // a joined member not heard from recently: no agreement
 		}
 		if semver.Compare(c.running, floor) < 0 {
 			floor = c.running
 		}
 	}
-	if semver.Compare(floor, cur) <= 0 {
-		return nil
-	}
-	if err := membership.StoreAdmissionRelease(tx, floor); err != nil {
-		return err
-	}
-	return tx.Audit("cluster.release.raised", actor, "admission-release", map[string]string{"from": cur, "to": floor, "why": "every joined member reports it or newer"})
+	return floor, true, nil
 }
 
 // joined: a member admitted through a join that has joined (the founder,

@@ -31,7 +31,9 @@ func newAdmissionEnv(t *testing.T, members ...membership.Member) *admissionEnv {
 	}
 	t.Cleanup(func() { db.Close() })
 	e := &admissionEnv{t: t, db: db, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	e.svc = &Service{DB: db, Now: func() time.Time { return e.now }, Node: "n-founder1"}
+	// The founder holds 0.3.0 and 0.4.0 (imported and verified).
+	held := func(*store.Tx) ([]string, error) { return []string{"0.4.0", "0.3.0", "0.1.0"}, nil }
+	e.svc = &Service{DB: db, Now: func() time.Time { return e.now }, Node: "n-founder1", Held: held}
 	cfg := membership.DevDefaults()
 	cfg.ClusterRelease = "0.2.0"
 	cfg.Founder.NodeID = "n-founder1"
@@ -79,7 +81,8 @@ func joinedMember(id string) membership.Member {
 
 // TestAdmissionNeverLoweredByARecord: a record of 0.0.1 changes nothing;
 // the admission release rises only once every joined member recently
-// reported the newer release; a delivering member cannot record.
+// reported the newer release, and only to a release the founder holds;
+// a delivering member cannot record.
 func TestAdmissionNeverLoweredByARecord(t *testing.T) {
 	delivering := membership.Member{NodeID: "n-deliver1", JoinID: "j-d", State: membership.MemberJoining}
 	e := newAdmissionEnv(t, joinedMember("n-joined01"), joinedMember("n-joined02"), delivering)
@@ -97,6 +100,10 @@ func TestAdmissionNeverLoweredByARecord(t *testing.T) {
 		{"n-joined02", "0.4.0", "", 0, "0.4.0"},
 		{"n-joined01", "0.0.1", "", 0, "0.4.0"},
 		{"n-unknown1", "0.5.0", apierr.NotFound, 0, "0.4.0"},
+		// SPEC 16.6: every joined member reports 99.0.0, a release the
+		// founder does not hold: nothing moves.
+		{"n-joined01", "99.0.0", "", 0, "0.4.0"},
+		{"n-joined02", "99.0.0", "", 0, "0.4.0"},
 	}
 	for i, s := range steps {
 		e.now = e.now.Add(s.advance)

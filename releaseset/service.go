@@ -19,6 +19,10 @@ type Service struct {
 	// Node is the answering node (the founder) and ControlPlane its build.
 	Node         string
 	ControlPlane ControlPlane
+	// Held lists the releases the founder holds (imported and verified):
+	// the only ones the admission release rises to by itself (SPEC 16.6).
+	// Nil: it rises only when the operator sets it.
+	Held func(*store.Tx) ([]string, error)
 
 	// records caches every node's decoded record: decoding thousands of
 	// stored records on each GET was most of its cost. It is filled from

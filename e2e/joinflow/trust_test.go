@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"stratum/crypto"
+	"stratum/internal/stratumtest"
 )
 
 // TestTrust02_RecordCannotLowerAdmissionRelease: a member's leaf records
@@ -89,8 +90,11 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 		t.Fatalf("setting the admission release is not audited: %v", kinds)
 	}
 
-	// Every joined member (a is the only one) reports 0.3.0: the
-	// admission release follows by itself.
+	// Every joined member (a is the only one) reports 0.3.0, which the
+	// founder holds (SPEC 16.6): the admission release follows by itself.
+	tree := stratumtest.SignedReleaseTree(t, "0.3.0", nil, 1024)
+	tree.Trust(t, f.Dir)
+	f.do(t, "POST", "/v1/admin/releases", map[string]any{"path": tree.Dir}, 201, nil)
 	a.record(t, "0.3.0").want(t, 204, "")
 	if v := f.versionView(t, f.admin.Token); v["admissionRelease"] != "0.3.0" {
 		t.Fatalf("the admission release did not rise with its joined members: %v", v)

@@ -142,6 +142,29 @@ func List(db *store.DB, checks *Checks) ([]Imported, error) {
 	return out, err
 }
 
+// Held lists the releases imported (their signature verified at import)
+// with no file found corrupt since: what the founder can stand behind
+// (SPEC 16.6: the admission release rises only to one of these).
+func Held(tx *store.Tx) ([]string, error) {
+	corrupt := map[string]bool{}
+	err := tx.ForEach(bucketCorrupt, func(k string, _ []byte) error {
+		rel, _, _ := strings.Cut(k, "\x00")
+		corrupt[rel] = true
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	err = tx.ForEach(bucketReleases, func(k string, _ []byte) error {
+		if !corrupt[k] {
+			out = append(out, k)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // Get returns one imported release.
 func Get(db *store.DB, release string, checks *Checks) (*Imported, bool, error) {
 	var r Imported
