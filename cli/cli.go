@@ -39,7 +39,8 @@ const exitCodesHelp = `Every stratum command exits with one of these codes:
   2  usage: an unknown command or flag, a missing or extra argument, a bad flag value
   3  not authenticated or not authorized (log in with stratum login; the
      joiner: rejected by an operator)
-  4  trust failure (the joiner: the founder or a release failed a check)
+  4  trust failure: the joiner's founder or release failed a check, a
+     release tree failed verification, the audit chain is broken
   5  not found
   6  conflict or refused (the state does not allow it, e.g. approving a
      join twice)
@@ -109,14 +110,20 @@ func NewRoot() *cobra.Command {
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd())
 	}
-	conventions(root)
+	// cobra adds these when it runs; added here, they are in the tree
+	// the conventions (and the CLI test) walk.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	conventions(root, root.Version)
 	return root
 }
 
 // conventions walks the tree: help on stdout, env twins in every flag's
 // help, groups that refuse a missing or unknown subcommand, errors of
 // RunE marked so the exit code can tell them from usage errors.
-func conventions(c *cobra.Command) {
+func conventions(c *cobra.Command, version string) {
+	// --version answers on every command, not only the root.
+	c.Version = version
 	c.Flags().VisitAll(func(f *pflag.Flag) { describeEnvTwin(c, f) })
 	if c.HasSubCommands() && c.RunE == nil && c.Run == nil {
 		c.Args = cobra.ArbitraryArgs
@@ -136,7 +143,7 @@ func conventions(c *cobra.Command) {
 		}
 	}
 	for _, sub := range c.Commands() {
-		conventions(sub)
+		conventions(sub, version)
 	}
 }
 

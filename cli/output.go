@@ -71,15 +71,3 @@ func (o outputFormat) render(w io.Writer, raw []byte, out any, table func() erro
 	}
 	return table()
 }
-
-// renderValue is render for a value the CLI built itself.
-func (o outputFormat) renderValue(w io.Writer, v any, table func() error) error {
-	if o == "table" {
-		return table()
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return o.render(w, raw, nil, table)
-}

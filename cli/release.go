@@ -36,7 +36,7 @@ list and get talk to the founder's admin API (--api); import and list take
 --data DIR instead to work on a stopped founder's data directory.`,
 	}
 	cmd.AddCommand(newReleaseKeygenCmd(), newReleaseSignCmd(), newReleaseVerifyCmd(),
-		newReleaseImportCmd(), newReleaseListCmd())
+		newReleaseImportCmd(), newReleasePushCmd(), newReleaseListCmd(), newReleaseGetCmd())
 	return cmd
 }
 
@@ -169,10 +169,9 @@ uploaded with stratum release push DIR.`,
 	}
 	admin := addAdminFlags(cmd)
 	o := addOutput(cmd)
-	dataDir := cmd.Flags().String("data", "", "a stopped founder's data directory (instead of --api)")
+	dataDir := cmd.Flags().String("data", "", "a stopped founder's data directory (--api is then not used)")
 	threshold := cmd.Flags().Int("threshold", 1, "distinct trusted signatures needed (with --data; the founder applies its own)")
 	replace := cmd.Flags().Bool("replace", false, "replace an imported release of the same version whose content differs")
-	cmd.MarkFlagsMutuallyExclusive("data", "api")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if *dataDir != "" {
 			return importStopped(cmd, *dataDir, args[0], *threshold, *replace)
@@ -208,7 +207,7 @@ func importStopped(cmd *cobra.Command, dataDir, src string, threshold int, repla
 		return err
 	}
 	defer db.Close()
-	progress, finish := importProgress(os.Stderr)
+	progress, finish := importProgress(os.Stderr, "importing")
 	start := time.Now()
 	m, err := repo.Import(cmd.Context(), db, dataDir, src, keys, repo.ImportOptions{Progress: progress, Actor: "cli", Replace: replace})
 	finish()
@@ -222,7 +221,7 @@ func importStopped(cmd *cobra.Command, dataDir, src string, threshold int, repla
 
 // importProgress shows a progress bar on a terminal and one plain line per
 // file otherwise (logs, CI), so a redirected output stays readable.
-func importProgress(out *os.File) (repo.Progress, func()) {
+func importProgress(out *os.File, verb string) (repo.Progress, func()) {
 	if term.IsTerminal(int(out.Fd())) {
 		var bar *progressbar.ProgressBar
 		last := ""
@@ -233,7 +232,7 @@ func importProgress(out *os.File) (repo.Progress, func()) {
 						progressbar.OptionShowBytes(true),
 						progressbar.OptionSetWidth(30),
 						progressbar.OptionThrottle(100*time.Millisecond),
-						progressbar.OptionSetDescription("importing"))
+						progressbar.OptionSetDescription(verb))
 				}
 				if file != last && file != "" {
 					last = file
@@ -251,7 +250,7 @@ func importProgress(out *os.File) (repo.Progress, func()) {
 	return func(done, total int64, file string) {
 		if file != last && file != "" {
 			last = file
-			fmt.Fprintf(out, "importing %s (%d of %d bytes done)\n", file, done, total)
+			fmt.Fprintf(out, "%s %s (%d of %d bytes done)\n", verb, file, done, total)
 		}
 	}, func() {}
 }
@@ -271,8 +270,7 @@ func newReleaseListCmd() *cobra.Command {
 	}
 	admin := addAdminFlags(cmd)
 	o := addOutput(cmd)
-	dataDir := cmd.Flags().String("data", "", "a stopped founder's data directory (instead of --api)")
-	cmd.MarkFlagsMutuallyExclusive("data", "api")
+	dataDir := cmd.Flags().String("data", "", "a stopped founder's data directory (--api is then not used)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var list struct {
 			Releases []repo.Imported `json:"releases"`

@@ -74,8 +74,10 @@ func TestReadmeQuickStart(t *testing.T) {
 			t.Cleanup(func() { l.Close() })
 		}
 	}
+	// XDG_CONFIG_HOME: stratum login keeps its session in the test's
+	// directory, not in the developer's ~/.config.
 	qs.env = append(env(), "STRATUM_API_ADDR="+apiAddr, "STRATUM_JOIN_ADDR="+joinAddr, "TMPDIR="+filepath.Join(work, "tmp"),
-		"STRATUM_AGENT_PORT="+agentPort, "STRATUM_LISTEN=127.0.0.2:"+agentPort)
+		"STRATUM_AGENT_PORT="+agentPort, "STRATUM_LISTEN=127.0.0.2:"+agentPort, "XDG_CONFIG_HOME="+filepath.Join(work, "config"))
 	qs.prelude = fmt.Sprintf("make() { command make -f %q GO=true \"$@\"; }\n", filepath.Join(repo, "Makefile"))
 	t.Cleanup(qs.killAll)
 	deadline := time.Now().Add(60 * time.Second)

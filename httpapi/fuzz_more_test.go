@@ -37,7 +37,13 @@ type refusingCatalog struct{}
 func (refusingCatalog) Import(_ context.Context, path string, _ repo.ImportOptions) (*release.Manifest, error) {
 	return nil, apierr.New(apierr.NotFound, "no release tree at %s", path)
 }
+func (refusingCatalog) ImportTar(context.Context, io.Reader, repo.ImportOptions) (*release.Manifest, error) {
+	return nil, apierr.New(apierr.InvalidInput, "no tar stream")
+}
 func (refusingCatalog) List() ([]repo.Imported, error) { return nil, nil }
+func (refusingCatalog) Get(r string) (*repo.Imported, error) {
+	return nil, apierr.New(apierr.NotFound, "release %s is not imported", r)
+}
 
 // bodyRoute is one body-taking endpoint of either listener.
 type bodyRoute struct {

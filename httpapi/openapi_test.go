@@ -156,6 +156,7 @@ var successStatus = map[string][]string{
 	"POST /v1/auth/password":                            {"204"},
 	"POST /v1/admin/join/tokens":                        {"201"},
 	"POST /v1/admin/releases":                           {"201"},
+	"POST /v1/admin/releases/upload":                    {"201"},
 	"POST /v1/join/registrations":                       {"200", "201"},
 	"PUT /v1/cluster/nodes/:nodeId/release":             {"204"},
 	"GET /v1/join/registrations/:joinId/release/*path":  {"200", "206", "304"},
@@ -177,6 +178,7 @@ var extraErrors = map[string][]string{
 	"POST /v1/admin/join/registrations/:joinId/reject":  {"409"},
 	"POST /v1/admin/join/registrations/:joinId/cancel":  {"409"},
 	"POST /v1/admin/releases":                           {"409"},
+	"POST /v1/admin/releases/upload":                    {"409", "413", "503"},
 	"PUT /v1/admin/cluster/release":                     {"409"},
 	"GET /v1/join/registrations/:joinId":                {"429"},
 	"GET /v1/join/registrations/:joinId/release/*path":  {"416", "503"},
@@ -185,11 +187,15 @@ var extraErrors = map[string][]string{
 
 // bodyLimits are request body limits other than 1 MiB.
 var bodyLimits = map[string]string{
+	"POST /v1/admin/releases/upload":        "64 GiB, 100,000 entries",
 	"PUT /v1/cluster/nodes/:nodeId/release": "4 MiB",
 }
 
 // queryParams are the query parameters of routes that take them.
 var queryParams = map[string][]map[string]any{
+	"POST /v1/admin/releases/upload": {
+		{"name": "replace", "in": "query", "required": false, "description": "Replace an imported release of the same version whose content differs (audited).", "schema": map[string]any{"type": "boolean", "default": false}},
+	},
 	"GET /v1/admin/audit": {
 		{"name": "after", "in": "query", "required": false, "description": "Return events with a sequence number above this one.", "schema": map[string]any{"type": "integer", "minimum": 0, "default": 0}},
 		{"name": "limit", "in": "query", "required": false, "description": "At most this many events.", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
@@ -204,6 +210,9 @@ var queryParams = map[string][]map[string]any{
 		{"name": "wait", "in": "query", "required": false, "description": "Seconds to hold the answer while the list's index equals `index` (at most 60).", "schema": map[string]any{"type": "integer", "minimum": 0}},
 	},
 }
+
+// tarBodies are the routes whose body is a tar stream, not JSON.
+var tarBodies = map[string]bool{"POST /v1/admin/releases/upload": true}
 
 // requestSchemas are the request bodies known here by shape.
 var requestSchemas = map[string]map[string]any{
@@ -330,7 +339,11 @@ func generateOpenAPI(routes []httpapi.Route) map[string]any {
 			if schema == nil {
 				schema = map[string]any{"type": "object"}
 			}
-			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": schema}}}
+			content := map[string]any{"application/json": map[string]any{"schema": schema}}
+			if tarBodies[id] {
+				content = map[string]any{"application/x-tar": map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
+			}
+			op["requestBody"] = map[string]any{"required": true, "content": content}
 		}
 
 		responses := map[string]any{}

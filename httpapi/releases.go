@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"time"
 
 	"stratum/apierr"
 	"stratum/iam"
@@ -16,7 +18,12 @@ type ReleaseCatalog interface {
 	// Import verifies and imports the release tree at a path on the
 	// founder's own file system.
 	Import(ctx context.Context, src string, opts repo.ImportOptions) (*release.Manifest, error)
+	// ImportTar verifies and imports a release tree sent as a tar
+	// stream (the manifest's signature checked before anything else is
+	// received).
+	ImportTar(ctx context.Context, r io.Reader, opts repo.ImportOptions) (*release.Manifest, error)
 	List() ([]repo.Imported, error)
+	Get(release string) (*repo.Imported, error)
 }
 
 type importRequest struct {
@@ -42,6 +49,50 @@ func (a *API) importRelease(w http.ResponseWriter, r *http.Request, c *call) err
 		return err
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"release": m.Release, "files": len(m.Files), "upgradesFrom": m.UpgradesFrom})
+	return nil
+}
+
+// uploadRelease takes a signed release tree as a tar stream from the
+// operator's machine (stratum release push).
+func (a *API) uploadRelease(w http.ResponseWriter, r *http.Request, c *call) error {
+	var replace bool
+	switch v := r.URL.Query().Get("replace"); v {
+	case "", "false":
+	case "true":
+		replace = true
+	default:
+		return apierr.WithFields(apierr.InvalidInput, "replace is true or false", []apierr.FieldError{{Field: "replace", Message: "true or false"}})
+	}
+	// A large tree takes longer than the listener's read timeout: the
+	// deadline moves on with every read, so only a stalled sender is cut.
+	body := &deadlineReader{r: r.Body, rc: http.NewResponseController(w)}
+	m, err := a.Releases.ImportTar(context.WithoutCancel(r.Context()), body, repo.ImportOptions{Actor: c.principal.Subject, Replace: replace})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"release": m.Release, "files": len(m.Files), "bytes": m.TotalSize(), "upgradesFrom": m.UpgradesFrom})
+	return nil
+}
+
+// uploadIdle is how long an upload may send nothing.
+const uploadIdle = 30 * time.Second
+
+type deadlineReader struct {
+	r  io.Reader
+	rc *http.ResponseController
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	_ = d.rc.SetReadDeadline(time.Now().Add(uploadIdle))
+	return d.r.Read(p)
+}
+
+func (a *API) getRelease(w http.ResponseWriter, r *http.Request, c *call) error {
+	im, err := a.Releases.Get(c.params.ByName("release"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, im)
 	return nil
 }
 

@@ -75,8 +75,12 @@ func (a *API) adminRoutes() []Route {
 			Summary: "A node reports the membership generation it applied (its transport leaf; CommonName must equal nodeId).", handler: a.reportApplied},
 		{Method: "POST", Path: "/v1/admin/releases", Auth: authBearer, Action: "upgrade:ImportRelease",
 			Summary: "Import a signed release tree from a path on the founder (verified against DIR/release-keys).", handler: a.importRelease},
+		{Method: "POST", Path: "/v1/admin/releases/upload", Auth: authBearer, Action: "upgrade:ImportRelease",
+			Summary: "Upload a signed release tree as a tar stream (payload/manifest.json and payload/manifest.sig first, then the listed files): the signature is verified before anything else is received, every file is checked against the manifest, nothing is kept unless all verify. Query replace=true replaces a release of the same version whose content differs.", handler: a.uploadRelease},
 		{Method: "GET", Path: "/v1/admin/releases", Auth: authBearer, Action: "upgrade:DescribeRelease",
 			Summary: "List imported releases.", handler: a.listReleases},
+		{Method: "GET", Path: "/v1/admin/releases/:release", Auth: authBearer, Action: "upgrade:DescribeRelease", Resource: param("release"),
+			Summary: "One imported release.", handler: a.getRelease},
 	}
 }
 

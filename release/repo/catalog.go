@@ -196,6 +196,8 @@ type Catalog struct {
 	KeysDir string
 	// Checks is the start-up check's state (nil: none runs).
 	Checks *Checks
+	// UploadLimits bound ImportTar (zero: DefaultUploadLimits).
+	UploadLimits UploadLimits
 }
 
 // Import loads the trusted keys and imports the tree at src (see Import).
@@ -209,3 +211,15 @@ func (c *Catalog) Import(ctx context.Context, src string, opts ImportOptions) (*
 
 // List returns the imported releases (see List).
 func (c *Catalog) List() ([]Imported, error) { return List(c.DB, c.Checks) }
+
+// Get returns one imported release; NOT_FOUND when there is none.
+func (c *Catalog) Get(release string) (*Imported, error) {
+	r, found, err := Get(c.DB, release, c.Checks)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, apierr.New(apierr.NotFound, "release %s is not imported", release)
+	}
+	return r, nil
+}

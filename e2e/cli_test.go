@@ -1,0 +1,417 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+
+	"stratum/cli"
+	"stratum/internal/stratumtest"
+)
+
+// cliEnv is the environment of an operator logged in to f with stratum
+// login: the API and CA from their env twins, the credentials file in a
+// directory of the test's own.
+func cliEnv(t *testing.T, f *stratumtest.Founder) []string {
+	t.Helper()
+	return []string{"STRATUM_API=https://" + f.API, "STRATUM_CA_FILE=" + filepath.Join(f.Dir, "ca.pem"), "XDG_CONFIG_HOME=" + t.TempDir()}
+}
+
+func cliLogin(t *testing.T, f *stratumtest.Founder, env []string) {
+	t.Helper()
+	email, password := f.Credentials(t)
+	if r := stratumEnvIn(t, env, password+"\n", "login", "--email", email, "--password-stdin"); r.code != 0 {
+		t.Fatalf("login: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// allCommands walks the command tree the binary runs: a new command is
+// in it by being registered, so no test table can forget it.
+func allCommands() []*cobra.Command {
+	var out []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		out = append(out, c)
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(cli.NewRoot())
+	return out
+}
+
+func commandArgs(c *cobra.Command) []string { return strings.Fields(c.CommandPath())[1:] }
+
+// TestCLIEveryCommand drives every command of the tree: --help and -h
+// print to stdout and exit 0, every flag's help names its environment
+// twin (or says it has none), --version answers, an unknown flag is a
+// usage error (exit 2, nothing on stdout), a group without its
+// subcommand is one too; then -o json (and yaml) on every command that
+// prints a resource, against a running founder.
+func TestCLIEveryCommand(t *testing.T) {
+	cmds := allCommands()
+	if len(cmds) < 40 {
+		t.Fatalf("only %d commands in the tree", len(cmds))
+	}
+	for _, c := range cmds {
+		args := commandArgs(c)
+		name := strings.Join(append([]string{"stratum"}, args...), " ")
+		t.Run(name, func(t *testing.T) {
+			for _, h := range []string{"--help", "-h"} {
+				r := stratum(t, append(append([]string{}, args...), h)...)
+				topic := !c.Runnable() && !c.HasSubCommands() // a help topic: its text
+				if r.code != 0 || r.stderr != "" || (!topic && !strings.Contains(r.stdout, "Usage:")) || (topic && !strings.Contains(r.stdout, c.Long)) {
+					t.Fatalf("%s %s: exit %d, stdout %q, stderr %q", name, h, r.code, r.stdout, r.stderr)
+				}
+				if h == "-h" {
+					continue
+				}
+				_, flagsPart, _ := strings.Cut(r.stdout, "\nFlags:\n")
+				lines := strings.Split(flagsPart, "\n")
+				c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
+					if fl.Hidden || fl.Name == "help" || fl.Name == "version" {
+						return
+					}
+					for _, l := range lines {
+						if strings.Contains(l, "--"+fl.Name+" ") || strings.HasSuffix(l, "--"+fl.Name) {
+							if !strings.Contains(l, "[env STRATUM_") && !strings.Contains(l, "[no env twin") {
+								t.Errorf("%s --help: --%s shows no environment twin: %q", name, fl.Name, l)
+							}
+							return
+						}
+					}
+					t.Errorf("%s --help does not show --%s", name, fl.Name)
+				})
+			}
+			if r := stratum(t, append(append([]string{}, args...), "--version")...); r.code != 0 || !strings.HasPrefix(r.stdout, "stratum ") {
+				t.Errorf("%s --version: exit %d, stdout %q, stderr %q", name, r.code, r.stdout, r.stderr)
+			}
+			r := stratum(t, append(append([]string{}, args...), "--no-such-flag")...)
+			if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "no-such-flag") {
+				t.Errorf("%s --no-such-flag: exit %d (want 2), stdout %q, stderr %q", name, r.code, r.stdout, r.stderr)
+			}
+			if c.HasSubCommands() {
+				if r := stratum(t, append(append([]string{}, args...), "no-such-command")...); r.code != 2 || r.stdout != "" {
+					t.Errorf("%s no-such-command: exit %d (want 2), stdout %q", name, r.code, r.stdout)
+				}
+			}
+		})
+	}
+
+	t.Run("exit codes are documented", func(t *testing.T) {
+		r := stratum(t, "help", "exit-codes")
+		for _, want := range []string{"0  ok", "1  error", "2  usage", "3  not authenticated", "4  trust failure", "5  not found", "6  conflict"} {
+			if r.code != 0 || !strings.Contains(r.stdout, want) {
+				t.Fatalf("stratum help exit-codes: exit %d, no %q in\n%s", r.code, want, r.stdout)
+			}
+		}
+	})
+	t.Run("completion", func(t *testing.T) {
+		for _, sh := range []string{"bash", "zsh", "fish"} {
+			if r := stratum(t, "completion", sh); r.code != 0 || !strings.Contains(r.stdout, "stratum") {
+				t.Errorf("completion %s: exit %d", sh, r.code)
+			}
+		}
+	})
+
+	testResourceOutputs(t, cmds)
+}
+
+// testResourceOutputs runs -o json on every command that prints a
+// resource, in an order that makes each one's subject exist.
+func testResourceOutputs(t *testing.T, cmds []*cobra.Command) {
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true})
+	env := cliEnv(t, f)
+	cliLogin(t, f, env)
+	run := func(args ...string) result { return stratumEnv(t, env, args...) }
+	jsonOf := func(args ...string) map[string]any {
+		t.Helper()
+		r := run(append(args, "-o", "json")...)
+		var v map[string]any
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil {
+			t.Fatalf("stratum %s -o json: exit %d, stdout %q, stderr %q", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+		return v
+	}
+	covered := map[string]bool{}
+	cover := func(path string) { covered[path] = true }
+
+	tok := jsonOf("token", "create", "--uses", "3")
+	cover("token create")
+	token, _ := tok["token"].(string)
+	if !strings.HasPrefix(token, "sjt1.") {
+		t.Fatalf("token create -o json: %v", tok)
+	}
+	if v := jsonOf("token", "list"); len(v["tokens"].([]any)) != 1 {
+		t.Fatalf("token list: %v", v)
+	}
+	cover("token list")
+	var y map[string]any
+	if r := run("token", "list", "-o", "yaml"); r.code != 0 || yaml.Unmarshal([]byte(r.stdout), &y) != nil || y["tokens"] == nil {
+		t.Fatalf("token list -o yaml: exit %d %q", r.code, r.stdout)
+	}
+
+	j1, j2, j3 := register(t, f, token, "127.0.0.21"), register(t, f, token, "127.0.0.22"), register(t, f, token, "127.0.0.23")
+	if v := jsonOf("joins", "list"); len(v["registrations"].([]any)) != 3 {
+		t.Fatalf("joins list: %v", v)
+	}
+	cover("joins list")
+	if v := jsonOf("joins", "get", j1); v["joinId"] != j1 {
+		t.Fatalf("joins get: %v", v)
+	}
+	cover("joins get")
+	if v := jsonOf("joins", "approve", j1); v["state"] != "delivering" {
+		t.Fatalf("joins approve: %v", v)
+	}
+	cover("joins approve")
+	// By default approve prints one line, not the registration.
+	if r := run("joins", "approve", j3); r.code != 0 || strings.Count(r.stdout, "\n") != 1 || !strings.HasPrefix(r.stdout, "approved "+j3+" as node ") {
+		t.Fatalf("joins approve: exit %d, %q", r.code, r.stdout)
+	}
+	if v := jsonOf("joins", "cancel", j1, "--reason", "test"); v["joinId"] != j1 {
+		t.Fatalf("joins cancel: %v", v)
+	}
+	cover("joins cancel")
+	if v := jsonOf("joins", "reject", j2, "--reason", "test"); v["state"] != "rejected" {
+		t.Fatalf("joins reject: %v", v)
+	}
+	cover("joins reject")
+	// Exit codes from the API's error codes: not found, conflict.
+	if r := run("joins", "get", "j-00000000"); r.code != 5 {
+		t.Errorf("joins get of an unknown join: exit %d (want 5) %s", r.code, r.stderr)
+	}
+	if r := run("joins", "reject", j2, "--reason", "again"); r.code != 6 {
+		t.Errorf("rejecting a rejected join: exit %d (want 6) %s", r.code, r.stderr)
+	}
+	if r := stratumEnv(t, append(env, "STRATUM_TOKEN=not-a-token"), "joins", "list"); r.code != 3 {
+		t.Errorf("a bad token: exit %d (want 3) %s", r.code, r.stderr)
+	}
+
+	for _, path := range [][]string{{"members"}, {"release-set"}, {"sessions", "list"}} {
+		jsonOf(path...)
+		cover(strings.Join(path, " "))
+	}
+	if v := jsonOf("cluster", "release", "set", "0.1.0"); v["admissionRelease"] != "0.1.0" {
+		t.Fatalf("cluster release set: %v", v)
+	}
+	cover("cluster release set")
+
+	a := stratumtest.SignedReleaseTree(t, "0.2.0", []string{"0.1.0"}, 1<<20)
+	a.Trust(t, f.Dir)
+	if v := jsonOf("release", "push", a.Dir); v["release"] != "0.2.0" {
+		t.Fatalf("release push: %v", v)
+	}
+	cover("release push")
+	if v := jsonOf("release", "get", "0.2.0"); v["release"] != "0.2.0" {
+		t.Fatalf("release get: %v", v)
+	}
+	cover("release get")
+	b := stratumtest.SignedReleaseTree(t, "0.3.0", []string{"0.2.0"}, 1<<10)
+	b.Trust(t, f.Dir)
+	if v := jsonOf("release", "import", b.Dir); v["release"] != "0.3.0" {
+		t.Fatalf("release import: %v", v)
+	}
+	cover("release import")
+	if v := jsonOf("release", "list"); len(v["releases"].([]any)) != 2 {
+		t.Fatalf("release list: %v", v)
+	}
+	cover("release list")
+	if r := run("release", "get", "9.9.9"); r.code != 5 {
+		t.Errorf("release get of an unknown release: exit %d (want 5)", r.code)
+	}
+
+	for _, c := range cmds {
+		if c.Flags().Lookup("output") != nil && !covered[strings.Join(commandArgs(c), " ")] {
+			t.Errorf("%s prints a resource (-o) but this test does not drive its -o json", c.CommandPath())
+		}
+	}
+}
+
+// register registers a joiner with its own self-signed key on f's join
+// listener and returns the join id.
+func register(t *testing.T, f *stratumtest.Founder, token, mgmt string) string {
+	t.Helper()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "joiner"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, priv.Public(), priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.Pool, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}}}}}
+	body, _ := json.Marshal(map[string]any{"token": token, "release": "0.1.0", "hostname": "node-" + strings.ReplaceAll(mgmt, ".", "-"), "mgmtIp": mgmt})
+	resp, err := c.Post("https://"+f.Join+"/v1/join/registrations", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		JoinID string `json:"joinId"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 201 || v.JoinID == "" {
+		t.Fatalf("register: %d %v %v", resp.StatusCode, v, err)
+	}
+	return v.JoinID
+}
+
+// TestCLILogin: stratum login reads the password from stdin, keeps the
+// session in a 0600 file the admin commands use, refuses a file others
+// can read, and logout ends the session on the founder and forgets it; a
+// wrong password exits 3 and keeps nothing; a rate-limited login says
+// when to retry.
+func TestCLILogin(t *testing.T) {
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true})
+	env := cliEnv(t, f)
+	var cfgDir string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
+			cfgDir = v
+		}
+	}
+	creds := filepath.Join(cfgDir, "stratum", "credentials")
+	email, password := f.Credentials(t)
+
+	if r := stratumEnv(t, env, "token", "list"); r.code != 3 || !strings.Contains(r.stderr, "stratum login") {
+		t.Fatalf("before login: exit %d (want 3), %s", r.code, r.stderr)
+	}
+	if r := stratumEnvIn(t, env, password+"\n", "login", "--password-stdin"); r.code != 2 {
+		t.Fatalf("login --password-stdin without --email: exit %d (want 2)", r.code)
+	}
+	if r := stratumEnvIn(t, env, "wrong-password\n", "login", "--email", email, "--password-stdin"); r.code != 3 {
+		t.Fatalf("a wrong password: exit %d (want 3) %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(creds); !os.IsNotExist(err) {
+		t.Fatalf("a failed login wrote %s: %v", creds, err)
+	}
+
+	r := stratumEnvIn(t, env, password+"\n", "login", "--email", email, "--password-stdin")
+	if r.code != 0 || !strings.Contains(r.stdout, "logged in to https://"+f.API) {
+		t.Fatalf("login: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	st, err := os.Stat(creds)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("credentials file: %v %v", st, err)
+	}
+	if dst, _ := os.Stat(filepath.Dir(creds)); dst.Mode().Perm() != 0o700 {
+		t.Fatalf("credentials directory mode %v", dst.Mode().Perm())
+	}
+	raw, _ := os.ReadFile(creds)
+	if bytes.Contains(raw, []byte(password)) {
+		t.Fatal("the credentials file holds the password")
+	}
+	var file struct {
+		Sessions map[string]struct{ Token string } `json:"sessions"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil || file.Sessions["https://"+f.API].Token == "" {
+		t.Fatalf("credentials file: %s %v", raw, err)
+	}
+	session := file.Sessions["https://"+f.API].Token
+	if r := stratumEnv(t, env, "token", "list"); r.code != 0 {
+		t.Fatalf("token list with the kept session: exit %d %s", r.code, r.stderr)
+	}
+
+	if err := os.Chmod(creds, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := stratumEnv(t, env, "token", "list"); r.code == 0 || !strings.Contains(r.stderr, "chmod 600") {
+		t.Fatalf("a credentials file others can read: exit %d %s", r.code, r.stderr)
+	}
+	os.Chmod(creds, 0o600)
+
+	if r := stratumEnv(t, env, "logout"); r.code != 0 {
+		t.Fatalf("logout: exit %d %s", r.code, r.stderr)
+	}
+	if raw, _ := os.ReadFile(creds); bytes.Contains(raw, []byte(session)) {
+		t.Fatal("logout left the session in the credentials file")
+	}
+	if r := stratumEnv(t, env, "token", "list"); r.code != 3 {
+		t.Fatalf("after logout: exit %d (want 3)", r.code)
+	}
+	if r := stratumEnv(t, append(env, "STRATUM_TOKEN="+session), "token", "list"); r.code != 3 {
+		t.Fatalf("the logged-out session still works: exit %d", r.code)
+	}
+
+	// Wrong passwords until the founder limits this source: the CLI says
+	// when to retry.
+	for i := 0; ; i++ {
+		r := stratumEnvIn(t, env, "wrong-password\n", "login", "--email", email, "--password-stdin")
+		if strings.Contains(r.stderr, "retry in") {
+			if r.code == 0 {
+				t.Fatal("a limited login exited 0")
+			}
+			break
+		}
+		if i == 20 {
+			t.Fatalf("no rate limit after %d wrong logins; last: %s", i, r.stderr)
+		}
+	}
+}
+
+// TestCLIReleasePush: push uploads a signed tree from this machine to a
+// running founder, which keeps exactly its bytes; a tree that fails
+// verification (a flipped byte, an untrusted signer) is refused and
+// leaves nothing.
+func TestCLIReleasePush(t *testing.T) {
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true})
+	env := cliEnv(t, f)
+	cliLogin(t, f, env)
+	tree := stratumtest.SignedReleaseTree(t, "0.2.0", []string{"0.1.0"}, 8<<20)
+
+	// Untrusted: the founder holds another signer's key only.
+	stratumtest.SignedReleaseTree(t, "0.2.0", nil, 10).Trust(t, f.Dir)
+	if r := stratumEnv(t, env, "release", "push", tree.Dir); r.code == 0 || !strings.Contains(r.stderr, "signature") {
+		t.Fatalf("an untrusted tree: exit %d %s", r.code, r.stderr)
+	}
+	tree.Trust(t, f.Dir)
+	blob := filepath.Join(tree.Dir, filepath.FromSlash(tree.Blob))
+	good, _ := os.ReadFile(blob)
+	bad := bytes.Clone(good)
+	bad[len(bad)/2] ^= 1
+	os.WriteFile(blob, bad, 0o644)
+	if r := stratumEnv(t, env, "release", "push", tree.Dir); r.code == 0 || !strings.Contains(r.stderr, tree.Blob) {
+		t.Fatalf("a tampered tree: exit %d %s", r.code, r.stderr)
+	}
+	for _, d := range []string{"releases/0.2.0", "uploads"} {
+		if _, err := os.Stat(filepath.Join(f.Dir, d)); !os.IsNotExist(err) {
+			t.Fatalf("a refused push left %s: %v", d, err)
+		}
+	}
+	if r := stratumEnv(t, env, "release", "list"); r.code != 0 || strings.Contains(r.stdout, "0.2.0") {
+		t.Fatalf("release list after refused pushes: exit %d %s", r.code, r.stdout)
+	}
+
+	os.WriteFile(blob, good, 0o644)
+	r := stratumEnv(t, env, "release", "push", tree.Dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "pushed release 0.2.0") {
+		t.Fatalf("push: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	kept, err := os.ReadFile(filepath.Join(f.Dir, "releases", "0.2.0", filepath.FromSlash(tree.Blob)))
+	if err != nil || !bytes.Equal(kept, good) {
+		t.Fatalf("the founder kept other bytes: %v", err)
+	}
+	if r := stratumEnv(t, env, "release", "list"); r.code != 0 || !strings.Contains(r.stdout, "0.2.0") {
+		t.Fatalf("release list: exit %d %s", r.code, r.stdout)
+	}
+	// The same content again is fine; --data on a running founder says
+	// how to do it through the API.
+	if r := stratumEnv(t, env, "release", "push", tree.Dir); r.code != 0 {
+		t.Fatalf("pushing the same tree again: exit %d %s", r.code, r.stderr)
+	}
+	if r := stratumEnv(t, nil, "release", "list", "--data", f.Dir); r.code == 0 || !strings.Contains(r.stderr, "--api") {
+		t.Fatalf("release list --data on a running founder: exit %d %s", r.code, r.stderr)
+	}
+}
