@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // The founder's server timeouts (founder/serve.go) the slow scenarios
@@ -42,7 +44,7 @@ func loadSlack() time.Duration {
 
 // env is what every scenario shares: the one founder and its fixtures.
 type env struct {
-	f     *founder
+	f     *stratumtest.Founder
 	work  string
 	pool  *x509.CertPool
 	plain *http.Client // admin API, no certificate
@@ -256,7 +258,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 
-	e.f = startFounder(t, dir, "--release-concurrency", fmt.Sprint(concurrency))
+	e.f = stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: []string{"--release-concurrency", fmt.Sprint(concurrency)}})
 	ca, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
 	if err != nil {
 		t.Fatal(err)
@@ -472,12 +474,12 @@ func aftermath(baseline int) []scenario {
 			c.check(e.joinerState(t, e.kb, e.jb) == "delivering", "B is %s", e.joinerState(t, e.kb, e.jb))
 		}},
 		{name: "no panic logged", expect: "the founder's output holds no panic and no INTERNAL error", run: func(t *testing.T, e *env, c *tally) {
-			out := e.f.output()
+			out := e.f.Output()
 			c.check(!strings.Contains(out, "panic"), "the founder logged a panic:\n%s", tail(out, 4096))
 			c.check(!strings.Contains(out, "internal error"), "the founder logged an internal error:\n%s", grepLines(out, "internal error", 10))
 		}},
 		{name: "SIGTERM", expect: "exit 0 within 15 s", run: func(t *testing.T, e *env, c *tally) {
-			code, took := e.f.stop(t, syscall.SIGTERM, 20*time.Second)
+			code, took := e.f.Stop(syscall.SIGTERM, 20*time.Second)
 			c.note("exit %d after %v", code, took.Round(time.Millisecond))
 			c.check(code == 0 && took < 15*time.Second, "SIGTERM: exit %d after %v", code, took)
 		}},

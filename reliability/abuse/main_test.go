@@ -62,28 +62,11 @@ func mustRun(t *testing.T, args ...string) string {
 	return stratumtest.MustRun(t, args...)
 }
 
-// founder is the one `stratum serve` child process of the suite.
-type founder struct{ *stratumtest.Founder }
-
-func startFounder(t *testing.T, dir string, extra ...string) *founder {
-	t.Helper()
-	return &founder{stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: extra})}
-}
-
-// output is everything the founder wrote.
-func (f *founder) output() string { return f.Stdout() + f.Stderr() }
-
 func tail(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	return "..." + s[len(s)-n:]
-}
-
-// stop signals the founder and waits for its exit code.
-func (f *founder) stop(t *testing.T, sig os.Signal, within time.Duration) (int, time.Duration) {
-	t.Helper()
-	return f.Stop(sig, within)
 }
 
 // key is a joiner's identity: an ed25519 key in a self-signed certificate.
@@ -92,15 +75,14 @@ type key struct {
 	cert tls.Certificate
 }
 
+// newKey is a joiner key the joiner's own code makes (the harness's).
 func newKey(t *testing.T, name string) key {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key{name: name, cert: selfSigned(t, name, priv)}
+	return key{name: name, cert: stratumtest.NewJoinerKey(t).Cert}
 }
 
+// selfSigned is a forged identity: priv in a self-signed certificate
+// naming cn.
 func selfSigned(t *testing.T, cn string, priv ed25519.PrivateKey) tls.Certificate {
 	t.Helper()
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
