@@ -1,9 +1,11 @@
 package founder
 
 import (
+	"os/exec"
 	"testing"
 	"time"
 
+	"stratum/hostrecord"
 	"stratum/releaseset"
 	"stratum/store"
 )
@@ -40,5 +42,37 @@ func TestOwnRecord(t *testing.T) {
 	}
 	if rec.OS == nil || rec.OS.Kernel == "" || rec.HostReportedAt == nil {
 		t.Fatalf("os: %+v", rec.OS)
+	}
+}
+
+// TestOwnRecordPackages: serve --packages records the founder host's own
+// packages as an agent's --packages does (SPEC 19), so a cluster whose
+// agents report a package can be consistent.
+func TestOwnRecordPackages(t *testing.T) {
+	if _, err := exec.LookPath("dpkg-query"); err != nil {
+		if _, err := exec.LookPath("rpm"); err != nil {
+			t.Skip("neither dpkg-query nor rpm on this host: no package to record")
+		}
+	}
+	specs, err := hostrecord.ParsePackages("base=base-files|filesystem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFounder(t, nil, func(o *Options) { o.Packages = specs })
+	var set releaseset.Set
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.admin("GET", "/v1/admin/upgrades/release", nil, 200, &set)
+		if len(set.Nodes) > 0 && set.Nodes[0].Recorded || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(set.Nodes) == 0 || set.Nodes[0].Release == nil {
+		t.Fatalf("the founder did not record itself: %+v", set)
+	}
+	pk := set.Nodes[0].Release.Packages
+	if len(pk) != 1 || pk[0].Component != "base" || pk[0].Version == "" {
+		t.Fatalf("the founder's packages: %+v", pk)
 	}
 }
