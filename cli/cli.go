@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -111,7 +112,19 @@ func NewRoot() *cobra.Command {
 		root.AddCommand(newCmd())
 	}
 	// cobra adds these when it runs; added here, they are in the tree
-	// the conventions (and the CLI test) walk.
+	// the conventions (and the CLI test) walk. help of an unknown topic
+	// is a usage error, not the root's help with exit 0.
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "help about any command (stratum help exit-codes: the exit codes)",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 || (len(args) > 0 && cmd == root) {
+				return usagef("unknown help topic %q", strings.Join(args, " "))
+			}
+			return cmd.Help()
+		},
+	})
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	conventions(root, root.Version)

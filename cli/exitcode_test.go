@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"stratum/apierr"
+)
+
+// TestExitCodesFromAnswers: an admin API answer maps to the exit code by
+// its error code, or by its HTTP status when it carries none; never by
+// its text (each message below says the opposite of its code).
+func TestExitCodesFromAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   any // nil: no envelope
+		want   int
+	}{
+		{"unauthenticated", 401, apierr.New(apierr.Unauthenticated, "not found"), ExitAuth},
+		{"forbidden", 403, apierr.New(apierr.Forbidden, "conflict"), ExitAuth},
+		{"not found", 404, apierr.New(apierr.NotFound, "forbidden"), ExitNotFound},
+		{"conflict", 409, apierr.New(apierr.Conflict, "not found"), ExitConflict},
+		{"approval refused", 409, apierr.New(apierr.JoinApprovalRefused, "ok"), ExitConflict},
+		{"release mismatch", 409, apierr.New(apierr.ReleaseMismatch, "ok"), ExitConflict},
+		{"invalid input", 400, apierr.New(apierr.InvalidInput, "not found"), ExitFailed},
+		{"internal", 500, apierr.New(apierr.Internal, "forbidden"), ExitFailed},
+		{"bare 401", 401, nil, ExitAuth},
+		{"bare 403", 403, nil, ExitAuth},
+		{"bare 404", 404, nil, ExitNotFound},
+		{"bare 409", 409, nil, ExitConflict},
+		{"bare 502", 502, nil, ExitFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Authorization") != "Bearer tok" {
+					t.Errorf("no bearer token sent")
+				}
+				w.WriteHeader(tc.status)
+				if tc.body != nil {
+					json.NewEncoder(w).Encode(tc.body)
+				} else {
+					w.Write([]byte("<html>proxy error</html>"))
+				}
+			}))
+			defer srv.Close()
+			ca := filepath.Join(t.TempDir(), "ca.pem")
+			os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
+			t.Setenv("STRATUM_TOKEN", "tok")
+			var out, errb bytes.Buffer
+			code := Execute(context.Background(), []string{"joins", "get", "j-1", "--api", srv.URL, "--ca-file", ca}, &out, &errb)
+			if code != tc.want {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.want, errb.String())
+			}
+			if out.Len() != 0 || !strings.HasPrefix(errb.String(), "stratum joins get: ") {
+				t.Fatalf("stdout %q, stderr %q", out.String(), errb.String())
+			}
+		})
+	}
+}
+
+// TestUsageErrors: what cobra refuses before a command runs, and what a
+// command refuses as usage, exit 2; help exits 0 on stdout.
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, ExitUsage},
+		{[]string{"bogus"}, ExitUsage},
+		{[]string{"token"}, ExitUsage},
+		{[]string{"token", "bogus"}, ExitUsage},
+		{[]string{"joins", "get"}, ExitUsage},
+		{[]string{"joins", "get", "a", "b"}, ExitUsage},
+		{[]string{"joins", "list", "--bogus"}, ExitUsage},
+		{[]string{"joins", "list", "-o", "xml"}, ExitUsage},
+		{[]string{"release", "sign", "dir"}, ExitUsage},
+		{[]string{"help", "bogus"}, ExitUsage},
+		{[]string{"join"}, ExitUsage},
+		{[]string{"joins", "list", "--help"}, ExitOK},
+		{[]string{"help", "exit-codes"}, ExitOK},
+		{[]string{"--version"}, ExitOK},
+	} {
+		var out, errb bytes.Buffer
+		if code := Execute(context.Background(), tc.args, &out, &errb); code != tc.want {
+			t.Errorf("stratum %v: exit %d, want %d (stderr %q)", tc.args, code, tc.want, errb.String())
+		}
+		if tc.want == ExitOK && (out.Len() == 0 || errb.Len() != 0) {
+			t.Errorf("stratum %v: stdout %q, stderr %q", tc.args, out.String(), errb.String())
+		}
+	}
+}
