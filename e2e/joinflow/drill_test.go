@@ -1,0 +1,264 @@
+package joinflow
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+
+	"stratum/internal/stratumtest"
+)
+
+// drillJoiner is a `stratum join` child process that knows both founders.
+type drillJoiner struct {
+	name string
+	root string
+	out  *stratumtest.SyncBuffer
+	done chan error
+}
+
+func startDrillJoiner(t *testing.T, work, name, founders, token, pin, mgmtIP string, extra ...string) *drillJoiner {
+	t.Helper()
+	j := &drillJoiner{name: name, root: filepath.Join(work, name), out: &stratumtest.SyncBuffer{}, done: make(chan error, 1)}
+	args := append([]string{"join", "--founder", founders, "--token", token, "--ca-pin", pin,
+		"--state-dir", filepath.Join(work, name+"-state"), "--root", j.root, "--hostname", name, "--mgmt-ip", mgmtIP,
+		"--tpm", filepath.Join(work, "no-tpm"), "--insecure-store-unseal-key"}, extra...)
+	cmd := exec.Command(stratumtest.Binary(t), args...)
+	cmd.Env = stratumtest.Env()
+	cmd.Stdout, cmd.Stderr = j.out, j.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { j.done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return j
+}
+
+func (j *drillJoiner) wait(t *testing.T, limit time.Duration, founderLog func() string) {
+	t.Helper()
+	select {
+	case err := <-j.done:
+		if err != nil {
+			t.Fatalf("join %s: %v\n%s\nfounder:\n%s", j.name, err, j.out.String(), founderLog())
+		}
+	case <-time.After(limit):
+		t.Fatalf("join %s did not finish:\n%s\nfounder:\n%s", j.name, j.out.String(), founderLog())
+	}
+}
+
+// pending returns the join id of name's pending registration on release
+// rel, or "".
+func pending(t *testing.T, f *founder, name, rel string) string {
+	var list struct {
+		Registrations []struct{ JoinID, Hostname, Release string }
+	}
+	f.do(t, "GET", "/v1/admin/join/registrations?state=pending", nil, 200, &list)
+	for _, r := range list.Registrations {
+		if r.Hostname == name && r.Release == rel {
+			return r.JoinID
+		}
+	}
+	return ""
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestDisasterRecoveryDrill is SPEC 18's drill: founder A with an
+// imported release, a member running an agent, tokens and a waiting
+// joiner is backed up (age, data key inside) while it serves, then
+// destroyed; the backup is restored into a fresh directory and served on
+// other ports as B. Every acknowledged write is there, the agent and the
+// joiner (whose --api/--founder lists name B too) carry on against B, a
+// self-upgrade downloads from B, and audit verify passes.
+func TestDisasterRecoveryDrill(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	dirA, dirB := filepath.Join(work, "a"), filepath.Join(work, "b")
+	apiB, joinB := freeAddr(t), freeAddr(t)
+	agentPort := freePort(t, "127.0.0.2")
+
+	cfg := filepath.Join(work, "cluster.yaml")
+	os.WriteFile(cfg, []byte("parentDomain: stratum.example.com\nregion: lab-1\nclusterRelease: 0.2.0\ndnsUpstreamServers: []\n"), 0o600)
+	tree := stratumtest.SignedReleaseTree(t, "0.2.0", []string{"0.1.0"}, 3<<20+77)
+	pubDir := filepath.Join(work, "pub")
+	os.MkdirAll(pubDir, 0o755)
+	copyFile(t, tree.PubFile, filepath.Join(pubDir, "release.pub"))
+	os.MkdirAll(filepath.Join(dirA, "release-keys"), 0o755)
+	tree.Trust(t, dirA)
+	a := startFounder(t, dirA, "--dev", "--config", cfg, "--agent-port", strconv.Itoa(agentPort), "--probe-interval", "500ms")
+	email, password := a.Credentials(t)
+	a.do(t, "POST", "/v1/admin/releases", map[string]string{"path": tree.Dir}, 201, nil)
+
+	founders := a.Join + "," + joinB
+	apis := "https://" + a.API + ",https://" + apiB
+	joinToken := func(f *founder, role string, uses int) string {
+		var tok struct{ Token, TokenID string }
+		f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": role, "uses": uses}, 201, &tok)
+		return tok.Token
+	}
+
+	// A member with its agent.
+	m1 := startDrillJoiner(t, work, "m1", founders, joinToken(a, "worker", 1), a.Pin, "127.0.0.2", "--release", "0.2.0")
+	waitFor(t, 30*time.Second, "m1 pending\n"+m1.out.String(), func() bool { return pending(t, a, "m1", "0.2.0") != "" })
+	a.do(t, "POST", "/v1/admin/join/registrations/"+pending(t, a, "m1", "0.2.0")+"/approve", map[string]any{}, 200, nil)
+	m1.wait(t, 30*time.Second, a.log)
+	aout := startDrillAgent(t, m1.root, apis, "127.0.0.2", agentPort)
+
+	// Acknowledged writes: API tokens, a join token kept for later, and a
+	// joiner waiting for approval.
+	var apiTokens []string
+	for i := range 3 {
+		var tok struct{ TokenID string }
+		a.do(t, "POST", "/v1/iam/tokens", map[string]any{"name": "drill-" + strconv.Itoa(i), "ttl": "1h",
+			"policy": json.RawMessage(`{"version":"2026-01-01","statement":[{"effect":"allow","action":["upgrade:DescribeRelease"],"resource":["*"]}]}`)}, 201, &tok)
+		apiTokens = append(apiTokens, tok.TokenID)
+	}
+	laterToken := joinToken(a, "worker", 1)
+	j := startDrillJoiner(t, work, "waiting", founders, joinToken(a, "worker", 1), a.Pin, "127.0.0.3", "--release", "0.2.0")
+	waitFor(t, 30*time.Second, "the waiting joiner pending\n"+j.out.String(), func() bool { return pending(t, a, "waiting", "0.2.0") != "" })
+	var membersA struct{ Generation uint64 }
+	a.do(t, "GET", "/v1/admin/cluster/members", nil, 200, &membersA)
+
+	// The backup, while A serves: age to the operator, data key inside.
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(work, "operator.key")
+	os.WriteFile(idFile, []byte(id.String()+"\n"), 0o600)
+	bak := filepath.Join(work, "drill.age")
+	mustRun(t, "backup", "--data", dirA, "--out", bak, "--recipient", id.Recipient().String(), "--include-data-key")
+
+	// A is destroyed.
+	pinA := a.Pin
+	a.Kill()
+	if err := os.RemoveAll(dirA); err != nil {
+		t.Fatal(err)
+	}
+	destroyed := time.Now()
+
+	// Restored into a fresh directory, checked against the pin the
+	// operator wrote down, and served as B on other ports.
+	out := mustRun(t, "restore", "--data", dirB, "--in", bak, "--identity", idFile, "--ca-pin", pinA)
+	if !strings.Contains(out, pinA) || !strings.Contains(out, "1 releases") {
+		t.Fatalf("restore said:\n%s", out)
+	}
+	sb := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dirB, Dev: true, APIAddr: apiB, JoinAddr: joinB,
+		Args: []string{"--agent-port", strconv.Itoa(agentPort), "--probe-interval", "500ms"}})
+	t.Cleanup(func() { sb.Stop(os.Interrupt, 20*time.Second) })
+	if sb.Pin != pinA {
+		t.Fatalf("B serves CA pin %s, A served %s", sb.Pin, pinA)
+	}
+	if strings.Contains(sb.Stdout(), "bootstrap-credentials.txt") {
+		t.Errorf("B's banner names a credentials file that was not restored:\n%s", sb.Stdout())
+	}
+	admin := sb.AdminClient()
+	admin.Token = admin.Login(t, email, password)
+	b := &founder{Founder: sb, admin: admin}
+	t.Logf("B serving %v after A was destroyed", time.Since(destroyed).Round(time.Millisecond))
+
+	// Every acknowledged write is there.
+	var toks struct{ Tokens []struct{ TokenID string } }
+	b.do(t, "GET", "/v1/iam/tokens", nil, 200, &toks)
+	have := map[string]bool{}
+	for _, tk := range toks.Tokens {
+		have[tk.TokenID] = true
+	}
+	for _, id := range apiTokens {
+		if !have[id] {
+			t.Errorf("API token %s acknowledged by A is missing on B", id)
+		}
+	}
+	var rels struct {
+		Releases []struct{ Release, Status string }
+	}
+	waitFor(t, 20*time.Second, "0.2.0 verified on B", func() bool {
+		b.do(t, "GET", "/v1/admin/releases", nil, 200, &rels)
+		return len(rels.Releases) == 1 && rels.Releases[0].Status == "verified"
+	})
+
+	// The waiting joiner carries on against B and joins; the generation it
+	// raises is applied by m1's agent, which now reports to B.
+	var waitingID string
+	waitFor(t, 30*time.Second, "the waiting joiner pending on B", func() bool { waitingID = pending(t, b, "waiting", "0.2.0"); return waitingID != "" })
+	b.do(t, "POST", "/v1/admin/join/registrations/"+waitingID+"/approve", map[string]any{}, 200, nil)
+	j.wait(t, 60*time.Second, sb.Output)
+	// Every member runs an agent: the next join waits for each to apply
+	// its generation.
+	startDrillAgent(t, j.root, apis, "127.0.0.3", agentPort)
+	var members struct {
+		Generation uint64
+		Members    []struct {
+			Hostname, State   string
+			AppliedGeneration uint64
+		}
+	}
+	b.do(t, "GET", "/v1/admin/cluster/members", nil, 200, &members)
+	if members.Generation <= membersA.Generation {
+		t.Fatalf("generation %d on B, %d on A", members.Generation, membersA.Generation)
+	}
+	for _, m := range members.Members {
+		if m.Hostname == "m1" && m.AppliedGeneration != members.Generation {
+			t.Errorf("m1's agent applied generation %d of %d on B\n%s", m.AppliedGeneration, members.Generation, aout.String())
+		}
+	}
+
+	// A self-upgrading joiner, with a token A issued, downloads the
+	// release from B.
+	hook := filepath.Join(work, "hook.sh")
+	os.WriteFile(hook, []byte("#!/bin/sh\necho \"$2\" > "+filepath.Join(work, "hook.out")+"\n"), 0o755)
+	k := startDrillJoiner(t, work, "upgrader", founders, laterToken, pinA, "127.0.0.4",
+		"--release", "0.1.0", "--self-upgrade", "--upgrade-hook", hook, "--release-keys", pubDir)
+	var upgraderID string
+	waitFor(t, 60*time.Second, "the upgraded joiner pending on B\n"+k.out.String(), func() bool {
+		upgraderID = pending(t, b, "upgrader", "0.2.0")
+		return upgraderID != ""
+	})
+	b.do(t, "POST", "/v1/admin/join/registrations/"+upgraderID+"/approve", map[string]any{}, 200, nil)
+	k.wait(t, 60*time.Second, sb.Output)
+	if sent := metric(t, b, "stratum_release_bytes_sent_total"); sent < 3<<20 {
+		t.Fatalf("B sent %v release bytes, want the whole release", sent)
+	}
+	if hookSaw, _ := os.ReadFile(filepath.Join(work, "hook.out")); string(hookSaw) != "0.2.0\n" {
+		t.Fatalf("the upgrade hook saw %q", hookSaw)
+	}
+
+	// The chain B inherited and extended verifies.
+	if out := mustRun(t, "audit", "verify", "--data", dirB); !strings.Contains(out, "intact") {
+		t.Fatalf("audit verify on B: %s", out)
+	}
+	t.Logf("drill done %v after A was destroyed", time.Since(destroyed).Round(time.Millisecond))
+}
+
+// startDrillAgent runs `stratum agent` for the node at root, reporting to
+// every founder in apis; its output is returned.
+func startDrillAgent(t *testing.T, root, apis, ip string, port int) *stratumtest.SyncBuffer {
+	t.Helper()
+	copyFile(t, "/etc/os-release", filepath.Join(root, "etc/os-release"))
+	agent := exec.Command(stratumtest.Binary(t), "agent", "--api", apis, "--root", root, "--listen", ip+":"+strconv.Itoa(port), "--interval", "1s")
+	agent.Env = stratumtest.Env()
+	out := &stratumtest.SyncBuffer{}
+	agent.Stdout, agent.Stderr = out, out
+	agent.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	return out
+}
