@@ -8,7 +8,7 @@ const keyAdmissionRelease = "admission-release"
 // the stored one, else the configured clusterRelease (a data directory
 // made before the admission release existed).
 func AdmissionRelease(tx *store.Tx) (string, error) {
-	if raw := tx.GetRaw(bucketCluster, keyAdmissionRelease); len(raw) > 0 {
+	if raw := bucketCluster.Get(tx, keyAdmissionRelease); len(raw) > 0 {
 		return string(raw), nil
 	}
 	id, err := LoadIdentity(tx)
@@ -22,14 +22,32 @@ func AdmissionRelease(tx *store.Tx) (string, error) {
 // is allowed (never lowered without the operator's word) is the caller's
 // rule; this only writes.
 func StoreAdmissionRelease(tx *store.Tx, release string) error {
-	return tx.PutRaw(bucketCluster, keyAdmissionRelease, []byte(release))
+	return bucketCluster.Put(tx, keyAdmissionRelease, []byte(release))
 }
 
-// SeedAdmissionRelease stores the configured clusterRelease as the
+// migrateAdmissionRelease is the cluster's step of migration 6: a data
+// directory made before the admission release existed starts at its
+// configured clusterRelease.
+func migrateAdmissionRelease(tx *store.Tx) error {
+	if !Initialized(tx) {
+		return nil
+	}
+	seeded, err := seedAdmissionRelease(tx)
+	if err != nil || !seeded {
+		return err
+	}
+	rel, err := AdmissionRelease(tx)
+	if err != nil {
+		return err
+	}
+	return tx.Audit("cluster.release.migrated", "stratum", keyAdmissionRelease, map[string]string{"to": rel, "why": "the admission release starts at the configured clusterRelease"})
+}
+
+// seedAdmissionRelease stores the configured clusterRelease as the
 // admission release when none is stored yet (a data directory made by a
 // build without it); it reports whether it wrote.
-func SeedAdmissionRelease(tx *store.Tx) (bool, error) {
-	if len(tx.GetRaw(bucketCluster, keyAdmissionRelease)) > 0 {
+func seedAdmissionRelease(tx *store.Tx) (bool, error) {
+	if len(bucketCluster.Get(tx, keyAdmissionRelease)) > 0 {
 		return false, nil
 	}
 	id, err := LoadIdentity(tx)

@@ -366,7 +366,7 @@ func TestInitAndMembers(t *testing.T) {
 			return errors.New("CA does not name the cluster")
 		}
 		// Secrets are sealed in the file.
-		if raw := tx.GetRaw(bucketSecrets, "postgresPassword"); raw == nil || strings.Contains(string(raw), "pg-secret") {
+		if raw := bucketSecrets.Get(tx, "postgresPassword"); raw == nil || strings.Contains(string(raw), "pg-secret") {
 			return errors.New("postgres password is not sealed")
 		}
 		ms, err := Members(tx)

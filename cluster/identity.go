@@ -49,8 +49,7 @@ func (s *Secrets) fields() []*string {
 
 // LoadIdentity reads the identity; ErrNotInitialized when absent.
 func LoadIdentity(tx *store.Tx) (Identity, error) {
-	var id Identity
-	found, err := tx.GetJSON(bucketCluster, keyIdentity, &id)
+	id, found, err := identity.Get(tx)
 	if err != nil {
 		return id, err
 	}
@@ -67,7 +66,7 @@ func LoadIdentity(tx *store.Tx) (Identity, error) {
 func LoadSecrets(tx *store.Tx) (Secrets, error) {
 	var s Secrets
 	for i, p := range s.fields() {
-		v, found, err := tx.GetSealed(bucketSecrets, secretNames[i])
+		v, found, err := bucketSecrets.GetSealed(tx, secretNames[i])
 		if err != nil {
 			return s, err
 		}
@@ -81,7 +80,7 @@ func LoadSecrets(tx *store.Tx) (Secrets, error) {
 
 func putSecrets(tx *store.Tx, s Secrets) error {
 	for i, p := range s.fields() {
-		if err := tx.PutSealed(bucketSecrets, secretNames[i], []byte(*p)); err != nil {
+		if err := bucketSecrets.PutSealed(tx, secretNames[i], []byte(*p)); err != nil {
 			return err
 		}
 	}
@@ -91,7 +90,7 @@ func putSecrets(tx *store.Tx, s Secrets) error {
 // CAPin is the pin of the CA certificate in the store; it needs no data
 // key (backups name it in their header).
 func CAPin(tx *store.Tx) (string, error) {
-	certPEM := tx.GetRaw(bucketCluster, keyCACert)
+	certPEM := bucketCluster.Get(tx, keyCACert)
 	if certPEM == nil {
 		return "", ErrNotInitialized
 	}
@@ -104,11 +103,11 @@ func CAPin(tx *store.Tx) (string, error) {
 
 // LoadCA reads the CA certificate and opens its sealed key.
 func LoadCA(tx *store.Tx) (*crypto.CA, error) {
-	certPEM := tx.GetRaw(bucketCluster, keyCACert)
+	certPEM := bucketCluster.Get(tx, keyCACert)
 	if certPEM == nil {
 		return nil, ErrNotInitialized
 	}
-	keyPEM, found, err := tx.GetSealed(bucketSecrets, keyCAKey)
+	keyPEM, found, err := bucketSecrets.GetSealed(tx, keyCAKey)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,9 @@ import (
 	"stratum/store"
 )
 
-// Initialized reports whether tx holds a cluster.
-func Initialized(tx *store.Tx) bool { return tx.GetRaw(bucketCluster, keyIdentity) != nil }
+// Initialized reports whether tx holds a cluster (its identity is stored;
+// read without the data key, so init never overwrites one).
+func Initialized(tx *store.Tx) bool { return bucketCluster.Occupied(tx, keyIdentity) }
 
 // Init creates the cluster identity, CA, secrets and the founder as member
 // 1 inside tx. Secrets absent from the file are generated, except the
@@ -71,9 +72,9 @@ func Init(tx *store.Tx, cfg Config, dev bool, now time.Time) (Identity, Secrets,
 		Hostname: Hostname(),
 	}
 	steps := []func() error{
-		func() error { return tx.PutJSON(bucketCluster, keyIdentity, id) },
-		func() error { return tx.PutRaw(bucketCluster, keyCACert, ca.CertPEM()) },
-		func() error { return tx.PutSealed(bucketSecrets, keyCAKey, keyPEM) },
+		func() error { return identity.Put(tx, id) },
+		func() error { return bucketCluster.Put(tx, keyCACert, ca.CertPEM()) },
+		func() error { return bucketSecrets.PutSealed(tx, keyCAKey, keyPEM) },
 		func() error { return putSecrets(tx, sec) },
 		func() error { return StoreOpenBao(tx, cfg.OpenBao) },
 		func() error {

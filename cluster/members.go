@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"encoding/json"
 	"sort"
 	"strconv"
 	"time"
@@ -56,7 +55,7 @@ func (m Member) Vouched() bool { return m.JoinID == "" || m.Installed }
 
 // Generation returns the current membership generation.
 func Generation(tx *store.Tx) uint64 {
-	raw := tx.GetRaw(bucketCluster, keyGeneration)
+	raw := bucketCluster.Get(tx, keyGeneration)
 	if raw == nil {
 		return 0
 	}
@@ -65,7 +64,7 @@ func Generation(tx *store.Tx) uint64 {
 }
 
 func setGeneration(tx *store.Tx, g uint64) error {
-	return tx.PutRaw(bucketCluster, keyGeneration, []byte(strconv.FormatUint(g, 10)))
+	return bucketCluster.Put(tx, keyGeneration, []byte(strconv.FormatUint(g, 10)))
 }
 
 // BumpGeneration increments and returns the generation.
@@ -77,11 +76,7 @@ func BumpGeneration(tx *store.Tx) (uint64, error) {
 // Members lists members in join order.
 func Members(tx *store.Tx) ([]Member, error) {
 	var out []Member
-	err := tx.ForEach(bucketMembers, func(_ string, raw []byte) error {
-		var m Member
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return err
-		}
+	err := bucketMembers.ForEach(tx, func(_ string, m Member) error {
 		out = append(out, m)
 		return nil
 	})
@@ -91,16 +86,14 @@ func Members(tx *store.Tx) ([]Member, error) {
 
 // GetMember reads one member.
 func GetMember(tx *store.Tx, nodeID string) (Member, bool, error) {
-	var m Member
-	found, err := tx.GetJSON(bucketMembers, nodeID, &m)
-	return m, found, err
+	return bucketMembers.Get(tx, nodeID)
 }
 
 // PutMember writes a member.
-func PutMember(tx *store.Tx, m Member) error { return tx.PutJSON(bucketMembers, m.NodeID, m) }
+func PutMember(tx *store.Tx, m Member) error { return bucketMembers.Put(tx, m.NodeID, m) }
 
 // RemoveMember deletes a member.
-func RemoveMember(tx *store.Tx, nodeID string) error { return tx.Delete(bucketMembers, nodeID) }
+func RemoveMember(tx *store.Tx, nodeID string) error { return bucketMembers.Delete(tx, nodeID) }
 
 // Admit adds a member in state joining at generation g+1 and applies it on
 // the founder at once (the founder applies its own membership changes).
@@ -109,7 +102,7 @@ func Admit(tx *store.Tx, m Member, now time.Time) (Member, error) {
 	if err != nil {
 		return m, err
 	}
-	order, err := tx.NextSequence(bucketMemberOrder)
+	order, err := bucketMemberOrder.NextSequence(tx)
 	if err != nil {
 		return m, err
 	}

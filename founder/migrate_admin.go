@@ -6,12 +6,11 @@ import (
 	"stratum/store"
 )
 
-// applianceAdminMigration: an earlier build made the appliance's bootstrap
-// admin log in with the cluster secret it delivers to nodes (SPEC 16.1).
-// Where that is still the password, the account must change it.
-var applianceAdminMigration = store.Migration{Version: 12, Name: "appliance admin no longer shares the delivered cluster admin password", Apply: migrateApplianceAdmin}
-
-func init() { store.AddMigration(applianceAdminMigration) }
+// migrateApplianceAdmin is the founder's step of migration 10: an earlier
+// build made the appliance's bootstrap admin log in with the cluster
+// secret it delivers to nodes (SPEC 16.1). Where that is still the
+// password, the account must change it.
+var _ = store.Provide(store.StepFounderApplianceAdmin, migrateApplianceAdmin)
 
 func migrateApplianceAdmin(tx *store.Tx) error {
 	if !cluster.Initialized(tx) {

@@ -428,7 +428,7 @@ func TestTokenLifecycle(t *testing.T) {
 		}
 		// Stored: only the hash.
 		var stored []byte
-		_ = tx.ForEach(bucketTokens, func(_ string, v []byte) error { stored = append(stored, v...); return nil })
+		_ = store.Named(bucketTokens.Name()).ForEach(tx, func(_ string, v []byte) error { stored = append(stored, v...); return nil })
 		for _, s := range []string{secret, sess, strings.Split(secret, ".")[2], strings.Split(sess, ".")[2]} {
 			if strings.Contains(string(stored), s) {
 				t.Errorf("the store holds a token secret in clear")

@@ -169,7 +169,7 @@ func purgeLoginLimits(tx *store.Tx, l LoginLimits, now time.Time) error {
 		return err
 	}
 	for _, k := range dead {
-		if err := tx.Delete(bucketLimits, k); err != nil {
+		if err := bucketLimits.Delete(tx, k); err != nil {
 			return err
 		}
 	}

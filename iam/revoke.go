@@ -1,7 +1,6 @@
 package iam
 
 import (
-	"encoding/json"
 	"strconv"
 	"time"
 
@@ -27,7 +26,7 @@ func revokeWithDescendants(tx *store.Tx, actor string, t Token, kind string, now
 		}
 	}
 	t.RevokedAt = now.UTC()
-	if err := tx.PutJSON(bucketTokens, t.ID, t); err != nil {
+	if err := bucketTokens.Put(tx, t.ID, t); err != nil {
 		return err
 	}
 	if err := tx.Audit(kind, actor, t.ID, map[string]string{"descendants": strconv.Itoa(len(cascaded))}); err != nil {
@@ -35,7 +34,7 @@ func revokeWithDescendants(tx *store.Tx, actor string, t Token, kind string, now
 	}
 	for _, c := range cascaded {
 		c.RevokedAt = now.UTC()
-		if err := tx.PutJSON(bucketTokens, c.ID, c); err != nil {
+		if err := bucketTokens.Put(tx, c.ID, c); err != nil {
 			return err
 		}
 		if err := tx.Audit("iam.token.revoked", actor, c.ID, map[string]string{"cascadeFrom": t.ID}); err != nil {
@@ -58,13 +57,7 @@ func childrenOf(tx *store.Tx) (map[string][]Token, error) {
 }
 
 func forEachToken(tx *store.Tx, fn func(t Token) error) error {
-	return tx.ForEach(bucketTokens, func(_ string, raw []byte) error {
-		var t Token
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return err
-		}
-		return fn(t)
-	})
+	return bucketTokens.ForEach(tx, func(_ string, t Token) error { return fn(t) })
 }
 
 // migrateTokens gives tokens made before parents were recorded their
@@ -83,7 +76,7 @@ func migrateTokens(tx *store.Tx) error {
 	}
 	for _, t := range old {
 		t.CreatedBy = "user:" + t.Subject
-		if err := tx.PutJSON(bucketTokens, t.ID, t); err != nil {
+		if err := bucketTokens.Put(tx, t.ID, t); err != nil {
 			return err
 		}
 	}

@@ -2,12 +2,10 @@ package iam
 
 import "stratum/store"
 
-// Buckets this package owns.
+// Buckets this package owns; who may do what hangs on both.
 var (
-	bucketUsers  = store.NewBucket[User]("iam-users")   // email -> User
-	bucketTokens = store.NewBucket[Token]("iam-tokens") // token id -> Token (API tokens and login sessions)
+	bucketUsers  = store.NewBucket[User]("iam-users", store.Authenticated())   // email -> User
+	bucketTokens = store.NewBucket[Token]("iam-tokens", store.Authenticated()) // token id -> Token (API tokens and login sessions)
 )
 
-func init() {
-	store.AddMigration(store.Migration{Version: 8, Name: "API tokens record their creator", Apply: migrateTokens})
-}
+var _ = store.Provide(store.StepIAMTokenCreators, migrateTokens)

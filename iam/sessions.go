@@ -23,8 +23,7 @@ func ListSessions(tx *store.Tx, now time.Time) ([]TokenView, error) {
 
 // RevokeSession ends the session id and every token made under it.
 func RevokeSession(tx *store.Tx, by Principal, id string, now time.Time) error {
-	var t Token
-	found, err := tx.GetJSON(bucketTokens, id, &t)
+	t, found, err := bucketTokens.Get(tx, id)
 	if err != nil {
 		return err
 	}
@@ -42,8 +41,7 @@ func Logout(tx *store.Tx, by Principal, now time.Time) error {
 	if by.Kind != KindSession {
 		return apierr.New(apierr.Forbidden, "logout ends a login session; an API token is revoked with DELETE /v1/iam/tokens/{tokenId}")
 	}
-	var t Token
-	found, err := tx.GetJSON(bucketTokens, by.TokenID, &t)
+	t, found, err := bucketTokens.Get(tx, by.TokenID)
 	if err != nil {
 		return err
 	}
@@ -84,8 +82,7 @@ func (c PasswordChange) Validate(by Principal) error {
 // was checked against checked (the user as read then), and ends every
 // other session of that user. A password changed in between is refused.
 func SetPassword(tx *store.Tx, by Principal, checked User, newHash string, now time.Time) error {
-	var u User
-	found, err := tx.GetJSON(bucketUsers, checked.Email, &u)
+	u, found, err := bucketUsers.Get(tx, checked.Email)
 	if err != nil {
 		return err
 	}
@@ -94,7 +91,7 @@ func SetPassword(tx *store.Tx, by Principal, checked User, newHash string, now t
 	}
 	u.PasswordHash = newHash
 	u.MustChangePassword = false
-	if err := tx.PutJSON(bucketUsers, u.Email, u); err != nil {
+	if err := bucketUsers.Put(tx, u.Email, u); err != nil {
 		return err
 	}
 	var others []Token

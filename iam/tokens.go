@@ -78,7 +78,7 @@ func issueToken(tx *store.Tx, t Token) (string, Token, error) {
 	t.ID = crypto.RandomID("tok-", 10)
 	secret := tokenPrefix + "." + t.ID + "." + crypto.RandomSecret(20)
 	t.Hash = crypto.HashToken(secret)
-	if err := tx.PutJSON(bucketTokens, t.ID, t); err != nil {
+	if err := bucketTokens.Put(tx, t.ID, t); err != nil {
 		return "", t, err
 	}
 	return secret, t, nil
@@ -111,8 +111,7 @@ func Authenticate(tx *store.Tx, bearer string, now time.Time) (Principal, error)
 	if len(parts) != 3 || parts[0] != tokenPrefix {
 		return Principal{}, fail
 	}
-	var t Token
-	found, err := tx.GetJSON(bucketTokens, parts[1], &t)
+	t, found, err := bucketTokens.Get(tx, parts[1])
 	if err != nil {
 		return Principal{}, err
 	}
@@ -126,8 +125,8 @@ func Authenticate(tx *store.Tx, bearer string, now time.Time) (Principal, error)
 	}
 	p := Principal{Subject: t.Actor(), User: t.Subject, TokenID: t.ID, Kind: t.Kind, Policy: t.Policy, ExpiresAt: t.ExpiresAt}
 	if t.Kind == KindSession {
-		var u User
-		if _, err := tx.GetJSON(bucketUsers, t.Subject, &u); err != nil {
+		u, _, err := bucketUsers.Get(tx, t.Subject)
+		if err != nil {
 			return Principal{}, err
 		}
 		p.MustChangePassword = u.MustChangePassword
@@ -240,8 +239,7 @@ func listKind(tx *store.Tx, kind string) ([]TokenView, error) {
 
 // RevokeToken revokes an API token.
 func RevokeToken(tx *store.Tx, by Principal, id string, now time.Time) error {
-	var t Token
-	found, err := tx.GetJSON(bucketTokens, id, &t)
+	t, found, err := bucketTokens.Get(tx, id)
 	if err != nil {
 		return err
 	}

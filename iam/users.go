@@ -1,7 +1,6 @@
 package iam
 
 import (
-	"encoding/json"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +27,7 @@ type User struct {
 // CreateBootstrapAdmin stores the admin with an argon2id hash of password.
 func CreateBootstrapAdmin(tx *store.Tx, email, password string, now time.Time) error {
 	u := User{Email: strings.ToLower(email), PasswordHash: crypto.HashPassword(password), CreatedAt: now.UTC()}
-	if err := tx.PutJSON(bucketUsers, u.Email, u); err != nil {
+	if err := bucketUsers.Put(tx, u.Email, u); err != nil {
 		return err
 	}
 	return tx.Audit("iam.user.created", "init", u.Email, nil)
@@ -42,8 +41,7 @@ var dummyHash = sync.OnceValue(func() string { return crypto.HashPassword("strat
 // CheckLogin verifies the credentials (read-only).
 func CheckLogin(tx *store.Tx, email, password string) (User, error) {
 	fail := apierr.New(apierr.Unauthenticated, "wrong email or password")
-	var u User
-	found, err := tx.GetJSON(bucketUsers, strings.ToLower(email), &u)
+	u, found, err := bucketUsers.Get(tx, strings.ToLower(email))
 	if err != nil {
 		return u, err
 	}
@@ -70,11 +68,7 @@ func StartSession(tx *store.Tx, u User, now time.Time) (string, time.Time, error
 // PurgeExpiredSessions deletes session tokens past their expiry.
 func PurgeExpiredSessions(tx *store.Tx, now time.Time) error {
 	var dead []string
-	err := tx.ForEach(bucketTokens, func(k string, raw []byte) error {
-		var t Token
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return err
-		}
+	err := bucketTokens.ForEach(tx, func(k string, t Token) error {
 		if t.Kind == KindSession && now.After(t.ExpiresAt) {
 			dead = append(dead, k)
 		}
@@ -84,7 +78,7 @@ func PurgeExpiredSessions(tx *store.Tx, now time.Time) error {
 		return err
 	}
 	for _, k := range dead {
-		if err := tx.Delete(bucketTokens, k); err != nil {
+		if err := bucketTokens.Delete(tx, k); err != nil {
 			return err
 		}
 	}
@@ -95,8 +89,7 @@ func PurgeExpiredSessions(tx *store.Tx, now time.Time) error {
 // when password (a secret known outside the appliance) opens it; it
 // reports whether it did. Used once by the migration of SPEC 16.1.
 func MarkMustChangeIfPassword(tx *store.Tx, email, password, why string) (bool, error) {
-	var u User
-	found, err := tx.GetJSON(bucketUsers, strings.ToLower(email), &u)
+	u, found, err := bucketUsers.Get(tx, strings.ToLower(email))
 	if err != nil || !found || password == "" {
 		return false, err
 	}
@@ -105,7 +98,7 @@ func MarkMustChangeIfPassword(tx *store.Tx, email, password, why string) (bool, 
 		return false, nil
 	}
 	u.MustChangePassword = true
-	if err := tx.PutJSON(bucketUsers, u.Email, u); err != nil {
+	if err := bucketUsers.Put(tx, u.Email, u); err != nil {
 		return false, err
 	}
 	return true, tx.Audit("iam.user.must-change-password", "stratum", "user:"+u.Email, map[string]string{"why": why})

@@ -26,10 +26,10 @@ func claimKeys(a *Assignment) []string {
 
 func putClaims(tx *store.Tx, r *record) error {
 	for _, k := range claimKeys(r.Assignment) {
-		if tx.GetRaw(bucketClaims, k) != nil {
+		if bucketClaims.Get(tx, k) != nil {
 			continue // first claim wins, as the checks read it
 		}
-		if err := tx.PutRaw(bucketClaims, k, []byte(r.JoinID)); err != nil {
+		if err := bucketClaims.Put(tx, k, []byte(r.JoinID)); err != nil {
 			return err
 		}
 	}
@@ -38,8 +38,8 @@ func putClaims(tx *store.Tx, r *record) error {
 
 func dropClaims(tx *store.Tx, r *record) error {
 	for _, k := range claimKeys(r.Assignment) {
-		if string(tx.GetRaw(bucketClaims, k)) == r.JoinID {
-			if err := tx.Delete(bucketClaims, k); err != nil {
+		if string(bucketClaims.Get(tx, k)) == r.JoinID {
+			if err := bucketClaims.Delete(tx, k); err != nil {
 				return err
 			}
 		}
@@ -49,7 +49,7 @@ func dropClaims(tx *store.Tx, r *record) error {
 
 // claimedBy names the queued join holding key, "" when none does.
 func claimedBy(tx *store.Tx, key, self string) string {
-	if holder := string(tx.GetRaw(bucketClaims, key)); holder != self {
+	if holder := string(bucketClaims.Get(tx, key)); holder != self {
 		return holder
 	}
 	return ""
@@ -59,11 +59,11 @@ func claimedBy(tx *store.Tx, key, self string) string {
 // made before it existed).
 func rebuildClaims(tx *store.Tx) error {
 	var stale []string
-	if err := tx.ForEach(bucketClaims, func(k string, _ []byte) error { stale = append(stale, k); return nil }); err != nil {
+	if err := bucketClaims.ForEach(tx, func(k string, _ []byte) error { stale = append(stale, k); return nil }); err != nil {
 		return err
 	}
 	for _, k := range stale {
-		if err := tx.Delete(bucketClaims, k); err != nil {
+		if err := bucketClaims.Delete(tx, k); err != nil {
 			return err
 		}
 	}

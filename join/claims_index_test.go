@@ -55,7 +55,7 @@ func TestClaimsIndexFollowsTheQueue(t *testing.T) {
 func (e *env) claimsIndex() map[string]string {
 	out := map[string]string{}
 	_ = e.db.View(func(tx *store.Tx) error {
-		return tx.ForEach(bucketClaims, func(k string, v []byte) error { out[k] = string(v); return nil })
+		return bucketClaims.ForEach(tx, func(k string, v []byte) error { out[k] = string(v); return nil })
 	})
 	return out
 }

@@ -80,7 +80,7 @@ func (t *txn) deliverWith(r *record, bao *openBaoGrant) error {
 	if err != nil {
 		return err
 	}
-	if err := t.PutSealed(bucketDeliveries, r.JoinID, raw); err != nil {
+	if err := bucketDeliveries.PutSealed(t.Tx, r.JoinID, raw); err != nil {
 		return err
 	}
 	r.State, r.Reason, r.Generation, r.DeliveredAt = StateDelivering, "", m.Generation, t.now

@@ -67,7 +67,7 @@ func (t *txn) join(r *record) error {
 }
 
 func (t *txn) endTurn(r *record) error {
-	if err := t.Delete(bucketDeliveries, r.JoinID); err != nil {
+	if err := bucketDeliveries.Delete(t.Tx, r.JoinID); err != nil {
 		return err
 	}
 	if turn(t.Tx) == r.JoinID {

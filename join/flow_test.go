@@ -92,7 +92,7 @@ func TestFullFlow(t *testing.T) {
 		t.Errorf("repeated done: %s", v.State)
 	}
 	_ = e.db.View(func(tx *store.Tx) error {
-		if tx.GetRaw(bucketDeliveries, reg.JoinID) != nil {
+		if bucketDeliveries.Get(tx, reg.JoinID) != nil {
 			t.Error("the sealed delivery outlived the join")
 		}
 		return nil

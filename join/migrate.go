@@ -5,30 +5,14 @@ import (
 	"stratum/store"
 )
 
-// trustMigration is the store migration that brings a data directory of
-// an earlier build up to the trust rules (SPEC 10.2, 10.3).
-var trustMigration = store.Migration{Version: 6, Name: "trust rules: admission release, member leaf serials", Apply: migrateTrust}
-
-// migrateTrust runs once, in one transaction, when a store of an earlier
-// schema is opened. A store that holds no cluster yet has nothing to
-// migrate: init stores the admission release and every delivery records
-// its serial.
+// migrateTrust is the join's step of migration 6 (SPEC 10.3; the
+// cluster's step seeds the admission release): it runs once, in one
+// transaction, when a store of an earlier schema is opened. A store that
+// holds no cluster yet has nothing to migrate: every delivery records its
+// serial.
 func migrateTrust(tx *store.Tx) error {
 	if !cluster.Initialized(tx) {
 		return nil
-	}
-	seeded, err := cluster.SeedAdmissionRelease(tx)
-	if err != nil {
-		return err
-	}
-	if seeded {
-		rel, err := cluster.AdmissionRelease(tx)
-		if err != nil {
-			return err
-		}
-		if err := tx.Audit("cluster.release.migrated", systemActor, "admission-release", map[string]string{"to": rel, "why": "the admission release starts at the configured clusterRelease"}); err != nil {
-			return err
-		}
 	}
 	serials, err := auditedLeafSerials(tx)
 	if err != nil {

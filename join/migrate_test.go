@@ -31,13 +31,13 @@ func TestTrustMigration(t *testing.T) {
 		if err := cluster.PutMember(tx, legacy); err != nil {
 			return err
 		}
-		return tx.Delete(store.Named("cluster"), "admission-release")
+		return store.Named("cluster").Delete(tx, "admission-release")
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := e.auditCount()
-	if err := e.db.Update(migrateTrust); err != nil {
+	if err := e.db.Update(func(tx *store.Tx) error { return store.ApplyMigration(tx, 6) }); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := e.member(node)
@@ -53,7 +53,7 @@ func TestTrustMigration(t *testing.T) {
 		t.Fatalf("admission %s, audit events %d -> %d", rel, before, e.auditCount())
 	}
 	// Applying it again changes nothing.
-	if err := e.db.Update(migrateTrust); err != nil || e.auditCount() != before+1 {
+	if err := e.db.Update(func(tx *store.Tx) error { return store.ApplyMigration(tx, 6) }); err != nil || e.auditCount() != before+1 {
 		t.Fatalf("second run: %v, %d events", err, e.auditCount())
 	}
 }

@@ -29,7 +29,7 @@ type OpenBao interface {
 // transaction that ends the join records it; the Run loop revokes it
 // outside any transaction, and again after a restart until OpenBao
 // confirms.
-var bucketRevocations = store.NewBucket[[]byte]("join-openbao-revocations")
+var bucketRevocations = store.NewRawBucket("join-openbao-revocations")
 
 // openBaoGrant is what a control-plane delivery carries from OpenBao.
 type openBaoGrant struct {
@@ -139,7 +139,7 @@ func (t *txn) queueRevocation(accessor, nodeID string) error {
 		return nil
 	}
 	t.kick = true
-	return t.PutRaw(bucketRevocations, accessor, []byte(nodeID))
+	return bucketRevocations.Put(t.Tx, accessor, []byte(nodeID))
 }
 
 // revokeMember queues the node token of a member being removed.
@@ -156,7 +156,7 @@ func (s *Service) drainRevocations(ctx context.Context) (bool, error) {
 	type pending struct{ accessor, nodeID string }
 	var todo []pending
 	err := s.view(func(tx *store.Tx) error {
-		return tx.ForEach(bucketRevocations, func(k string, v []byte) error {
+		return bucketRevocations.ForEach(tx, func(k string, v []byte) error {
 			todo = append(todo, pending{k, string(v)})
 			return nil
 		})
@@ -175,7 +175,7 @@ func (s *Service) drainRevocations(ctx context.Context) (bool, error) {
 			continue
 		}
 		err = s.update(func(t *txn) error {
-			if err := t.Delete(bucketRevocations, p.accessor); err != nil {
+			if err := bucketRevocations.Delete(t.Tx, p.accessor); err != nil {
 				return err
 			}
 			return t.Audit("openbao.node-token.revoked", systemActor, p.nodeID, map[string]string{"accessor": p.accessor})

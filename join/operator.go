@@ -1,7 +1,6 @@
 package join
 
 import (
-	"encoding/json"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -34,11 +33,7 @@ func (s *Service) List(state string) ([]OperatorView, error) {
 		if members, err = cluster.Members(tx); err != nil {
 			return err
 		}
-		return tx.ForEach(bucketRegistrations, func(_ string, raw []byte) error {
-			var r record
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return err
-			}
+				return bucketRegistrations.ForEach(tx, func(_ string, r record) error {
 			if state == "" || r.State == state {
 				recs = append(recs, r)
 			}

@@ -16,7 +16,7 @@ var errStop = errors.New("stop")
 // queueIDs lists approved join ids, next first.
 func queueIDs(tx *store.Tx) ([]string, error) {
 	var ids []string
-	err := tx.ForEach(bucketQueue, func(_ string, raw []byte) error {
+	err := bucketQueue.ForEach(tx, func(_ string, raw []byte) error {
 		ids = append(ids, string(raw))
 		return nil
 	})
@@ -26,7 +26,7 @@ func queueIDs(tx *store.Tx) ([]string, error) {
 // queueHead is the next queued join, "" when the queue is empty.
 func queueHead(tx *store.Tx) (string, error) {
 	var head string
-	err := tx.ForEach(bucketQueue, func(_ string, raw []byte) error {
+	err := bucketQueue.ForEach(tx, func(_ string, raw []byte) error {
 		head = string(raw)
 		return errStop
 	})
@@ -42,7 +42,7 @@ func queuePosition(tx *store.Tx, r record) (int, error) {
 		return 0, nil
 	}
 	pos, n := 0, 0
-	err := tx.ForEach(bucketQueue, func(_ string, raw []byte) error {
+	err := bucketQueue.ForEach(tx, func(_ string, raw []byte) error {
 		n++
 		if string(raw) == r.JoinID {
 			pos = n
@@ -67,7 +67,7 @@ func queuePositions(tx *store.Tx) (map[string]int, error) {
 }
 
 func (t *txn) enqueue(r *record) error {
-	seq, err := t.NextSequence(bucketQueue)
+	seq, err := bucketQueue.NextSequence(t.Tx)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (t *txn) enqueue(r *record) error {
 	if err := putClaims(t.Tx, r); err != nil {
 		return err
 	}
-	return t.PutRaw(bucketQueue, queueKey(seq), []byte(r.JoinID))
+	return bucketQueue.Put(t.Tx, queueKey(seq), []byte(r.JoinID))
 }
 
 // dequeue removes r from the queue; every join behind it moves up, so all
@@ -84,7 +84,7 @@ func (t *txn) dequeue(r *record) error {
 	if r.QueueSeq == 0 {
 		return nil
 	}
-	if err := t.Delete(bucketQueue, queueKey(r.QueueSeq)); err != nil {
+	if err := bucketQueue.Delete(t.Tx, queueKey(r.QueueSeq)); err != nil {
 		return err
 	}
 	if err := dropClaims(t.Tx, r); err != nil {
@@ -99,14 +99,14 @@ func (t *txn) dequeue(r *record) error {
 }
 
 // turn is the join holding the delivery slot, "" when it is free.
-func turn(tx *store.Tx) string { return string(tx.GetRaw(bucketMeta, keyTurn)) }
+func turn(tx *store.Tx) string { return string(bucketMeta.Get(tx, keyTurn)) }
 
 func (t *txn) setTurn(joinID string) error {
 	t.kick = true
 	if joinID == "" {
-		return t.Delete(bucketMeta, keyTurn)
+		return bucketMeta.Delete(t.Tx, keyTurn)
 	}
-	return t.PutRaw(bucketMeta, keyTurn, []byte(joinID))
+	return bucketMeta.Put(t.Tx, keyTurn, []byte(joinID))
 }
 
 // advance hands a free slot to the next approved join.

@@ -24,7 +24,7 @@ func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView,
 	actor := keyActor(keyPin)
 	err = s.batch(func(t *txn) error {
 		view, created = JoinerView{}, false
-		if prev := t.GetRaw(bucketKeys, keyPin); prev != nil {
+		if prev := bucketKeys.Get(t.Tx, keyPin); prev != nil {
 			r, found, err := t.getRecord(string(prev))
 			if err != nil {
 				return err
@@ -56,7 +56,7 @@ func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView,
 		if err != nil {
 			return err
 		}
-		seq, err := t.NextSequence(bucketRegistrations)
+		seq, err := bucketRegistrations.NextSequence(t.Tx)
 		if err != nil {
 			return err
 		}
@@ -66,7 +66,7 @@ func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView,
 		if err := t.putRecord(&r); err != nil {
 			return err
 		}
-		if err := t.PutRaw(bucketKeys, keyPin, []byte(joinID)); err != nil {
+		if err := bucketKeys.Put(t.Tx, keyPin, []byte(joinID)); err != nil {
 			return err
 		}
 		if err := t.useToken(tok, joinID, actor); err != nil {
@@ -89,7 +89,7 @@ func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView,
 // batch checks again; this only keeps the common refusals out of it.
 func (s *Service) precheck(keyPin string, req RegisterRequest) error {
 	return s.view(func(tx *store.Tx) error {
-		if prev := tx.GetRaw(bucketKeys, keyPin); prev != nil {
+		if prev := bucketKeys.Get(tx, keyPin); prev != nil {
 			return nil // an open or final registration: Register decides
 		}
 		if _, err := redeemable(tx, req.Token, s.now().UTC()); err != nil {

@@ -4,21 +4,23 @@ import "stratum/store"
 
 // Buckets this package owns. The queue and the turn are kept as their own
 // small indexes so a view never scans every registration to learn its
-// queue position (10,000s of waiters read views).
+// queue position (10,000s of waiters read views). Each decides who is
+// admitted, so each record is authenticated (SPEC 16.2); deliveries are
+// sealed, which authenticates them.
 var (
-	bucketTokens        = store.NewBucket[tokenRecord]("join-tokens")
-	bucketRegistrations = store.NewBucket[record]("join-registrations")
-	bucketKeys          = store.NewBucket[[]byte]("join-keys")       // key pin -> its latest join id (raw)
-	bucketQueue         = store.NewBucket[[]byte]("join-queue")      // approval sequence -> join id (raw)
-	bucketDeliveries    = store.NewBucket[[]byte]("join-deliveries") // join id -> sealed delivery
-	bucketMeta          = store.NewBucket[[]byte]("join-meta")       // keyTurn -> join id (raw)
+	bucketTokens        = store.NewBucket[tokenRecord]("join-tokens", store.Authenticated())
+	bucketRegistrations = store.NewBucket[record]("join-registrations", store.Authenticated())
+	bucketKeys          = store.NewRawBucket("join-keys", store.Authenticated())  // key pin -> its latest join id
+	bucketQueue         = store.NewRawBucket("join-queue", store.Authenticated()) // approval sequence -> join id
+	bucketDeliveries    = store.NewRawBucket("join-deliveries")                   // join id -> sealed delivery
+	bucketMeta          = store.NewRawBucket("join-meta", store.Authenticated())  // keyTurn -> join id
 	// bucketClaims indexes what queued (approved) joins hold: "n/<node
 	// id>" and "a/<address>" -> join id, so an approval checks conflicts
 	// without decoding every queued join.
-	bucketClaims = store.NewBucket[[]byte]("join-claims")
+	bucketClaims = store.NewRawBucket("join-claims", store.Authenticated())
 )
 
-func init() {
-	store.AddMigration(store.Migration{Version: 5, Name: "index of what queued joins claim", Apply: rebuildClaims})
-	store.AddMigration(trustMigration)
-}
+var (
+	_ = store.Provide(store.StepJoinClaims, rebuildClaims)
+	_ = store.Provide(store.StepJoinMemberTrust, migrateTrust)
+)

@@ -213,16 +213,14 @@ func (t *txn) getRecord(id string) (record, bool, error) {
 }
 
 func getRecord(tx *store.Tx, id string) (record, bool, error) {
-	var r record
-	found, err := tx.GetJSON(bucketRegistrations, id, &r)
-	return r, found, err
+	return bucketRegistrations.Get(tx, id)
 }
 
 // putRecord stores r and marks it for waking: every write is a change.
 func (t *txn) putRecord(r *record) error {
 	r.UpdatedAt = t.now
 	t.wake[r.JoinID] = struct{}{}
-	return t.PutJSON(bucketRegistrations, r.JoinID, r)
+	return bucketRegistrations.Put(t.Tx, r.JoinID, *r)
 }
 
 func notFound(joinID string) error {

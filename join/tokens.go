@@ -1,7 +1,6 @@
 package join
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -160,7 +159,7 @@ func (s *Service) CreateToken(by iam.Principal, req CreateTokenRequest) (Created
 		secret := tokenPrefix + "." + id + "." + crypto.RandomSecret(tokenSecretBytes)
 		rec := tokenRecord{ID: id, Hash: crypto.HashToken(secret), Role: req.Role, Description: req.Description,
 			Uses: uses, UsesLeft: uses, CreatedBy: actorOf(by), CreatedAt: t.now, ExpiresAt: t.now.Add(ttl)}
-		if err := t.PutJSON(bucketTokens, id, rec); err != nil {
+		if err := bucketTokens.Put(t.Tx, id, rec); err != nil {
 			return err
 		}
 		if err := t.Audit("join.token.created", actorOf(by), id, map[string]string{"role": rec.Role, "uses": strconv.Itoa(uses), "expiresAt": rec.ExpiresAt.Format(time.RFC3339)}); err != nil {
@@ -185,11 +184,7 @@ func (s *Service) ListTokens() ([]TokenView, error) {
 	now := s.now().UTC()
 	out := []TokenView{}
 	err := s.view(func(tx *store.Tx) error {
-		return tx.ForEach(bucketTokens, func(_ string, raw []byte) error {
-			var t tokenRecord
-			if err := json.Unmarshal(raw, &t); err != nil {
-				return err
-			}
+		return bucketTokens.ForEach(tx, func(_ string, t tokenRecord) error {
 			out = append(out, t.view(now))
 			return nil
 		})
@@ -202,8 +197,7 @@ func (s *Service) ListTokens() ([]TokenView, error) {
 // learns its first call already did it.
 func (s *Service) RevokeToken(by iam.Principal, tokenID string) error {
 	return s.update(func(t *txn) error {
-		var rec tokenRecord
-		found, err := t.GetJSON(bucketTokens, tokenID, &rec)
+		rec, found, err := bucketTokens.Get(t.Tx, tokenID)
 		if err != nil {
 			return err
 		}
@@ -214,7 +208,7 @@ func (s *Service) RevokeToken(by iam.Principal, tokenID string) error {
 			return apierr.New(apierr.Conflict, "join token %s is already revoked", tokenID)
 		}
 		rec.RevokedAt = t.now
-		if err := t.PutJSON(bucketTokens, tokenID, rec); err != nil {
+		if err := bucketTokens.Put(t.Tx, tokenID, rec); err != nil {
 			return err
 		}
 		return t.Audit("join.token.revoked", actorOf(by), tokenID, nil)
@@ -236,7 +230,7 @@ func redeemable(tx *store.Tx, token string, now time.Time) (tokenRecord, error) 
 		crypto.TokenMatches(token, crypto.HashToken("absent"))
 		return rec, errTokenInvalid()
 	}
-	found, err := tx.GetJSON(bucketTokens, parts[1], &rec)
+	rec, found, err := bucketTokens.Get(tx, parts[1])
 	if err != nil {
 		return rec, err
 	}
@@ -253,7 +247,7 @@ func redeemable(tx *store.Tx, token string, now time.Time) (tokenRecord, error) 
 // useToken spends one use of rec inside t.
 func (t *txn) useToken(rec tokenRecord, joinID, actor string) error {
 	rec.UsesLeft--
-	if err := t.PutJSON(bucketTokens, rec.ID, rec); err != nil {
+	if err := bucketTokens.Put(t.Tx, rec.ID, rec); err != nil {
 		return err
 	}
 	return t.Audit("join.token.used", actor, rec.ID, map[string]string{"joinId": joinID, "usesLeft": strconv.Itoa(rec.UsesLeft)})
@@ -263,7 +257,7 @@ func (t *txn) useToken(rec tokenRecord, joinID, actor string) error {
 func unusedKey(tx *store.Tx, bucket store.Keyspace, prefix string, n int) (string, error) {
 	for range 16 {
 		id := crypto.RandomID(prefix, n)
-		if tx.GetRaw(bucket, id) == nil {
+		if !bucket.Has(tx, id) {
 			return id, nil
 		}
 	}

@@ -94,7 +94,7 @@ func operatorViewTx(tx *store.Tx, r record) (OperatorView, error) {
 
 // loadDelivery opens the sealed delivery of an in-turn join.
 func loadDelivery(tx *store.Tx, joinID string) (*Delivery, error) {
-	raw, found, err := tx.GetSealed(bucketDeliveries, joinID)
+	raw, found, err := bucketDeliveries.GetSealed(tx, joinID)
 	if err != nil {
 		return nil, err
 	}

@@ -45,11 +45,11 @@ func TestReplicaRecordOutranksALateLocalHook(t *testing.T) {
 	old := Stored{RunningRelease: "0.2.0", Release: Record{RecordedAt: time.Now().UTC()}}
 	var s1 uint64
 	if err := dbA.Update(func(tx *store.Tx) error {
-		if err := tx.PutJSON(bucketRecords, founder, old); err != nil {
+		if err := bucketRecords.Put(tx, founder, old); err != nil {
 			return err
 		}
 		var err error
-		s1, err = tx.NextSequence(bucketRecords)
+		s1, err = bucketRecords.NextSequence(tx)
 		return err
 	}); err != nil {
 		t.Fatal(err)

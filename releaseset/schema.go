@@ -3,4 +3,4 @@ package releaseset
 import "stratum/store"
 
 // bucketRecords holds each node's release record, keyed by node id.
-var bucketRecords = store.NewBucket[[]byte]("release-records")
+var bucketRecords = store.NewBucket[Stored]("release-records")

@@ -1,7 +1,6 @@
 package releaseset
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,18 +77,17 @@ func (s *Service) Record(actor, nodeID string, req RecordRequest) error {
 			return apierr.New(apierr.Forbidden, "node %s is still in its delivery: its release is recorded once its join is installing or joined", nodeID)
 		}
 		// Only the previous release is read (not the whole record decoded).
-		var prev struct{ RunningRelease string }
-		found, err = tx.GetJSON(bucketRecords, nodeID, &prev)
+		prev, found, err := store.GetPart[struct{ RunningRelease string }](tx, bucketRecords, nodeID)
 		if err != nil {
 			return err
 		}
-		if err := tx.PutJSON(bucketRecords, nodeID, stored); err != nil {
+		if err := bucketRecords.Put(tx, nodeID, stored); err != nil {
 			return err
 		}
 		if err := s.raiseAdmission(tx, actor, m, stored); err != nil {
 			return err
 		}
-		seq, err := tx.NextSequence(bucketRecords)
+		seq, err := bucketRecords.NextSequence(tx)
 		if err != nil {
 			return err
 		}
@@ -172,10 +170,10 @@ func (s *Service) heard(payload string) {
 	var seq uint64
 	if err := s.DB.View(func(tx *store.Tx) error {
 		var err error
-		if found, err = tx.GetJSON(bucketRecords, node, &st); err != nil {
+		if st, found, err = bucketRecords.Get(tx, node); err != nil {
 			return err
 		}
-		seq, err = tx.Sequence(bucketRecords)
+		seq, err = bucketRecords.Sequence(tx)
 		return err
 	}); err != nil || !found {
 		s.dropCache()
@@ -204,11 +202,7 @@ func (s *Service) dropCache() {
 // readRecords decodes every stored record into what the cache keeps.
 func (s *Service) readRecords(tx *store.Tx) (map[string]cachedRecord, error) {
 	all := map[string]cachedRecord{}
-	err := tx.ForEach(bucketRecords, func(node string, raw []byte) error {
-		var st Stored
-		if err := json.Unmarshal(raw, &st); err != nil {
-			return err
-		}
+	err := bucketRecords.ForEach(tx, func(node string, st Stored) error {
 		c, err := s.cache(node, st, 0)
 		if err != nil {
 			return err

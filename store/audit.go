@@ -116,7 +116,7 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.PutSealed(metaBucket, auditHeadKey, head); err != nil {
+	if err := metaBucket.PutSealed(tx, auditHeadKey, head); err != nil {
 		return err
 	}
 	if w := tx.db.auditWatch.Load(); w != nil {
@@ -138,7 +138,7 @@ type AuditMark struct {
 func (db *DB) AuditMark() (AuditMark, error) {
 	var m AuditMark
 	err := db.View(func(tx *Tx) error {
-		raw, found, err := tx.GetSealed(metaBucket, auditHeadKey)
+		raw, found, err := metaBucket.GetSealed(tx, auditHeadKey)
 		if err != nil || !found {
 			return err
 		}
@@ -240,7 +240,7 @@ func (db *DB) VerifyAudit() (events int, err error) {
 		if err != nil {
 			return err
 		}
-		raw, found, err := tx.GetSealed(metaBucket, auditHeadKey)
+		raw, found, err := metaBucket.GetSealed(tx, auditHeadKey)
 		if err != nil {
 			return fmt.Errorf("the audit head: %w", err)
 		}
@@ -299,14 +299,6 @@ func VerifyAuditFile(path string, key Sealer) (int, error) {
 	return db.VerifyAudit()
 }
 
-// keyedAuditSchema is the schema from which the chain is keyed (3..6
-// are other domains' migrations; the numbers only order them).
-const keyedAuditSchema = 7
-
-func init() {
-	AddMigration(Migration{Version: keyedAuditSchema, Name: "keyed audit chain", Apply: keyAuditChain})
-}
-
 // keyAuditChain relinks an unkeyed (plain SHA-256) chain with HMAC links,
 // once, and marks it with an event saying whether the old chain was
 // intact. A store with no events has nothing to relink.
@@ -324,7 +316,7 @@ func keyAuditChain(tx *Tx) error {
 	// event: finding either at a schema below this one means the schema
 	// level was rolled back to have a forged plain chain relinked (and so
 	// laundered) with the key. Refuse to start rather than sign it.
-	if tx.GetRaw(metaBucket, auditHeadKey) != nil {
+	if metaBucket.Get(tx, auditHeadKey) != nil {
 		return errors.New("the audit chain was already keyed (its sealed head exists) yet the schema level says it was not: the schema level was rolled back, and the chain may have been rewritten; restore from a backup")
 	}
 	for _, e := range events {
@@ -363,7 +355,7 @@ func keyAuditChain(tx *Tx) error {
 	}
 	// The marker is the first keyed event: record the level now (migrate
 	// records it again when this transaction commits).
-	if err := tx.PutRaw(metaBucket, schemaKey, seqKey(keyedAuditSchema)); err != nil {
+	if err := metaBucket.Put(tx, schemaKey, seqKey(keyedAuditSchema)); err != nil {
 		return err
 	}
 	return tx.Audit("audit.chain.keyed", "stratum", AuditBucket.Name(), map[string]string{

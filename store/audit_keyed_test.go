@@ -183,18 +183,16 @@ func recomputeFrom(tx *bolt.Tx, seq uint64, link func([]byte) []byte) error {
 	return nil
 }
 
-// auditBeforeKeying makes the test migration of schema 6 (standing for
-// another domain's migration that audits) append an event.
+// auditBeforeKeying makes a step of schema 6 (the cluster's, which this
+// test binary does not link: the test stands in for it) append an event.
 var auditBeforeKeying bool
 
-func init() {
-	AddMigration(Migration{Version: 6, Name: "test: an earlier migration that audits", Apply: func(tx *Tx) error {
-		if !auditBeforeKeying {
-			return nil
-		}
-		return tx.Audit("test.earlier.migration", "stratum", "", nil)
-	}})
-}
+var _ = Provide(StepClusterAdmissionRelease, func(tx *Tx) error {
+	if !auditBeforeKeying {
+		return nil
+	}
+	return tx.Audit("test.earlier.migration", "stratum", "", nil)
+})
 
 // A migration before the keyed chain that audits links its event the
 // first build's way, so the relinking finds the old chain intact and the

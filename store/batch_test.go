@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-var batchTestBucket = NewBucket[[]byte]("test-batch")
+var batchTestBucket = NewRawBucket("test-batch")
 
 // TestBatchGroupCommit: concurrent Batch calls each see their writes
 // durable when they return, their hooks run once after the commit, and a
@@ -25,7 +25,7 @@ func TestBatchGroupCommit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			errs[i] = db.Batch(func(tx *Tx) error {
-				if err := tx.PutRaw(batchTestBucket, fmt.Sprintf("k%02d", i), []byte("v")); err != nil {
+				if err := batchTestBucket.Put(tx, fmt.Sprintf("k%02d", i), []byte("v")); err != nil {
 					return err
 				}
 				tx.OnCommit(func() { hooks.Add(1) })
@@ -53,7 +53,7 @@ func TestBatchGroupCommit(t *testing.T) {
 	defer db2.Close()
 	_ = db2.View(func(tx *Tx) error {
 		for i := range n {
-			got := tx.GetRaw(batchTestBucket, fmt.Sprintf("k%02d", i)) != nil
+			got := batchTestBucket.Get(tx, fmt.Sprintf("k%02d", i)) != nil
 			if got == (i%8 == 0) {
 				t.Errorf("key %d present=%v after reopening", i, got)
 			}

@@ -67,28 +67,28 @@ func TestContractReadWrite(t *testing.T) {
 		db := open(t)
 		err := db.Update(func(tx *Tx) error {
 			for _, k := range []string{"b", "a", "c", "a\x00z", "\xff"} {
-				if err := tx.PutRaw(cBucket, k, []byte("v-"+k)); err != nil {
+				if err := cBucket.Put(tx, k, []byte("v-"+k)); err != nil {
 					return err
 				}
 			}
-			if err := tx.PutRaw(cBucket, "empty", nil); err != nil {
+			if err := cBucket.Put(tx, "empty", nil); err != nil {
 				return err
 			}
-			if err := tx.PutJSON(cOther, "j", map[string]int{"n": 7}); err != nil {
+			if err := tx.putJSON(cOther.bucket(), "j", map[string]int{"n": 7}); err != nil {
 				return err
 			}
 			// A transaction reads its own writes.
-			if got := string(tx.GetRaw(cBucket, "b")); got != "v-b" {
+			if got := string(cBucket.Get(tx, "b")); got != "v-b" {
 				return fmt.Errorf("own write reads %q", got)
 			}
-			return tx.Delete(cBucket, "c")
+			return cBucket.Delete(tx, "c")
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = db.View(func(tx *Tx) error {
 			var keys []string
-			if err := tx.ForEach(cBucket, func(k string, v []byte) error {
+			if err := cBucket.ForEach(tx, func(k string, v []byte) error {
 				if k != "empty" && string(v) != "v-"+k {
 					t.Errorf("%q = %q", k, v)
 				}
@@ -100,14 +100,14 @@ func TestContractReadWrite(t *testing.T) {
 			if got := strings.Join(keys, "|"); got != "a|a\x00z|b|empty|\xff" {
 				t.Errorf("ForEach order = %q (bytes order wanted)", got)
 			}
-			if v := tx.GetRaw(cBucket, "empty"); v == nil || len(v) != 0 {
+			if v := cBucket.Get(tx, "empty"); v == nil || len(v) != 0 {
 				t.Errorf("empty value = %#v, want non-nil empty", v)
 			}
-			if tx.GetRaw(cBucket, "c") != nil || tx.GetRaw(cBucket, "missing") != nil || tx.GetRaw(Named("no-such-bucket"), "a") != nil {
+			if cBucket.Get(tx, "c") != nil || cBucket.Get(tx, "missing") != nil || Named("no-such-bucket").Get(tx, "a") != nil {
 				t.Error("deleted, missing or unbucketed key found")
 			}
 			var j map[string]int
-			if found, err := tx.GetJSON(cOther, "j", &j); !found || err != nil || j["n"] != 7 {
+			if found, err := tx.getJSON(cOther.bucket(), "j", &j); !found || err != nil || j["n"] != 7 {
 				t.Errorf("GetJSON = %v %v %v", j, found, err)
 			}
 			if tx.Writable() {
@@ -127,7 +127,7 @@ func TestContractLongScan(t *testing.T) {
 		const n = 700 // more than one page of the PostgreSQL scan
 		err := db.Update(func(tx *Tx) error {
 			for i := 0; i < n; i++ {
-				if err := tx.PutRaw(cBucket, fmt.Sprintf("k%05d", i), []byte{byte(i)}); err != nil {
+				if err := cBucket.Put(tx, fmt.Sprintf("k%05d", i), []byte{byte(i)}); err != nil {
 					return err
 				}
 			}
@@ -139,12 +139,12 @@ func TestContractLongScan(t *testing.T) {
 		// fn may write while scanning a write transaction.
 		seen := 0
 		err = db.Update(func(tx *Tx) error {
-			return tx.ForEach(cBucket, func(k string, v []byte) error {
+			return cBucket.ForEach(tx, func(k string, v []byte) error {
 				if k != fmt.Sprintf("k%05d", seen) {
 					return fmt.Errorf("key %d is %q", seen, k)
 				}
 				seen++
-				return tx.PutRaw(cOther, k, v)
+				return cOther.Put(tx, k, v)
 			})
 		})
 		if err != nil || seen != n {
@@ -160,10 +160,10 @@ func TestContractRollbackAndHooks(t *testing.T) {
 		hooked := false
 		err := db.Update(func(tx *Tx) error {
 			tx.OnCommit(func() { hooked = true })
-			if err := tx.PutRaw(cBucket, "k", []byte("kept?")); err != nil {
+			if err := cBucket.Put(tx, "k", []byte("kept?")); err != nil {
 				return err
 			}
-			if _, err := tx.NextSequence(cBucket); err != nil {
+			if _, err := cBucket.NextSequence(tx); err != nil {
 				return err
 			}
 			if err := tx.Audit("test.failed", "t", "s", nil); err != nil {
@@ -176,19 +176,19 @@ func TestContractRollbackAndHooks(t *testing.T) {
 		}
 		var seq uint64
 		err = db.Update(func(tx *Tx) error {
-			if tx.GetRaw(cBucket, "k") != nil {
+			if cBucket.Get(tx, "k") != nil {
 				t.Error("a failed transaction's write was kept")
 			}
 			var err error
-			seq, err = tx.NextSequence(cBucket)
+			seq, err = cBucket.NextSequence(tx)
 			tx.OnCommit(func() {
 				// The hook sees the committed state from another transaction.
-				_ = db.View(func(tx *Tx) error { hooked = string(tx.GetRaw(cBucket, "k")) == "v"; return nil })
+				_ = db.View(func(tx *Tx) error { hooked = string(cBucket.Get(tx, "k")) == "v"; return nil })
 			})
 			if err != nil {
 				return err
 			}
-			return tx.PutRaw(cBucket, "k", []byte("v"))
+			return cBucket.Put(tx, "k", []byte("v"))
 		})
 		if err != nil || !hooked {
 			t.Fatalf("Update = %v, hook saw the commit: %v", err, hooked)
@@ -206,9 +206,9 @@ func TestContractWriteInView(t *testing.T) {
 	backends(t, func(t *testing.T, _ string, open opener) {
 		db := open(t)
 		for name, write := range map[string]func(tx *Tx) error{
-			"PutRaw":       func(tx *Tx) error { return tx.PutRaw(cBucket, "k", []byte("v")) },
-			"PutSealed":    func(tx *Tx) error { return tx.PutSealed(cBucket, "k", []byte("v")) },
-			"NextSequence": func(tx *Tx) error { _, err := tx.NextSequence(cBucket); return err },
+			"PutRaw":       func(tx *Tx) error { return cBucket.Put(tx, "k", []byte("v")) },
+			"PutSealed":    func(tx *Tx) error { return cBucket.PutSealed(tx, "k", []byte("v")) },
+			"NextSequence": func(tx *Tx) error { _, err := cBucket.NextSequence(tx); return err },
 			"Audit":        func(tx *Tx) error { return tx.Audit("k", "a", "s", nil) },
 		} {
 			if err := db.View(write); err == nil {
@@ -221,22 +221,22 @@ func TestContractWriteInView(t *testing.T) {
 func TestContractSealed(t *testing.T) {
 	backends(t, func(t *testing.T, _ string, open opener) {
 		db := open(t)
-		if err := db.Update(func(tx *Tx) error { return tx.PutSealed(cBucket, "s", []byte("hunter2")) }); err != nil {
+		if err := db.Update(func(tx *Tx) error { return cBucket.PutSealed(tx, "s", []byte("hunter2")) }); err != nil {
 			t.Fatal(err)
 		}
 		err := db.Update(func(tx *Tx) error {
-			if raw := tx.GetRaw(cBucket, "s"); bytes.Contains(raw, []byte("hunter2")) {
+			if raw := cBucket.Get(tx, "s"); bytes.Contains(raw, []byte("hunter2")) {
 				t.Error("the secret is stored in the clear")
 			}
-			pt, found, err := tx.GetSealed(cBucket, "s")
+			pt, found, err := cBucket.GetSealed(tx, "s")
 			if err != nil || !found || string(pt) != "hunter2" {
 				t.Errorf("GetSealed = %q %v %v", pt, found, err)
 			}
 			// Moved under another key, it does not open.
-			if err := tx.PutRaw(cOther, "s", tx.GetRaw(cBucket, "s")); err != nil {
+			if err := cOther.Put(tx, "s", cBucket.Get(tx, "s")); err != nil {
 				return err
 			}
-			if _, _, err := tx.GetSealed(cOther, "s"); err == nil {
+			if _, _, err := cOther.GetSealed(tx, "s"); err == nil {
 				t.Error("a sealed value moved to another bucket opened")
 			}
 			return nil
@@ -266,13 +266,13 @@ func TestContractOneWriterAtATime(t *testing.T) {
 				for i := 0; i < each; i++ {
 					errs <- db.Update(func(tx *Tx) error {
 						var n int
-						if _, err := tx.GetJSON(cBucket, "counter", &n); err != nil {
+						if _, err := tx.getJSON(cBucket.bucket(), "counter", &n); err != nil {
 							return err
 						}
 						if err := tx.Audit("count", "t", fmt.Sprint(n), nil); err != nil {
 							return err
 						}
-						return tx.PutJSON(cBucket, "counter", n+1)
+						return tx.putJSON(cBucket.bucket(), "counter", n+1)
 					})
 				}
 			}()
@@ -285,7 +285,7 @@ func TestContractOneWriterAtATime(t *testing.T) {
 			}
 		}
 		var n int
-		_ = dbs[0].View(func(tx *Tx) error { _, err := tx.GetJSON(cBucket, "counter", &n); return err })
+		_ = dbs[0].View(func(tx *Tx) error { _, err := tx.getJSON(cBucket.bucket(), "counter", &n); return err })
 		if n != workers*each {
 			t.Fatalf("counter = %d, want %d: an update was lost", n, workers*each)
 		}
@@ -300,13 +300,13 @@ func TestContractViewIsOneSnapshot(t *testing.T) {
 	backends(t, func(t *testing.T, _ string, open opener) {
 		db := open(t)
 		put := func(v string) {
-			if err := db.Update(func(tx *Tx) error { return tx.PutRaw(cBucket, "k", []byte(v)) }); err != nil {
+			if err := db.Update(func(tx *Tx) error { return cBucket.Put(tx, "k", []byte(v)) }); err != nil {
 				t.Fatal(err)
 			}
 		}
 		put("v1")
 		err := db.View(func(tx *Tx) error {
-			first := string(tx.GetRaw(cBucket, "k"))
+			first := string(cBucket.Get(tx, "k"))
 			done := make(chan struct{})
 			go func() { defer close(done); put("v2") }()
 			select {
@@ -315,7 +315,7 @@ func TestContractViewIsOneSnapshot(t *testing.T) {
 				// A writer that waits for the reader (bbolt growing its
 				// map) proves nothing here but breaks nothing either.
 			}
-			if again := string(tx.GetRaw(cBucket, "k")); again != first {
+			if again := string(cBucket.Get(tx, "k")); again != first {
 				t.Errorf("a View read %q then %q", first, again)
 			}
 			return nil
@@ -330,7 +330,7 @@ func TestContractNewerSchemaRefused(t *testing.T) {
 	backends(t, func(t *testing.T, target string, open opener) {
 		db := open(t)
 		if err := db.Update(func(tx *Tx) error {
-			return tx.PutRaw(metaBucket, schemaKey, []byte{0, 0, 0, 0, 0, 0, 0, 99})
+			return metaBucket.Put(tx, schemaKey, []byte{0, 0, 0, 0, 0, 0, 0, 99})
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +355,7 @@ func TestContractNotify(t *testing.T) {
 		}
 		boom := errors.New("boom")
 		_ = writer.Update(func(tx *Tx) error { tx.Notify("topic", "rolled-back"); return boom })
-		if err := writer.Update(func(tx *Tx) error { tx.Notify("topic", "j-1"); return tx.PutRaw(cBucket, "k", nil) }); err != nil {
+		if err := writer.Update(func(tx *Tx) error { tx.Notify("topic", "j-1"); return cBucket.Put(tx, "k", nil) }); err != nil {
 			t.Fatal(err)
 		}
 		want := map[string]bool{}
@@ -468,11 +468,11 @@ func TestPostgresFailover(t *testing.T) {
 			_ = srv.Resume()
 		}
 	}()
-	err := db.Update(func(tx *Tx) error { return tx.PutRaw(cBucket, "k", []byte("v")) })
+	err := db.Update(func(tx *Tx) error { return cBucket.Put(tx, "k", []byte("v")) })
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Update with the database down = %v, want ErrUnavailable", err)
 	}
-	if err := db.View(func(tx *Tx) error { tx.GetRaw(cBucket, "k"); return nil }); !errors.Is(err, ErrUnavailable) {
+	if err := db.View(func(tx *Tx) error { cBucket.Get(tx, "k"); return nil }); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("View with the database down = %v, want ErrUnavailable", err)
 	}
 	select {
@@ -488,7 +488,7 @@ func TestPostgresFailover(t *testing.T) {
 	}
 	resumed = true
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		err := db.Update(func(tx *Tx) error { tx.Notify("topic", "after"); return tx.PutRaw(cBucket, "k", []byte("v")) })
+		err := db.Update(func(tx *Tx) error { tx.Notify("topic", "after"); return cBucket.Put(tx, "k", []byte("v")) })
 		if err == nil {
 			break
 		}
@@ -509,26 +509,26 @@ func TestContractDeletePrefix(t *testing.T) {
 		keys := []string{"a", "ab", "ab\x00", "ab\xff", "ab\xff\xff", "abc", "ac", "b", "\xff\xff"}
 		err := db.Update(func(tx *Tx) error {
 			for _, k := range keys {
-				if err := tx.PutRaw(cBucket, k, []byte("v")); err != nil {
+				if err := cBucket.Put(tx, k, []byte("v")); err != nil {
 					return err
 				}
 			}
-			if err := tx.DeletePrefix(cBucket, "ab"); err != nil {
+			if err := cBucket.DeletePrefix(tx, "ab"); err != nil {
 				return err
 			}
-			return tx.DeletePrefix(cBucket, "\xff")
+			return cBucket.DeletePrefix(tx, "\xff")
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var left []string
 		_ = db.View(func(tx *Tx) error {
-			return tx.ForEach(cBucket, func(k string, _ []byte) error { left = append(left, k); return nil })
+			return cBucket.ForEach(tx, func(k string, _ []byte) error { left = append(left, k); return nil })
 		})
 		if got := strings.Join(left, "|"); got != "a|ac|b" {
 			t.Fatalf("left after DeletePrefix(ab), DeletePrefix(ff): %q", got)
 		}
-		if err := db.View(func(tx *Tx) error { return tx.DeletePrefix(cBucket, "a") }); err == nil {
+		if err := db.View(func(tx *Tx) error { return cBucket.DeletePrefix(tx, "a") }); err == nil {
 			t.Fatal("DeletePrefix in a View: no error")
 		}
 	})
@@ -540,17 +540,17 @@ func TestContractSequenceRead(t *testing.T) {
 	backends(t, func(t *testing.T, _ string, open opener) {
 		db := open(t)
 		for range 3 {
-			if err := db.Update(func(tx *Tx) error { _, err := tx.NextSequence(cBucket); return err }); err != nil {
+			if err := db.Update(func(tx *Tx) error { _, err := cBucket.NextSequence(tx); return err }); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for range 2 {
 			if err := db.View(func(tx *Tx) error {
-				n, err := tx.Sequence(cBucket)
+				n, err := cBucket.Sequence(tx)
 				if err != nil || n != 3 {
 					t.Errorf("Sequence = %d, %v; want 3", n, err)
 				}
-				if n, err := tx.Sequence(cOther); err != nil || n != 0 {
+				if n, err := cOther.Sequence(tx); err != nil || n != 0 {
 					t.Errorf("Sequence of a bucket without one = %d, %v; want 0", n, err)
 				}
 				return nil

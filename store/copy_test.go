@@ -15,17 +15,17 @@ func TestCopyFileIntoPostgres(t *testing.T) {
 	src := openerFor(filepath.Join(t.TempDir(), "stratum.db"))(t)
 	err := src.Update(func(tx *Tx) error {
 		for i := 0; i < 300; i++ {
-			if _, err := tx.NextSequence(cBucket); err != nil {
+			if _, err := cBucket.NextSequence(tx); err != nil {
 				return err
 			}
-			if err := tx.PutRaw(cBucket, string(rune('a'+i%26))+strings.Repeat("x", i%7), []byte{byte(i)}); err != nil {
+			if err := cBucket.Put(tx, string(rune('a'+i%26))+strings.Repeat("x", i%7), []byte{byte(i)}); err != nil {
 				return err
 			}
 			if err := tx.Audit("copy.test", "t", "s", map[string]string{"i": string(rune('a' + i%26))}); err != nil {
 				return err
 			}
 		}
-		return tx.PutSealed(cOther, "secret", []byte("hunter2"))
+		return cOther.PutSealed(tx, "secret", []byte("hunter2"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -47,10 +47,10 @@ func TestCopyFileIntoPostgres(t *testing.T) {
 		t.Fatalf("audit chain in the database: %d events, %v", n, err)
 	}
 	err = dst.Update(func(tx *Tx) error {
-		if n, err := tx.NextSequence(cBucket); n != 301 || err != nil {
+		if n, err := cBucket.NextSequence(tx); n != 301 || err != nil {
 			t.Errorf("sequence after the copy = %d, %v; want 301", n, err)
 		}
-		if pt, _, err := tx.GetSealed(cOther, "secret"); string(pt) != "hunter2" || err != nil {
+		if pt, _, err := cOther.GetSealed(tx, "secret"); string(pt) != "hunter2" || err != nil {
 			t.Errorf("sealed value after the copy = %q, %v", pt, err)
 		}
 		return tx.Audit("after.copy", "t", "s", nil)

@@ -9,7 +9,7 @@ const schemaKey = "schema"
 
 // schemaOf returns the schema version recorded in tx.
 func schemaOf(tx *Tx) uint64 {
-	v := tx.GetRaw(metaBucket, schemaKey)
+	v := metaBucket.Get(tx, schemaKey)
 	if len(v) != 8 {
 		return 0
 	}
@@ -39,8 +39,13 @@ func (db *DB) migrate() error {
 	if err := db.View(func(tx *Tx) error { start = schemaOf(tx); return nil }); err != nil {
 		return err
 	}
-	for _, m := range Migrations() {
-		if uint64(m.Version) <= start {
+	// Below recordMACSchema records are read and written as that schema
+	// stored them: without MACs.
+	db.macs.legacy.Store(start < recordMACSchema)
+	defer db.macs.legacy.Store(false)
+	for v := 1; v < len(migrations); v++ {
+		m := migrations[v]
+		if uint64(v) <= start {
 			continue // a read first: a write transaction fsyncs even when it changes nothing
 		}
 		err := db.Update(func(tx *Tx) error {
@@ -48,18 +53,21 @@ func (db *DB) migrate() error {
 			if current > uint64(SchemaVersion()) {
 				return db.newerSchemaError(current)
 			}
-			if current >= uint64(m.Version) {
+			if current >= uint64(v) {
 				return nil
 			}
-			if err := m.Apply(tx); err != nil {
-				return fmt.Errorf("store: migration %d (%s): %w", m.Version, m.Name, err)
+			if err := m.run(tx); err != nil {
+				return fmt.Errorf("store: migration %d (%s): %w", v, m.name, err)
 			}
 			var buf [8]byte
-			binary.BigEndian.PutUint64(buf[:], uint64(m.Version))
-			return tx.PutRaw(metaBucket, schemaKey, buf[:])
+			binary.BigEndian.PutUint64(buf[:], uint64(v))
+			return metaBucket.Put(tx, schemaKey, buf[:])
 		})
 		if err != nil {
 			return err
+		}
+		if v == recordMACSchema {
+			db.macs.legacy.Store(false)
 		}
 	}
 	return db.checkNotNewer()

@@ -10,12 +10,12 @@ var declaredInTest = NewBucket[map[string]int]("test-declared")
 
 func TestRegistryRefusesMistakes(t *testing.T) {
 	for name, declare := range map[string]func(){
-		"bucket declared twice":   func() { NewBucket[int]("test-declared") },
-		"bucket name upper case":  func() { NewBucket[int]("Bad") },
-		"bucket name empty":       func() { NewBucket[int]("") },
-		"migration version taken": func() { AddMigration(Migration{Version: 1, Name: "again", Apply: func(*Tx) error { return nil }}) },
-		"migration without func":  func() { AddMigration(Migration{Version: 1000, Name: "empty"}) },
-		"migration version zero":  func() { AddMigration(Migration{Name: "zero", Apply: func(*Tx) error { return nil }}) },
+		"bucket declared twice":  func() { NewBucket[int]("test-declared") },
+		"bucket name upper case": func() { NewBucket[int]("Bad") },
+		"bucket name empty":      func() { NewBucket[int]("") },
+		"step provided twice":    func() { Provide(StepClusterAdmissionRelease, func(*Tx) error { return nil }) },
+		"step not in the list":   func() { Provide("no such step", func(*Tx) error { return nil }) },
+		"step without func":      func() { Provide(StepJoinClaims, nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -30,10 +30,15 @@ func TestRegistryRefusesMistakes(t *testing.T) {
 
 func TestMigrationsRunInVersionOrder(t *testing.T) {
 	ms := Migrations()
-	for i := 1; i < len(ms); i++ {
-		if ms[i-1].Version >= ms[i].Version {
-			t.Fatalf("migrations out of order: %d then %d", ms[i-1].Version, ms[i].Version)
+	for i, m := range ms {
+		if m.Version != i+1 || m.Name == "" {
+			t.Fatalf("migration %d is %+v", i+1, m)
 		}
+	}
+	// The numbers of stores written before the list existed keep their
+	// meaning: keyed audit 7, token creators 8.
+	if ms[6].Name != "keyed audit chain" || ms[7].Name != "API tokens record their creator" || SchemaVersion() != len(ms) {
+		t.Fatalf("migrations %+v", ms)
 	}
 	if got := DeclaredBuckets(); !strings.Contains(strings.Join(got, ","), "test-declared") {
 		t.Fatalf("DeclaredBuckets() = %v", got)

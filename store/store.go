@@ -36,7 +36,8 @@ type DB struct {
 	mu     sync.RWMutex
 	closed bool
 
-	bus bus
+	bus  bus
+	macs macs
 
 	// auditWatch hears each committed advance of the audit chain (see
 	// OnAudit).
@@ -201,7 +202,7 @@ type Tx struct {
 	hooks []func()
 	notes []note
 	// err is the first backend failure a method without an error result
-	// (GetRaw) met; the transaction then fails as a whole.
+	// (RawBucket.Get) met; the transaction then fails as a whole.
 	err error
 }
 
@@ -229,22 +230,31 @@ func (tx *Tx) createBuckets(names ...string) error {
 	return nil
 }
 
-// GetJSON decodes the value at bucket/key into v; found is false when absent.
-func (tx *Tx) GetJSON(b Keyspace, key string, v any) (found bool, err error) {
-	raw, err := tx.kv.get(b.Name(), []byte(key))
+// getJSON decodes the value at bucket/key into v; found is false when absent.
+func (tx *Tx) getJSON(b bucketSpec, key string, v any) (found bool, err error) {
+	raw, err := tx.get(b, key)
 	if err != nil || raw == nil {
 		return false, err
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return true, fmt.Errorf("store: decode %s/%s: %w", b.Name(), key, err)
+		return true, fmt.Errorf("store: decode %s/%s: %w", b.name, key, err)
 	}
 	return true, nil
 }
 
-// GetRaw returns the bytes at bucket/key (valid only inside tx), or nil.
-// A backend failure fails the whole transaction.
-func (tx *Tx) GetRaw(b Keyspace, key string) []byte {
-	raw, err := tx.kv.get(b.Name(), []byte(key))
+// get returns the record at bucket/key, its MAC checked and removed in an
+// authenticated bucket (a record whose MAC fails is absent), or nil.
+func (tx *Tx) get(b bucketSpec, key string) ([]byte, error) {
+	raw, err := tx.kv.get(b.name, []byte(key))
+	if err != nil || raw == nil || !b.authenticated {
+		return raw, err
+	}
+	return tx.openRecord(b.name, key, raw)
+}
+
+// getRaw is get whose backend failure fails the whole transaction.
+func (tx *Tx) getRaw(b bucketSpec, key string) []byte {
+	raw, err := tx.get(b, key)
 	if err != nil {
 		tx.fail(err)
 		return nil
@@ -252,76 +262,72 @@ func (tx *Tx) GetRaw(b Keyspace, key string) []byte {
 	return raw
 }
 
-// PutJSON stores v at bucket/key.
-func (tx *Tx) PutJSON(b Keyspace, key string, v any) error {
+// putJSON stores v at bucket/key.
+func (tx *Tx) putJSON(b bucketSpec, key string, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("store: encode %s/%s: %w", b.Name(), key, err)
+		return fmt.Errorf("store: encode %s/%s: %w", b.name, key, err)
 	}
-	return tx.PutRaw(b, key, raw)
+	return tx.putRaw(b, key, raw)
 }
 
-// PutRaw stores raw bytes at bucket/key.
-func (tx *Tx) PutRaw(b Keyspace, key string, raw []byte) error {
-	return tx.kv.put(b.Name(), []byte(key), raw)
+// putRaw stores raw bytes at bucket/key, with their MAC in an
+// authenticated bucket.
+func (tx *Tx) putRaw(b bucketSpec, key string, raw []byte) error {
+	if b.authenticated {
+		var err error
+		if raw, err = tx.sealRecord(b.name, key, raw); err != nil {
+			return err
+		}
+	}
+	return tx.kv.put(b.name, []byte(key), raw)
 }
 
-// Delete removes bucket/key; absent keys are not an error.
-func (tx *Tx) Delete(b Keyspace, key string) error {
-	return tx.kv.del(b.Name(), []byte(key))
+// delete removes bucket/key; absent keys are not an error.
+func (tx *Tx) delete(b bucketSpec, key string) error {
+	return tx.kv.del(b.name, []byte(key))
 }
 
-// DeletePrefix removes every key of bucket that starts with prefix,
-// without reading the values (release content, say, is large).
-func (tx *Tx) DeletePrefix(b Keyspace, prefix string) error {
-	return tx.kv.delPrefix(b.Name(), []byte(prefix))
-}
-
-// ForEach calls fn for each key in bucket in key order.
-func (tx *Tx) ForEach(b Keyspace, fn func(key string, raw []byte) error) error {
-	return tx.kv.scan(b.Name(), nil, func(k, v []byte) (bool, error) {
+// forEach calls fn for each record of bucket in key order; in an
+// authenticated bucket a record whose MAC fails is skipped.
+func (tx *Tx) forEach(b bucketSpec, fn func(key string, raw []byte) error) error {
+	return tx.kv.scan(b.name, nil, func(k, v []byte) (bool, error) {
+		if b.authenticated {
+			var err error
+			if v, err = tx.openRecord(b.name, string(k), v); err != nil || v == nil {
+				return err == nil, err
+			}
+		}
 		return true, fn(string(k), v)
 	})
 }
 
-// NextSequence returns a monotonically increasing number for bucket.
-func (tx *Tx) NextSequence(b Keyspace) (uint64, error) {
-	return tx.kv.nextSequence(b.Name())
-}
-
-// Sequence is the last number NextSequence returned for bucket (0 when
-// none), read without moving it: in a View it says how far the bucket's
-// writes had gone when the snapshot was taken.
-func (tx *Tx) Sequence(b Keyspace) (uint64, error) {
-	return tx.kv.sequence(b.Name())
-}
-
-// PutSealed seals plaintext under the data key and stores it. The bucket
+// putSealed seals plaintext under the data key and stores it. The bucket
 // and key are bound as additional data, so a sealed value moved elsewhere
 // in the store does not open.
-func (tx *Tx) PutSealed(b Keyspace, key string, plaintext []byte) error {
+func (tx *Tx) putSealed(b bucketSpec, key string, plaintext []byte) error {
 	if tx.db.sealer == nil {
 		return errNoSealer
 	}
-	ct, err := tx.db.sealer.Seal(plaintext, []byte(b.Name()+"/"+key))
+	ct, err := tx.db.sealer.Seal(plaintext, []byte(b.name+"/"+key))
 	if err != nil {
-		return fmt.Errorf("store: seal %s/%s: %w", b.Name(), key, err)
+		return fmt.Errorf("store: seal %s/%s: %w", b.name, key, err)
 	}
-	return tx.PutRaw(b, key, ct)
+	return tx.putRaw(b, key, ct)
 }
 
-// GetSealed opens the sealed value at bucket/key.
-func (tx *Tx) GetSealed(b Keyspace, key string) ([]byte, bool, error) {
-	ct, err := tx.kv.get(b.Name(), []byte(key))
+// getSealed opens the sealed value at bucket/key.
+func (tx *Tx) getSealed(b bucketSpec, key string) ([]byte, bool, error) {
+	ct, err := tx.get(b, key)
 	if err != nil || ct == nil {
 		return nil, false, err
 	}
 	if tx.db.sealer == nil {
 		return nil, true, errNoSealer
 	}
-	pt, err := tx.db.sealer.Open(ct, []byte(b.Name()+"/"+key))
+	pt, err := tx.db.sealer.Open(ct, []byte(b.name+"/"+key))
 	if err != nil {
-		return nil, true, fmt.Errorf("store: open sealed %s/%s: %w (is data.key the one this store was created with?)", b.Name(), key, err)
+		return nil, true, fmt.Errorf("store: open sealed %s/%s: %w (is data.key the one this store was created with?)", b.name, key, err)
 	}
 	return pt, true, nil
 }

@@ -64,15 +64,15 @@ func rawUpdate(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 
 func TestMigrationsSetSchema(t *testing.T) {
 	db, path := openTemp(t, testKey(t))
-	if got := db.Schema(); got != SchemaVersion() || SchemaVersion() != 7 {
-		t.Fatalf("Schema() = %d, SchemaVersion = %d; want 7", got, SchemaVersion())
+	if got := db.Schema(); got != SchemaVersion() || SchemaVersion() != len(Migrations()) {
+		t.Fatalf("Schema() = %d, SchemaVersion = %d; want %d", got, SchemaVersion(), len(Migrations()))
 	}
 	if db.Path() != path {
 		t.Errorf("Path() = %q, want %q", db.Path(), path)
 	}
 	db.Close()
 
-	// The file itself records schema 7 and has the buckets the migrations make, declared ones included.
+	// The file itself records schema 9 and has the buckets the migrations make, declared ones included.
 	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -84,8 +84,8 @@ func TestMigrationsSetSchema(t *testing.T) {
 			}
 		}
 		v := tx.Bucket([]byte(metaBucket.Name())).Get([]byte("schema"))
-		if len(v) != 8 || binary.BigEndian.Uint64(v) != 7 {
-			return fmt.Errorf("meta/schema = %x, want big-endian 7", v)
+		if len(v) != 8 || binary.BigEndian.Uint64(v) != uint64(SchemaVersion()) {
+			return fmt.Errorf("meta/schema = %x, want big-endian %d", v, SchemaVersion())
 		}
 		return nil
 	})
@@ -100,8 +100,8 @@ func TestMigrationsSetSchema(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer db2.Close()
-	if got := db2.Schema(); got != 7 {
-		t.Fatalf("after reopen Schema() = %d, want 7", got)
+	if got := db2.Schema(); got != SchemaVersion() {
+		t.Fatalf("after reopen Schema() = %d, want %d", got, SchemaVersion())
 	}
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("store file mode = %v (%v), want 0600", st.Mode().Perm(), err)
@@ -149,31 +149,31 @@ func TestNewerSchemaRefused(t *testing.T) {
 func TestSealedValues(t *testing.T) {
 	db, _ := openTemp(t, testKey(t))
 	secret := []byte("correct horse battery staple")
-	if err := db.Update(func(tx *Tx) error { return tx.PutSealed(Named("secrets"), "pg", secret) }); err != nil {
+	if err := db.Update(func(tx *Tx) error { return Named("secrets").PutSealed(tx, "pg", secret) }); err != nil {
 		t.Fatal(err)
 	}
 	err := db.Update(func(tx *Tx) error {
-		raw := tx.GetRaw(Named("secrets"), "pg")
+		raw := Named("secrets").Get(tx, "pg")
 		if raw == nil {
 			return errors.New("sealed value not stored")
 		}
 		if bytes.Contains(raw, secret) {
 			return errors.New("sealed value holds the plaintext")
 		}
-		got, found, err := tx.GetSealed(Named("secrets"), "pg")
+		got, found, err := Named("secrets").GetSealed(tx, "pg")
 		if err != nil || !found || !bytes.Equal(got, secret) {
 			return fmt.Errorf("GetSealed = %q, %v, %v; want the plaintext", got, found, err)
 		}
 		// Copy the sealed bytes elsewhere: the bucket/key binding must refuse them.
 		cp := append([]byte(nil), raw...)
-		if err := tx.PutRaw(Named("secrets"), "other", cp); err != nil {
+		if err := Named("secrets").Put(tx, "other", cp); err != nil {
 			return err
 		}
-		if err := tx.PutRaw(Named("elsewhere"), "pg", cp); err != nil {
+		if err := Named("elsewhere").Put(tx, "pg", cp); err != nil {
 			return err
 		}
 		for _, at := range [][2]string{{"secrets", "other"}, {"elsewhere", "pg"}} {
-			pt, found, err := tx.GetSealed(Named(at[0]), at[1])
+			pt, found, err := Named(at[0]).GetSealed(tx, at[1])
 			if err == nil {
 				return fmt.Errorf("a sealed value copied to %s/%s opened: %q", at[0], at[1], pt)
 			}
@@ -184,7 +184,7 @@ func TestSealedValues(t *testing.T) {
 				return fmt.Errorf("error does not name %s/%s: %v", at[0], at[1], err)
 			}
 		}
-		if _, found, err := tx.GetSealed(Named("secrets"), "absent"); found || err != nil {
+		if _, found, err := Named("secrets").GetSealed(tx, "absent"); found || err != nil {
 			return fmt.Errorf("absent sealed value: found=%v err=%v", found, err)
 		}
 		return nil
@@ -196,7 +196,7 @@ func TestSealedValues(t *testing.T) {
 
 func TestSealedValueUnderAnotherDataKey(t *testing.T) {
 	db, path := openTemp(t, testKey(t))
-	if err := db.Update(func(tx *Tx) error { return tx.PutSealed(Named("secrets"), "ca-key", []byte("PEM")) }); err != nil {
+	if err := db.Update(func(tx *Tx) error { return Named("secrets").PutSealed(tx, "ca-key", []byte("PEM")) }); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -206,7 +206,7 @@ func TestSealedValueUnderAnotherDataKey(t *testing.T) {
 	}
 	defer db2.Close()
 	err = db2.View(func(tx *Tx) error {
-		pt, found, err := tx.GetSealed(Named("secrets"), "ca-key")
+		pt, found, err := Named("secrets").GetSealed(tx, "ca-key")
 		if err == nil {
 			return fmt.Errorf("opened under another data key: %q", pt)
 		}
@@ -233,14 +233,14 @@ func TestUpdateOnCommitAndRollback(t *testing.T) {
 			hookRuns++
 			// A hook sees the committed state from a new transaction.
 			_ = db.View(func(tx *Tx) error {
-				sawCommitted = string(tx.GetRaw(Named("b"), "k")) == "v1"
+				sawCommitted = string(Named("b").Get(tx, "k")) == "v1"
 				return nil
 			})
 		})
 		if hookRuns != 0 {
 			t.Error("OnCommit ran before the transaction ended")
 		}
-		return tx.PutRaw(Named("b"), "k", []byte("v1"))
+		return Named("b").Put(tx, "k", []byte("v1"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -253,10 +253,10 @@ func TestUpdateOnCommitAndRollback(t *testing.T) {
 	hookRuns = 0
 	err = db.Update(func(tx *Tx) error {
 		tx.OnCommit(func() { hookRuns++ })
-		if err := tx.PutRaw(Named("b"), "k", []byte("v2")); err != nil {
+		if err := Named("b").Put(tx, "k", []byte("v2")); err != nil {
 			return err
 		}
-		if err := tx.PutRaw(Named("b"), "new", []byte("x")); err != nil {
+		if err := Named("b").Put(tx, "new", []byte("x")); err != nil {
 			return err
 		}
 		if err := tx.Audit("test.failed", "t", "s", nil); err != nil {
@@ -271,10 +271,10 @@ func TestUpdateOnCommitAndRollback(t *testing.T) {
 		t.Fatalf("OnCommit ran %d times for a failed Update", hookRuns)
 	}
 	_ = db.View(func(tx *Tx) error {
-		if got := string(tx.GetRaw(Named("b"), "k")); got != "v1" {
+		if got := string(Named("b").Get(tx, "k")); got != "v1" {
 			t.Errorf("failed Update changed b/k to %q", got)
 		}
-		if tx.GetRaw(Named("b"), "new") != nil {
+		if Named("b").Get(tx, "new") != nil {
 			t.Error("failed Update left b/new")
 		}
 		return nil
@@ -299,7 +299,7 @@ func TestUpdatePanicReleasesLock(t *testing.T) {
 	}()
 	done := make(chan error, 1)
 	go func() {
-		if err := db.Update(func(tx *Tx) error { return tx.PutRaw(Named("b"), "k", []byte("v")) }); err != nil {
+		if err := db.Update(func(tx *Tx) error { return Named("b").Put(tx, "k", []byte("v")) }); err != nil {
 			done <- err
 			return
 		}
@@ -339,46 +339,46 @@ func TestJSONValues(t *testing.T) {
 	}
 	err := db.Update(func(tx *Tx) error {
 		for i, k := range []string{"b", "a", "c"} {
-			if err := tx.PutJSON(Named("recs"), k, rec{A: k, N: i}); err != nil {
+			if err := tx.putJSON(Named("recs").bucket(), k, rec{A: k, N: i}); err != nil {
 				return err
 			}
 		}
-		return tx.PutRaw(Named("recs"), "z", []byte("{not json"))
+		return Named("recs").Put(tx, "z", []byte("{not json"))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = db.View(func(tx *Tx) error {
 		var r rec
-		if found, err := tx.GetJSON(Named("recs"), "a", &r); !found || err != nil || r != (rec{"a", 1}) {
+		if found, err := tx.getJSON(Named("recs").bucket(), "a", &r); !found || err != nil || r != (rec{"a", 1}) {
 			t.Errorf("GetJSON a = %+v %v %v", r, found, err)
 		}
-		if found, err := tx.GetJSON(Named("recs"), "missing", &r); found || err != nil {
+		if found, err := tx.getJSON(Named("recs").bucket(), "missing", &r); found || err != nil {
 			t.Errorf("GetJSON missing: found=%v err=%v", found, err)
 		}
-		if found, err := tx.GetJSON(Named("nobucket"), "a", &r); found || err != nil {
+		if found, err := tx.getJSON(Named("nobucket").bucket(), "a", &r); found || err != nil {
 			t.Errorf("GetJSON in absent bucket: found=%v err=%v", found, err)
 		}
-		if _, err := tx.GetJSON(Named("recs"), "z", &r); err == nil || !strings.Contains(err.Error(), "recs/z") {
+		if _, err := tx.getJSON(Named("recs").bucket(), "z", &r); err == nil || !strings.Contains(err.Error(), "recs/z") {
 			t.Errorf("GetJSON of bad JSON = %v, want an error naming recs/z", err)
 		}
 		var keys []string
-		_ = tx.ForEach(Named("recs"), func(k string, _ []byte) error { keys = append(keys, k); return nil })
+		_ = Named("recs").ForEach(tx, func(k string, _ []byte) error { keys = append(keys, k); return nil })
 		if strings.Join(keys, ",") != "a,b,c,z" {
 			t.Errorf("ForEach order = %v", keys)
 		}
 		return nil
 	})
 	if err := db.Update(func(tx *Tx) error {
-		if err := tx.Delete(Named("recs"), "a"); err != nil {
+		if err := Named("recs").Delete(tx, "a"); err != nil {
 			return err
 		}
-		return tx.Delete(Named("nobucket"), "x")
+		return Named("nobucket").Delete(tx, "x")
 	}); err != nil {
 		t.Fatal(err)
 	}
 	_ = db.View(func(tx *Tx) error {
-		if tx.GetRaw(Named("recs"), "a") != nil {
+		if Named("recs").Get(tx, "a") != nil {
 			t.Error("Delete left recs/a")
 		}
 		return nil
@@ -390,10 +390,10 @@ func TestJSONValues(t *testing.T) {
 func TestWriteInViewIsAnError(t *testing.T) {
 	db, _ := openTemp(t, testKey(t))
 	cases := map[string]func(tx *Tx) error{
-		"PutRaw new bucket":   func(tx *Tx) error { return tx.PutRaw(Named("never-created"), "k", []byte("v")) },
-		"PutSealed":           func(tx *Tx) error { return tx.PutSealed(Named("never-created"), "k", []byte("v")) },
-		"NextSequence":        func(tx *Tx) error { _, err := tx.NextSequence(Named("never-created")); return err },
-		"PutRaw existing":     func(tx *Tx) error { return tx.PutRaw(metaBucket, "k", []byte("v")) },
+		"PutRaw new bucket":   func(tx *Tx) error { return Named("never-created").Put(tx, "k", []byte("v")) },
+		"PutSealed":           func(tx *Tx) error { return Named("never-created").PutSealed(tx, "k", []byte("v")) },
+		"NextSequence":        func(tx *Tx) error { _, err := Named("never-created").NextSequence(tx); return err },
+		"PutRaw existing":     func(tx *Tx) error { return metaBucket.Put(tx, "k", []byte("v")) },
 		"Audit (bucket made)": func(tx *Tx) error { return tx.Audit("k", "a", "s", nil) },
 	}
 	for name, write := range cases {
@@ -549,11 +549,11 @@ func fill(t *testing.T, db *DB) {
 	t.Helper()
 	err := db.Update(func(tx *Tx) error {
 		for i := 0; i < 50; i++ {
-			if err := tx.PutJSON(Named("items"), fmt.Sprintf("k%03d", i), map[string]int{"i": i}); err != nil {
+			if err := tx.putJSON(Named("items").bucket(), fmt.Sprintf("k%03d", i), map[string]int{"i": i}); err != nil {
 				return err
 			}
 		}
-		if err := tx.PutSealed(Named("secrets"), "s", []byte("sealed-secret")); err != nil {
+		if err := Named("secrets").PutSealed(tx, "s", []byte("sealed-secret")); err != nil {
 			return err
 		}
 		return tx.Audit("filled", "t", "items", nil)
@@ -567,17 +567,17 @@ func checkFilled(t *testing.T, db *DB) {
 	t.Helper()
 	err := db.View(func(tx *Tx) error {
 		n := 0
-		if err := tx.ForEach(Named("items"), func(string, []byte) error { n++; return nil }); err != nil {
+		if err := Named("items").ForEach(tx, func(string, []byte) error { n++; return nil }); err != nil {
 			return err
 		}
 		if n != 50 {
 			return fmt.Errorf("%d items, want 50", n)
 		}
 		var v map[string]int
-		if found, err := tx.GetJSON(Named("items"), "k042", &v); !found || err != nil || v["i"] != 42 {
+		if found, err := tx.getJSON(Named("items").bucket(), "k042", &v); !found || err != nil || v["i"] != 42 {
 			return fmt.Errorf("items/k042 = %v %v %v", v, found, err)
 		}
-		pt, found, err := tx.GetSealed(Named("secrets"), "s")
+		pt, found, err := Named("secrets").GetSealed(tx, "s")
 		if err != nil || !found || string(pt) != "sealed-secret" {
 			return fmt.Errorf("sealed value after restore: %q %v %v", pt, found, err)
 		}
@@ -617,7 +617,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 		t.Errorf("snapshot does not start with the zstd magic: % x", raw[:4])
 	}
 	// The store keeps serving while and after it was backed up.
-	if err := db.Update(func(tx *Tx) error { return tx.PutRaw(Named("items"), "after", []byte("1")) }); err != nil {
+	if err := db.Update(func(tx *Tx) error { return Named("items").Put(tx, "after", []byte("1")) }); err != nil {
 		t.Fatal(err)
 	}
 
@@ -639,7 +639,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	defer db2.Close()
 	checkFilled(t, db2)
 	_ = db2.View(func(tx *Tx) error {
-		if tx.GetRaw(Named("items"), "after") != nil {
+		if Named("items").Get(tx, "after") != nil {
 			t.Error("the snapshot holds a write made after it")
 		}
 		return nil
@@ -740,7 +740,7 @@ func TestOpenReadOnlyHasNoKey(t *testing.T) {
 			}
 		}()
 		_ = ro.View(func(tx *Tx) error {
-			if pt, _, err := tx.GetSealed(Named("secrets"), "s"); err == nil {
+			if pt, _, err := Named("secrets").GetSealed(tx, "s"); err == nil {
 				t.Errorf("GetSealed without a key returned %q", pt)
 			}
 			return nil

@@ -33,7 +33,7 @@ func BenchmarkWakeAcrossReplicas(b *testing.B) {
 		var committed time.Time
 		err := writer.Update(func(tx *Tx) error {
 			tx.Notify("bench", fmt.Sprint(i))
-			return tx.PutRaw(cBucket, "k", []byte{byte(i)})
+			return cBucket.Put(tx, "k", []byte{byte(i)})
 		})
 		committed = time.Now()
 		if err != nil {

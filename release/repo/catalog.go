@@ -45,9 +45,8 @@ type Imported struct {
 }
 
 // addMark files a corrupt mark's path under Missing or Corrupt.
-func (r *Imported) addMark(path string, raw []byte) {
-	var m corruptMark
-	if json.Unmarshal(raw, &m) == nil && strings.HasPrefix(m.Reason, missingReason) {
+func (r *Imported) addMark(path string, m corruptMark) {
+	if strings.HasPrefix(m.Reason, missingReason) {
 		r.Missing = append(r.Missing, path)
 		return
 	}
@@ -84,7 +83,7 @@ func fileKey(release, path string) string { return release + "\x00" + path }
 func keysWithPrefix(tx *store.Tx, bucket store.Keyspace, release string) ([]string, error) {
 	prefix := release + "\x00"
 	var keys []string
-	err := tx.ForEach(bucket, func(k string, _ []byte) error {
+	err := bucket.Keys(tx, func(k string) error {
 		if strings.HasPrefix(k, prefix) {
 			keys = append(keys, k)
 		}
@@ -99,7 +98,7 @@ func deletePrefix(tx *store.Tx, bucket store.Keyspace, release string) error {
 		return err
 	}
 	for _, k := range keys {
-		if err := tx.Delete(bucket, k); err != nil {
+		if err := bucket.Delete(tx, k); err != nil {
 			return err
 		}
 	}
@@ -112,11 +111,7 @@ func List(db *store.DB, checks *Checks) ([]Imported, error) {
 	var out []Imported
 	err := db.View(func(tx *store.Tx) error {
 		byRelease := map[string]int{}
-		err := tx.ForEach(bucketReleases, func(k string, raw []byte) error {
-			var r Imported
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return fmt.Errorf("release record %s: %w", k, err)
-			}
+		err := bucketReleases.ForEach(tx, func(k string, r Imported) error {
 			r.Corrupt, r.Missing = nil, nil
 			byRelease[r.Release] = len(out)
 			out = append(out, r)
@@ -125,10 +120,10 @@ func List(db *store.DB, checks *Checks) ([]Imported, error) {
 		if err != nil {
 			return err
 		}
-		return tx.ForEach(bucketCorrupt, func(k string, raw []byte) error {
+		return bucketCorrupt.ForEach(tx, func(k string, m corruptMark) error {
 			rel, p, _ := strings.Cut(k, "\x00")
 			if i, ok := byRelease[rel]; ok {
-				out[i].addMark(p, raw)
+				out[i].addMark(p, m)
 			}
 			return nil
 		})
@@ -147,7 +142,7 @@ func List(db *store.DB, checks *Checks) ([]Imported, error) {
 // (SPEC 16.6: the admission release rises only to one of these).
 func Held(tx *store.Tx) ([]string, error) {
 	corrupt := map[string]bool{}
-	err := tx.ForEach(bucketCorrupt, func(k string, _ []byte) error {
+	err := bucketCorrupt.Keys(tx, func(k string) error {
 		rel, _, _ := strings.Cut(k, "\x00")
 		corrupt[rel] = true
 		return nil
@@ -156,7 +151,7 @@ func Held(tx *store.Tx) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	err = tx.ForEach(bucketReleases, func(k string, _ []byte) error {
+	err = bucketReleases.Keys(tx, func(k string) error {
 		if !corrupt[k] {
 			out = append(out, k)
 		}
@@ -171,13 +166,17 @@ func Get(db *store.DB, release string, checks *Checks) (*Imported, bool, error) 
 	var found bool
 	err := db.View(func(tx *store.Tx) error {
 		var err error
-		if found, err = tx.GetJSON(bucketReleases, release, &r); err != nil || !found {
+		if r, found, err = bucketReleases.Get(tx, release); err != nil || !found {
 			return err
 		}
 		r.Corrupt, r.Missing = nil, nil
 		keys, err := keysWithPrefix(tx, bucketCorrupt, release)
 		for _, k := range keys {
-			r.addMark(strings.TrimPrefix(k, release+"\x00"), tx.GetRaw(bucketCorrupt, k))
+			m, _, merr := bucketCorrupt.Get(tx, k)
+			if merr != nil {
+				return merr
+			}
+			r.addMark(strings.TrimPrefix(k, release+"\x00"), m)
 		}
 		return err
 	})
@@ -222,4 +221,26 @@ func (c *Catalog) Get(release string) (*Imported, error) {
 		return nil, apierr.New(apierr.NotFound, "release %s is not imported", release)
 	}
 	return r, nil
+}
+
+// storedIndex decodes the chunk index of the file at key, or nil.
+func storedIndex(tx *store.Tx, key string) (*fileIndex, error) {
+	raw := bucketFiles.Get(tx, key)
+	if raw == nil {
+		return nil, nil
+	}
+	fi := new(fileIndex)
+	if err := json.Unmarshal(raw, fi); err != nil {
+		return nil, fmt.Errorf("release file index %q: %w", key, err)
+	}
+	return fi, nil
+}
+
+// putIndex stores the chunk index of the file at key.
+func putIndex(tx *store.Tx, key string, fi *fileIndex) error {
+	raw, err := json.Marshal(fi)
+	if err != nil {
+		return err
+	}
+	return bucketFiles.Put(tx, key, raw)
 }

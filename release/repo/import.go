@@ -151,8 +151,7 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 	syncDir(releasesDir)
 
 	err = db.Update(func(tx *store.Tx) error {
-		var prev Imported
-		replaced, err := tx.GetJSON(bucketReleases, m.Release, &prev)
+		prev, replaced, err := bucketReleases.Get(tx, m.Release)
 		if err != nil {
 			replaced = true // an unreadable record is replaced all the same
 		} else if replaced {
@@ -160,11 +159,11 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 				return err
 			}
 		}
-		if err := tx.PutJSON(bucketReleases, m.Release, &rec); err != nil {
+		if err := bucketReleases.Put(tx, m.Release, rec); err != nil {
 			return err
 		}
 		if replaced && prev.ImportID != "" {
-			if err := tx.DeletePrefix(bucketContent, contentPrefix(prev.ImportID)); err != nil {
+			if err := bucketContent.DeletePrefix(tx, contentPrefix(prev.ImportID)); err != nil {
 				return err
 			}
 		}
@@ -175,7 +174,7 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 			return err
 		}
 		for p, fi := range index {
-			if err := tx.PutJSON(bucketFiles, fileKey(m.Release, p), fi); err != nil {
+			if err := putIndex(tx, fileKey(m.Release, p), fi); err != nil {
 				return err
 			}
 			if err := putSubIndex(tx, fileKey(m.Release, p), rec.ImportID, *fi.subs.Load()); err != nil {

@@ -99,12 +99,12 @@ func TestImport(t *testing.T) {
 	if r.Release != "0.6.0" || r.Files != len(m.Files) || r.Bytes != m.TotalSize() || len(r.ManifestSHA256) != 64 || r.ImportID == "" {
 		t.Fatalf("record %+v", r)
 	}
-	var fi fileIndex
+	var fi *fileIndex
 	db.View(func(tx *store.Tx) error {
-		_, err := tx.GetJSON(bucketFiles, fileKey("0.6.0", blob), &fi)
+		fi, err = storedIndex(tx, fileKey("0.6.0", blob))
 		return err
 	})
-	if fi.Size != 5*ChunkSize+123 || len(fi.Chunks) != 6*32 {
+	if fi == nil || fi.Size != 5*ChunkSize+123 || len(fi.Chunks) != 6*32 {
 		t.Fatalf("chunk index of %s: size %d, %d chunk bytes", blob, fi.Size, len(fi.Chunks))
 	}
 	if kinds := auditKinds(t, db); strings.Join(kinds, ",") != "release.imported:0.6.0" {
@@ -114,7 +114,7 @@ func TestImport(t *testing.T) {
 	// A corrupt mark, then a re-import: the tree is replaced, the mark is
 	// cleared in the same transaction, the old tree is gone.
 	db.Update(func(tx *store.Tx) error {
-		return tx.PutJSON(bucketCorrupt, fileKey("0.6.0", blob), corruptMark{ImportID: r.ImportID})
+		return bucketCorrupt.Put(tx, fileKey("0.6.0", blob), corruptMark{ImportID: r.ImportID})
 	})
 	if mirror := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 1}); mirror.Offered("0.6.0") {
 		t.Fatal("a release with a corrupt file is offered")
@@ -132,8 +132,12 @@ func TestImport(t *testing.T) {
 	if !NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 1}).Offered("0.6.0") {
 		t.Fatal("re-imported release not offered")
 	}
-	var raw json.RawMessage
-	db.View(func(tx *store.Tx) error { _, err := tx.GetJSON(bucketReleases, "0.6.0", &raw); return err })
+	var raw []byte
+	db.View(func(tx *store.Tx) error {
+		stored, _, err := bucketReleases.Get(tx, "0.6.0")
+		raw, _ = json.Marshal(stored)
+		return err
+	})
 	if strings.Contains(string(raw), "chunks") {
 		t.Fatal("release record holds chunk hashes: they belong to the per-file entries")
 	}

@@ -110,7 +110,7 @@ func (m *Mirror) Offered(release string) bool {
 	}
 	ok := false
 	err := m.db.View(func(tx *store.Tx) error {
-		if tx.GetRaw(bucketReleases, release) == nil {
+		if !bucketReleases.Has(tx, release) {
 			return nil
 		}
 		keys, err := keysWithPrefix(tx, bucketCorrupt, release)

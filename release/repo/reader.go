@@ -53,10 +53,10 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 	var found, marked bool
 	err := m.db.View(func(tx *store.Tx) error {
 		var err error
-		if tx.GetRaw(bucketReleases, rel) == nil {
+		if !bucketReleases.Has(tx, rel) {
 			return nil
 		}
-		raw := tx.GetRaw(bucketFiles, fileKey(rel, path))
+		raw := bucketFiles.Get(tx, fileKey(rel, path))
 		if raw == nil {
 			return nil
 		}
@@ -67,7 +67,7 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 		if err := loadSubIndex(tx, fileKey(rel, path), fi); err != nil {
 			return err
 		}
-		marked = tx.GetRaw(bucketCorrupt, fileKey(rel, path)) != nil
+		marked = bucketCorrupt.Has(tx, fileKey(rel, path))
 		return nil
 	})
 	switch {
@@ -422,15 +422,14 @@ func (m *Mirror) broken(fi *FileInfo, cause error) error {
 func markCorrupt(db *store.DB, rel, path, importID, reason string) (marked bool, err error) {
 	key := fileKey(rel, path)
 	err = db.Update(func(tx *store.Tx) error {
-		var now fileIndex
-		if found, err := tx.GetJSON(bucketFiles, key, &now); err != nil || !found || now.ImportID != importID {
+		if now, err := storedIndex(tx, key); err != nil || now == nil || now.ImportID != importID {
 			return err
 		}
-		if tx.GetRaw(bucketCorrupt, key) != nil {
+		if bucketCorrupt.Has(tx, key) {
 			return nil
 		}
 		marked = true
-		if err := tx.PutJSON(bucketCorrupt, key, corruptMark{ImportID: importID, At: time.Now().UTC(), Reason: reason}); err != nil {
+		if err := bucketCorrupt.Put(tx, key, corruptMark{ImportID: importID, At: time.Now().UTC(), Reason: reason}); err != nil {
 			return err
 		}
 		return tx.Audit("release.corrupt", "", rel, map[string]string{"path": path, "reason": reason, "importId": importID})

@@ -114,8 +114,8 @@ func Recheck(ctx context.Context, db *store.DB, dataDir string, checks *Checks, 
 	var total int64
 	var files int
 	err := db.View(func(tx *store.Tx) error {
-		return tx.ForEach(bucketFiles, func(key string, raw []byte) error {
-			if tx.GetRaw(bucketCorrupt, key) != nil {
+		return bucketFiles.ForEach(tx, func(key string, raw []byte) error {
+			if bucketCorrupt.Has(tx, key) {
 				return nil
 			}
 			fi := new(fileIndex)
@@ -123,7 +123,7 @@ func Recheck(ctx context.Context, db *store.DB, dataDir string, checks *Checks, 
 				return fmt.Errorf("release file index %q: %w", key, err)
 			}
 			rel, path, _ := strings.Cut(key, "\x00")
-			if tx.GetRaw(bucketReleases, rel) == nil {
+			if !bucketReleases.Has(tx, rel) {
 				return nil
 			}
 			byRelease[rel] = append(byRelease[rel], file{rel, path, fi})

@@ -61,7 +61,7 @@ func storeContent(ctx context.Context, db *store.DB, dir, importID string, index
 		}
 		err := db.Update(func(tx *store.Tx) error {
 			for _, c := range pending {
-				if err := tx.PutRaw(bucketContent, c.key, c.data); err != nil {
+				if err := bucketContent.Put(tx, c.key, c.data); err != nil {
 					return err
 				}
 			}
@@ -109,7 +109,7 @@ func storeContent(ctx context.Context, db *store.DB, dir, importID string, index
 
 // dropContent removes what an import that did not commit stored.
 func dropContent(db *store.DB, importID string) {
-	_ = db.Update(func(tx *store.Tx) error { return tx.DeletePrefix(bucketContent, contentPrefix(importID)) })
+	_ = db.Update(func(tx *store.Tx) error { return bucketContent.DeletePrefix(tx, contentPrefix(importID)) })
 }
 
 // openFile opens fi's file: from the imported tree, or on a shared store
@@ -159,7 +159,7 @@ func (m *Mirror) fill(target string, fi *FileInfo) error {
 		}
 		var data []byte
 		err := m.db.View(func(tx *store.Tx) error {
-			data = bytes.Clone(tx.GetRaw(bucketContent, contentKey(idx.ImportID, fi.Path, c)))
+			data = bytes.Clone(bucketContent.Get(tx, contentKey(idx.ImportID, fi.Path, c)))
 			return nil
 		})
 		if err != nil {

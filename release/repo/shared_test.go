@@ -93,7 +93,7 @@ func TestSharedReleases(t *testing.T) {
 		t.Fatalf("after the re-import B serves %d bytes (%v), want %d", len(got), err, len(want2))
 	}
 	_ = dbB.View(func(tx *store.Tx) error {
-		return tx.ForEach(bucketContent, func(k string, _ []byte) error {
+		return bucketContent.ForEach(tx, func(k string, _ []byte) error {
 			if k[:len(rec.ImportID)] == rec.ImportID {
 				t.Errorf("content of the replaced import is still stored: %q", k)
 			}
@@ -105,7 +105,7 @@ func TestSharedReleases(t *testing.T) {
 	// it, and the file is corrupt for every replica until re-imported.
 	rec2, _, _ := Get(dbA, "0.6.0", nil)
 	if err := dbA.Update(func(tx *store.Tx) error {
-		return tx.PutRaw(bucketContent, contentKey(rec2.ImportID, blob2, 1), []byte("evil"))
+		return bucketContent.Put(tx, contentKey(rec2.ImportID, blob2, 1), []byte("evil"))
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package repo
 
 import (
-	"encoding/json"
-	"fmt"
 	"sync"
 
 	sha256 "github.com/minio/sha256-simd"
@@ -62,7 +60,7 @@ func indexChunk(b, subs []byte) (chunk [32]byte, _ []byte) {
 
 // putSubIndex stores the sub-chunk index of the file at key for importID.
 func putSubIndex(tx *store.Tx, key, importID string, sums []byte) error {
-	return tx.PutJSON(bucketSubs, key, subIndex{ImportID: importID, Hash: subHash, Sums: sums})
+	return bucketSubs.Put(tx, key, subIndex{ImportID: importID, Hash: subHash, Sums: sums})
 }
 
 // storedSubs returns the stored sub-chunk hashes of the file at key if
@@ -70,13 +68,9 @@ func putSubIndex(tx *store.Tx, key, importID string, sums []byte) error {
 // another import (not yet upgraded) is never used, and the file is then
 // verified by 1 MiB chunk.
 func storedSubs(tx *store.Tx, key string, fi *fileIndex) ([]byte, error) {
-	raw := tx.GetRaw(bucketSubs, key)
-	if raw == nil {
-		return nil, nil
-	}
-	var si subIndex
-	if err := json.Unmarshal(raw, &si); err != nil {
-		return nil, fmt.Errorf("release sub-chunk index %q: %w", key, err)
+	si, found, err := bucketSubs.Get(tx, key)
+	if err != nil || !found {
+		return nil, err
 	}
 	if si.ImportID != fi.ImportID || si.Hash != subHash || int64(len(si.Sums)) != fi.subCount()*32 {
 		return nil, nil

@@ -242,11 +242,9 @@ func TestUpgradeIndexes(t *testing.T) {
 	rec, _, _ := Get(db, "0.6.0", nil)
 	imported := map[string][]byte{}
 	err := db.Update(func(tx *store.Tx) error {
-		if err := tx.ForEach(bucketSubs, func(k string, raw []byte) error {
-			var si subIndex
-			_, err := tx.GetJSON(bucketSubs, k, &si)
+		if err := bucketSubs.ForEach(tx, func(k string, si subIndex) error {
 			imported[k] = si.Sums
-			return err
+			return nil
 		}); err != nil {
 			return err
 		}
@@ -278,8 +276,7 @@ func TestUpgradeIndexes(t *testing.T) {
 	}
 	err = db.View(func(tx *store.Tx) error {
 		for k, want := range imported {
-			var si subIndex
-			found, err := tx.GetJSON(bucketSubs, k, &si)
+			si, found, err := bucketSubs.Get(tx, k)
 			switch {
 			case err != nil:
 				return err
@@ -349,7 +346,7 @@ func TestOlderSubIndexIsUpgraded(t *testing.T) {
 		olderSums = append(olderSums, s[:]...)
 	}
 	if err := db.Update(func(tx *store.Tx) error {
-		return tx.PutJSON(bucketSubs, key, subIndex{ImportID: rec.ImportID, Sums: olderSums})
+		return bucketSubs.Put(tx, key, subIndex{ImportID: rec.ImportID, Sums: olderSums})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +365,7 @@ func TestOlderSubIndexIsUpgraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var si subIndex
-	if err := db.View(func(tx *store.Tx) error { _, err := tx.GetJSON(bucketSubs, key, &si); return err }); err != nil {
+	if err := db.View(func(tx *store.Tx) error { si, _, err := bucketSubs.Get(tx, key); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if si.Hash != subHash || int64(len(si.Sums)) != (int64(len(data))+SubChunkSize-1)/SubChunkSize*32 {

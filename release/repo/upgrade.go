@@ -67,8 +67,7 @@ func UpgradeIndexes(ctx context.Context, db *store.DB, dataDir string, log *slog
 			continue
 		}
 		err = db.Update(func(tx *store.Tx) error {
-			var now fileIndex
-			if found, err := tx.GetJSON(bucketFiles, t.key, &now); err != nil || !found || now.ImportID != t.fi.ImportID {
+			if now, err := storedIndex(tx, t.key); err != nil || now == nil || now.ImportID != t.fi.ImportID {
 				return err
 			}
 			return putSubIndex(tx, t.key, t.fi.ImportID, subs)
@@ -92,12 +91,12 @@ type indexTodo struct {
 func filesWithoutSubIndex(db *store.DB) ([]indexTodo, error) {
 	var todo []indexTodo
 	err := db.View(func(tx *store.Tx) error {
-		return tx.ForEach(bucketFiles, func(key string, raw []byte) error {
+		return bucketFiles.ForEach(tx, func(key string, raw []byte) error {
 			fi := new(fileIndex)
 			if err := json.Unmarshal(raw, fi); err != nil {
 				return fmt.Errorf("release file index %q: %w", key, err)
 			}
-			if tx.GetRaw(bucketCorrupt, key) != nil {
+			if bucketCorrupt.Has(tx, key) {
 				return nil
 			}
 			if sums, err := storedSubs(tx, key, fi); err != nil || sums != nil {

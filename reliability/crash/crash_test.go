@@ -665,7 +665,7 @@ func storedRecords(target string) (map[string]storedRecord, error) {
 	defer db.Close()
 	out := map[string]storedRecord{}
 	err = db.View(func(tx *store.Tx) error {
-		return tx.ForEach(store.Named("release-records"), func(k string, v []byte) error { // releaseset.bucketRecords
+		return store.Named("release-records").ForEach(tx, func(k string, v []byte) error { // releaseset.bucketRecords
 			var rec struct {
 				Release struct {
 					RecordedAt time.Time `json:"recordedAt"`
@@ -1108,7 +1108,7 @@ func (h *harness) checkBackup(b backupRun) {
 	var missing []string
 	_ = db.View(func(tx *store.Tx) error {
 		for _, id := range b.tokensAt {
-			if tx.GetRaw(store.Named("join-tokens"), id) == nil { // join.bucketTokens
+			if store.Named("join-tokens").Get(tx, id) == nil { // join.bucketTokens
 				missing = append(missing, id)
 			}
 		}

@@ -1,0 +1,191 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Bucket[T] and RawBucket are the only way to a record: a domain declares
+// its buckets in its schema.go (NewBucket, NewRawBucket) and reads and
+// writes through them, so a bucket's name, what it holds and whether its
+// records are authenticated (SPEC 16.2) are written once.
+
+// Keyspace is a declared bucket, whatever its value type.
+type Keyspace interface {
+	Name() string
+	// Has reports whether key holds a (valid) record.
+	Has(tx *Tx, key string) bool
+	// Keys calls fn with each key of a (valid) record, in order.
+	Keys(tx *Tx, fn func(key string) error) error
+	// Delete removes key; an absent key is not an error.
+	Delete(tx *Tx, key string) error
+	bucket() bucketSpec
+}
+
+// bucketSpec is what a declaration says about a bucket.
+type bucketSpec struct {
+	name string
+	// authenticated records carry a MAC under a key derived from the data
+	// key (see mac.go); a record whose MAC fails reads as absent.
+	authenticated bool
+}
+
+// Option qualifies a bucket declaration.
+type Option func(*bucketSpec)
+
+// Authenticated makes every record of the bucket carry a MAC bound to the
+// bucket, the key and the record format (SPEC 16.2): a record written or
+// edited by anyone without the data key reads as absent.
+func Authenticated() Option { return func(s *bucketSpec) { s.authenticated = true } }
+
+// Bucket is a declared bucket whose values are JSON-encoded T.
+type Bucket[T any] struct{ spec bucketSpec }
+
+// NewBucket declares a bucket of JSON-encoded T.
+func NewBucket[T any](name string, opts ...Option) Bucket[T] {
+	return Bucket[T]{spec: declare(name, opts)}
+}
+
+// Name is the bucket's stored name.
+func (b Bucket[T]) Name() string { return b.spec.name }
+
+func (b Bucket[T]) bucket() bucketSpec { return b.spec }
+
+// Get decodes the value at key; found is false when absent (or, in an
+// authenticated bucket, when its MAC fails).
+func (b Bucket[T]) Get(tx *Tx, key string) (v T, found bool, err error) {
+	found, err = tx.getJSON(b.spec, key, &v)
+	return v, found, err
+}
+
+// Has reports whether key holds a (valid) record.
+func (b Bucket[T]) Has(tx *Tx, key string) bool { return tx.getRaw(b.spec, key) != nil }
+
+// Put stores v at key.
+func (b Bucket[T]) Put(tx *Tx, key string, v T) error { return tx.putJSON(b.spec, key, v) }
+
+// Delete removes key; an absent key is not an error.
+func (b Bucket[T]) Delete(tx *Tx, key string) error { return tx.delete(b.spec, key) }
+
+// ForEach decodes each value in key order (skipping, in an authenticated
+// bucket, records whose MAC fails).
+func (b Bucket[T]) ForEach(tx *Tx, fn func(key string, v T) error) error {
+	return tx.forEach(b.spec, func(key string, raw []byte) error {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("store: decode %s/%s: %w", b.spec.name, key, err)
+		}
+		return fn(key, v)
+	})
+}
+
+// Keys calls fn with each key in order, without decoding the values.
+func (b Bucket[T]) Keys(tx *Tx, fn func(key string) error) error {
+	return tx.forEach(b.spec, func(key string, _ []byte) error { return fn(key) })
+}
+
+// NextSequence returns a monotonically increasing number for the bucket.
+func (b Bucket[T]) NextSequence(tx *Tx) (uint64, error) { return tx.kv.nextSequence(b.spec.name) }
+
+// Sequence is the last number NextSequence returned (0 when none), read
+// without moving it: in a View it says how far the bucket's writes had
+// gone when the snapshot was taken.
+func (b Bucket[T]) Sequence(tx *Tx) (uint64, error) { return tx.kv.sequence(b.spec.name) }
+
+// RawBucket is a declared bucket of bytes: indexes of ids, sealed values,
+// release content, values of mixed kinds under fixed keys.
+type RawBucket struct{ spec bucketSpec }
+
+// NewRawBucket declares a bucket of bytes.
+func NewRawBucket(name string, opts ...Option) RawBucket {
+	return RawBucket{spec: declare(name, opts)}
+}
+
+// Name is the bucket's stored name.
+func (b RawBucket) Name() string { return b.spec.name }
+
+func (b RawBucket) bucket() bucketSpec { return b.spec }
+
+// Get returns the bytes at key (valid only inside tx), or nil. A backend
+// failure fails the whole transaction.
+func (b RawBucket) Get(tx *Tx, key string) []byte { return tx.getRaw(b.spec, key) }
+
+// Has reports whether key holds a (valid) record.
+func (b RawBucket) Has(tx *Tx, key string) bool { return tx.getRaw(b.spec, key) != nil }
+
+// Occupied reports whether anything is stored at key, its MAC unchecked
+// (no data key needed): for a refusal to overwrite, never for a grant.
+func (b RawBucket) Occupied(tx *Tx, key string) bool {
+	raw, err := tx.kv.get(b.spec.name, []byte(key))
+	if err != nil {
+		tx.fail(err)
+	}
+	return raw != nil
+}
+
+// Put stores raw at key.
+func (b RawBucket) Put(tx *Tx, key string, raw []byte) error { return tx.putRaw(b.spec, key, raw) }
+
+// Delete removes key; an absent key is not an error.
+func (b RawBucket) Delete(tx *Tx, key string) error { return tx.delete(b.spec, key) }
+
+// DeletePrefix removes every key that starts with prefix, without reading
+// the values (release content, say, is large).
+func (b RawBucket) DeletePrefix(tx *Tx, prefix string) error {
+	return tx.kv.delPrefix(b.spec.name, []byte(prefix))
+}
+
+// ForEach calls fn for each key in order with its bytes (valid only
+// during the call).
+func (b RawBucket) ForEach(tx *Tx, fn func(key string, raw []byte) error) error {
+	return tx.forEach(b.spec, fn)
+}
+
+// Keys calls fn with each key in order.
+func (b RawBucket) Keys(tx *Tx, fn func(key string) error) error {
+	return tx.forEach(b.spec, func(key string, _ []byte) error { return fn(key) })
+}
+
+// NextSequence returns a monotonically increasing number for the bucket.
+func (b RawBucket) NextSequence(tx *Tx) (uint64, error) { return tx.kv.nextSequence(b.spec.name) }
+
+// Sequence is the last number NextSequence returned (0 when none).
+func (b RawBucket) Sequence(tx *Tx) (uint64, error) { return tx.kv.sequence(b.spec.name) }
+
+// PutSealed seals plaintext under the data key and stores it at key. The
+// bucket and key are bound as additional data, so a sealed value moved
+// elsewhere in the store does not open.
+func (b RawBucket) PutSealed(tx *Tx, key string, plaintext []byte) error {
+	return tx.putSealed(b.spec, key, plaintext)
+}
+
+// GetSealed opens the sealed value at key.
+func (b RawBucket) GetSealed(tx *Tx, key string) ([]byte, bool, error) {
+	return tx.getSealed(b.spec, key)
+}
+
+// Field is one JSON-encoded value of type T under a fixed key of a raw
+// bucket (the cluster's identity beside its CA certificate).
+type Field[T any] struct {
+	b   RawBucket
+	key string
+}
+
+// NewField names the value at key of b.
+func NewField[T any](b RawBucket, key string) Field[T] { return Field[T]{b: b, key: key} }
+
+// Get decodes the value; found is false when absent.
+func (f Field[T]) Get(tx *Tx) (v T, found bool, err error) {
+	found, err = tx.getJSON(f.b.spec, f.key, &v)
+	return v, found, err
+}
+
+// Put stores v.
+func (f Field[T]) Put(tx *Tx, v T) error { return tx.putJSON(f.b.spec, f.key, v) }
+
+// GetPart decodes only the fields of P from the record of b at key: a
+// hot path that needs one field of a large record does not decode it all.
+func GetPart[P, T any](tx *Tx, b Bucket[T], key string) (p P, found bool, err error) {
+	found, err = tx.getJSON(b.spec, key, &p)
+	return p, found, err
+}
