@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"stratum/internal/stratumtest"
+	"stratum/store"
 	"testing"
 	"time"
 
@@ -23,6 +24,9 @@ func asPreviousBuild(t *testing.T, dir string) {
 	}
 	defer db.Close()
 	err = db.Update(func(tx *bolt.Tx) error {
+		if err := stratumtest.StripRecordMACs(tx); err != nil {
+			return err
+		}
 		members := tx.Bucket([]byte("members"))
 		type kv struct{ k, v []byte }
 		var rewritten []kv
@@ -120,7 +124,8 @@ func storedLeafSerial(t *testing.T, dir, nodeID string) string {
 	defer db.Close()
 	var m struct{ LeafSerial string }
 	err = db.View(func(tx *bolt.Tx) error {
-		return json.Unmarshal(tx.Bucket([]byte("members")).Get([]byte(nodeID)), &m)
+		raw, _ := store.RecordPayload(tx.Bucket([]byte("members")).Get([]byte(nodeID)))
+		return json.Unmarshal(raw, &m)
 	})
 	if err != nil {
 		t.Fatal(err)

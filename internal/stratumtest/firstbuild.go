@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 
 	bolt "go.etcd.io/bbolt"
+
+	"stratum/store"
 )
 
 // RelinkAuditPlain rewrites a bbolt store's audit chain the first build's
@@ -41,4 +43,30 @@ func RelinkAuditPlain(tx *bolt.Tx, edit func(ev map[string]any)) error {
 		prev = sum[:]
 	}
 	return nil
+}
+
+// StripRecordMACs rewrites a bbolt store's records as a build before
+// authenticated records (SPEC 16.2) wrote them: every MAC removed, the
+// sealed mark of authenticated records gone. Call it with the schema
+// level set below the MAC migration, which then adds them again.
+func StripRecordMACs(tx *bolt.Tx) error {
+	if err := tx.Bucket([]byte("meta")).Delete([]byte("recordsAuthenticated")); err != nil {
+		return err
+	}
+	return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		type kv struct{ k, v []byte }
+		var plain []kv
+		_ = b.ForEach(func(k, v []byte) error {
+			if p, ok := store.RecordPayload(v); ok {
+				plain = append(plain, kv{append([]byte(nil), k...), append([]byte(nil), p...)})
+			}
+			return nil
+		})
+		for _, e := range plain {
+			if err := b.Put(e.k, e.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"stratum/internal/stratumtest"
+	"stratum/store"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -367,7 +368,7 @@ func checkStored(t *testing.T, path string, regs []string, tokenID string) {
 			Uses     int `json:"uses"`
 			UsesLeft int `json:"usesLeft"`
 		}
-		raw := tx.Bucket([]byte("join-tokens")).Get([]byte(tokenID))
+		raw, _ := store.RecordPayload(tx.Bucket([]byte("join-tokens")).Get([]byte(tokenID)))
 		if err := json.Unmarshal(raw, &tok); err != nil {
 			return err
 		}

@@ -1,0 +1,181 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	authTest    = NewBucket[map[string]string]("test-auth", Authenticated())
+	authTestRaw = NewRawBucket("test-auth-raw", Authenticated())
+)
+
+// waitAudit waits for the events of kind (the rejection is audited in its
+// own transaction, after the read).
+func waitAudit(t *testing.T, db *DB, kind string, want int) []AuditEvent {
+	t.Helper()
+	var got []AuditEvent
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		evs, err := db.AuditEvents(0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for _, e := range evs {
+			if e.Kind == kind {
+				got = append(got, e)
+			}
+		}
+		if len(got) >= want || time.Now().After(deadline) {
+			return got
+		}
+	}
+}
+
+// SPEC 16.2: a record written without the data key (a row inserted with
+// the database password, or bytes put in the bbolt file), or a valid
+// record moved to another key or bucket, reads as absent; it is counted,
+// audited once and listed by ListRejectedRecords.
+func TestContractAuthenticatedRecords(t *testing.T) {
+	backends(t, func(t *testing.T, target string, open opener) {
+		db := open(t)
+		if err := db.Update(func(tx *Tx) error {
+			if err := authTest.Put(tx, "good", map[string]string{"who": "admin"}); err != nil {
+				return err
+			}
+			if err := authTestRaw.Put(tx, "turn", []byte("j-1")); err != nil {
+				return err
+			}
+			// The forgeries: plain JSON, a valid record copied to another
+			// key, and one copied to another authenticated bucket.
+			if err := Named(authTest.Name()).Put(tx, "forged", []byte(`{"who":"intruder"}`)); err != nil {
+				return err
+			}
+			good := bytes.Clone(Named(authTest.Name()).Get(tx, "good"))
+			if bytes.Contains(good, []byte("admin")) && bytes.HasPrefix(good, []byte(`{`)) {
+				t.Errorf("stored record %q carries no MAC", good)
+			}
+			if err := Named(authTest.Name()).Put(tx, "moved", good); err != nil {
+				return err
+			}
+			return Named(authTestRaw.Name()).Put(tx, "good", good)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 { // read again and again: counted and audited once
+			if err := db.View(func(tx *Tx) error {
+				if v, found, err := authTest.Get(tx, "good"); err != nil || !found || v["who"] != "admin" {
+					t.Errorf("good record: %v %v %v", v, found, err)
+				}
+				for _, k := range []string{"forged", "moved"} {
+					if v, found, err := authTest.Get(tx, k); err != nil || found || authTest.Has(tx, k) {
+						t.Errorf("%s record read as %v %v %v", k, v, found, err)
+					}
+				}
+				if v := authTestRaw.Get(tx, "good"); v != nil {
+					t.Errorf("a record moved from another bucket reads %q", v)
+				}
+				if v := string(authTestRaw.Get(tx, "turn")); v != "j-1" {
+					t.Errorf("raw authenticated record reads %q", v)
+				}
+				var keys []string
+				err := authTest.ForEach(tx, func(k string, _ map[string]string) error { keys = append(keys, k); return nil })
+				if err != nil || strings.Join(keys, ",") != "good" {
+					t.Errorf("ForEach visits %v (%v), want only good", keys, err)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := db.RejectedRecords(); n != 3 {
+			t.Errorf("RejectedRecords() = %d, want 3", n)
+		}
+		if evs := waitAudit(t, db, "store.record.rejected", 3); len(evs) != 3 {
+			t.Fatalf("%d rejection events, want 3: %+v", len(evs), evs)
+		}
+		list, err := db.ListRejectedRecords()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range list {
+			names = append(names, r.Bucket+"/"+r.Key)
+		}
+		if got := strings.Join(names, ","); got != "test-auth/forged,test-auth/moved,test-auth-raw/good" {
+			t.Fatalf("ListRejectedRecords() = %s", got)
+		}
+		if _, err := db.VerifyAudit(); err != nil {
+			t.Fatalf("the chain with rejection events: %v", err)
+		}
+		// A second handle (a restart, a replica) audits nothing again.
+		db.Close()
+		db2 := open(t)
+		_ = db2.View(func(tx *Tx) error { _, _, _ = authTest.Get(tx, "forged"); return nil })
+		time.Sleep(200 * time.Millisecond)
+		if evs := waitAudit(t, db2, "store.record.rejected", 4); len(evs) != 3 {
+			t.Fatalf("after reopen %d rejection events, want still 3", len(evs))
+		}
+	})
+}
+
+// The MAC migration gives the records of a store written before MACs
+// their MAC once; a store whose level was set back below it after that
+// is refused (its forged rows would be signed).
+func TestContractRecordMACMigration(t *testing.T) {
+	backends(t, func(t *testing.T, target string, open opener) {
+		db := open(t)
+		setLevel := func(tx *Tx, v uint64) error {
+			var buf [8]byte
+			binary.BigEndian.PutUint64(buf[:], v)
+			return metaBucket.Put(tx, schemaKey, buf[:])
+		}
+		// As a build before MACs left it: plain records, level 8.
+		if err := db.Update(func(tx *Tx) error {
+			if err := Named(authTest.Name()).Put(tx, "old", []byte(`{"who":"admin"}`)); err != nil {
+				return err
+			}
+			if err := metaBucket.Delete(tx, recordsAuthenticatedKey); err != nil {
+				return err
+			}
+			return setLevel(tx, recordMACSchema-1)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		db = open(t)
+		if err := db.View(func(tx *Tx) error {
+			if v, found, err := authTest.Get(tx, "old"); err != nil || !found || v["who"] != "admin" {
+				t.Errorf("migrated record: %v %v %v", v, found, err)
+			}
+			if _, ok := RecordPayload(Named(authTest.Name()).Get(tx, "old")); !ok {
+				t.Error("the migrated record carries no MAC")
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if list, err := db.ListRejectedRecords(); err != nil || len(list) != 0 {
+			t.Fatalf("after migration: rejected %v, %v", list, err)
+		}
+		// The level set back with a plain row added: refused, not signed.
+		if err := db.Update(func(tx *Tx) error {
+			if err := Named(authTest.Name()).Put(tx, "forged", []byte(`{"who":"intruder"}`)); err != nil {
+				return err
+			}
+			return setLevel(tx, recordMACSchema-1)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		if db3, err := Open(target, contractKey(t)); err == nil {
+			db3.Close()
+			t.Fatal("a store whose level was set back below the MAC migration opened")
+		} else if !strings.Contains(err.Error(), "rolled back") {
+			t.Fatalf("refused with %v", err)
+		}
+	})
+}
