@@ -16,6 +16,7 @@ import (
 
 	"stratum/backup"
 	"stratum/founder"
+	"stratum/store"
 )
 
 func init() {
@@ -223,6 +224,10 @@ func runAuditVerify(stdout io.Writer, data, dsn string, keys keyFlags) error {
 		return err
 	}
 	n, err := d.VerifyAudit(ks, dsn)
+	var rejected *store.RejectedRecordsError
+	if errors.As(err, &rejected) {
+		return &ExitError{Code: ExitTrust, Err: fmt.Errorf("audit chain intact: %d events; but %w", n, err)}
+	}
 	if err != nil {
 		return &ExitError{Code: ExitTrust, Err: fmt.Errorf("audit chain broken after %d good events: %w", n, err)}
 	}

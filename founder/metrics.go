@@ -27,6 +27,7 @@ func (f *Founder) registerDomainMetrics(reg *prometheus.Registry) {
 		gauge("stratum_join_waiters", "Long-polls waiting on a registration.", f.joins.Hub().Waiters),
 		gauge("stratum_store_foreign_lock_holders", "Database sessions that are not founders holding the cluster's writer lock or lease (SPEC 16.7).",
 			func() int { return len(f.db.ForeignHolders()) }),
+		counter("stratum_store_records_rejected_total", "Stored records whose MAC fails (SPEC 16.2: written without the data key), each distinct one counted once per process; each is treated as absent.", f.db.RejectedRecords),
 	)
 	for _, status := range []string{repo.StatusVerified, repo.StatusChecking, repo.StatusMissing, repo.StatusCorrupt} {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -163,6 +163,9 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	f := &Founder{opts: o, db: db, dataKey: key, startup: startup, log: o.Log}
 	defer f.close()
+	if o.Log != nil {
+		db.SetLogger(o.Log)
+	}
 	if err := f.checkPublicConnect(); err != nil {
 		return err
 	}

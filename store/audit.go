@@ -225,7 +225,9 @@ func walkChain(tx *Tx, link func(prev []byte) []byte) (chainEnd, error) {
 }
 
 // VerifyAudit walks the whole chain with the data key and checks its end
-// against the sealed head; it reports the first problem.
+// against the sealed head, then every authenticated record's MAC; it
+// reports the first problem of the chain, or every record that fails
+// (a *RejectedRecordsError).
 func (db *DB) VerifyAudit() (events int, err error) {
 	key, err := db.auditKey()
 	if err != nil {
@@ -268,7 +270,19 @@ func (db *DB) VerifyAudit() (events int, err error) {
 		}
 		return nil
 	})
-	return events, err
+	if err != nil {
+		return events, err
+	}
+	// The chain holds; every authenticated record must hold too (SPEC
+	// 16.2): each one whose MAC fails is named.
+	rejected, err := db.ListRejectedRecords()
+	if err != nil {
+		return events, err
+	}
+	if len(rejected) > 0 {
+		return events, &RejectedRecordsError{Records: rejected}
+	}
+	return events, nil
 }
 
 // holdsData reports whether any declared bucket but meta and audit has a

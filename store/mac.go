@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -273,4 +274,18 @@ func RecordPayload(stored []byte) (payload []byte, ok bool) {
 		return stored, false
 	}
 	return stored[recordHeader:], true
+}
+
+// RejectedRecordsError names every stored record whose MAC fails: `audit
+// verify` fails with it once the chain itself holds.
+type RejectedRecordsError struct {
+	Records []RejectedRecord
+}
+
+func (e *RejectedRecordsError) Error() string {
+	names := make([]string, len(e.Records))
+	for i, r := range e.Records {
+		names[i] = r.String()
+	}
+	return fmt.Sprintf("%d stored record(s) fail their MAC (written without the data key; each is treated as absent): %s", len(e.Records), strings.Join(names, ", "))
 }

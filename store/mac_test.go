@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -108,8 +109,9 @@ func TestContractAuthenticatedRecords(t *testing.T) {
 		if got := strings.Join(names, ","); got != "test-auth/forged,test-auth/moved,test-auth-raw/good" {
 			t.Fatalf("ListRejectedRecords() = %s", got)
 		}
-		if _, err := db.VerifyAudit(); err != nil {
-			t.Fatalf("the chain with rejection events: %v", err)
+		var rej *RejectedRecordsError
+		if _, err := db.VerifyAudit(); !errors.As(err, &rej) || len(rej.Records) != 3 || !strings.Contains(err.Error(), `test-auth/"forged"`) {
+			t.Fatalf("VerifyAudit = %v, want the chain intact and the 3 records named", err)
 		}
 		// A second handle (a restart, a replica) audits nothing again.
 		db.Close()

@@ -1,0 +1,213 @@
+package e2e
+
+// SPEC 16.2: authenticated state. Rows written by someone holding the
+// database password, or bytes put in the bbolt file, grant nothing.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	bolt "go.etcd.io/bbolt"
+
+	"stratum/crypto"
+	"stratum/iam"
+)
+
+// forgedRow is a row an intruder writes straight into the store.
+type forgedRow struct{ bucket, key, value string }
+
+// forgeRows writes rows without the data key: into the bbolt file of a
+// stopped founder, or into PostgreSQL with a plain INSERT as the DSN's
+// user while the founder runs.
+func forgeRows(t *testing.T, dir, dsn string, rows []forgedRow) {
+	t.Helper()
+	if dsn == "" {
+		boltEdit(t, dir, func(tx *bolt.Tx) error {
+			for _, r := range rows {
+				b, err := tx.CreateBucketIfNotExists([]byte(r.bucket))
+				if err != nil {
+					return err
+				}
+				if err := b.Put([]byte(r.key), []byte(r.value)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, r := range rows {
+		if _, err := conn.Exec(ctx, "INSERT INTO stratum_kv (bucket, key, value) VALUES ($1, $2, $3)", r.bucket, []byte(r.key), []byte(r.value)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTrust16_2_ForgedRecordsGrantNothing: an API token row with a */*
+// policy and the hash of a secret of the intruder's choice, a join token
+// row likewise, and a member row are written into the store without the
+// data key. The bearer gets 401, the join token is refused as unknown,
+// the member is not listed; each is audited, counted in the metric, and
+// named by `stratum audit verify`.
+func TestTrust16_2_ForgedRecordsGrantNothing(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			dsn := be.dsn(t)
+			dir := t.TempDir()
+			f := startOn(t, dir, dsn)
+			email, password := credentials(t, dir)
+			admin := f.login(email, password)
+
+			now := time.Now().UTC()
+			bearer := "sat1.tok-forged01.chosen-secret-of-the-intruder"
+			apiToken, _ := json.Marshal(map[string]any{
+				"tokenId": "tok-forged01", "name": "forged", "kind": "api", "subject": email,
+				"policy": iam.AdminPolicy(),
+				"hash": crypto.HashToken(bearer), "createdAt": now, "expiresAt": now.Add(time.Hour),
+			})
+			joinToken := "sjt1.jt-forged01.chosen-join-secret"
+			joinRec, _ := json.Marshal(map[string]any{
+				"tokenId": "jt-forged01", "hash": crypto.HashToken(joinToken), "role": "control-plane",
+				"uses": 100, "usesLeft": 100, "createdBy": email, "createdAt": now, "expiresAt": now.Add(time.Hour),
+			})
+			member, _ := json.Marshal(map[string]any{"nodeId": "n-forged01", "role": "control-plane", "state": "active", "mgmtIp": "192.0.2.99", "order": 9})
+			rows := []forgedRow{{"iam-tokens", "tok-forged01", string(apiToken)}, {"join-tokens", "jt-forged01", string(joinRec)}, {"members", "n-forged01", string(member)}}
+
+			// An unknown join token's answer, to compare the forged one with.
+			j := newJoinerClient(t, f.Dir+"/ca.pem")
+			register := func(token string) (int, []byte) {
+				return j.do(t, "POST", "https://"+f.Join+"/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "hostname": "forged-1", "mgmtIp": "192.0.2.98"})
+			}
+			unknownStatus, unknownBody := register("sjt1.jt-nosuch01.whatever")
+			if unknownStatus == 201 {
+				t.Fatalf("an unknown join token registered: %s", unknownBody)
+			}
+
+			if dsn == "" {
+				f.stop(os.Interrupt, 20*time.Second)
+				forgeRows(t, dir, dsn, rows)
+				f = startOn(t, dir, dsn)
+				admin = f.login(email, password)
+				j = newJoinerClient(t, f.Dir+"/ca.pem")
+			} else {
+				forgeRows(t, dir, dsn, rows)
+			}
+
+			// The forged bearer: 401 on every door it tries.
+			for _, path := range []string{"/v1/admin/audit", "/v1/admin/cluster/members", "/v1/iam/tokens"} {
+				if status, body, err := f.call("GET", path, bearer, nil); err != nil || status != 401 {
+					t.Errorf("GET %s with the forged token: %d %s %v, want 401", path, status, body, err)
+				}
+			}
+			// The forged join token is refused as an unknown one.
+			if status, body := register(joinToken); status != unknownStatus {
+				t.Errorf("register with the forged join token: %d %s, want %d as for an unknown token", status, body, unknownStatus)
+			}
+			// The forged member is not a member.
+			status, body, err := f.call("GET", "/v1/admin/cluster/members", admin, nil)
+			if err != nil || status != 200 || !strings.Contains(string(body), f.nodeID(t, admin)) {
+				t.Fatalf("members: %d %s %v", status, body, err)
+			}
+			if strings.Contains(string(body), "n-forged01") {
+				t.Errorf("the forged member is listed: %s", body)
+			}
+
+			// Audited once each, counted in the metric.
+			want := []string{"iam-tokens/tok-forged01", "join-tokens/jt-forged01", "members/n-forged01"}
+			var subjects []string
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				subjects = rejectedSubjects(t, f, admin)
+				if len(subjects) >= len(want) {
+					break
+				}
+			}
+			for _, w := range want {
+				n := 0
+				for _, s := range subjects {
+					if s == w {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("%s audited %d times, want once (events for %v)", w, n, subjects)
+				}
+			}
+			if n := rejectedMetric(t, f); n < float64(len(want)) {
+				t.Errorf("stratum_store_records_rejected_total = %v, want >= %d", n, len(want))
+			}
+
+			// audit verify names every forged record.
+			args := []string{"audit", "verify", "--data", dir}
+			if dsn != "" {
+				args = append(args, "--store", dsn)
+			}
+			r := stratum(t, args...)
+			out := r.stdout + r.stderr
+			if r.code == 0 {
+				t.Errorf("audit verify passed a store holding forged records: %q", out)
+			}
+			for _, k := range []string{`iam-tokens/"tok-forged01"`, `join-tokens/"jt-forged01"`, `members/"n-forged01"`} {
+				if !strings.Contains(out, k) {
+					t.Errorf("audit verify does not name %s: %q", k, out)
+				}
+			}
+		})
+	}
+}
+
+// nodeID is the founder's own node id (the first member).
+func (f *founder) nodeID(t *testing.T, admin string) string {
+	t.Helper()
+	status, body, err := f.call("GET", "/v1/admin/cluster/members", admin, nil)
+	var v struct{ Members []struct{ NodeID string } }
+	if err != nil || status != 200 || json.Unmarshal(body, &v) != nil || len(v.Members) == 0 {
+		t.Fatalf("members: %d %s %v", status, body, err)
+	}
+	return v.Members[0].NodeID
+}
+
+func rejectedSubjects(t *testing.T, f *founder, admin string) []string {
+	t.Helper()
+	status, body, err := f.call("GET", "/v1/admin/audit?limit=1000", admin, nil)
+	var v struct {
+		Events []struct{ Kind, Subject string }
+	}
+	if err != nil || status != 200 || json.Unmarshal(body, &v) != nil {
+		t.Fatalf("audit: %d %s %v", status, body, err)
+	}
+	var out []string
+	for _, e := range v.Events {
+		if e.Kind == "store.record.rejected" {
+			out = append(out, e.Subject)
+		}
+	}
+	return out
+}
+
+func rejectedMetric(t *testing.T, f *founder) float64 {
+	t.Helper()
+	_, body, err := f.call("GET", "/metrics", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "stratum_store_records_rejected_total "); ok {
+			n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return n
+		}
+	}
+	return -1
+}
