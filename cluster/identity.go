@@ -87,8 +87,8 @@ func putSecrets(tx *store.Tx, s Secrets) error {
 	return nil
 }
 
-// CAPin is the pin of the CA certificate in the store; it needs no data
-// key (backups name it in their header).
+// CAPin is the pin of the CA certificate in the store (its record
+// authenticated; backups name it in their header).
 func CAPin(tx *store.Tx) (string, error) {
 	certPEM := bucketCluster.Get(tx, keyCACert)
 	if certPEM == nil {
