@@ -167,7 +167,7 @@ func BackupStopped(d DataDir, ks KeySource, req BackupRequest, out string) (int6
 	if err != nil {
 		return 0, err
 	}
-	db, err := store.OpenReadOnly(d.DB())
+	db, err := store.OpenReadOnly(d.DB(), dk)
 	if err != nil {
 		return 0, err
 	}

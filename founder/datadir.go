@@ -62,7 +62,7 @@ func (d DataDir) HoldsCluster(dsn string) (bool, error) {
 	if dsn == "" {
 		return d.Initialized(), nil
 	}
-	db, err := store.OpenReadOnly(dsn)
+	db, err := store.OpenReadOnly(dsn, nil)
 	if err != nil {
 		return false, err
 	}

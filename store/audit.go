@@ -154,12 +154,11 @@ func (db *DB) AuditMark() (AuditMark, error) {
 
 // AuditMarkFile reads the sealed head of a store no process holds.
 func AuditMarkFile(path string, key Sealer) (AuditMark, error) {
-	db, err := OpenReadOnly(path)
+	db, err := OpenReadOnly(path, key)
 	if err != nil {
 		return AuditMark{}, err
 	}
 	defer db.Close()
-	db.sealer = key
 	return db.AuditMark()
 }
 
@@ -304,12 +303,11 @@ func holdsData(tx *Tx) bool {
 // VerifyAuditFile verifies the chain of a store no process holds, opened
 // read-only, under the data key.
 func VerifyAuditFile(path string, key Sealer) (int, error) {
-	db, err := OpenReadOnly(path)
+	db, err := OpenReadOnly(path, key)
 	if err != nil {
 		return 0, err
 	}
 	defer db.Close()
-	db.sealer = key
 	return db.VerifyAudit()
 }
 

@@ -73,9 +73,10 @@ func Open(target string, sealer Sealer) (*DB, error) {
 	return db, nil
 }
 
-// OpenReadOnly opens the store for reading only (backup, audit verify),
-// without a data key: sealed values stay sealed.
-func OpenReadOnly(target string) (*DB, error) {
+// OpenReadOnly opens the store for reading only (backup, audit verify).
+// sealer may be nil: sealed values then stay sealed and authenticated
+// records cannot be read.
+func OpenReadOnly(target string, sealer Sealer) (*DB, error) {
 	var be backend
 	var err error
 	if IsPostgres(target) {
@@ -86,7 +87,7 @@ func OpenReadOnly(target string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := newDB(be, nil, target)
+	db := newDB(be, sealer, target)
 	if err := db.checkNotNewer(); err != nil {
 		db.Close()
 		return nil, err

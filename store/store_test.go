@@ -118,7 +118,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	})
 	for name, open := range map[string]func() (*DB, error){
 		"Open":         func() (*DB, error) { return Open(path, testKey(t)) },
-		"OpenReadOnly": func() (*DB, error) { return OpenReadOnly(path) },
+		"OpenReadOnly": func() (*DB, error) { return OpenReadOnly(path, nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			db, err := open()
@@ -723,7 +723,7 @@ func TestOpenReadOnlyHasNoKey(t *testing.T) {
 	if n, err := VerifyAuditFile(path, testKey(t)); n != 1 || err != nil {
 		t.Fatalf("VerifyAuditFile = %d, %v", n, err)
 	}
-	ro, err := OpenReadOnly(path)
+	ro, err := OpenReadOnly(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -746,7 +746,7 @@ func TestOpenReadOnlyHasNoKey(t *testing.T) {
 			return nil
 		})
 	}()
-	if _, err := OpenReadOnly(filepath.Join(t.TempDir(), "absent.db")); err == nil {
+	if _, err := OpenReadOnly(filepath.Join(t.TempDir(), "absent.db"), nil); err == nil {
 		t.Fatal("OpenReadOnly of a missing file succeeded (it must not create one)")
 	}
 }

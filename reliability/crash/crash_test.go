@@ -658,7 +658,7 @@ func storedBuildIDs(path string) (map[string]string, error) {
 // storedRecords reads the stored release records from the file or the
 // database target names.
 func storedRecords(target string) (map[string]storedRecord, error) {
-	db, err := store.OpenReadOnly(target)
+	db, err := store.OpenReadOnly(target, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -1097,7 +1097,7 @@ func (h *harness) checkBackup(b backupRun) {
 		h.violate("backup %s (%q) does not read to its MAC: %v", b.out, b.res.stdout, err)
 		return
 	}
-	db, err := store.OpenReadOnly(restored)
+	db, err := store.OpenReadOnly(restored, nil)
 	if err != nil {
 		h.violate("backup %s does not open as a store: %v", b.out, err)
 		return
