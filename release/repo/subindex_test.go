@@ -365,7 +365,7 @@ func TestOlderSubIndexIsUpgraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var si subIndex
-	if err := db.View(func(tx *store.Tx) error { si, _, err := bucketSubs.Get(tx, key); return err }); err != nil {
+	if err := db.View(func(tx *store.Tx) (err error) { si, _, err = bucketSubs.Get(tx, key); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if si.Hash != subHash || int64(len(si.Sums)) != (int64(len(data))+SubChunkSize-1)/SubChunkSize*32 {
