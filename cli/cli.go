@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"stratum/apierr"
 	"stratum/buildinfo"
 )
 
@@ -164,14 +165,16 @@ func conventions(c *cobra.Command, version string) {
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Execute(ctx, args, os.Stdout, os.Stderr)
+	return Execute(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 }
 
-// Execute runs args on a fresh tree with the given outputs (help and
-// results on stdout, errors on stderr) and returns the exit code.
-func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Execute runs args on a fresh tree with the given input and outputs
+// (help and results on stdout, errors on stderr) and returns the exit
+// code.
+func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := NewRoot()
 	root.SetArgs(args)
+	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -185,6 +188,9 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	msg := describe(err).Error()
 	fmt.Fprintf(stderr, "%s: %s\n", name, msg)
+	if e, ok := apierr.As(err); ok && e.Details["mustChangePassword"] == true {
+		fmt.Fprintln(stderr, "change the password first: stratum password (it asks for the current and the new one)")
+	}
 	if code == ExitUsage && cmd != nil {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", name)
 	}

@@ -56,7 +56,7 @@ func TestExitCodesFromAnswers(t *testing.T) {
 			os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
 			t.Setenv("STRATUM_TOKEN", "tok")
 			var out, errb bytes.Buffer
-			code := Execute(context.Background(), []string{"joins", "get", "j-1", "--api", srv.URL, "--ca-file", ca}, &out, &errb)
+			code := Execute(context.Background(), []string{"joins", "get", "j-1", "--api", srv.URL, "--ca-file", ca}, nil, &out, &errb)
 			if code != tc.want {
 				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.want, errb.String())
 			}
@@ -90,11 +90,57 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--version"}, ExitOK},
 	} {
 		var out, errb bytes.Buffer
-		if code := Execute(context.Background(), tc.args, &out, &errb); code != tc.want {
+		if code := Execute(context.Background(), tc.args, strings.NewReader(""), &out, &errb); code != tc.want {
 			t.Errorf("stratum %v: exit %d, want %d (stderr %q)", tc.args, code, tc.want, errb.String())
 		}
 		if tc.want == ExitOK && (out.Len() == 0 || errb.Len() != 0) {
 			t.Errorf("stratum %v: stdout %q, stderr %q", tc.args, out.String(), errb.String())
 		}
+	}
+}
+
+// TestLoginMustChangePassword: a login answered with mustChangePassword
+// keeps the session and leads to stratum password; every other command
+// then refused says the same; stratum password (stdin) changes it with
+// the kept session.
+func TestLoginMustChangePassword(t *testing.T) {
+	changed := false
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/auth/login":
+			json.NewEncoder(w).Encode(map[string]any{"token": "sess-1", "expiresAt": "2030-01-01T00:00:00Z", "mustChangePassword": true})
+		case "/v1/auth/password":
+			var req struct{ CurrentPassword, NewPassword string }
+			json.NewDecoder(r.Body).Decode(&req)
+			if r.Header.Get("Authorization") != "Bearer sess-1" || req.CurrentPassword != "old-password" || req.NewPassword != "a-new-password-1" {
+				t.Errorf("password change: %s %+v", r.Header.Get("Authorization"), req)
+			}
+			changed = true
+			w.WriteHeader(204)
+		default:
+			e := apierr.New(apierr.Forbidden, "this account must change its password first")
+			e.Details = map[string]any{"mustChangePassword": true}
+			w.WriteHeader(403)
+			json.NewEncoder(w).Encode(e)
+		}
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("STRATUM_TOKEN", "")
+	run := func(stdin string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Execute(context.Background(), append(args, "--api", srv.URL, "--ca-file", ca), strings.NewReader(stdin), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	if code, out, errs := run("old-password\n", "login", "--email", "a@example.com", "--password-stdin"); code != 0 || !strings.Contains(out, "stratum password") {
+		t.Fatalf("login: exit %d %q %q", code, out, errs)
+	}
+	if code, _, errs := run("", "token", "list"); code != ExitAuth || !strings.Contains(errs, "stratum password") {
+		t.Fatalf("token list before the change: exit %d %q", code, errs)
+	}
+	if code, out, errs := run("old-password\na-new-password-1\n", "password"); code != 0 || !changed {
+		t.Fatalf("password: exit %d %q %q", code, out, errs)
 	}
 }

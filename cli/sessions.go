@@ -80,8 +80,8 @@ given.`,
 		if err != nil {
 			return err
 		}
-		in := bufio.NewReader(os.Stdin)
-		tty := term.IsTerminal(int(os.Stdin.Fd()))
+		in := bufio.NewReader(cmd.InOrStdin())
+		tty := isTerminal(cmd.InOrStdin())
 		if *email == "" {
 			if *fromStdin || !tty {
 				return usagef("--email is required with --password-stdin or without a terminal")
@@ -132,18 +132,64 @@ given.`,
 		}
 		out := cmd.OutOrStdout()
 		fmt.Fprintf(out, "logged in to %s as %s until %s (session kept in %s)\n", c.base, *email, ans.ExpiresAt.Local().Format(time.RFC3339), path)
-		if ans.MustChangePassword {
-			fmt.Fprintf(out, "this password must be changed before anything else: run `stratum password --api %s`\n", c.base)
+		if !ans.MustChangePassword {
+			return nil
 		}
-		return nil
+		// SPEC 16.1: only the password change (and logout) work until
+		// this account's password is changed.
+		if *fromStdin || !tty {
+			fmt.Fprintf(out, "this account must change its password before anything else: run `stratum password --api %s` (the current and the new password on stdin, one a line)\n", c.base)
+			return nil
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), "this account must change its password before anything else")
+		c.token = ans.Token
+		return changePassword(cmd, c, password)
 	}
 	return cmd
+}
+
+// changePassword asks for the new password twice on the terminal and
+// changes it; current is the one just typed, or "" to ask for it too.
+func changePassword(cmd *cobra.Command, c *adminClient, current string) error {
+	req := iam.PasswordChange{CurrentPassword: current}
+	var err error
+	if req.CurrentPassword == "" {
+		if req.CurrentPassword, err = askSecret(cmd, "current password: "); err != nil {
+			return err
+		}
+	}
+	if req.NewPassword, err = askSecret(cmd, "new password: "); err != nil {
+		return err
+	}
+	again, err := askSecret(cmd, "new password again: ")
+	if err != nil {
+		return err
+	}
+	if again != req.NewPassword {
+		return errors.New("the two new passwords differ; nothing changed (run stratum password to try again)")
+	}
+	if err := c.do(cmd.Context(), "POST", "/v1/auth/password", req, nil); err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), "password changed; the user's other sessions have ended")
+	return nil
+}
+
+// isTerminal reports whether in is a terminal (where a password is
+// asked without echo).
+func isTerminal(in io.Reader) bool {
+	f, ok := in.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // askSecret reads a line from the terminal without echo.
 func askSecret(cmd *cobra.Command, prompt string) (string, error) {
 	fmt.Fprint(cmd.ErrOrStderr(), prompt)
-	b, err := term.ReadPassword(int(os.Stdin.Fd()))
+	f, ok := cmd.InOrStdin().(*os.File)
+	if !ok {
+		return "", errors.New("no terminal to ask the password on")
+	}
+	b, err := term.ReadPassword(int(f.Fd()))
 	fmt.Fprintln(cmd.ErrOrStderr())
 	if err != nil {
 		return "", fmt.Errorf("read the password: %w", err)
@@ -202,32 +248,18 @@ a line (never flags: ps would show them).`,
 		if err != nil {
 			return err
 		}
-		var req iam.PasswordChange
-		if term.IsTerminal(int(os.Stdin.Fd())) {
-			if req.CurrentPassword, err = askSecret(cmd, "current password: "); err != nil {
-				return err
-			}
-			if req.NewPassword, err = askSecret(cmd, "new password: "); err != nil {
-				return err
-			}
-			again, err := askSecret(cmd, "new password again: ")
-			if err != nil {
-				return err
-			}
-			if again != req.NewPassword {
-				return errors.New("the two new passwords differ; nothing changed")
-			}
-		} else {
-			sc := bufio.NewScanner(os.Stdin)
-			var lines []string
-			for len(lines) < 2 && sc.Scan() {
-				lines = append(lines, strings.TrimRight(sc.Text(), "\r"))
-			}
-			if len(lines) < 2 {
-				return usagef("give the current password and the new one on stdin, one a line")
-			}
-			req = iam.PasswordChange{CurrentPassword: lines[0], NewPassword: lines[1]}
+		if isTerminal(cmd.InOrStdin()) {
+			return changePassword(cmd, c, "")
 		}
+		sc := bufio.NewScanner(cmd.InOrStdin())
+		var lines []string
+		for len(lines) < 2 && sc.Scan() {
+			lines = append(lines, strings.TrimRight(sc.Text(), "\r"))
+		}
+		if len(lines) < 2 {
+			return usagef("give the current password and the new one on stdin, one a line")
+		}
+		req := iam.PasswordChange{CurrentPassword: lines[0], NewPassword: lines[1]}
 		if err := c.do(cmd.Context(), "POST", "/v1/auth/password", req, nil); err != nil {
 			return err
 		}
