@@ -42,6 +42,8 @@ type offered map[string]bool
 
 func (o offered) Offered(release string) bool { return o[release] }
 
+func (o offered) UpgradesFrom(release string) []string { return nil }
+
 type env struct {
 	t     *testing.T
 	db    *store.DB

@@ -2,6 +2,7 @@ package join
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"stratum/apierr"
@@ -15,6 +16,7 @@ const (
 	ReasonNoSelfUpgrade  = "self-upgrade not requested"
 	ReasonNoPayload      = "no payload to offer"
 	ReasonNotComparable  = "not comparable"
+	ReasonNoUpgradePath  = "not an upgrade from the joiner's release"
 	releaseMismatchIntro = "the joiner's release does not match the cluster's"
 )
 
@@ -39,6 +41,13 @@ func (s *Service) releaseRule(tx *store.Tx, joiner string, selfUpgrade bool) (st
 	source, ok := s.payloadSource(cr)
 	if !ok {
 		return "", nil, mismatch(joiner, cr, ReasonNoPayload, "the joiner runs %s and the cluster %s, and the founder has no payload of %s to offer: import it (stratum release import) or configure --release-source", joiner, cr, cr)
+	}
+	// SPEC 16.8: offer only a release whose signed manifest upgrades from
+	// the joiner's (the joiner refuses any other, and runs no hook).
+	if s.cfg.MirrorURL == "" && s.cfg.Payloads != nil {
+		if from := s.cfg.Payloads.UpgradesFrom(cr); len(from) > 0 && !slices.Contains(from, joiner) {
+			return "", nil, mismatch(joiner, cr, ReasonNoUpgradePath, "the joiner runs %s and the cluster's %s upgrades only from %s: install %s on the joiner", joiner, cr, strings.Join(from, ", "), cr)
+		}
 	}
 	return StateNeedsUpgrade, &Upgrade{From: joiner, To: cr, Source: source}, nil
 }

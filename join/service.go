@@ -15,9 +15,11 @@ import (
 // DefaultDeliveryTimeout is --delivery-timeout's default.
 const DefaultDeliveryTimeout = 30 * time.Minute
 
-// PayloadOfferer tells whether the founder serves an imported release.
+// PayloadOfferer tells whether the founder serves an imported release,
+// and which releases its signed manifest upgrades from.
 type PayloadOfferer interface {
 	Offered(release string) bool
+	UpgradesFrom(release string) []string
 }
 
 // Config wires a Service to the founder.

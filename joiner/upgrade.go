@@ -86,16 +86,15 @@ func (j *joiner) selfUpgrade(ctx context.Context, v *view) (*view, error) {
 	if err := semver.Valid(u.To); err != nil {
 		return nil, fmt.Errorf("the founder offers release %q: %v", u.To, err)
 	}
-	if c := semver.Compare(u.To, j.release); c < 0 || (c == 0 && v.Release == j.release) {
-		// SPEC 10.4: never downgrade, whatever the founder says. An
-		// offer of the release this machine registered with is no
-		// upgrade either.
-		return nil, &DowngradeError{Running: j.release, Offered: u.To}
-	}
-	if u.To == j.release {
+	if u.To == j.release && v.Release != j.release {
 		// Upgraded in an earlier run (the hook rebooted, or stopped after
 		// writing the release file): only the re-registration is left.
 		return j.register(ctx)
+	}
+	if semver.Compare(u.To, j.release) <= 0 {
+		// SPEC 10.4, 16.8: only to a strictly newer release by semver
+		// precedence, whatever the founder says: 0.1.0+old is 0.1.0.
+		return nil, &DowngradeError{Running: j.release, Offered: u.To}
 	}
 	tree, err := j.fetchRelease(ctx, v.JoinID, u)
 	if errors.Is(err, errNotServed) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"stratum/internal/pgtest"
@@ -83,6 +84,61 @@ func TestTrust16_6_AdmissionRisesOnlyToAHeldRelease(t *testing.T) {
 			a.record(t, "0.3.0").want(t, 204, "")
 			if got := f.admission(t); got != "0.3.0" {
 				t.Fatalf("every joined member reports the held 0.3.0: admission %s, want 0.3.0", got)
+			}
+		})
+	}
+}
+
+// TestTrust16_8_NoDowngradeByBuildMetadata: a founder (an impostor with a
+// founder certificate) offers 0.3.0+old, signed by a trusted key, to a
+// 0.3.0 joiner, naming the registration's release 0.3.0 or another: the
+// joiner refuses (exit 4), fetches nothing and runs no hook (second
+// build: the hook ran). The real founder does not offer a release whose
+// signed upgradesFrom leaves out the joiner's release.
+func TestTrust16_8_NoDowngradeByBuildMetadata(t *testing.T) {
+	work := t.TempDir()
+	keys := filepath.Join(work, "keys")
+	if err := os.MkdirAll(keys, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "release", "keygen", "--out", filepath.Join(keys, "release"))
+	pub := filepath.Join(work, "pub")
+	os.MkdirAll(pub, 0o755)
+	copyFile(t, filepath.Join(keys, "release.pub"), filepath.Join(pub, "release.pub"))
+	tree := filepath.Join(work, "tree")
+	os.MkdirAll(filepath.Join(tree, "sysext"), 0o755)
+	os.WriteFile(filepath.Join(tree, "sysext", "x.raw"), []byte("sysext image"), 0o644)
+	mustRun(t, "release", "sign", "--key", filepath.Join(keys, "release.key"), "--release", "0.3.0+old", tree)
+	for _, from := range []string{"0.3.0", "0.2.9"} {
+		ff := startFakeFounder(t, map[string]string{"from": from, "to": "0.3.0+old"}, tree)
+		code, out, hookRan := joinAgainst(t, ff, "0.3.0", pub)
+		if code != 4 || hookRan || !strings.Contains(out, "refusing the upgrade to 0.3.0+old") {
+			t.Errorf("offer %s -> 0.3.0+old to a 0.3.0 joiner: exit %d, hook ran %v:\n%s", from, code, hookRan, out)
+		}
+		if got := ff.requested("sysext/"); len(got) != 0 {
+			t.Errorf("offer %s -> 0.3.0+old: the joiner fetched %v", from, got)
+		}
+	}
+
+	for _, be := range storeBackends {
+		t.Run(be.name, func(t *testing.T) {
+			f := trustFounderOn(t, "0.3.0", be.dsn(t))
+			rel := stratumtest.SignedReleaseTree(t, "0.3.0", []string{"0.1.0"}, 1024)
+			rel.Trust(t, f.Dir)
+			f.do(t, "POST", "/v1/admin/releases", map[string]any{"path": rel.Dir}, 201, nil)
+			register := func(joinerRelease, mgmt string) answer {
+				j := selfSignedClient(t, f.Pool, 0)
+				return send(t, j, "POST", "https://"+f.Join+"/v1/join/registrations", "", map[string]any{"token": f.joinToken(t, 1), "release": joinerRelease, "selfUpgrade": true, "hostname": "lab-" + strings.ReplaceAll(mgmt, ".", "-"), "mgmtIp": mgmt})
+			}
+			a := register("0.2.0", "192.0.2.81").want(t, 409, "RELEASE_MISMATCH")
+			var e struct{ Details struct{ Reason string } }
+			_ = json.Unmarshal(a.raw, &e)
+			if e.Details.Reason != "not an upgrade from the joiner's release" {
+				t.Errorf("a 0.2.0 joiner offered a 0.3.0 that upgrades only from 0.1.0: %s", a.raw)
+			}
+			b := register("0.1.0", "192.0.2.82").want(t, 201, "")
+			if !strings.Contains(string(b.raw), `"needs-upgrade"`) {
+				t.Errorf("a 0.1.0 joiner: %s, want needs-upgrade", b.raw)
 			}
 		})
 	}

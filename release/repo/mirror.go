@@ -120,6 +120,17 @@ func (m *Mirror) Offered(release string) bool {
 	return err == nil && ok
 }
 
+// UpgradesFrom is the imported release's signed upgradesFrom (empty: it
+// upgrades from any release).
+func (m *Mirror) UpgradesFrom(release string) []string {
+	var r Imported
+	_ = m.db.View(func(tx *store.Tx) error {
+		_, err := tx.GetJSON(bucketReleases, release, &r)
+		return err
+	})
+	return r.UpgradesFrom
+}
+
 // CorruptCount is the number of files found corrupt while serving.
 func (m *Mirror) CorruptCount() uint64 { return m.corrupt.Load() }
 
