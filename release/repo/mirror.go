@@ -125,7 +125,8 @@ func (m *Mirror) Offered(release string) bool {
 func (m *Mirror) UpgradesFrom(release string) []string {
 	var r Imported
 	_ = m.db.View(func(tx *store.Tx) error {
-		_, err := tx.GetJSON(bucketReleases, release, &r)
+		var err error
+		r, _, err = bucketReleases.Get(tx, release)
 		return err
 	})
 	return r.UpgradesFrom
