@@ -36,6 +36,10 @@ type FounderOptions struct {
 	// LogFile, when set, receives the founder's stdout and stderr instead
 	// of memory (a long run would not fit); Output reads it back.
 	LogFile string
+	// StopWithin, when set, makes the end of the test stop the founder
+	// with SIGINT and wait up to that long (a clean shutdown), instead of
+	// killing it.
+	StopWithin time.Duration
 }
 
 // Founder is a `stratum serve` child process.
@@ -51,6 +55,10 @@ type Founder struct {
 	Started time.Time
 
 	t        testing.TB
+	operator struct {
+		sync.Mutex
+		c *Client
+	}
 	cmd      *exec.Cmd
 	stdout   SyncBuffer
 	stderr   SyncBuffer
@@ -87,6 +95,9 @@ func StartFounder(t testing.TB, o FounderOptions) *Founder {
 	}
 	f.t = t
 	t.Cleanup(func() {
+		if o.StopWithin > 0 && f.Alive() {
+			f.Stop(os.Interrupt, o.StopWithin)
+		}
 		f.Kill()
 		if t.Failed() {
 			t.Logf("founder %s output (last 16 KiB):\n%s", f.Dir, f.OutputTail(16<<10))
@@ -335,4 +346,31 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Serve runs `stratum serve` on the initialized data directory dir with
+// args, stopped cleanly (SIGINT, 20 s) when the test ends.
+func Serve(t testing.TB, dir string, args ...string) *Founder {
+	t.Helper()
+	return StartFounder(t, FounderOptions{Dir: dir, Args: args, StopWithin: 20 * time.Second})
+}
+
+// ServeDev runs `stratum serve --dev` on dir (initialized on first start;
+// a new temporary directory when empty) with args, killed when the test
+// ends.
+func ServeDev(t testing.TB, dir string, args ...string) *Founder {
+	t.Helper()
+	return StartFounder(t, FounderOptions{Dir: dir, Dev: true, Args: args})
+}
+
+// Operator is the bootstrap admin's client, logged in at its first use and
+// kept: one session per founder, as an operator at a terminal has.
+func (f *Founder) Operator(t testing.TB) *Client {
+	t.Helper()
+	f.operator.Lock()
+	defer f.operator.Unlock()
+	if f.operator.c == nil {
+		f.operator.c = f.Admin(t)
+	}
+	return f.operator.c
 }
