@@ -22,7 +22,7 @@ import (
 func TestAgent(t *testing.T) {
 	work := t.TempDir()
 	agentPort := freePort(t, "127.0.0.2")
-	f := startFounder(t, filepath.Join(work, "founder"), "--dev", "--agent-port", strconv.Itoa(agentPort), "--probe-interval", "300ms")
+	f := stratumtest.Serve(t, filepath.Join(work, "founder"), "--dev", "--agent-port", strconv.Itoa(agentPort), "--probe-interval", "300ms")
 
 	rootA := joinNode(t, f, work, "node-a", "127.0.0.2")
 	// The node's own file system: the agent reads ROOT/etc/os-release.
@@ -48,7 +48,7 @@ func TestAgent(t *testing.T) {
 	}
 	waitFor(t, 20*time.Second, "node-a recorded in the release set\n"+agent.Output(), func() bool {
 		var set struct{ Nodes []json.RawMessage }
-		f.do(t, "GET", "/v1/admin/upgrades/release", nil, 200, &set)
+		f.Operator(t).Must(t, "GET", "/v1/admin/upgrades/release", nil, 200, &set)
 		for _, raw := range set.Nodes {
 			json.Unmarshal(raw, &node)
 			if node.NodeID == nodeA {
@@ -76,7 +76,7 @@ func TestAgent(t *testing.T) {
 			LastBootMs               int64
 		}
 	}
-	f.do(t, "GET", "/v1/admin/cluster/members", nil, 200, &members)
+	f.Operator(t).Must(t, "GET", "/v1/admin/cluster/members", nil, 200, &members)
 	if len(members.Members) != 3 || members.Members[2].State != "active" {
 		t.Fatalf("members: %+v", members)
 	}
@@ -94,7 +94,7 @@ func TestAgent(t *testing.T) {
 	// Boot health: node-a ready (in the members list and in node-b's
 	// bundle), node-b, without an agent, unreachable.
 	bootOf := func(id string) (string, int64) {
-		f.do(t, "GET", "/v1/admin/cluster/members", nil, 200, &members)
+		f.Operator(t).Must(t, "GET", "/v1/admin/cluster/members", nil, 200, &members)
 		for _, m := range members.Members {
 			if m.NodeID == id {
 				return m.BootState, m.LastBootMs
@@ -123,10 +123,10 @@ func TestAgent(t *testing.T) {
 
 // joinNode runs `stratum join` for a worker at mgmtIP, approves it, and
 // returns its root once the joiner exits joined.
-func joinNode(t *testing.T, f *founder, work, name, mgmtIP string) string {
+func joinNode(t *testing.T, f *stratumtest.Founder, work, name, mgmtIP string) string {
 	t.Helper()
 	j := startJoin(t, f, work, name, mgmtIP, "worker")
-	f.do(t, "POST", "/v1/admin/join/registrations/"+j.joinID+"/approve", map[string]any{}, 200, nil)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+j.joinID+"/approve", map[string]any{}, 200, nil)
 	return j.wait(t, f, 30*time.Second)
 }
 
@@ -140,10 +140,10 @@ type runningJoin struct {
 
 // startJoin starts `stratum join` with a token of role and waits until
 // its registration is pending.
-func startJoin(t *testing.T, f *founder, work, name, mgmtIP, role string) *runningJoin {
+func startJoin(t *testing.T, f *stratumtest.Founder, work, name, mgmtIP, role string) *runningJoin {
 	t.Helper()
 	var tok struct{ Token string }
-	f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": role}, 201, &tok)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": role}, 201, &tok)
 	root := filepath.Join(work, name)
 	cmd := exec.Command(stratumtest.Binary(t), "join", "--founder", f.Join, "--token", tok.Token, "--ca-pin", f.Pin, "--release", "0.1.0",
 		"--state-dir", filepath.Join(work, name+"-state"), "--root", root, "--hostname", name, "--mgmt-ip", mgmtIP,
@@ -162,7 +162,7 @@ func startJoin(t *testing.T, f *founder, work, name, mgmtIP, role string) *runni
 		var list struct {
 			Registrations []struct{ JoinID, Hostname string }
 		}
-		f.do(t, "GET", "/v1/admin/join/registrations?state=pending", nil, 200, &list)
+		f.Operator(t).Must(t, "GET", "/v1/admin/join/registrations?state=pending", nil, 200, &list)
 		for _, r := range list.Registrations {
 			if r.Hostname == name {
 				joinID = r.JoinID
@@ -174,12 +174,12 @@ func startJoin(t *testing.T, f *founder, work, name, mgmtIP, role string) *runni
 }
 
 // wait returns the join's root once the joiner exits joined.
-func (j *runningJoin) wait(t *testing.T, f *founder, limit time.Duration) string {
+func (j *runningJoin) wait(t *testing.T, f *stratumtest.Founder, limit time.Duration) string {
 	t.Helper()
 	select {
 	case err := <-j.done:
 		if err != nil {
-			t.Fatalf("join %s: %v\n%s\nfounder:\n%s", j.name, err, j.out.String(), f.log())
+			t.Fatalf("join %s: %v\n%s\nfounder:\n%s", j.name, err, j.out.String(), f.Output())
 		}
 	case <-time.After(limit):
 		j.cmd.Process.Kill()
@@ -232,9 +232,9 @@ func osReleaseValue(t *testing.T, key string) string {
 	return ""
 }
 
-func tokenFile(t *testing.T, f *founder) string {
+func tokenFile(t *testing.T, f *stratumtest.Founder) string {
 	p := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(p, []byte(f.admin.Token), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(f.Operator(t).Token), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p

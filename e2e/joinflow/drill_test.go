@@ -57,11 +57,11 @@ func (j *drillJoiner) wait(t *testing.T, limit time.Duration, founderLog func() 
 
 // pending returns the join id of name's pending registration on release
 // rel, or "".
-func pending(t *testing.T, f *founder, name, rel string) string {
+func pending(t *testing.T, f *stratumtest.Founder, name, rel string) string {
 	var list struct {
 		Registrations []struct{ JoinID, Hostname, Release string }
 	}
-	f.do(t, "GET", "/v1/admin/join/registrations?state=pending", nil, 200, &list)
+	f.Operator(t).Must(t, "GET", "/v1/admin/join/registrations?state=pending", nil, 200, &list)
 	for _, r := range list.Registrations {
 		if r.Hostname == name && r.Release == rel {
 			return r.JoinID
@@ -101,23 +101,23 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 	copyFile(t, tree.PubFile, filepath.Join(pubDir, "release.pub"))
 	os.MkdirAll(filepath.Join(dirA, "release-keys"), 0o755)
 	tree.Trust(t, dirA)
-	a := startFounder(t, dirA, "--dev", "--config", cfg, "--agent-port", strconv.Itoa(agentPort), "--probe-interval", "500ms")
+	a := stratumtest.Serve(t, dirA, "--dev", "--config", cfg, "--agent-port", strconv.Itoa(agentPort), "--probe-interval", "500ms")
 	email, password := a.Credentials(t)
-	a.do(t, "POST", "/v1/admin/releases", map[string]string{"path": tree.Dir}, 201, nil)
+	a.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]string{"path": tree.Dir}, 201, nil)
 
 	founders := a.Join + "," + joinB
 	apis := "https://" + a.API + ",https://" + apiB
-	joinToken := func(f *founder, role string, uses int) string {
+	joinToken := func(f *stratumtest.Founder, role string, uses int) string {
 		var tok struct{ Token, TokenID string }
-		f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": role, "uses": uses}, 201, &tok)
+		f.Operator(t).Must(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": role, "uses": uses}, 201, &tok)
 		return tok.Token
 	}
 
 	// A member with its agent.
 	m1 := startDrillJoiner(t, work, "m1", founders, joinToken(a, "worker", 1), a.Pin, "127.0.0.2", "--release", "0.2.0")
 	waitFor(t, 30*time.Second, "m1 pending\n"+m1.out.String(), func() bool { return pending(t, a, "m1", "0.2.0") != "" })
-	a.do(t, "POST", "/v1/admin/join/registrations/"+pending(t, a, "m1", "0.2.0")+"/approve", map[string]any{}, 200, nil)
-	m1.wait(t, 30*time.Second, a.log)
+	a.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+pending(t, a, "m1", "0.2.0")+"/approve", map[string]any{}, 200, nil)
+	m1.wait(t, 30*time.Second, a.Output)
 	aout := startDrillAgent(t, m1.root, apis, "127.0.0.2", agentPort)
 
 	// Acknowledged writes: API tokens, a join token kept for later, and a
@@ -125,7 +125,7 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 	var apiTokens []string
 	for i := range 3 {
 		var tok struct{ TokenID string }
-		a.do(t, "POST", "/v1/iam/tokens", map[string]any{"name": "drill-" + strconv.Itoa(i), "ttl": "1h",
+		a.Operator(t).Must(t, "POST", "/v1/iam/tokens", map[string]any{"name": "drill-" + strconv.Itoa(i), "ttl": "1h",
 			"policy": json.RawMessage(`{"version":"2026-01-01","statement":[{"effect":"allow","action":["upgrade:DescribeRelease"],"resource":["*"]}]}`)}, 201, &tok)
 		apiTokens = append(apiTokens, tok.TokenID)
 	}
@@ -133,7 +133,7 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 	j := startDrillJoiner(t, work, "waiting", founders, joinToken(a, "worker", 1), a.Pin, "127.0.0.3", "--release", "0.2.0")
 	waitFor(t, 30*time.Second, "the waiting joiner pending\n"+j.out.String(), func() bool { return pending(t, a, "waiting", "0.2.0") != "" })
 	var membersA struct{ Generation uint64 }
-	a.do(t, "GET", "/v1/admin/cluster/members", nil, 200, &membersA)
+	a.Operator(t).Must(t, "GET", "/v1/admin/cluster/members", nil, 200, &membersA)
 
 	// The backup, while A serves: age to the operator, data key inside.
 	id, err := age.GenerateX25519Identity()
@@ -170,12 +170,13 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 	}
 	admin := sb.AdminClient()
 	admin.Token = admin.Login(t, email, password)
-	b := &founder{Founder: sb, admin: admin}
+	b := sb
+	b.SetOperator(admin)
 	t.Logf("B serving %v after A was destroyed", time.Since(destroyed).Round(time.Millisecond))
 
 	// Every acknowledged write is there.
 	var toks struct{ Tokens []struct{ TokenID string } }
-	b.do(t, "GET", "/v1/iam/tokens", nil, 200, &toks)
+	b.Operator(t).Must(t, "GET", "/v1/iam/tokens", nil, 200, &toks)
 	have := map[string]bool{}
 	for _, tk := range toks.Tokens {
 		have[tk.TokenID] = true
@@ -189,7 +190,7 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 		Releases []struct{ Release, Status string }
 	}
 	waitFor(t, 20*time.Second, "0.2.0 verified on B", func() bool {
-		b.do(t, "GET", "/v1/admin/releases", nil, 200, &rels)
+		b.Operator(t).Must(t, "GET", "/v1/admin/releases", nil, 200, &rels)
 		return len(rels.Releases) == 1 && rels.Releases[0].Status == "verified"
 	})
 
@@ -197,7 +198,7 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 	// raises is applied by m1's agent, which now reports to B.
 	var waitingID string
 	waitFor(t, 30*time.Second, "the waiting joiner pending on B", func() bool { waitingID = pending(t, b, "waiting", "0.2.0"); return waitingID != "" })
-	b.do(t, "POST", "/v1/admin/join/registrations/"+waitingID+"/approve", map[string]any{}, 200, nil)
+	b.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+waitingID+"/approve", map[string]any{}, 200, nil)
 	j.wait(t, 60*time.Second, sb.Output)
 	// Every member runs an agent: the next join waits for each to apply
 	// its generation.
@@ -209,7 +210,7 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 			AppliedGeneration uint64
 		}
 	}
-	b.do(t, "GET", "/v1/admin/cluster/members", nil, 200, &members)
+	b.Operator(t).Must(t, "GET", "/v1/admin/cluster/members", nil, 200, &members)
 	if members.Generation <= membersA.Generation {
 		t.Fatalf("generation %d on B, %d on A", members.Generation, membersA.Generation)
 	}
@@ -230,7 +231,7 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 		upgraderID = pending(t, b, "upgrader", "0.2.0")
 		return upgraderID != ""
 	})
-	b.do(t, "POST", "/v1/admin/join/registrations/"+upgraderID+"/approve", map[string]any{}, 200, nil)
+	b.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+upgraderID+"/approve", map[string]any{}, 200, nil)
 	k.wait(t, 60*time.Second, sb.Output)
 	if sent := metric(t, b, "stratum_release_bytes_sent_total"); sent < 3<<20 {
 		t.Fatalf("B sent %v release bytes, want the whole release", sent)

@@ -1,13 +1,9 @@
 package joinflow
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"sync"
@@ -15,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // cuttingProxy forwards TCP to target and cuts the first connection that
@@ -90,12 +88,7 @@ func (p *cuttingProxy) pipe(client net.Conn) {
 // selfSignedClient is a joiner's client with its own key; a small rcvbuf
 // lets a test hold a release slot, the founder's write blocking on it.
 func selfSignedClient(t *testing.T, pool *x509.CertPool, rcvbuf int) *http.Client {
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "holder"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, priv.Public(), priv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := stratumtest.NewJoinerKey(t)
 	dialer := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		if rcvbuf == 0 {
 			return nil
@@ -106,6 +99,6 @@ func selfSignedClient(t *testing.T, pool *x509.CertPool, rcvbuf int) *http.Clien
 	}}
 	return &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
 		DialContext:     dialer.DialContext,
-		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}}},
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{key.Cert}},
 	}}
 }

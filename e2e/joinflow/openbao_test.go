@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"stratum/internal/baotest"
+	"stratum/internal/stratumtest"
 	"stratum/openbao"
 )
 
@@ -27,16 +28,16 @@ func TestOpenBao_RootTokenRefusedUntilConvergeThenNodeToken(t *testing.T) {
 	bao := baotest.Start(t)
 	work := t.TempDir()
 	rootFile := bao.WriteRootToken(t, work)
-	f := startFounder(t, filepath.Join(work, "founder"), "--dev", "--probe-startupz=false",
+	f := stratumtest.Serve(t, filepath.Join(work, "founder"), "--dev", "--probe-startupz=false",
 		"--openbao-addr", bao.Addr, "--openbao-token-file", rootFile)
 	if !strings.Contains(f.Stdout(), "OPENBAO_ROOT_TOKEN") {
 		t.Errorf("the founder does not say at start that its OpenBao token is a root token:\n%s", f.Stdout())
 	}
 	j := startJoin(t, f, work, "cp-a", "127.0.0.2", "control-plane")
-	f.do(t, "POST", "/v1/admin/join/registrations/"+j.joinID+"/approve", map[string]any{}, 200, nil)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+j.joinID+"/approve", map[string]any{}, 200, nil)
 	var op struct{ State, Reason string }
 	waitFor(t, 20*time.Second, "the approved join shows OPENBAO_ROOT_TOKEN", func() bool {
-		f.do(t, "GET", "/v1/admin/join/registrations/"+j.joinID, nil, 200, &op)
+		f.Operator(t).Must(t, "GET", "/v1/admin/join/registrations/"+j.joinID, nil, 200, &op)
 		return strings.HasPrefix(op.Reason, "OPENBAO_ROOT_TOKEN")
 	})
 	if op.State != "approved" || !strings.Contains(op.Reason, "stratum openbao converge") {
@@ -44,7 +45,7 @@ func TestOpenBao_RootTokenRefusedUntilConvergeThenNodeToken(t *testing.T) {
 	}
 	// It stays so: nothing is delivered while the founder holds a root token.
 	time.Sleep(2 * time.Second)
-	f.do(t, "GET", "/v1/admin/join/registrations/"+j.joinID, nil, 200, &op)
+	f.Operator(t).Must(t, "GET", "/v1/admin/join/registrations/"+j.joinID, nil, 200, &op)
 	if op.State != "approved" {
 		t.Fatalf("delivered with a root token: %+v", op)
 	}
@@ -53,7 +54,7 @@ func TestOpenBao_RootTokenRefusedUntilConvergeThenNodeToken(t *testing.T) {
 	}
 
 	out := mustRun(t, "openbao", "converge", "--data", f.Dir, "--root-token-file", rootFile)
-	if !strings.Contains(out, "converged") || strings.Contains(out+f.log(), bao.RootToken) {
+	if !strings.Contains(out, "converged") || strings.Contains(out+f.Output(), bao.RootToken) {
 		t.Fatalf("converge: %s", out)
 	}
 	root := j.wait(t, f, 60*time.Second)
@@ -92,9 +93,9 @@ func TestOpenBao_RootTokenRefusedUntilConvergeThenNodeToken(t *testing.T) {
 	t.Logf("node %s: token policies %v, meta %v, period %ds, orphan %v", nodeID, ni.Policies, ni.Meta, ni.Period, ni.Orphan)
 
 	// A second control-plane join, delivered then cancelled: its token dies.
-	m, reg := f.register(t, f.roleToken(t, "control-plane"), "0.1.0", "127.0.0.3")
+	m, reg := register(t, f, roleToken(t, f, "control-plane"), "0.1.0", "127.0.0.3")
 	reg.want(t, 201, "")
-	f.do(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/approve", map[string]any{}, 200, nil)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/approve", map[string]any{}, 200, nil)
 	var v struct {
 		State    string
 		Delivery struct {
@@ -110,7 +111,7 @@ func TestOpenBao_RootTokenRefusedUntilConvergeThenNodeToken(t *testing.T) {
 	if _, err := c.LookupSelf(ctx, second); err != nil || second == "" {
 		t.Fatalf("the second node token is not live: %v", err)
 	}
-	f.do(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/cancel", map[string]any{"reason": "wrong rack"}, 200, nil)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/cancel", map[string]any{"reason": "wrong rack"}, 200, nil)
 	waitFor(t, 20*time.Second, "the cancelled join's node token revoked", func() bool {
 		_, err := c.LookupSelf(ctx, second)
 		var e *openbao.Error
@@ -119,7 +120,7 @@ func TestOpenBao_RootTokenRefusedUntilConvergeThenNodeToken(t *testing.T) {
 	if _, err := c.LookupSelf(ctx, nodeTok); err != nil {
 		t.Fatalf("the joined node's token was revoked with the cancelled one: %v", err)
 	}
-	if kinds := strings.Join(f.auditKinds(t), " "); !strings.Contains(kinds, "openbao.converged") || !strings.Contains(kinds, "openbao.node-token.revoked") {
+	if kinds := strings.Join(auditKinds(t, f), " "); !strings.Contains(kinds, "openbao.converged") || !strings.Contains(kinds, "openbao.node-token.revoked") {
 		t.Errorf("audit: %s", kinds)
 	}
 }
@@ -129,13 +130,13 @@ func TestOpenBao_RootTokenRefusedUntilConvergeThenNodeToken(t *testing.T) {
 // openBaoToken nor openBaoNodeToken: nothing is made up.
 func TestOpenBao_NoneConfiguredDeliversNeitherToken(t *testing.T) {
 	work := t.TempDir()
-	f := startFounder(t, filepath.Join(work, "founder"), "--dev", "--probe-startupz=false")
-	if !strings.Contains(f.log(), "no OpenBao is configured") {
-		t.Errorf("the founder does not say it has no OpenBao:\n%s", f.log())
+	f := stratumtest.Serve(t, filepath.Join(work, "founder"), "--dev", "--probe-startupz=false")
+	if !strings.Contains(f.Output(), "no OpenBao is configured") {
+		t.Errorf("the founder does not say it has no OpenBao:\n%s", f.Output())
 	}
-	m, reg := f.register(t, f.roleToken(t, "control-plane"), "0.1.0", "127.0.0.2")
+	m, reg := register(t, f, roleToken(t, f, "control-plane"), "0.1.0", "127.0.0.2")
 	reg.want(t, 201, "")
-	f.do(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/approve", map[string]any{}, 200, nil)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/approve", map[string]any{}, 200, nil)
 	var v struct {
 		State    string
 		Delivery struct{ Bundle map[string]json.RawMessage }
@@ -155,9 +156,9 @@ func TestOpenBao_NoneConfiguredDeliversNeitherToken(t *testing.T) {
 }
 
 // roleToken makes a single-use join token of role.
-func (f *founder) roleToken(t *testing.T, role string) string {
+func roleToken(t *testing.T, f *stratumtest.Founder, role string) string {
 	t.Helper()
 	var tok struct{ Token string }
-	f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": role, "uses": 1}, 201, &tok)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": role, "uses": 1}, 201, &tok)
 	return tok.Token
 }

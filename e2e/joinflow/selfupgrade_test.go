@@ -87,12 +87,12 @@ func TestSelfUpgradeJoin(t *testing.T) {
 	work := t.TempDir()
 	tree, pub := releaseTree(t, work)
 	unsealKey := "unseal-" + hex.EncodeToString(randomBytes(12))
-	f := startFounder(t, initFounder(t, work, tree, pub, unsealKey), "--release-concurrency", "1")
+	f := stratumtest.Serve(t, initFounder(t, work, tree, pub, unsealKey), "--release-concurrency", "1")
 	sock := tpmtest.StartSwtpm(t)
 
 	// Take the only release slot with a slow reader of our own.
 	var tok struct{ Token string }
-	f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "control-plane", "uses": 2}, 201, &tok)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "control-plane", "uses": 2}, 201, &tok)
 	holder := selfSignedClient(t, f.Pool, 32<<10)
 	var reg struct {
 		JoinID, State string
@@ -136,7 +136,7 @@ func TestSelfUpgradeJoin(t *testing.T) {
 		var list struct {
 			Registrations []struct{ JoinID, State, Release, Hostname string }
 		}
-		f.do(t, "GET", "/v1/admin/join/registrations?state=pending", nil, 200, &list)
+		f.Operator(t).Must(t, "GET", "/v1/admin/join/registrations?state=pending", nil, 200, &list)
 		for _, r := range list.Registrations {
 			if r.Hostname == "lab-2" && r.Release == "0.2.0" {
 				joinID = r.JoinID
@@ -145,12 +145,12 @@ func TestSelfUpgradeJoin(t *testing.T) {
 		}
 		return false
 	})
-	f.do(t, "POST", "/v1/admin/join/registrations/"+joinID+"/approve", map[string]any{}, 200, nil)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+joinID+"/approve", map[string]any{}, 200, nil)
 
 	select {
 	case err := <-exited:
 		if err != nil {
-			t.Fatalf("joiner: %v\n%s\nfounder:\n%s", err, jout.String(), f.log())
+			t.Fatalf("joiner: %v\n%s\nfounder:\n%s", err, jout.String(), f.Output())
 		}
 	case <-time.After(2 * time.Minute):
 		joiner.Process.Kill()
@@ -180,7 +180,7 @@ func TestSelfUpgradeJoin(t *testing.T) {
 	var members struct {
 		Members []struct{ NodeID, State, MgmtIP string }
 	}
-	f.do(t, "GET", "/v1/admin/cluster/members", nil, 200, &members)
+	f.Operator(t).Must(t, "GET", "/v1/admin/cluster/members", nil, 200, &members)
 	if len(members.Members) != 2 || members.Members[1].State != "active" || members.Members[1].MgmtIP != "192.0.2.12" {
 		t.Fatalf("members: %+v", members)
 	}
@@ -287,7 +287,7 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 }
 
 // metric reads one unlabelled counter from /metrics.
-func metric(t *testing.T, f *founder, name string) float64 {
+func metric(t *testing.T, f *stratumtest.Founder, name string) float64 {
 	resp, err := f.Client.Get("https://" + f.API + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -324,14 +324,14 @@ func post(t *testing.T, c *http.Client, url string, body any, want int, out any)
 
 // untrustedKey: a joiner whose release keys do not include the signer
 // refuses the manifest, names the key, and never runs its hook.
-func untrustedKey(t *testing.T, f *founder, work, hook string) {
+func untrustedKey(t *testing.T, f *stratumtest.Founder, work, hook string) {
 	t.Helper()
 	other := filepath.Join(work, "other-keys")
 	os.MkdirAll(other, 0o700)
 	mustRun(t, "release", "keygen", "--out", filepath.Join(other, "other"))
 	os.Remove(filepath.Join(other, "other.key"))
 	var tok struct{ Token string }
-	f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker"}, 201, &tok)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker"}, 201, &tok)
 	marker := filepath.Join(work, "hook.out")
 	os.Remove(marker)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

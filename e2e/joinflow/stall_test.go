@@ -16,11 +16,11 @@ import (
 // instead of "waiting for every member".
 func TestStallNamesTheMember(t *testing.T) {
 	work := t.TempDir()
-	f := startFounder(t, filepath.Join(work, "founder"), "--dev", "--probe-startupz=false")
+	f := stratumtest.Serve(t, filepath.Join(work, "founder"), "--dev", "--probe-startupz=false")
 	holder := nodeIDOf(t, joinNode(t, f, work, "node-a", "127.0.0.2"))
 
 	var tok struct{ Token string }
-	f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker"}, 201, &tok)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker"}, 201, &tok)
 	cmd := exec.Command(stratumtest.Binary(t), "join", "--founder", f.Join, "--token", tok.Token, "--ca-pin", f.Pin, "--release", "0.1.0",
 		"--state-dir", filepath.Join(work, "b-state"), "--root", filepath.Join(work, "node-b"), "--hostname", "node-b", "--mgmt-ip", "127.0.0.3",
 		"--tpm", filepath.Join(work, "no-tpm"), "--insecure-store-unseal-key")
@@ -37,7 +37,7 @@ func TestStallNamesTheMember(t *testing.T) {
 		var list struct {
 			Registrations []struct{ JoinID, Hostname string }
 		}
-		f.do(t, "GET", "/v1/admin/join/registrations?state=pending", nil, 200, &list)
+		f.Operator(t).Must(t, "GET", "/v1/admin/join/registrations?state=pending", nil, 200, &list)
 		for _, r := range list.Registrations {
 			if r.Hostname == "node-b" {
 				joinID = r.JoinID
@@ -45,13 +45,13 @@ func TestStallNamesTheMember(t *testing.T) {
 		}
 		return joinID != ""
 	})
-	f.do(t, "POST", "/v1/admin/join/registrations/"+joinID+"/approve", map[string]any{}, 200, nil)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+joinID+"/approve", map[string]any{}, 200, nil)
 
 	want := "waiting for " + holder + " to apply generation 3 (it has 2)"
 	waitFor(t, 20*time.Second, "the joiner names "+holder+"\n"+out.String(), func() bool {
 		return strings.Contains(out.String(), want)
 	})
-	env := []string{"STRATUM_API=https://" + f.API, "STRATUM_CA_FILE=" + filepath.Join(f.Dir, "ca.pem"), "STRATUM_TOKEN=" + f.admin.Token}
+	env := []string{"STRATUM_API=https://" + f.API, "STRATUM_CA_FILE=" + filepath.Join(f.Dir, "ca.pem"), "STRATUM_TOKEN=" + f.Operator(t).Token}
 	get := stratumtest.Run(t, env, "joins", "get", joinID)
 	if get.Code != 0 || !strings.Contains(get.Stdout, holder+" (has 2) to apply generation 3") {
 		t.Errorf("stratum joins get %s (exit %d) does not name %s:\n%s%s", joinID, get.Code, holder, get.Stdout, get.Stderr)

@@ -17,11 +17,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // trustFounder initializes a cluster on release rel with the API VIP
 // 192.0.2.200 and serves it (not --dev: loopback is refused).
-func trustFounder(t *testing.T, rel string, extra ...string) *founder {
+func trustFounder(t *testing.T, rel string, extra ...string) *stratumtest.Founder {
 	t.Helper()
 	work := t.TempDir()
 	dir := filepath.Join(work, "founder")
@@ -31,7 +33,7 @@ func trustFounder(t *testing.T, rel string, extra ...string) *founder {
 		t.Fatal(err)
 	}
 	mustRun(t, "init", "--data", dir, "--config", cfg)
-	return startFounder(t, dir, extra...)
+	return stratumtest.Serve(t, dir, extra...)
 }
 
 const apiVIP = "192.0.2.200"
@@ -91,17 +93,17 @@ func (a answer) fieldNamed(name string) bool {
 }
 
 // joinToken makes a token of role worker with uses.
-func (f *founder) joinToken(t *testing.T, uses int) string {
+func joinToken(t *testing.T, f *stratumtest.Founder, uses int) string {
 	t.Helper()
 	var tok struct{ Token string }
-	f.do(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker", "uses": uses}, 201, &tok)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker", "uses": uses}, 201, &tok)
 	return tok.Token
 }
 
 // member is a joiner driven over HTTP: its own key on the join
 // listener, and once delivered, its transport leaf on the admin API.
 type member struct {
-	f      *founder
+	f      *stratumtest.Founder
 	joiner *http.Client
 	joinID string
 	nodeID string
@@ -111,7 +113,7 @@ type member struct {
 }
 
 // register registers a new joiner on rel with mgmt.
-func (f *founder) register(t *testing.T, token, rel, mgmt string) (*member, answer) {
+func register(t *testing.T, f *stratumtest.Founder, token, rel, mgmt string) (*member, answer) {
 	t.Helper()
 	m := &member{f: f, joiner: selfSignedClient(t, f.Pool, 0)}
 	a := send(t, m.joiner, "POST", "https://"+f.Join+"/v1/join/registrations", "", map[string]any{"token": token, "release": rel, "hostname": "lab-" + strings.NewReplacer(".", "-", ":", "x").Replace(mgmt) + "x", "mgmtIp": mgmt})
@@ -127,7 +129,7 @@ func (f *founder) register(t *testing.T, token, rel, mgmt string) (*member, answ
 func (m *member) deliver(t *testing.T) {
 	t.Helper()
 	var op struct{ Assignment struct{ NodeID string } }
-	m.f.do(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/approve", map[string]any{}, 200, &op)
+	m.f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/approve", map[string]any{}, 200, &op)
 	m.nodeID = op.Assignment.NodeID
 	var v struct {
 		State    string
@@ -156,9 +158,9 @@ func (m *member) progress(t *testing.T, phase string) {
 }
 
 // joined runs a full join: delivered, installing, done.
-func (f *founder) joined(t *testing.T, rel, mgmt string) *member {
+func joined(t *testing.T, f *stratumtest.Founder, rel, mgmt string) *member {
 	t.Helper()
-	m, a := f.register(t, f.joinToken(t, 1), rel, mgmt)
+	m, a := register(t, f, joinToken(t, f, 1), rel, mgmt)
 	a.want(t, 201, "")
 	m.deliver(t)
 	m.progress(t, "installing")
@@ -178,7 +180,7 @@ func (m *member) record(t *testing.T, rel string) answer {
 }
 
 // versionView is /version, with or without the admin token.
-func (f *founder) versionView(t *testing.T, bearer string) map[string]any {
+func versionView(t *testing.T, f *stratumtest.Founder, bearer string) map[string]any {
 	t.Helper()
 	a := send(t, f.Client, "GET", "https://"+f.API+"/version", bearer, nil).want(t, 200, "")
 	var v map[string]any
@@ -187,10 +189,10 @@ func (f *founder) versionView(t *testing.T, bearer string) map[string]any {
 }
 
 // auditKinds lists the kinds of the audit events.
-func (f *founder) auditKinds(t *testing.T) []string {
+func auditKinds(t *testing.T, f *stratumtest.Founder) []string {
 	t.Helper()
 	var out struct{ Events []struct{ Kind string } }
-	f.do(t, "GET", "/v1/admin/audit?limit=1000", nil, 200, &out)
+	f.Operator(t).Must(t, "GET", "/v1/admin/audit?limit=1000", nil, 200, &out)
 	var kinds []string
 	for _, e := range out.Events {
 		kinds = append(kinds, e.Kind)

@@ -5,12 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"stratum/internal/stratumtest"
-	"stratum/store"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"stratum/internal/stratumtest"
+	"stratum/store"
 )
 
 // asPreviousBuild rewrites a stopped founder's store as the build before
@@ -70,30 +71,30 @@ func asPreviousBuild(t *testing.T, dir string) {
 // the configured clusterRelease, and the migration is audited once.
 func TestTrust_MigratesPreviousDataDir(t *testing.T) {
 	f := trustFounder(t, "0.2.0")
-	a := f.joined(t, "0.2.0", "192.0.2.81")
-	b, reg := f.register(t, f.joinToken(t, 1), "0.2.0", "192.0.2.82")
+	a := joined(t, f, "0.2.0", "192.0.2.81")
+	b, reg := register(t, f, joinToken(t, f, 1), "0.2.0", "192.0.2.82")
 	reg.want(t, 201, "")
 	b.deliver(t)
 	f.Stop(os.Interrupt, 20*time.Second)
 	asPreviousBuild(t, f.Dir)
 
-	g := startFounder(t, f.Dir)
+	g := stratumtest.Serve(t, f.Dir)
 	a.f, b.f = g, g
 	a.record(t, "0.2.0").want(t, 204, "")
 	b.record(t, "0.2.0").want(t, 403, "FORBIDDEN")
 	b.progress(t, "installing")
 	b.record(t, "0.2.0").want(t, 204, "")
-	if v := g.versionView(t, g.admin.Token); v["admissionRelease"] != "0.2.0" {
+	if v := versionView(t, g, g.Operator(t).Token); v["admissionRelease"] != "0.2.0" {
 		t.Fatalf("admission release after migration: %v", v)
 	}
-	_, reg = g.register(t, g.joinToken(t, 1), "0.2.0", "192.0.2.83")
+	_, reg = register(t, g, joinToken(t, g, 1), "0.2.0", "192.0.2.83")
 	reg.want(t, 201, "")
 
 	// A second start finds nothing left to migrate.
 	g.Stop(os.Interrupt, 20*time.Second)
-	h := startFounder(t, f.Dir)
+	h := stratumtest.Serve(t, f.Dir)
 	n := 0
-	for _, k := range h.auditKinds(t) {
+	for _, k := range auditKinds(t, h) {
 		if k == "cluster.release.migrated" {
 			n++
 		}
@@ -101,7 +102,7 @@ func TestTrust_MigratesPreviousDataDir(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("the admission release migration is audited %d times, want once", n)
 	}
-	if kinds := h.auditKinds(t); !slices.Contains(kinds, "join.installing") {
+	if kinds := auditKinds(t, h); !slices.Contains(kinds, "join.installing") {
 		t.Fatalf("audit lost events across the migration: %v", kinds)
 	}
 

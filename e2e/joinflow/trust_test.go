@@ -30,17 +30,17 @@ import (
 // release raise it by themselves.
 func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 	f := trustFounder(t, "0.2.0")
-	a := f.joined(t, "0.2.0", "192.0.2.21")
+	a := joined(t, f, "0.2.0", "192.0.2.21")
 
 	// The attack of the first build: one record of 0.0.1 made the
 	// cluster release 0.0.1 and every real joiner RELEASE_MISMATCH.
 	a.record(t, "0.0.1").want(t, 204, "")
-	c, reg := f.register(t, f.joinToken(t, 1), "0.2.0", "192.0.2.23")
+	c, reg := register(t, f, joinToken(t, f, 1), "0.2.0", "192.0.2.23")
 	reg.want(t, 201, "")
 	if !strings.Contains(string(reg.raw), `"state":"pending"`) {
 		t.Fatalf("a joiner on the admission release after a 0.0.1 record: %s", reg.raw)
 	}
-	_, old := f.register(t, f.joinToken(t, 1), "0.0.1", "192.0.2.24")
+	_, old := register(t, f, joinToken(t, f, 1), "0.0.1", "192.0.2.24")
 	old.want(t, 409, "RELEASE_MISMATCH")
 
 	// A node still in delivering cannot record at all.
@@ -48,23 +48,23 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 	if r := c.record(t, "0.0.1"); r.status != 403 || r.err.Code != "FORBIDDEN" {
 		t.Fatalf("a delivering node's record: %d %s", r.status, r.raw)
 	}
-	if r := send(t, f.Client, "PUT", "https://"+f.API+"/v1/cluster/nodes/"+c.nodeID+"/release", f.admin.Token, releaseRecord("0.0.1")); r.status != 403 {
+	if r := send(t, f.Client, "PUT", "https://"+f.API+"/v1/cluster/nodes/"+c.nodeID+"/release", f.Operator(t).Token, releaseRecord("0.0.1")); r.status != 403 {
 		t.Fatalf("a bearer record for a delivering node: %d %s", r.status, r.raw)
 	}
 
 	// /version: the releases to an authenticated caller only.
-	anon := f.versionView(t, "")
+	anon := versionView(t, f, "")
 	if _, shown := anon["admissionRelease"]; shown || anon["runningRelease"] != nil {
 		t.Fatalf("/version without a token shows the releases: %v", anon)
 	}
-	v := f.versionView(t, f.admin.Token)
+	v := versionView(t, f, f.Operator(t).Token)
 	if v["admissionRelease"] != "0.2.0" || v["runningRelease"] != "0.0.1" {
 		t.Fatalf("/version with a token: %v", v)
 	}
 
 	// Lowering needs the operator's explicit word.
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(f.admin.Token), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte(f.Operator(t).Token), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cli := func(args ...string) (string, int) {
@@ -73,7 +73,7 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 	if out, code := cli("0.1.0"); code == 0 || !strings.Contains(out, "allowDowngrade") {
 		t.Fatalf("lowering without --allow-downgrade: exit %d: %s", code, out)
 	}
-	if v := f.versionView(t, f.admin.Token); v["admissionRelease"] != "0.2.0" {
+	if v := versionView(t, f, f.Operator(t).Token); v["admissionRelease"] != "0.2.0" {
 		t.Fatalf("a refused downgrade changed the admission release: %v", v)
 	}
 	if out, code := cli("0.1.0", "--allow-downgrade"); code != 0 || !strings.Contains(out, "0.1.0 (was 0.2.0)") {
@@ -82,10 +82,10 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 	if out, code := cli("0.2.0"); code != 0 {
 		t.Fatalf("raising: exit %d: %s", code, out)
 	}
-	if r := send(t, f.Client, "PUT", "https://"+f.API+"/v1/admin/cluster/release", f.admin.Token, map[string]any{"release": "0.2", "allowDowngrade": false}); r.status != 400 || !r.fieldNamed("release") {
+	if r := send(t, f.Client, "PUT", "https://"+f.API+"/v1/admin/cluster/release", f.Operator(t).Token, map[string]any{"release": "0.2", "allowDowngrade": false}); r.status != 400 || !r.fieldNamed("release") {
 		t.Fatalf("a release that is not semver: %d %s", r.status, r.raw)
 	}
-	kinds := f.auditKinds(t)
+	kinds := auditKinds(t, f)
 	if !slices.Contains(kinds, "cluster.release.downgraded") || !slices.Contains(kinds, "cluster.release.set") {
 		t.Fatalf("setting the admission release is not audited: %v", kinds)
 	}
@@ -94,13 +94,13 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 	// founder holds (SPEC 16.6): the admission release follows by itself.
 	tree := stratumtest.SignedReleaseTree(t, "0.3.0", nil, 1024)
 	tree.Trust(t, f.Dir)
-	f.do(t, "POST", "/v1/admin/releases", map[string]any{"path": tree.Dir}, 201, nil)
+	f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": tree.Dir}, 201, nil)
 	a.record(t, "0.3.0").want(t, 204, "")
-	if v := f.versionView(t, f.admin.Token); v["admissionRelease"] != "0.3.0" {
+	if v := versionView(t, f, f.Operator(t).Token); v["admissionRelease"] != "0.3.0" {
 		t.Fatalf("the admission release did not rise with its joined members: %v", v)
 	}
 	a.record(t, "0.0.1").want(t, 204, "")
-	if v := f.versionView(t, f.admin.Token); v["admissionRelease"] != "0.3.0" {
+	if v := versionView(t, f, f.Operator(t).Token); v["admissionRelease"] != "0.3.0" {
 		t.Fatalf("a record lowered the admission release: %v", v)
 	}
 }
@@ -111,7 +111,7 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 // a byte: exit 4, the certificate named, no retry, no token.
 func TestTrust03_FakeListenerWithMemberLeafGetsNoToken(t *testing.T) {
 	f := trustFounder(t, "0.2.0")
-	a := f.joined(t, "0.2.0", "192.0.2.31")
+	a := joined(t, f, "0.2.0", "192.0.2.31")
 	if crypto.HasStratumURI(a.cert) {
 		t.Fatalf("a node leaf carries a stratum:// URI SAN: %v", a.cert.URIs)
 	}
@@ -133,7 +133,7 @@ func TestTrust03_FakeListenerWithMemberLeafGetsNoToken(t *testing.T) {
 	go fake.Serve(ln)
 	t.Cleanup(func() { fake.Close() })
 
-	token := f.joinToken(t, 1)
+	token := joinToken(t, f, 1)
 	state := t.TempDir()
 	start := time.Now()
 	out, code := run(t, "join", "--founder", ln.Addr().String(), "--token", token, "--ca-pin", f.Pin,
@@ -152,7 +152,7 @@ func TestTrust03_FakeListenerWithMemberLeafGetsNoToken(t *testing.T) {
 		t.Fatalf("the joiner took %v: it retried a fatal trust failure", time.Since(start))
 	}
 	// The token was never used: it still registers at the real founder.
-	_, reg := f.register(t, token, "0.2.0", "192.0.2.33")
+	_, reg := register(t, f, token, "0.2.0", "192.0.2.33")
 	reg.want(t, 201, "")
 }
 
@@ -170,14 +170,14 @@ func mustDER(t *testing.T, pemBytes []byte) []byte {
 // delivering node's leaf is refused until its join is installing.
 func TestTrust03_CancelledJoinLeafRefused(t *testing.T) {
 	f := trustFounder(t, "0.2.0")
-	m, reg := f.register(t, f.joinToken(t, 1), "0.2.0", "192.0.2.41")
+	m, reg := register(t, f, joinToken(t, f, 1), "0.2.0", "192.0.2.41")
 	reg.want(t, 201, "")
 	m.deliver(t)
 	applied := func(c *member) answer {
 		return send(t, c.node, "PUT", "https://"+f.API+"/v1/cluster/members/"+c.nodeID+"/applied", "", map[string]any{"generation": 1})
 	}
 	applied(m).want(t, 403, "FORBIDDEN")
-	f.do(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/cancel", map[string]any{"reason": "wrong rack"}, 200, nil)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/cancel", map[string]any{"reason": "wrong rack"}, 200, nil)
 	applied(m).want(t, 401, "UNAUTHENTICATED")
 	if r := m.record(t, "0.2.0"); r.status != 401 {
 		t.Fatalf("a cancelled join's leaf recording a release: %d %s", r.status, r.raw)
@@ -187,7 +187,7 @@ func TestTrust03_CancelledJoinLeafRefused(t *testing.T) {
 	}
 
 	// A joiner that reports failed: same.
-	n, reg := f.register(t, f.joinToken(t, 1), "0.2.0", "192.0.2.42")
+	n, reg := register(t, f, joinToken(t, f, 1), "0.2.0", "192.0.2.42")
 	reg.want(t, 201, "")
 	n.deliver(t)
 	n.progress(t, "failed")
@@ -195,9 +195,9 @@ func TestTrust03_CancelledJoinLeafRefused(t *testing.T) {
 
 	// The same node id handed out again gets a new leaf; the old one
 	// stays refused while the new one works.
-	j, reg := f.register(t, f.joinToken(t, 1), "0.2.0", "192.0.2.43")
+	j, reg := register(t, f, joinToken(t, f, 1), "0.2.0", "192.0.2.43")
 	reg.want(t, 201, "")
-	f.do(t, "POST", "/v1/admin/join/registrations/"+j.joinID+"/approve", map[string]any{"nodeId": n.nodeID}, 200, nil)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+j.joinID+"/approve", map[string]any{"nodeId": n.nodeID}, 200, nil)
 	j.deliver2(t)
 	j.progress(t, "installing")
 	applied(j).want(t, 200, "")
@@ -229,34 +229,34 @@ func (m *member) deliver2(t *testing.T) {
 // the operator view says who chose the address.
 func TestTrust05_MgmtIPRefused(t *testing.T) {
 	f := trustFounder(t, "0.2.0")
-	token := f.joinToken(t, 1)
+	token := joinToken(t, f, 1)
 	for _, ip := range []string{apiVIP, "::1", "127.0.0.1", "0.0.0.0", "::", "224.0.0.1", "ff02::1", "169.254.10.1", "fe80::1", "255.255.255.255"} {
-		_, a := f.register(t, token, "0.2.0", ip)
+		_, a := register(t, f, token, "0.2.0", ip)
 		if a.status != 400 || a.err.Code != "INVALID_INPUT" || !a.fieldNamed("mgmtIp") {
 			t.Errorf("mgmtIp %s at registration: %d %s", ip, a.status, a.raw)
 		}
 	}
 	var tokens struct{ Tokens []struct{ UsesLeft int } }
-	f.do(t, "GET", "/v1/admin/join/tokens", nil, 200, &tokens)
+	f.Operator(t).Must(t, "GET", "/v1/admin/join/tokens", nil, 200, &tokens)
 	if len(tokens.Tokens) != 1 || tokens.Tokens[0].UsesLeft != 1 {
 		t.Fatalf("refused registrations spent the token: %+v", tokens)
 	}
 
-	m, reg := f.register(t, token, "0.2.0", "192.0.2.51")
+	m, reg := register(t, f, token, "0.2.0", "192.0.2.51")
 	reg.want(t, 201, "")
 	var op struct{ MgmtIP, MgmtIPSource string }
-	f.do(t, "GET", "/v1/admin/join/registrations/"+m.joinID, nil, 200, &op)
+	f.Operator(t).Must(t, "GET", "/v1/admin/join/registrations/"+m.joinID, nil, 200, &op)
 	if op.MgmtIP != "192.0.2.51" || op.MgmtIPSource != "joiner" {
 		t.Fatalf("operator view before approval: %+v", op)
 	}
 	for _, ip := range []string{apiVIP, "::1", "169.254.1.1"} {
-		a := send(t, f.Client, "POST", "https://"+f.API+"/v1/admin/join/registrations/"+m.joinID+"/approve", f.admin.Token, map[string]any{"mgmtIp": ip})
+		a := send(t, f.Client, "POST", "https://"+f.API+"/v1/admin/join/registrations/"+m.joinID+"/approve", f.Operator(t).Token, map[string]any{"mgmtIp": ip})
 		if a.status != 409 || a.err.Code != "JOIN_APPROVAL_REFUSED" || !a.fieldNamed("mgmtIp") {
 			t.Errorf("operator-set mgmtIp %s: %d %s", ip, a.status, a.raw)
 		}
 	}
-	f.do(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/approve", map[string]any{"mgmtIp": "192.0.2.52"}, 200, nil)
-	f.do(t, "GET", "/v1/admin/join/registrations/"+m.joinID, nil, 200, &op)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+m.joinID+"/approve", map[string]any{"mgmtIp": "192.0.2.52"}, 200, nil)
+	f.Operator(t).Must(t, "GET", "/v1/admin/join/registrations/"+m.joinID, nil, 200, &op)
 	if op.MgmtIPSource != "operator" {
 		t.Fatalf("operator view after an operator-set address: %+v", op)
 	}
@@ -266,7 +266,7 @@ func TestTrust05_MgmtIPRefused(t *testing.T) {
 // the fifth is 429 TOO_MANY_REQUESTS with Retry-After.
 func TestTrust10_LongPollCap(t *testing.T) {
 	f := trustFounder(t, "0.2.0")
-	m, reg := f.register(t, f.joinToken(t, 1), "0.2.0", "192.0.2.61")
+	m, reg := register(t, f, joinToken(t, f, 1), "0.2.0", "192.0.2.61")
 	reg.want(t, 201, "")
 	url := "https://" + f.Join + "/v1/join/registrations/" + m.joinID + "?wait=30&state=pending"
 	ctx, cancel := context.WithCancel(context.Background())

@@ -374,3 +374,11 @@ func (f *Founder) Operator(t testing.TB) *Client {
 	}
 	return f.operator.c
 }
+
+// SetOperator makes c the client Operator returns (a restored founder's
+// admin, who logs in with the credentials of the founder it came from).
+func (f *Founder) SetOperator(c *Client) {
+	f.operator.Lock()
+	f.operator.c = c
+	f.operator.Unlock()
+}
