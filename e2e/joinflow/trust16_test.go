@@ -125,10 +125,10 @@ func TestTrust16_8_NoDowngradeByBuildMetadata(t *testing.T) {
 			f := trustFounderOn(t, "0.3.0", be.dsn(t))
 			rel := stratumtest.SignedReleaseTree(t, "0.3.0", []string{"0.1.0"}, 1024)
 			rel.Trust(t, f.Dir)
-			f.do(t, "POST", "/v1/admin/releases", map[string]any{"path": rel.Dir}, 201, nil)
+			f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": rel.Dir}, 201, nil)
 			register := func(joinerRelease, mgmt string) answer {
 				j := selfSignedClient(t, f.Pool, 0)
-				return send(t, j, "POST", "https://"+f.Join+"/v1/join/registrations", "", map[string]any{"token": f.joinToken(t, 1), "release": joinerRelease, "selfUpgrade": true, "hostname": "lab-" + strings.ReplaceAll(mgmt, ".", "-"), "mgmtIp": mgmt})
+				return send(t, j, "POST", "https://"+f.Join+"/v1/join/registrations", "", map[string]any{"token": joinToken(t, f, 1), "release": joinerRelease, "selfUpgrade": true, "hostname": "lab-" + strings.ReplaceAll(mgmt, ".", "-"), "mgmtIp": mgmt})
 			}
 			a := register("0.2.0", "192.0.2.81").want(t, 409, "RELEASE_MISMATCH")
 			var e struct{ Details struct{ Reason string } }
