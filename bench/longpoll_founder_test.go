@@ -36,6 +36,8 @@ type lpFounder struct {
 	roots    *x509.CertPool
 	admin    *http.Client
 	token    string
+	// inProcess: founder.Serve runs in this process (cpu is this process's)
+	inProcess bool
 }
 
 // lpStartFounder runs `stratum serve --dev` on dir with ephemeral ports
@@ -196,6 +198,9 @@ func (f *lpFounder) procMem(b *testing.B) lpProcMem {
 // (ticks of USER_HZ, 100 on Linux), or from the exit status once it has
 // exited.
 func (f *lpFounder) cpu() time.Duration {
+	if f.inProcess {
+		return processCPU()
+	}
 	select {
 	case <-f.exited:
 		ps := f.proc.ProcessState()
