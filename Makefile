@@ -55,8 +55,9 @@ abuse:
 soak:
 	SOAK_DURATION=30m $(GO) test -count=1 -v -timeout 45m ./reliability/soak/
 
-## lint: gofmt, go vet, staticcheck
+## lint: go.mod tidy, gofmt, go vet, staticcheck
 lint:
+	$(GO) mod tidy -diff
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
