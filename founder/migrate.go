@@ -1,7 +1,6 @@
 package founder
 
 import (
-	"errors"
 	"fmt"
 
 	"stratum/store"
@@ -21,8 +20,8 @@ type MigrateResult struct {
 // the file takes its lock.
 func Migrate(d DataDir, ks KeySource, dsn string) (MigrateResult, error) {
 	var res MigrateResult
-	if !store.IsPostgres(dsn) {
-		return res, errors.New("--to must be a postgres:// DSN")
+	if err := store.NeedDatabase(dsn); err != nil {
+		return res, fmt.Errorf("--to: %w", err)
 	}
 	if !d.Initialized() {
 		return res, fmt.Errorf("%s holds no store (%s is missing)", d, d.DB())
@@ -42,7 +41,7 @@ func Migrate(d DataDir, ks KeySource, dsn string) (MigrateResult, error) {
 	}
 	defer dst.Close()
 	res.Target = dst.Where()
-	if res.Counts, err = store.CopyFile(src, dst); err != nil {
+	if res.Counts, err = store.Copy(src, dst); err != nil {
 		return res, err
 	}
 	names, err := src.Buckets()

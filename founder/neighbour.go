@@ -34,7 +34,7 @@ func (f *Founder) checkPublicConnect() error {
 // watchForeignHolders logs each session that is not a founder found
 // holding one of the cluster's locks, once while it holds it.
 func (f *Founder) watchForeignHolders(ctx context.Context) {
-	if !f.db.Shared() {
+	if !f.db.SharesLocks() {
 		return
 	}
 	t := time.NewTicker(time.Second)

@@ -21,6 +21,7 @@ type backend interface {
 	// where names the store in messages (a path, or a host without its
 	// password).
 	where() string
+	abilities
 }
 
 // kv is one backend transaction. Keys are compared as bytes; scan visits

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,13 +19,9 @@ func (db *DB) Backup(w io.Writer) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	err = db.View(func(tx *Tx) error {
-		btx := boltOf(tx)
-		if btx == nil {
-			return errNotAFile
-		}
+	err = db.be.snapshot(func(_ kv, _ int64, write func(io.Writer) (int64, error)) error {
 		var werr error
-		n, werr = btx.WriteTo(zw)
+		n, werr = write(zw)
 		return werr
 	})
 	if err != nil {
@@ -35,9 +30,6 @@ func (db *DB) Backup(w io.Writer) (int64, error) {
 	}
 	return n, zw.Close()
 }
-
-// errNotAFile: a database has its own backup tools (docs/HA.md).
-var errNotAFile = errors.New("store: backup writes a bbolt file; back up a PostgreSQL store with pg_dump or the cluster's PITR")
 
 // BackupFile opens the store at path read-only-compatible and writes a
 // snapshot to out atomically. A running founder holds the file lock, so a

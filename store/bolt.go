@@ -164,12 +164,3 @@ func (t boltTx) sequence(bucket string) (uint64, error) {
 	}
 	return b.Sequence(), nil
 }
-
-// boltOf returns the bbolt transaction under tx, for what only a file
-// can do (a byte-exact snapshot); nil on another backend.
-func boltOf(tx *Tx) *bolt.Tx {
-	if t, ok := tx.kv.(boltTx); ok {
-		return t.tx
-	}
-	return nil
-}

@@ -252,7 +252,7 @@ func TestContractSealed(t *testing.T) {
 func TestContractOneWriterAtATime(t *testing.T) {
 	backends(t, func(t *testing.T, target string, open opener) {
 		dbs := []*DB{open(t)}
-		if IsPostgres(target) {
+		if isPostgres(target) {
 			dbs = append(dbs, open(t))
 		}
 		const workers, each = 6, 15
@@ -346,7 +346,7 @@ func TestContractNotify(t *testing.T) {
 	backends(t, func(t *testing.T, target string, open opener) {
 		writer := open(t)
 		listeners := []*DB{writer}
-		if IsPostgres(target) {
+		if isPostgres(target) {
 			listeners = append(listeners, open(t))
 		}
 		heard := make(chan string, 16)
@@ -387,7 +387,7 @@ func TestContractNotify(t *testing.T) {
 func TestContractLease(t *testing.T) {
 	backends(t, func(t *testing.T, target string, open opener) {
 		a := open(t)
-		if !IsPostgres(target) {
+		if !isPostgres(target) {
 			if !a.HoldsLease() {
 				t.Fatal("the only process does not hold the lease")
 			}

@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-
-	"github.com/jackc/pgx/v5"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Copying a whole store, for `stratum migrate` (a bbolt founder moved into
@@ -45,39 +42,40 @@ func (t pgTx) setSequence(bucket string, n uint64) error {
 	return t.err(err)
 }
 
-// CopyFile copies every bucket, key and sequence of the bbolt store src
-// into dst, in one transaction on dst, and answers what it copied. dst
-// must hold nothing but its schema version.
-func CopyFile(src, dst *DB) (Counts, error) {
-	if _, ok := src.be.(*boltBackend); !ok {
-		return nil, errors.New("store: migrate copies from a bbolt file")
-	}
+// Copy copies every bucket, key and sequence of the store src into dst,
+// in one transaction on dst, and answers what it copied (founder migrate:
+// a bbolt file into PostgreSQL). dst must hold nothing but its schema
+// version.
+func Copy(src, dst *DB) (Counts, error) {
 	if err := dst.mustBeEmpty(); err != nil {
 		return nil, err
 	}
 	counts := Counts{}
 	err := src.View(func(stx *Tx) error {
-		btx := boltOf(stx)
+		names, ok := stx.kv.(listBuckets)
+		if !ok {
+			return errors.New("store: the source cannot list its buckets")
+		}
 		return dst.Update(func(dtx *Tx) error {
 			seq, ok := dtx.kv.(sequencer)
 			if !ok {
 				return errors.New("store: the target cannot set sequences")
 			}
-			return btx.ForEach(func(name []byte, b *bolt.Bucket) error {
-				bucket := string(name)
+			return names.buckets(func(bucket string, n uint64) error {
 				if err := dtx.kv.createBucket(bucket); err != nil {
 					return err
 				}
-				if err := b.ForEach(func(k, v []byte) error {
+				err := stx.kv.scan(bucket, nil, func(k, v []byte) (bool, error) {
 					if v == nil {
-						return fmt.Errorf("store: bucket %s holds a nested bucket %q; this store was not written by stratum", bucket, k)
+						return false, fmt.Errorf("store: bucket %s holds a nested bucket %q; this store was not written by stratum", bucket, k)
 					}
 					counts[bucket]++
-					return dtx.kv.put(bucket, k, v)
-				}); err != nil {
+					return true, dtx.kv.put(bucket, k, v)
+				})
+				if err != nil {
 					return err
 				}
-				if n := b.Sequence(); n > 0 {
+				if n > 0 {
 					return seq.setSequence(bucket, n)
 				}
 				return nil
@@ -106,19 +104,16 @@ func (db *DB) CountKeys(buckets []string) (Counts, error) {
 func (db *DB) mustBeEmpty() error {
 	var found string
 	err := db.View(func(tx *Tx) error {
-		if p, ok := tx.kv.(pgTx); ok {
-			var bucket string
-			err := p.tx.QueryRow(p.ctx, "SELECT bucket FROM stratum_kv WHERE bucket <> $1 LIMIT 1", metaBucket.Name()).Scan(&bucket)
-			if errors.Is(err, pgx.ErrNoRows) {
+		names, ok := tx.kv.(listBuckets)
+		if !ok {
+			return errors.New("store: the target cannot list its buckets")
+		}
+		return names.buckets(func(name string, _ uint64) error {
+			if name == metaBucket.Name() || found != "" {
 				return nil
 			}
-			found = bucket
-			return p.err(err)
-		}
-		for _, name := range DeclaredBuckets() {
-			_ = tx.kv.scan(name, nil, func(_, _ []byte) (bool, error) { found = name; return false, nil })
-		}
-		return nil
+			return tx.kv.scan(name, nil, func(_, _ []byte) (bool, error) { found = name; return false, nil })
+		})
 	})
 	if err != nil {
 		return err
@@ -129,15 +124,15 @@ func (db *DB) mustBeEmpty() error {
 	return nil
 }
 
-// Buckets lists the buckets of a bbolt store, sorted.
+// Buckets lists the buckets of the store, sorted.
 func (db *DB) Buckets() ([]string, error) {
 	var names []string
 	err := db.View(func(tx *Tx) error {
-		btx := boltOf(tx)
-		if btx == nil {
-			return errors.New("store: only a bbolt file lists its buckets")
+		l, ok := tx.kv.(listBuckets)
+		if !ok {
+			return errors.New("store: the store cannot list its buckets")
 		}
-		return btx.ForEach(func(name []byte, _ *bolt.Bucket) error { names = append(names, string(name)); return nil })
+		return l.buckets(func(name string, _ uint64) error { names = append(names, name); return nil })
 	})
 	sort.Strings(names)
 	return names, err

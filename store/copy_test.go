@@ -31,7 +31,7 @@ func TestCopyFileIntoPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := openerFor(dsn)(t)
-	counts, err := CopyFile(src, dst)
+	counts, err := Copy(src, dst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestCopyFileIntoPostgres(t *testing.T) {
 	if n, err := dst.VerifyAudit(); n != 301 || err != nil {
 		t.Fatalf("audit chain after appending on the database: %d, %v", n, err)
 	}
-	if _, err := CopyFile(src, dst); err == nil || !strings.Contains(err.Error(), "not empty") {
+	if _, err := Copy(src, dst); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Fatalf("a second copy into the same database: %v", err)
 	}
 }

@@ -40,17 +40,6 @@ func (db *DB) start() {
 	}
 }
 
-// HoldsLease reports whether this replica runs the background work
-// (delivery timeouts, purges, the prober, admission release). One replica
-// of a shared database holds it at a time; when its connection dies the
-// lock goes with it and another replica takes it within a second.
-func (db *DB) HoldsLease() bool {
-	if p, ok := db.be.(*pgBackend); ok {
-		return p.holds.Load()
-	}
-	return true
-}
-
 func (p *pgBackend) connect(ctx context.Context) (*pgx.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()

@@ -3,27 +3,12 @@ package store
 import (
 	"errors"
 	"fmt"
-	"io"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
-
-// Snapshot runs fn inside one read transaction of the bbolt store (others
-// keep writing meanwhile) with the copy's size and a function that writes
-// its bytes, for callers that frame the copy themselves (backups); tx
-// reads the same commit the copy holds.
-func (db *DB) Snapshot(fn func(tx *Tx, size int64, write func(io.Writer) error) error) error {
-	return db.View(func(tx *Tx) error {
-		btx := boltOf(tx)
-		if btx == nil {
-			return errNotAFile
-		}
-		return fn(tx, btx.Size(), func(w io.Writer) error { _, err := btx.WriteTo(w); return err })
-	})
-}
 
 // CheckFile runs bbolt's consistency check (every page reachable once,
 // none freed and in use, keys in order) over a bbolt file, such as a

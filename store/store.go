@@ -44,10 +44,19 @@ type DB struct {
 	auditWatch atomic.Pointer[func(AuditMark)]
 }
 
-// IsPostgres reports whether target names a PostgreSQL database rather
+// isPostgres reports whether target names a PostgreSQL database rather
 // than a bbolt file.
-func IsPostgres(target string) bool {
+func isPostgres(target string) bool {
 	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
+}
+
+// NeedDatabase refuses a target that names a bbolt file rather than a
+// database, for what only a database can be (migrate --to).
+func NeedDatabase(target string) error {
+	if !isPostgres(target) {
+		return errors.New("not a postgres:// DSN")
+	}
+	return nil
 }
 
 // Open opens the store at target: a bbolt file path (created when absent)
@@ -56,7 +65,7 @@ func IsPostgres(target string) bool {
 func Open(target string, sealer Sealer) (*DB, error) {
 	var be backend
 	var err error
-	if IsPostgres(target) {
+	if isPostgres(target) {
 		be, err = openPostgres(target, sealer)
 	} else {
 		be, err = openBolt(target, false)
@@ -79,7 +88,7 @@ func Open(target string, sealer Sealer) (*DB, error) {
 func OpenReadOnly(target string, sealer Sealer) (*DB, error) {
 	var be backend
 	var err error
-	if IsPostgres(target) {
+	if isPostgres(target) {
 		be, err = openPostgres(target, nil)
 	} else {
 		be, err = openBolt(target, true)
@@ -103,14 +112,6 @@ func newDB(be backend, sealer Sealer, target string) *DB {
 
 // Path is where the store lives: the bbolt file, or the DSN.
 func (db *DB) Path() string { return db.path }
-
-// Shared reports whether several founder replicas may share this store
-// (a PostgreSQL database): what one replica keeps on its own disk must
-// then come from the store.
-func (db *DB) Shared() bool {
-	_, ok := db.be.(*pgBackend)
-	return ok
-}
 
 // Where names the store for messages: the file, or the database host
 // (never its password).

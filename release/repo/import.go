@@ -114,7 +114,7 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 	for _, fi := range index {
 		fi.ImportID = rec.ImportID
 	}
-	if db.Shared() {
+	if db.KeepsContent() {
 		// Replicas that did not import fill their caches from the store.
 		if err := storeContent(ctx, db, tmp, rec.ImportID, index); err != nil {
 			dropContent(db, rec.ImportID)
@@ -198,7 +198,7 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 	})
 	if err != nil {
 		undo()
-		if db.Shared() {
+		if db.KeepsContent() {
 			dropContent(db, rec.ImportID)
 		}
 		return nil, fmt.Errorf("record release %s: %w", m.Release, err)

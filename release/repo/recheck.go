@@ -103,7 +103,7 @@ func (r *Imported) withStatus(checks *Checks) {
 // shared store (PostgreSQL) keeps release content in the database, which
 // the replicas' caches are filled from: nothing to check on disk there.
 func Recheck(ctx context.Context, db *store.DB, dataDir string, checks *Checks, log *slog.Logger) error {
-	if db.Shared() {
+	if db.KeepsContent() {
 		return nil
 	}
 	type file struct {

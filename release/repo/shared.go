@@ -116,7 +116,7 @@ func dropContent(db *store.DB, importID string) {
 // from this replica's cache, filled from the store first when the file is
 // not there yet.
 func (m *Mirror) openFile(fi *FileInfo) (*os.File, error) {
-	if !m.db.Shared() {
+	if !m.db.KeepsContent() {
 		return openImported(m.dir, fi.Release, fi.Path, fi.Size)
 	}
 	dir := filepath.Join(m.cacheDir, fi.index.ImportID)

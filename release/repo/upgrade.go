@@ -54,7 +54,7 @@ func UpgradeIndexes(ctx context.Context, db *store.DB, dataDir string, log *slog
 		switch {
 		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 			return err
-		case err != nil && (transient(err) || db.Shared() && errors.Is(err, fs.ErrNotExist)):
+		case err != nil && (transient(err) || db.KeepsContent() && errors.Is(err, fs.ErrNotExist)):
 			// On a shared store another replica may hold the tree.
 			log.Error("release file cannot be indexed now; it is served verified by 1 MiB chunk", "release", rel, "path", path, "err", err)
 			continue
