@@ -110,12 +110,12 @@ func TestTrust16_8_NoDowngradeByBuildMetadata(t *testing.T) {
 	os.WriteFile(filepath.Join(tree, "sysext", "x.raw"), []byte("sysext image"), 0o644)
 	mustRun(t, "release", "sign", "--key", filepath.Join(keys, "release.key"), "--release", "0.3.0+old", tree)
 	for _, from := range []string{"0.3.0", "0.2.9"} {
-		ff := startFakeFounder(t, map[string]string{"from": from, "to": "0.3.0+old"}, tree)
+		ff := impostor(t, map[string]string{"from": from, "to": "0.3.0+old"}, tree)
 		code, out, hookRan := joinAgainst(t, ff, "0.3.0", pub)
 		if code != 4 || hookRan || !strings.Contains(out, "refusing the upgrade to 0.3.0+old") {
 			t.Errorf("offer %s -> 0.3.0+old to a 0.3.0 joiner: exit %d, hook ran %v:\n%s", from, code, hookRan, out)
 		}
-		if got := ff.requested("sysext/"); len(got) != 0 {
+		if got := ff.Requested("sysext/"); len(got) != 0 {
 			t.Errorf("offer %s -> 0.3.0+old: the joiner fetched %v", from, got)
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,6 +84,10 @@ type Founder struct {
 	RefuseDone int
 	// Failing answers 503 UNAVAILABLE to every node route.
 	Failing bool
+	// Offer, when set, answers every new registration needs-upgrade with
+	// this upgrade object, whatever the releases say: a compromised
+	// founder offering what it likes.
+	Offer map[string]any
 
 	// What the joiner sent.
 	Registers   []map[string]any
@@ -258,7 +263,10 @@ func (f *Founder) register(w http.ResponseWriter, req *http.Request) {
 	}
 	state := wire.StatePending
 	var up map[string]any
-	if rel != f.ClusterRelease {
+	switch {
+	case f.Offer != nil:
+		state, up = wire.StateNeedsUpgrade, f.Offer
+	case rel != f.ClusterRelease:
 		if self, _ := body["selfUpgrade"].(bool); !self {
 			writeJSON(w, 409, map[string]any{"code": "RELEASE_MISMATCH", "message": "the joiner's release does not match the cluster's",
 				"details": map[string]any{"joinerRelease": rel, "clusterRelease": f.ClusterRelease, "reason": "self-upgrade not requested"}})
@@ -446,6 +454,19 @@ func (f *Founder) releaseFile(w http.ResponseWriter, req *http.Request) {
 		data[len(data)/2] ^= 0xff
 	}
 	http.ServeContent(w, req, "", time.Time{}, bytes.NewReader(data))
+}
+
+// Requested lists the release paths requested that contain part.
+func (f *Founder) Requested(part string) []string {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	var out []string
+	for _, r := range f.ReleaseReqs {
+		if strings.Contains(r.Path, part) {
+			out = append(out, r.Path)
+		}
+	}
+	return out
 }
 
 // RequestsFor reports the requests recorded for path.
