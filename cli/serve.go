@@ -33,6 +33,8 @@ func newServeCmd() *cobra.Command {
 	concurrency := fs.Int("release-concurrency", 4, "release files served at once")
 	cache := byteSize(repo.DefaultCacheBytes)
 	fs.Var(&cache, "release-cache", "memory for verified release chunks, shared by downloads (e.g. 256MiB, 1GiB; 0: none)")
+	upload := byteSize(repo.DefaultUploadLimits.MaxBytes)
+	fs.Var(&upload, "release-upload-limit", "largest release upload (stratum release push) taken, tar stream included (e.g. 16GiB)")
 	source := fs.String("release-source", "", "release mirror URL to offer instead of serving releases")
 	timeout := fs.Duration("delivery-timeout", 30*time.Minute, "time a delivery may stay unacknowledged")
 	probe := fs.Bool("probe-startupz", true, "probe every member's agent /startupz for the boot fields of the members lists and bundle")
@@ -61,7 +63,7 @@ func newServeCmd() *cobra.Command {
 		return founder.Serve(cmd.Context(), founder.Options{
 			Data: founder.DataDir(*data), Keys: ks, Store: *dsn, Dev: *dev, ConfigFile: *config,
 			APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
-			ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseSource: *source, DeliveryTimeout: *timeout,
+			ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseUploadBytes: int64(upload), ReleaseSource: *source, DeliveryTimeout: *timeout,
 			OpenBao: bao, Packages: specs,
 			ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort, AllowPublicConnect: *allowPublic,
 			AcceptAuditRollback: *acceptRollback, Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: cmd.OutOrStdout(), JSONBanner: *logFormat == "json",

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -413,5 +414,82 @@ func TestCLIReleasePush(t *testing.T) {
 	}
 	if r := stratumEnv(t, nil, "release", "list", "--data", f.Dir); r.code == 0 || !strings.Contains(r.stderr, "--api") {
 		t.Fatalf("release list --data on a running founder: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// TestReleaseUploadRefusesHostileTar: the upload endpoint of a running
+// founder, attacked with tar streams that would write outside the tree
+// (.., an absolute path, a symbolic link then a file through it), that
+// carry a file the signed manifest does not list, or that exceed the
+// founder's --release-upload-limit: each is refused, and nothing is
+// written outside the staging directory nor kept.
+func TestReleaseUploadRefusesHostileTar(t *testing.T) {
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true, Args: []string{"--release-upload-limit", "2MiB"}})
+	admin := f.Admin(t)
+	tree := stratumtest.SignedReleaseTree(t, "0.2.0", []string{"0.1.0"}, 4<<10)
+	tree.Trust(t, f.Dir)
+	mb, _ := os.ReadFile(filepath.Join(tree.Dir, "payload", "manifest.json"))
+	sb, _ := os.ReadFile(filepath.Join(tree.Dir, "payload", "manifest.sig"))
+	outside := filepath.Join(filepath.Dir(f.Dir), "escaped-"+filepath.Base(f.Dir))
+
+	type entry struct {
+		name, link string
+		typ        byte
+		body       []byte
+	}
+	stream := func(entries ...entry) []byte {
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		for _, e := range append([]entry{{name: "payload/manifest.json", body: mb}, {name: "payload/manifest.sig", body: sb}}, entries...) {
+			typ := e.typ
+			if typ == 0 {
+				typ = tar.TypeReg
+			}
+			tw.WriteHeader(&tar.Header{Name: e.name, Linkname: e.link, Typeflag: typ, Mode: 0o644, Size: int64(len(e.body))})
+			tw.Write(e.body)
+		}
+		tw.Close()
+		return b.Bytes()
+	}
+	rel, _ := filepath.Rel(filepath.Join(f.Dir, "uploads"), outside)
+	for _, tc := range []struct {
+		name   string
+		body   []byte
+		status int
+	}{
+		{"dot-dot", stream(entry{name: filepath.ToSlash(rel), body: []byte("pwned")}), 400},
+		{"absolute", stream(entry{name: outside, body: []byte("pwned")}), 400},
+		{"symlink", stream(entry{name: "os/link", typ: tar.TypeSymlink, link: filepath.Dir(outside)}, entry{name: "os/link/" + filepath.Base(outside), body: []byte("pwned")}), 400},
+		{"unlisted file", stream(entry{name: "os/extra", body: []byte("pwned")}), 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", "https://"+f.API+"/v1/admin/releases/upload", bytes.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+admin.Token)
+			req.Header.Set("Content-Type", "application/x-tar")
+			resp, err := f.Client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			if _, err := os.Lstat(outside); !os.IsNotExist(err) {
+				t.Fatalf("the upload wrote outside the tree: %v", err)
+			}
+			for _, d := range []string{"uploads", "releases/0.2.0"} {
+				if _, err := os.Stat(filepath.Join(f.Dir, d)); !os.IsNotExist(err) {
+					t.Fatalf("a refused upload left %s", d)
+				}
+			}
+		})
+	}
+	// The CLI against the limit: a clear refusal, exit 1.
+	big := stratumtest.SignedReleaseTree(t, "0.3.0", []string{"0.1.0"}, 3<<20)
+	big.Trust(t, f.Dir)
+	env := cliEnv(t, f)
+	cliLogin(t, f, env)
+	if r := stratumEnv(t, env, "release", "push", big.Dir); r.code != 1 || !strings.Contains(r.stderr, "limit") {
+		t.Fatalf("push over the limit: exit %d %s", r.code, r.stderr)
 	}
 }

@@ -48,8 +48,11 @@ type Options struct {
 	// ReleaseCacheBytes bounds the cache of verified release chunks
 	// (0: repo.DefaultCacheBytes; < 0: no cache).
 	ReleaseCacheBytes int64
-	ReleaseSource     string
-	DeliveryTimeout   time.Duration
+	// ReleaseUploadBytes bounds one release upload's tar stream (0: the
+	// repository's default).
+	ReleaseUploadBytes int64
+	ReleaseSource      string
+	DeliveryTimeout    time.Duration
 	// ProbeStartupz turns the boot-health prober on (SPEC 11): every
 	// ProbeInterval each member's agent is asked at mgmtIp:AgentPort.
 	ProbeStartupz bool
@@ -240,7 +243,8 @@ func (f *Founder) run(ctx context.Context) error {
 		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease,
 		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db}, Audit: audit.New(audit.Config{DB: f.db}), Health: storeHealth{f.db},
 		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
-		Releases: &repo.Catalog{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys(), Checks: f.releaseChecks},
+		Releases: &repo.Catalog{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys(), Checks: f.releaseChecks,
+			UploadLimits: uploadLimits(f.opts.ReleaseUploadBytes)},
 	})
 	servers := []*http.Server{newServer(f.api.AdminHandler(), f.log), newServer(f.api.JoinHandler(), f.log)}
 	lns := []net.Listener{apiLn, joinLn}
@@ -321,4 +325,13 @@ func (f *Founder) banner(apiAddr, joinAddr string) {
 	fmt.Fprintf(f.opts.Out, "  console:        https://%s/ui/\n", apiAddr)
 	fmt.Fprintf(f.opts.Out, "  OpenBao:        %s\n", f.openBaoLine)
 	f.log.Info("serving", "api", apiAddr, "join", joinAddr, "caPin", f.ca.Pin(), "cluster", f.id.ClusterID)
+}
+
+// uploadLimits is the repository's default with the operator's byte bound.
+func uploadLimits(maxBytes int64) repo.UploadLimits {
+	l := repo.DefaultUploadLimits
+	if maxBytes > 0 {
+		l.MaxBytes = maxBytes
+	}
+	return l
 }
