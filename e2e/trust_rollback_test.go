@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"stratum/internal/pgtest"
+	"stratum/tpm/tpmtest"
 )
 
 // auditRollback is where an attacker with write access to the store
@@ -167,4 +168,39 @@ func TestTrust16_3_ReplayedAuditHeadRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With --tpm the mark is counted in a TPM NV counter: an attacker who
+// puts back an older copy of the whole data directory (store and mark
+// file together, which agree) is still refused, since the older file
+// names a lower counter value than the TPM holds.
+func TestTrust16_3_OlderDirectoryRefusedByTPMCounter(t *testing.T) {
+	t.Parallel()
+	sock := tpmtest.StartSwtpm(t)
+	tmp := t.TempDir()
+	dir, old := filepath.Join(tmp, "data"), filepath.Join(tmp, "old")
+	stoppedWithTokens(t, dir, 2, "--tpm", sock)
+	copyDir(t, dir, old)
+	stoppedWithTokens(t, dir, 3, "--tpm", sock)
+	for _, name := range []string{"stratum.db", "audit.hwm"} {
+		copyFile(t, filepath.Join(old, name), filepath.Join(dir, name))
+	}
+	r := refusedServe(t, dir, "--tpm", sock)
+	if !strings.Contains(r.stderr, "older copy") || !strings.Contains(r.stderr, "--accept-audit-rollback") {
+		t.Fatalf("serve of the older directory: %q, want the TPM counter's refusal", r.stderr)
+	}
+	f := startFounder(t, dir, "--tpm", sock, "--accept-audit-rollback")
+	email, password := credentials(t, dir)
+	accepted := 0
+	for _, ev := range f.auditEvents(f.login(email, password)) {
+		if ev.Kind == "audit.rollback.accepted" && ev.Data["tpmCounter"] != "" {
+			accepted++
+		}
+	}
+	if accepted != 1 {
+		t.Fatalf("%d audited acceptances of the TPM counter's refusal, want 1", accepted)
+	}
+	f.stopOK()
+	f = startFounder(t, dir, "--tpm", sock)
+	f.stopOK()
 }

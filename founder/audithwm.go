@@ -1,6 +1,8 @@
 package founder
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 
 	"stratum/crypto"
 	"stratum/store"
+	"stratum/tpm"
 )
 
 // The audit high-water mark (SPEC 16.3): the highest audit sequence and
@@ -26,8 +29,16 @@ func (d DataDir) AuditHWM() string { return d.path("audit.hwm") }
 // hwmAD binds the sealed mark to its purpose.
 var hwmAD = []byte("stratum audit.hwm v1")
 
+// hwmRecord is the sealed content of audit.hwm.
+type hwmRecord struct {
+	store.AuditMark
+	// Counter is the TPM NV counter's value once this record was written
+	// (with --tpm): an older copy of the file has a lower one.
+	Counter uint64 `json:"counter,omitempty"`
+}
+
 // readAuditHWM returns the mark, or found=false when there is none yet.
-func (d DataDir) readAuditHWM(key *crypto.DataKey) (m store.AuditMark, found bool, err error) {
+func (d DataDir) readAuditHWM(key *crypto.DataKey) (m hwmRecord, found bool, err error) {
 	ct, err := crypto.ReadFileLimit(d.AuditHWM(), 4096)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, false, nil
@@ -45,7 +56,7 @@ func (d DataDir) readAuditHWM(key *crypto.DataKey) (m store.AuditMark, found boo
 	return m, true, nil
 }
 
-func (d DataDir) writeAuditHWM(key *crypto.DataKey, m store.AuditMark) error {
+func (d DataDir) writeAuditHWM(key *crypto.DataKey, m hwmRecord) error {
 	pt, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -88,7 +99,7 @@ func (d DataDir) CheckAuditHWM(key *crypto.DataKey, have store.AuditMark) error 
 	if err != nil || !found {
 		return err
 	}
-	return checkAuditMark(have, mark, d.AuditHWM())
+	return checkAuditMark(have, mark.AuditMark, d.AuditHWM())
 }
 
 // auditKeeper holds the mark while the founder serves: the store tells it
@@ -97,6 +108,11 @@ type auditKeeper struct {
 	d   DataDir
 	key *crypto.DataKey
 	log *slog.Logger
+
+	// counter, with --tpm, counts the file's writes in the TPM; count is
+	// its value.
+	counter *tpm.Counter
+	count   uint64
 
 	mu      sync.Mutex
 	mark    store.AuditMark // the highest seen
@@ -116,10 +132,45 @@ func (f *Founder) guardAuditRollback(accept bool) error {
 	if err != nil {
 		return err
 	}
-	mark, found, err := d.readAuditHWM(key)
+	rec, found, err := d.readAuditHWM(key)
 	if err != nil && !accept {
 		return err
 	}
+	var counter *tpm.Counter
+	var count uint64
+	if f.opts.Keys.TPM != "" {
+		c := tpm.NewCounter(f.opts.Keys.TPM, hwmCounterIndex(f.id.ClusterID))
+		counter = &c
+		var defined bool
+		if count, defined, err = c.Read(); err != nil {
+			return fmt.Errorf("the audit high-water mark's TPM counter: %w", err)
+		}
+		if found && rec.Counter != 0 && !defined {
+			// The key was resealed to a new TPM (tpm recover): its counter
+			// starts now.
+			f.log.Warn("this TPM has no audit high-water mark counter yet, though the mark was counted before (a new TPM?); starting one",
+				"file", d.AuditHWM(), "index", fmt.Sprintf("0x%08x", c.Index()), "markCounter", rec.Counter)
+		}
+		if cerr := checkHWMCounter(rec, found, count, defined, d.AuditHWM(), c.Index()); cerr != nil {
+			if !accept {
+				return cerr
+			}
+			f.log.Warn("audit high-water mark does not match the TPM counter; accepted", "err", cerr)
+			if err := f.db.Update(func(tx *store.Tx) error {
+				return tx.Audit("audit.rollback.accepted", "operator (--accept-audit-rollback)", "audit", map[string]string{
+					"storeSeq": strconv.FormatUint(have.Seq, 10), "markSeq": strconv.FormatUint(rec.Seq, 10),
+					"markCounter": strconv.FormatUint(rec.Counter, 10), "tpmCounter": strconv.FormatUint(count, 10),
+				})
+			}); err != nil {
+				return err
+			}
+			if have, err = f.db.AuditMark(); err != nil {
+				return err
+			}
+			found = false // the store and the TPM set the mark anew
+		}
+	}
+	mark := rec.AuditMark
 	if found && err == nil {
 		if rerr := checkAuditMark(have, mark, d.AuditHWM()); rerr != nil {
 			if !accept {
@@ -141,11 +192,10 @@ func (f *Founder) guardAuditRollback(accept bool) error {
 	} else if !found && have.Seq > 0 {
 		f.log.Info("no audit high-water mark yet; starting one", "file", d.AuditHWM(), "seq", have.Seq)
 	}
-	k := &auditKeeper{d: d, key: key, log: f.log, mark: have, kick: make(chan struct{}, 1), done: make(chan struct{})}
-	if err := d.writeAuditHWM(key, have); err != nil {
+	k := &auditKeeper{d: d, key: key, log: f.log, mark: have, counter: counter, count: count, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if err := k.write(have); err != nil {
 		return fmt.Errorf("write the audit high-water mark: %w", err)
 	}
-	k.written = have.Seq
 	f.db.OnAudit(k.advance)
 	go k.run()
 	f.closers = append(f.closers, k.stop)
@@ -188,11 +238,60 @@ func (k *auditKeeper) flush() {
 	if m.Seq <= k.written {
 		return
 	}
-	if err := k.d.writeAuditHWM(k.key, m); err != nil {
+	if err := k.write(m); err != nil {
 		k.log.Error("writing the audit high-water mark failed", "file", k.d.AuditHWM(), "err", err)
-		return
+	}
+}
+
+// write replaces the file with m and, with a TPM, counts the write: the
+// file names the counter's next value before the counter moves, so a
+// crash between the two leaves a file one ahead (accepted at start), and
+// any older copy of the file is behind the counter.
+func (k *auditKeeper) write(m store.AuditMark) error {
+	rec := hwmRecord{AuditMark: m}
+	if k.counter != nil {
+		rec.Counter = k.count + 1
+	}
+	if err := k.d.writeAuditHWM(k.key, rec); err != nil {
+		return err
+	}
+	if k.counter != nil {
+		v, err := k.counter.Increment()
+		if err != nil {
+			return err
+		}
+		if v != rec.Counter {
+			// A new index starts where the TPM's counters left off.
+			rec.Counter = v
+			if err := k.d.writeAuditHWM(k.key, rec); err != nil {
+				return err
+			}
+		}
+		k.count = v
 	}
 	k.written = m.Seq
+	return nil
+}
+
+// hwmCounterIndex is the NV index of a cluster's counter, in the owner
+// range: fixed by the cluster, so a removed mark file is noticed.
+func hwmCounterIndex(clusterID string) uint32 {
+	sum := sha256.Sum256([]byte("stratum audit.hwm " + clusterID))
+	return 0x01810000 | uint32(binary.BigEndian.Uint16(sum[:2]))
+}
+
+// checkHWMCounter compares the mark file with the TPM's counter.
+func checkHWMCounter(rec hwmRecord, found bool, count uint64, defined bool, file string, index uint32) error {
+	hint := "; if you restored an older data directory on purpose, start once with --accept-audit-rollback"
+	switch {
+	case !found && defined:
+		return fmt.Errorf("%s is missing, yet the TPM's counter 0x%08x for this cluster is at %d: the mark was removed%s", file, index, count, hint)
+	case found && defined && rec.Counter < count:
+		return fmt.Errorf("%s was written at TPM counter %d, but the TPM's counter 0x%08x is at %d: the file is an older copy (events %d and later may have been removed from the store with it)%s", file, rec.Counter, index, count, rec.Seq+1, hint)
+	case found && defined && rec.Counter > count+1:
+		return fmt.Errorf("%s was written at TPM counter %d, ahead of the TPM's counter 0x%08x at %d: another TPM%s", file, rec.Counter, index, count, hint)
+	}
+	return nil
 }
 
 // stop writes the last mark and ends the writer.

@@ -16,7 +16,7 @@ func TestAuditHWMFile(t *testing.T) {
 	if _, found, err := d.readAuditHWM(key); found || err != nil {
 		t.Fatalf("no mark yet: found=%v err=%v", found, err)
 	}
-	m := store.AuditMark{Seq: 42, Head: "abc"}
+	m := hwmRecord{AuditMark: store.AuditMark{Seq: 42, Head: "abc"}, Counter: 7}
 	if err := d.writeAuditHWM(key, m); err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +49,34 @@ func TestCheckAuditMark(t *testing.T) {
 			var rb *AuditRollbackError
 			if tc.refuse != errors.As(err, &rb) {
 				t.Fatalf("checkAuditMark = %v, refuse=%v", err, tc.refuse)
+			}
+		})
+	}
+}
+
+func TestCheckHWMCounter(t *testing.T) {
+	rec := hwmRecord{AuditMark: store.AuditMark{Seq: 9}, Counter: 10}
+	for _, tc := range []struct {
+		name    string
+		rec     hwmRecord
+		found   bool
+		count   uint64
+		defined bool
+		refuse  bool
+	}{
+		{"in step", rec, true, 10, true, false},
+		{"a crash between file and counter", rec, true, 9, true, false},
+		{"first start with a TPM", hwmRecord{}, false, 0, false, false},
+		{"a mark kept before the TPM", hwmRecord{AuditMark: rec.AuditMark}, true, 0, false, false},
+		{"an older copy of the file", rec, true, 12, true, true},
+		{"the file removed", hwmRecord{}, false, 12, true, true},
+		{"a new TPM (the key resealed)", rec, true, 0, false, false},
+		{"a TPM behind the file", rec, true, 3, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkHWMCounter(tc.rec, tc.found, tc.count, tc.defined, "audit.hwm", 0x01810001)
+			if (err != nil) != tc.refuse {
+				t.Fatalf("checkHWMCounter = %v, refuse=%v", err, tc.refuse)
 			}
 		})
 	}
