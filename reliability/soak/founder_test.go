@@ -99,34 +99,8 @@ func initFounder(t *testing.T, work, tree, pubDir string) string {
 	return dir
 }
 
-// founder is a running `stratum serve` child process whose output goes
-// to a file (a long soak would not fit in memory).
-type founder struct {
-	*stratumtest.Founder
-	pid int
-}
-
-// startFounder runs `stratum serve` on dir with ephemeral ports; it must
-// stop cleanly on SIGINT within 30 s when the test ends.
-func startFounder(t *testing.T, dir string, extra ...string) *founder {
-	t.Helper()
-	sf := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: extra, LogFile: filepath.Join(filepath.Dir(dir), "founder.log")})
-	f := &founder{Founder: sf, pid: sf.Process().Pid}
-	t.Cleanup(func() {
-		select {
-		case <-sf.Exited():
-			return
-		default:
-		}
-		if code, _ := sf.Stop(os.Interrupt, 30*time.Second); code != 0 {
-			t.Errorf("founder exit %d after SIGINT:\n%s", code, sf.OutputTail(4096))
-		}
-	})
-	return f
-}
-
-// logLines counts the founder's log lines at each level.
-func (f *founder) logLevels() (map[string]int, []string) {
+// logLevels counts the founder's log lines at each level.
+func logLevels(f *stratumtest.Founder) (map[string]int, []string) {
 	b := []byte(f.Output())
 	levels := map[string]int{}
 	var errs []string
@@ -146,7 +120,7 @@ func (f *founder) logLevels() (map[string]int, []string) {
 
 // adminClient trusts only the cluster CA; cert, when given, is a node's
 // transport leaf for the node endpoints.
-func (f *founder) adminClient(cert *tls.Certificate) *http.Client {
+func adminClient(f *stratumtest.Founder, cert *tls.Certificate) *http.Client {
 	cfg := &tls.Config{RootCAs: f.Pool}
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}

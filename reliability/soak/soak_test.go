@@ -76,7 +76,18 @@ func TestSoak(t *testing.T) {
 	work := t.TempDir()
 	tree, pubDir := releaseTree(t, work)
 	dir := initFounder(t, work, tree, pubDir)
-	f := startFounder(t, dir, "--release-concurrency", "4")
+	// The founder's output goes to a file (a long soak would not fit in
+	// memory); it must stop cleanly on SIGINT within 30 s at the end.
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: []string{"--release-concurrency", "4"}, LogFile: filepath.Join(filepath.Dir(dir), "founder.log")})
+	pid := f.Process().Pid
+	t.Cleanup(func() {
+		if !f.Alive() {
+			return
+		}
+		if code, _ := f.Stop(os.Interrupt, 30*time.Second); code != 0 {
+			t.Errorf("founder exit %d after SIGINT:\n%s", code, f.OutputTail(4096))
+		}
+	})
 	keyring, err := release.LoadKeyring(pubDir, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -84,18 +95,18 @@ func TestSoak(t *testing.T) {
 
 	hard, stopHard := context.WithCancel(context.Background())
 	defer stopHard()
-	s := &soak{f: f, tally: newTally(), admin: f.adminClient(nil), keyring: keyring, hard: hard,
+	s := &soak{f: f, tally: newTally(), admin: adminClient(f, nil), keyring: keyring, hard: hard,
 		live: map[string]*joiner{}, ends: map[string]int{}}
-	s.adminTok = login(t, s)
+	s.adminTok = f.Admin(t).Token
 	s.recTok = recorderToken(t, s)
 	s.founder = founderNode(t, s)
 
-	sampler := f.adminClient(nil)
+	sampler := adminClient(f, nil)
 	take := func(at time.Duration, label string) sample {
 		sm := sample{at: at, label: label, requests: s.tally.total()}
 		var err error
-		if sm.vmRSS, sm.rssAnon, sm.rssFile, sm.fds, err = readProc(f.pid); err != nil {
-			t.Errorf("reading /proc/%d: %v", f.pid, err)
+		if sm.vmRSS, sm.rssAnon, sm.rssFile, sm.fds, err = readProc(pid); err != nil {
+			t.Errorf("reading /proc/%d: %v", pid, err)
 		}
 		_, body, _, ok := s.do(call{op: "metrics", client: sampler, method: "GET", url: s.adminURL("/metrics"), expect: []int{200}})
 		if ok {
@@ -117,7 +128,7 @@ func TestSoak(t *testing.T) {
 	idle := take(0, "idle")
 	samples := []sample{idle}
 	t.Logf("soak: %v of traffic, a sample every %v; founder pid %d, idle: %d goroutines, %d fds, VmRSS %.1f MiB",
-		duration, interval, f.pid, idle.goroutines, idle.fds, mib(idle.vmRSS))
+		duration, interval, pid, idle.goroutines, idle.fds, mib(idle.vmRSS))
 
 	// ---- traffic ----
 	soakStart = time.Now()
@@ -215,7 +226,7 @@ func TestSoak(t *testing.T) {
 
 	// ---- end state checks ----
 	finalChecks(t, s)
-	levels, logLines := f.logLevels()
+	levels, logLines := logLevels(f)
 
 	// ---- report ----
 	var traffic []sample
@@ -347,26 +358,6 @@ func finalChecks(t *testing.T, s *soak) {
 		s.tally.checkFailed("audit verify: %s", out)
 	}
 	t.Logf("audit verify: %s", strings.TrimSpace(out))
-}
-
-func login(t *testing.T, s *soak) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(s.f.Dir, "bootstrap-credentials.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds := map[string]string{}
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		k, v, _ := strings.Cut(l, "=")
-		creds[k] = v
-	}
-	var out struct {
-		Token string `json:"token"`
-	}
-	if _, raw, _, ok := s.do(call{op: "login", client: s.admin, method: "POST", url: s.adminURL("/v1/auth/login"), body: map[string]string{"email": creds["email"], "password": creds["password"]}, expect: []int{200}, out: &out}); !ok || out.Token == "" {
-		t.Fatalf("login: %s", raw)
-	}
-	return out.Token
 }
 
 // recorderToken is an API token that may record and describe releases,

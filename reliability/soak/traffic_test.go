@@ -28,6 +28,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"stratum/internal/stratumtest"
 	"stratum/release"
 )
 
@@ -47,7 +48,7 @@ const (
 
 // soak is one run's shared state.
 type soak struct {
-	f        *founder
+	f        *stratumtest.Founder
 	tally    *tally
 	admin    *http.Client
 	adminTok string // the bootstrap admin's session
@@ -431,7 +432,7 @@ func (j *joiner) turn(v view) string {
 			s.tally.checkFailed("joiner %d: delivered leaf does not load: %v", j.n, err)
 			return "bad delivery"
 		}
-		self := &agent{nodeID: me, client: s.f.adminClient(&cert)}
+		self := &agent{nodeID: me, client: adminClient(s.f, &cert)}
 		if !progress("installing", "installing") {
 			return "error"
 		}
