@@ -282,7 +282,7 @@ func newReleaseListCmd() *cobra.Command {
 				return err
 			}
 			defer db.Close()
-			if list.Releases, err = repo.List(db, nil); err != nil {
+			if list.Releases, err = repo.ListStopped(db, *dataDir); err != nil {
 				return err
 			}
 			if raw, err = json.Marshal(list); err != nil {

@@ -189,3 +189,43 @@ func Recheck(ctx context.Context, db *store.DB, dataDir string, checks *Checks, 
 	log.Info("release files checked", "files", checked, "missing", missing, "corrupt", corrupt, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
+
+// ListStopped is List for a stopped founder (`release list --data`): a
+// file not on disk at its indexed size is reported missing or corrupt,
+// without marking the store; the bytes themselves are checked by the
+// founder's start.
+func ListStopped(db *store.DB, dataDir string) ([]Imported, error) {
+	list, err := List(db, nil)
+	if err != nil {
+		return nil, err
+	}
+	byRelease := map[string]int{}
+	for i, r := range list {
+		byRelease[r.Release] = i
+	}
+	err = db.View(func(tx *store.Tx) error {
+		return bucketFiles.ForEach(tx, func(key string, raw []byte) error {
+			rel, path, _ := strings.Cut(key, "\x00")
+			i, ok := byRelease[rel]
+			if !ok || bucketCorrupt.Has(tx, key) {
+				return nil
+			}
+			var fi fileIndex
+			if err := json.Unmarshal(raw, &fi); err != nil {
+				return fmt.Errorf("release file index %q: %w", key, err)
+			}
+			st, err := os.Stat(filepath.Join(dataDir, "releases", rel, filepath.FromSlash(path)))
+			switch {
+			case err != nil:
+				list[i].Missing = append(list[i].Missing, path)
+			case st.Size() != fi.Size:
+				list[i].Corrupt = append(list[i].Corrupt, path)
+			}
+			return nil
+		})
+	})
+	for i := range list {
+		list[i].withStatus(nil)
+	}
+	return list, err
+}
