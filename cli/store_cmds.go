@@ -10,11 +10,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"stratum/backup"
+	"stratum/crypto"
 	"stratum/founder"
 	"stratum/store"
 )
@@ -124,26 +126,20 @@ func backupViaSocket(ctx context.Context, sock, out string, breq founder.BackupR
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return 0, fmt.Errorf("the founder refused the backup: %s", bytes.TrimSpace(msg))
 	}
-	tmp := out + ".partial"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(f, resp.Body)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && resp.Trailer.Get("X-Backup-Error") != "" {
-		err = errors.New("backup failed on the founder: " + resp.Trailer.Get("X-Backup-Error"))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return n, err
-	}
-	return n, os.Rename(tmp, out)
+	// OUT.partial is the temp file: the crash harness watches it to know a
+	// live backup is streaming.
+	var n int64
+	err = crypto.WriteFileAtomicAs(out, filepath.Base(out)+".partial", 0o600, func(w io.Writer) error {
+		var err error
+		if n, err = io.Copy(w, resp.Body); err != nil {
+			return err
+		}
+		if msg := resp.Trailer.Get("X-Backup-Error"); msg != "" {
+			return errors.New("backup failed on the founder: " + msg)
+		}
+		return nil
+	})
+	return n, err
 }
 
 func newRestoreCmd() *cobra.Command {

@@ -25,11 +25,28 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 // WriteFileAtomicFunc is WriteFileAtomic for content that fill streams;
 // when fill fails, path is left as it was.
 func WriteFileAtomicFunc(path string, mode os.FileMode, fill func(io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
+	return writeAtomic(f, path, mode, fill)
+}
+
+// WriteFileAtomicAs is WriteFileAtomicFunc through a temp file of a known
+// name in path's directory (FILE.partial, say), for a writer whose
+// progress another process watches; a crash leaves at most that file.
+func WriteFileAtomicAs(path, tmpName string, mode os.FileMode, fill func(io.Writer) error) error {
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(path), filepath.Base(tmpName)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(f, path, mode, fill)
+}
+
+// writeAtomic fills the temp file f, fsyncs it, renames it to path and
+// fsyncs the directory; on failure f is removed and path left as it was.
+func writeAtomic(f *os.File, path string, mode os.FileMode, fill func(io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
 	tmp := f.Name()
 	defer func() {
 		if err != nil {

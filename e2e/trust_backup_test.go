@@ -20,6 +20,7 @@ import (
 
 	"stratum/backup"
 	"stratum/crypto"
+	"stratum/store"
 )
 
 // forgedBackup writes a backup file of the store file at storePath as
@@ -176,7 +177,8 @@ func TestTrust16_4_BackupsCannotBeForged(t *testing.T) {
 		var id struct {
 			ClusterID string `json:"clusterId"`
 		}
-		_ = json.Unmarshal(tx.Bucket([]byte("cluster")).Get([]byte("identity")), &id)
+		raw, _ := store.RecordPayload(tx.Bucket([]byte("cluster")).Get([]byte("identity")))
+		_ = json.Unmarshal(raw, &id)
 		clusterA = id.ClusterID
 		return nil
 	})

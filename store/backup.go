@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
 	bolt "go.etcd.io/bbolt"
+
+	"stratum/crypto"
 )
 
 // Backup writes a consistent zstd-compressed snapshot of the store to w
@@ -100,26 +101,15 @@ func RestoreReader(r io.Reader, path string) (int64, error) {
 	return n, b.Close()
 }
 
-// writeAtomic writes through a temp file, fsyncs and renames into place.
+// writeAtomic writes what fill writes to path through the one atomic
+// writer (temp file, fsync, rename, directory fsync) at mode 0600 and
+// answers how many bytes fill wrote.
 func writeAtomic(path string, fill func(io.Writer) (int64, error)) (int64, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return 0, err
-	}
-	n, err := fill(tmp)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return n, err
-	}
-	return n, os.Rename(tmp.Name(), path)
+	var n int64
+	err := crypto.WriteFileAtomicFunc(path, 0o600, func(w io.Writer) error {
+		var err error
+		n, err = fill(w)
+		return err
+	})
+	return n, err
 }
