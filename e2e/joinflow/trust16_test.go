@@ -2,10 +2,12 @@ package joinflow
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"stratum/internal/pgtest"
 	"stratum/internal/stratumtest"
@@ -142,4 +144,76 @@ func TestTrust16_8_NoDowngradeByBuildMetadata(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTrust16_9_FairReleaseSlots: two registrations hold the founder's 4
+// release slots with 2 stalled reads each; a third waits (503
+// RELEASE_BUSY, Retry-After 1: first in line) and a fourth is second in
+// line (Retry-After 2). When one of the first registration's reads ends,
+// its second read is refused while the others wait, the second in line
+// is refused, and the first in line gets the slot (second build: the
+// holders took every freed slot again and the third waited forever).
+func TestTrust16_9_FairReleaseSlots(t *testing.T) {
+	f := trustFounder(t, "0.2.0", "--release-concurrency", "4")
+	tree := stratumtest.SignedReleaseTree(t, "0.2.0", nil, 32<<20)
+	tree.Trust(t, f.Dir)
+	f.do(t, "POST", "/v1/admin/releases", map[string]any{"path": tree.Dir}, 201, nil)
+	token := f.joinToken(t, 4)
+	type reg struct {
+		c   *http.Client
+		url string
+	}
+	register := func(mgmt string) reg {
+		c := selfSignedClient(t, f.Pool, 64<<10) // a reader that stops reading stalls the founder's writes
+		a := send(t, c, "POST", "https://"+f.Join+"/v1/join/registrations", "", map[string]any{"token": token, "release": "0.1.0", "selfUpgrade": true, "hostname": "lab-" + strings.ReplaceAll(mgmt, ".", "-"), "mgmtIp": mgmt}).want(t, 201, "")
+		var v struct{ JoinID, State string }
+		_ = json.Unmarshal(a.raw, &v)
+		if v.State != "needs-upgrade" {
+			t.Fatalf("registration %s: %s", mgmt, a.raw)
+		}
+		return reg{c, "https://" + f.Join + "/v1/join/registrations/" + v.JoinID + "/release/" + tree.Blob}
+	}
+	get := func(r reg) *http.Response {
+		t.Helper()
+		resp, err := r.c.Get(r.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			resp.Body.Close()
+		}
+		return resp
+	}
+	busy := func(who string, resp *http.Response, retryAfter string) {
+		t.Helper()
+		if resp.StatusCode != 503 || (retryAfter != "" && resp.Header.Get("Retry-After") != retryAfter) {
+			t.Fatalf("%s: %d Retry-After %q, want 503 RELEASE_BUSY with Retry-After %s", who, resp.StatusCode, resp.Header.Get("Retry-After"), retryAfter)
+		}
+	}
+	a, b, c, d := register("192.0.2.91"), register("192.0.2.92"), register("192.0.2.93"), register("192.0.2.94")
+	var held []*http.Response
+	for _, r := range []reg{a, a, b, b} {
+		resp := get(r)
+		if resp.StatusCode != 200 {
+			t.Fatalf("a holder's read: %d", resp.StatusCode)
+		}
+		held = append(held, resp)
+	}
+	t.Cleanup(func() {
+		for _, r := range held {
+			r.Body.Close()
+		}
+	})
+	busy("the third registration", get(c), "1")
+	busy("the fourth registration", get(d), "2")
+
+	held[0].Body.Close() // one of a's reads ends: a slot comes free
+	time.Sleep(time.Second)
+	busy("the first registration's second read while others wait", get(a), "")
+	busy("the second in line", get(d), "2")
+	resp := get(c)
+	if resp.StatusCode != 200 {
+		t.Fatalf("the first in line after a slot came free: %d, want 200", resp.StatusCode)
+	}
+	held = append(held, resp)
 }

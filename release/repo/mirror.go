@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"stratum/apierr"
 	"stratum/semver"
@@ -48,6 +49,10 @@ type Mirror struct {
 	limits  ReadLimits
 	mu      sync.Mutex
 	holders map[string]int // reads in flight per holder
+	// waiters are the registrations holding no read that were refused
+	// for want of a slot, oldest first (SPEC 16.9): free slots go to them
+	// before anyone takes a second one.
+	waiters []waiter
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -160,22 +165,87 @@ func (m *Mirror) CacheBytes() int { return int(m.cache.Bytes()) }
 // InFlight is the number of slots taken now.
 func (m *Mirror) InFlight() int { return len(m.slots) }
 
+// Waiting registrations (SPEC 16.9): at most maxWaiters are kept, and
+// one that does not come back within waiterTTL loses its place.
+const (
+	maxWaiters = 32
+	waiterTTL  = 15 * time.Second
+)
+
+type waiter struct {
+	holder string
+	seen   time.Time
+}
+
 // acquire takes one of holder's read slots and a slot of the founder, at
 // once or not at all: a read waits for no slot (the client is told to
-// come back instead).
+// come back instead). While registrations holding no read wait for a
+// slot, a free slot goes to them in the order they came, and nobody
+// takes a second one; each waiter's Retry-After tells its place.
 func (m *Mirror) acquire(holder string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.holders[holder] >= m.limits.PerHolder {
 		return m.busyError(fmt.Sprintf("this registration is already reading %d release files, its limit", m.limits.PerHolder))
 	}
+	now := time.Now()
+	m.dropStaleWaiters(now)
+	place := m.place(holder) // 0: not waiting
+	free := cap(m.slots) - len(m.slots)
+	switch {
+	case m.holders[holder] > 0 && len(m.waiters) > 0:
+		return m.busyError(fmt.Sprintf("%d registration(s) wait for their first release file; a second read waits until they have one", len(m.waiters)))
+	case place > 0 && place > free:
+		m.waiters[place-1].seen = now
+		return m.queuedError(place)
+	case place == 0 && len(m.waiters) >= free:
+		if m.holders[holder] > 0 || len(m.waiters) >= maxWaiters {
+			return m.busyError(fmt.Sprintf("the founder is already sending %d release files, its limit", cap(m.slots)))
+		}
+		m.waiters = append(m.waiters, waiter{holder: holder, seen: now})
+		return m.queuedError(len(m.waiters))
+	}
 	select {
 	case m.slots <- struct{}{}:
 	default:
 		return m.busyError(fmt.Sprintf("the founder is already sending %d release files, its limit", cap(m.slots)))
 	}
+	if place > 0 {
+		m.waiters = append(m.waiters[:place-1], m.waiters[place:]...)
+	}
 	m.holders[holder]++
 	return nil
+}
+
+// place is holder's 1-based place among the waiters, 0 when not waiting.
+func (m *Mirror) place(holder string) int {
+	for i, w := range m.waiters {
+		if w.holder == holder {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func (m *Mirror) dropStaleWaiters(now time.Time) {
+	kept := m.waiters[:0]
+	for _, w := range m.waiters {
+		if now.Sub(w.seen) < waiterTTL {
+			kept = append(kept, w)
+		}
+	}
+	m.waiters = kept
+}
+
+// queuedError tells a waiting registration its place: Retry-After grows
+// with it (1 s for the first, at most 5 s).
+func (m *Mirror) queuedError(place int) *apierr.Error {
+	m.busy.Add(1)
+	return &apierr.Error{
+		Code:       apierr.ReleaseBusy,
+		Message:    fmt.Sprintf("every release slot is taken; this registration is number %d in line for the next one: retry after the Retry-After delay", place),
+		RetryAfter: min(place, 5),
+	}
 }
 
 func (m *Mirror) release(holder string) {
