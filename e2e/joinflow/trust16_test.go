@@ -157,8 +157,8 @@ func TestTrust16_9_FairReleaseSlots(t *testing.T) {
 	f := trustFounder(t, "0.2.0", "--release-concurrency", "4")
 	tree := stratumtest.SignedReleaseTree(t, "0.2.0", nil, 32<<20)
 	tree.Trust(t, f.Dir)
-	f.do(t, "POST", "/v1/admin/releases", map[string]any{"path": tree.Dir}, 201, nil)
-	token := f.joinToken(t, 4)
+	f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": tree.Dir}, 201, nil)
+	token := joinToken(t, f, 4)
 	type reg struct {
 		c   *http.Client
 		url string
