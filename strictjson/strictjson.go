@@ -102,13 +102,20 @@ var (
 	timeType            = reflect.TypeFor[time.Time]()
 )
 
+var opaqueCache sync.Map // reflect.Type -> bool
+
 // opaque types decode themselves (or take anything): no key checks inside.
+// The answer is kept per type: Implements on every value of a large body
+// was a tenth of its decoding.
 func opaque(t reflect.Type) bool {
-	if t.Kind() == reflect.Interface {
-		return true
+	if v, ok := opaqueCache.Load(t); ok {
+		return v.(bool)
 	}
-	return t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) ||
+	o := t.Kind() == reflect.Interface ||
+		t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) ||
 		t.Implements(textUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType)
+	opaqueCache.Store(t, o)
+	return o
 }
 
 // target is v with pointers followed, allocating them: called once the
@@ -244,7 +251,7 @@ func (d *decoder) array(v reflect.Value, t reflect.Type, path string) error {
 // repeated key, or one differing from another only by case, is a problem
 // at its path), then member reads its value.
 func (d *decoder) members(path string, member func(key, at string) error) error {
-	seen := map[string]string{} // lower-case key -> key as given
+	var seen keySet
 	for d.dec.More() {
 		tok, err := d.dec.Token()
 		if err != nil {
@@ -252,20 +259,90 @@ func (d *decoder) members(path string, member func(key, at string) error) error 
 		}
 		key := tok.(string)
 		at := join(path, key)
-		if prev, dup := seen[strings.ToLower(key)]; dup {
+		if prev, dup := seen.add(key); dup {
 			if prev == key {
 				d.fields.Add(at, "given twice")
 			} else {
 				d.fields.Add(at, "clashes with %q: keys differ only by case", prev)
 			}
 		}
-		seen[strings.ToLower(key)] = key
 		if err := member(key, at); err != nil {
 			return err
 		}
 	}
 	_, err := d.dec.Token()
 	return syntaxError(err)
+}
+
+// keySet holds the keys of one object so far, to find one given twice or
+// differing from another only by case (strings.ToLower equal). A small
+// object's keys are compared in a slice (a map per object was a large
+// share of a large body's allocations); past keySetSmall keys, a map.
+type keySet struct {
+	small [keySetSmall]string
+	n     int
+	big   map[string]string // lower-case key -> the last key given
+}
+
+const keySetSmall = 16
+
+// add records key and returns the earlier key it clashes with, if any
+// (the last one given, as a map keyed by lower case would hold).
+func (k *keySet) add(key string) (prev string, dup bool) {
+	if k.big == nil && k.n < keySetSmall {
+		for i := k.n - 1; i >= 0; i-- {
+			if sameLower(k.small[i], key) {
+				prev, dup = k.small[i], true
+				break
+			}
+		}
+		k.small[k.n] = key
+		k.n++
+		return prev, dup
+	}
+	if k.big == nil {
+		k.big = make(map[string]string, 2*keySetSmall)
+		for _, s := range k.small[:k.n] {
+			k.big[strings.ToLower(s)] = s
+		}
+	}
+	lower := strings.ToLower(key)
+	prev, dup = k.big[lower]
+	k.big[lower] = key
+	return prev, dup
+}
+
+// sameLower is strings.ToLower(a) == strings.ToLower(b), without
+// allocating for ASCII keys.
+func sameLower(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if len(a) != len(b) || !isASCII(a) || !isASCII(b) {
+		return (!isASCII(a) || !isASCII(b)) && strings.ToLower(a) == strings.ToLower(b)
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *decoder) mapObject(v reflect.Value, t reflect.Type, path string) error {

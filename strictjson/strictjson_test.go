@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -100,4 +101,29 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("a refusal outside the envelope: %v", err)
 		}
 	})
+}
+
+// TestKeySetPastSmall: duplicate and case-clashing keys are found the same
+// in an object of a few keys (compared in place) and of many (a map).
+func TestKeySetPastSmall(t *testing.T) {
+	for _, n := range []int{3, keySetSmall + 5} {
+		var k keySet
+		for i := range n {
+			if _, dup := k.add(fmt.Sprintf("key%d", i)); dup {
+				t.Fatalf("n=%d: key%d reported twice", n, i)
+			}
+		}
+		if prev, dup := k.add("key1"); !dup || prev != "key1" {
+			t.Errorf("n=%d: key1 again: %q %v", n, prev, dup)
+		}
+		if prev, dup := k.add("KEY2"); !dup || prev != "key2" {
+			t.Errorf("n=%d: KEY2: %q %v", n, prev, dup)
+		}
+		if _, dup := k.add("kéy"); dup {
+			t.Errorf("n=%d: kéy clashes with nothing", n)
+		}
+		if prev, dup := k.add("KÉY"); !dup || prev != "kéy" {
+			t.Errorf("n=%d: KÉY: %q %v", n, prev, dup)
+		}
+	}
 }
