@@ -207,6 +207,13 @@ func testResourceOutputs(t *testing.T, cmds []*cobra.Command) {
 		jsonOf(path...)
 		cover(strings.Join(path, " "))
 	}
+	// release-set reads the summary, then pages of nodes[] up to --nodes.
+	if v := jsonOf("release-set", "--nodes", "1"); len(v["nodes"].([]any)) != 1 || v["summary"] == nil {
+		t.Errorf("release-set --nodes 1: %d nodes, summary %v", len(v["nodes"].([]any)), v["summary"])
+	}
+	if r := run("release-set", "--nodes", "1"); r.code != 0 || !strings.Contains(r.stdout, "showing 1 of 2 nodes") {
+		t.Errorf("release-set --nodes 1: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 	if v := jsonOf("cluster", "release", "set", "0.1.0"); v["admissionRelease"] != "0.1.0" {
 		t.Fatalf("cluster release set: %v", v)
 	}
