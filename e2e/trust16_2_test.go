@@ -76,7 +76,7 @@ func TestTrust16_2_ForgedRecordsGrantNothing(t *testing.T) {
 			apiToken, _ := json.Marshal(map[string]any{
 				"tokenId": "tok-forged01", "name": "forged", "kind": "api", "subject": email,
 				"policy": iam.AdminPolicy(),
-				"hash": crypto.HashToken(bearer), "createdAt": now, "expiresAt": now.Add(time.Hour),
+				"hash":   crypto.HashToken(bearer), "createdAt": now, "expiresAt": now.Add(time.Hour),
 			})
 			joinToken := "sjt1.jt-forged01.chosen-join-secret"
 			joinRec, _ := json.Marshal(map[string]any{
