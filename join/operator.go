@@ -33,7 +33,7 @@ func (s *Service) List(state string) ([]OperatorView, error) {
 		if members, err = cluster.Members(tx); err != nil {
 			return err
 		}
-				return bucketRegistrations.ForEach(tx, func(_ string, r record) error {
+		return bucketRegistrations.ForEach(tx, func(_ string, r record) error {
 			if state == "" || r.State == state {
 				recs = append(recs, r)
 			}
