@@ -7,7 +7,7 @@ DATA      ?= ./data
 FUZZTIME  ?= 10s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test bench fuzz fuzz-ci crash abuse soak lint clean
+.PHONY: build run test bench fuzz fuzz-ci crash abuse soak failover lint clean
 
 ## build: the static release binary (CGO_ENABLED=0) at bin/stratum
 build:
@@ -54,6 +54,11 @@ abuse:
 ## soak: 30 minutes of mixed traffic, sampling RSS, goroutines and fds
 soak:
 	SOAK_DURATION=30m $(GO) test -count=1 -v -timeout 45m ./reliability/soak/
+
+## failover: the Patroni failover test at full length (5 rounds of a
+## switchover and a SIGKILL of the primary's postmaster; make test runs 1)
+failover:
+	STRATUM_FAILOVER_ROUNDS=5 $(GO) test -count=1 -v -run 'TestPatroni' -timeout 30m ./e2e/
 
 ## lint: go.mod tidy, gofmt, go vet, staticcheck
 lint:
