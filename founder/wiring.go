@@ -106,6 +106,7 @@ func (f *Founder) startBackground(ctx context.Context) {
 	go f.recordOwnRelease(ctx)
 	go f.purgeSessions(ctx)
 	go f.watchForeignHolders(ctx)
+	go f.collectOrphanedContent(ctx)
 	go f.joins.Run(ctx)
 	go f.renewOpenBao(ctx)
 	if f.prober != nil {
@@ -139,6 +140,32 @@ func (f *Founder) recordOwnRelease(ctx context.Context) {
 func (f *Founder) beforeShutdown() {
 	f.joins.Close()
 	f.mirror.Close()
+}
+
+// collectOrphanedContent removes, on the replica holding the lease of a
+// shared store, the release content of imports killed before their
+// commit (SPEC 18): at start and every few minutes.
+func (f *Founder) collectOrphanedContent(ctx context.Context) {
+	if !f.db.Shared() {
+		return
+	}
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		if f.db.HoldsLease() {
+			removed, err := repo.CollectOrphans(f.db, repo.OrphanIdle)
+			if err != nil {
+				f.log.Warn("collecting the content of killed imports failed", "err", err)
+			} else if len(removed) > 0 {
+				f.log.Info("removed the content of imports killed before their commit", "imports", removed)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // purgeSessions deletes expired login tokens every hour, so a founder that

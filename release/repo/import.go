@@ -116,7 +116,7 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 	}
 	if db.KeepsContent() {
 		// Replicas that did not import fill their caches from the store.
-		if err := storeContent(ctx, db, tmp, rec.ImportID, index); err != nil {
+		if err := storeContent(ctx, db, tmp, m.Release, rec.ImportID, index); err != nil {
 			dropContent(db, rec.ImportID)
 			return nil, err
 		}
@@ -161,6 +161,9 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 		}
 		if err := bucketReleases.Put(tx, m.Release, rec); err != nil {
 			return err
+		}
+		if err := bucketImports.Delete(tx, rec.ImportID); err != nil {
+			return err // its content is the release's now, no orphan
 		}
 		if replaced && prev.ImportID != "" {
 			if err := bucketContent.DeletePrefix(tx, contentPrefix(prev.ImportID)); err != nil {

@@ -402,6 +402,11 @@ func (m *Mirror) broken(fi *FileInfo, cause error) error {
 		m.log.Error("release file cannot be opened", "release", rel, "path", path, "err", cause)
 		return fmt.Errorf("release %s: %s: %w", rel, path, cause)
 	}
+	if m.fromCache(cause) {
+		// This replica's copy, not the release: the next read refills it.
+		m.evict(fi, cause)
+		return m.busyError(fmt.Sprintf("file %s of release %s is being fetched again from the database", path, rel))
+	}
 	reason := cause.Error()
 	marked, err := markCorrupt(m.db, rel, path, fi.index.ImportID, reason)
 	switch {

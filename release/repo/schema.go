@@ -16,4 +16,8 @@ var (
 	// bucketContent holds file content in a shared store (shared.go):
 	// import id NUL path NUL chunk number (8 bytes, big-endian) -> chunk.
 	bucketContent = store.NewRawBucket("release-content")
+	// bucketImports marks the imports whose content is being stored
+	// (import id -> importMark): what a killed import leaves, for
+	// CollectOrphans.
+	bucketImports = store.NewBucket[importMark]("release-imports")
 )

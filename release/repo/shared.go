@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"time"
 
 	sha256 "github.com/minio/sha256-simd"
 
@@ -46,10 +47,19 @@ func contentKey(importID, p string, c int64) string {
 	return importID + "\x00" + p + "\x00" + string(n[:])
 }
 
+// importMark says an import is storing its content: touched by every
+// batch, deleted by the commit that makes the release visible (or by
+// dropContent when the import fails). A mark left untouched is what a
+// killed import left behind.
+type importMark struct {
+	Release string    `json:"release"`
+	Touched time.Time `json:"touched"`
+}
+
 // storeContent puts every indexed file of the tree at dir into the store,
 // chunk by chunk; the chunks are unreachable until the record naming
 // importID commits.
-func storeContent(ctx context.Context, db *store.DB, dir, importID string, index map[string]*fileIndex) error {
+func storeContent(ctx context.Context, db *store.DB, dir, release, importID string, index map[string]*fileIndex) error {
 	type chunk struct {
 		key  string
 		data []byte
@@ -60,6 +70,9 @@ func storeContent(ctx context.Context, db *store.DB, dir, importID string, index
 			return nil
 		}
 		err := db.Update(func(tx *store.Tx) error {
+			if err := bucketImports.Put(tx, importID, importMark{Release: release, Touched: time.Now().UTC()}); err != nil {
+				return err
+			}
 			for _, c := range pending {
 				if err := bucketContent.Put(tx, c.key, c.data); err != nil {
 					return err
@@ -109,7 +122,66 @@ func storeContent(ctx context.Context, db *store.DB, dir, importID string, index
 
 // dropContent removes what an import that did not commit stored.
 func dropContent(db *store.DB, importID string) {
-	_ = db.Update(func(tx *store.Tx) error { return bucketContent.DeletePrefix(tx, contentPrefix(importID)) })
+	_ = db.Update(func(tx *store.Tx) error { return dropImport(tx, importID) })
+}
+
+func dropImport(tx *store.Tx, importID string) error {
+	if err := bucketContent.DeletePrefix(tx, contentPrefix(importID)); err != nil {
+		return err
+	}
+	return bucketImports.Delete(tx, importID)
+}
+
+// OrphanIdle is how long an import's mark may stay untouched before its
+// content counts as left by a killed import (a live import touches it at
+// every 8 MiB).
+const OrphanIdle = 15 * time.Minute
+
+// CollectOrphans removes the content that imports killed before their
+// commit left in a shared store: every import mark untouched for idle
+// whose import no release record names. The founder holding the
+// background lease runs it (SPEC 18); it answers the imports removed.
+func CollectOrphans(db *store.DB, idle time.Duration) ([]string, error) {
+	if !db.Shared() {
+		return nil, nil // on bbolt the content is the imported tree
+	}
+	var stale []string
+	err := db.View(func(tx *store.Tx) error {
+		live := map[string]bool{}
+		if err := bucketReleases.ForEach(tx, func(_ string, r Imported) error { live[r.ImportID] = true; return nil }); err != nil {
+			return err
+		}
+		return bucketImports.ForEach(tx, func(id string, m importMark) error {
+			if !live[id] && time.Since(m.Touched) >= idle {
+				stale = append(stale, id)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, id := range stale {
+		// One import per transaction; the mark is read again under the
+		// writer lock, so an import that resumed is left alone.
+		dropped := false
+		err := db.Update(func(tx *store.Tx) error {
+			m, found, err := bucketImports.Get(tx, id)
+			if err != nil || !found || time.Since(m.Touched) < idle {
+				return err
+			}
+			dropped = true
+			return dropImport(tx, id)
+		})
+		if err != nil {
+			return removed, err
+		}
+		if dropped {
+			removed = append(removed, id)
+		}
+	}
+	return removed, nil
 }
 
 // openFile opens fi's file: from the imported tree, or on a shared store
@@ -134,7 +206,45 @@ func (m *Mirror) openFile(fi *FileInfo) (*os.File, error) {
 	} else if err != nil {
 		return nil, ioError("look up the cached "+fi.Path, err)
 	}
-	return openImported(m.cacheDir, fi.index.ImportID, fi.Path, fi.Size)
+	f, err := openImported(m.cacheDir, fi.index.ImportID, fi.Path, fi.Size)
+	if err != nil && !transient(err) {
+		// This replica's copy is not what it verified (damaged on its
+		// disk): fill it again from the store, which decides.
+		m.evict(fi, err)
+		if err := m.fill(target, fi); err != nil {
+			return nil, err
+		}
+		return openImported(m.cacheDir, fi.index.ImportID, fi.Path, fi.Size)
+	}
+	return f, err
+}
+
+// storeContentError: the content in the shared store itself fails
+// verification, so the file is corrupt for every replica.
+type storeContentError struct{ err error }
+
+func (e storeContentError) Error() string { return e.err.Error() }
+func (e storeContentError) Unwrap() error { return e.err }
+
+// fromCache says a verification failure is this replica's cached copy,
+// not the release: on a shared store every file is served from the cache,
+// filled only with content that verified, so a failure that is not the
+// store's content is this disk's. The copy is refilled from the store
+// instead of the file being marked corrupt cluster-wide (SPEC 18).
+func (m *Mirror) fromCache(cause error) bool {
+	var sc storeContentError
+	return m.db.Shared() && !errors.As(cause, &sc)
+}
+
+// evict removes fi's cached copy, which failed verification; the next
+// read fills it again from the store.
+func (m *Mirror) evict(fi *FileInfo, cause error) {
+	target := filepath.Join(m.cacheDir, fi.index.ImportID, filepath.FromSlash(fi.Path))
+	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		m.log.Error("removing a damaged release cache file failed", "release", fi.Release, "path", fi.Path, "err", err)
+		return
+	}
+	m.log.Warn("this replica's cached release file failed verification; refilled from the database", "release", fi.Release, "path", fi.Path, "reason", cause.Error())
 }
 
 // fill copies fi's file from the store to target through a temp file,
@@ -167,10 +277,10 @@ func (m *Mirror) fill(target string, fi *FileInfo) error {
 		}
 		want := min(ChunkSize, idx.Size-c*ChunkSize)
 		if int64(len(data)) != want {
-			return fmt.Errorf("chunk %d: %d bytes in the store, index says %d", c, len(data), want)
+			return storeContentError{fmt.Errorf("chunk %d: %d bytes in the store, index says %d", c, len(data), want)}
 		}
 		if sum := sha256.Sum256(data); !bytes.Equal(sum[:], idx.chunk(c)) {
-			return fmt.Errorf("chunk %d in the store: sha256 %x, index says %x", c, sum, idx.chunk(c))
+			return storeContentError{fmt.Errorf("chunk %d in the store: sha256 %x, index says %x", c, sum, idx.chunk(c))}
 		}
 		whole.Write(data)
 		if _, err := tmp.Write(data); err != nil {
@@ -178,7 +288,7 @@ func (m *Mirror) fill(target string, fi *FileInfo) error {
 		}
 	}
 	if sum := hex.EncodeToString(whole.Sum(nil)); sum != fi.SHA256 {
-		return fmt.Errorf("content in the store: sha256 %s, the manifest says %s", sum, fi.SHA256)
+		return storeContentError{fmt.Errorf("content in the store: sha256 %s, the manifest says %s", sum, fi.SHA256)}
 	}
 	if err := tmp.Sync(); err != nil {
 		return ioError("sync the release cache", err)

@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"stratum/apierr"
 	"stratum/crypto"
@@ -120,5 +122,133 @@ func TestSharedReleases(t *testing.T) {
 	}
 	if mB.Offered("0.6.0") {
 		t.Fatal("the release is still offered with a corrupt file")
+	}
+}
+
+// A replica whose cached copy of a file is damaged on its own disk (a
+// byte flipped, the file cut short) fills it again from the store and
+// serves the release; the release is not marked corrupt for the other
+// replicas (SPEC 18's HA edges).
+func TestSharedCacheDamageRefilled(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	src, blob, pub := releasetest.SignedTree(t, 2*ChunkSize+333, "0.6.0")
+	keys := releasetest.Keyring(t, 1, pub)
+	dbA, dirA := replica(t, dsn)
+	dbB, dirB := replica(t, dsn)
+	if _, err := Import(context.Background(), dbA, dirA, src, keys, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(src, blob))
+	mirror := func() *Mirror {
+		// A fresh mirror each time: no verified chunk kept in memory.
+		m := NewMirror(MirrorConfig{DB: dbB, DataDir: dirB})
+		t.Cleanup(m.Close)
+		return m
+	}
+	if got, err := readAll(t, mirror(), "0.6.0", blob); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("B fills its cache: %d bytes, %v", len(got), err)
+	}
+	rec, _, _ := Get(dbB, "0.6.0", nil)
+	cached := filepath.Join(dirB, cacheDirName, rec.ImportID, filepath.FromSlash(blob))
+
+	// A byte flipped: the read that meets it is told to retry (the copy
+	// is removed), the next one is served from a refilled copy.
+	if err := os.Chmod(cached, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(cached, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{want[ChunkSize+7] ^ 0xff}, ChunkSize+7); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := readAll(t, mirror(), "0.6.0", blob); apierr.CodeOf(err) != apierr.ReleaseBusy {
+		t.Fatalf("a read meeting the damaged copy: %v, want RELEASE_BUSY (retry)", err)
+	}
+	if got, err := readAll(t, mirror(), "0.6.0", blob); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("after the damage B serves %d bytes (%v), want the %d imported", len(got), err, len(want))
+	}
+
+	// Cut short: refilled at open, served at once.
+	if err := os.Chmod(cached, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(cached, ChunkSize); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readAll(t, mirror(), "0.6.0", blob); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("after the truncation B serves %d bytes (%v), want %d", len(got), err, len(want))
+	}
+
+	// Nothing is marked corrupt: A and a new replica offer the release.
+	mA := NewMirror(MirrorConfig{DB: dbA, DataDir: dirA})
+	t.Cleanup(mA.Close)
+	if !mA.Offered("0.6.0") || !mirror().Offered("0.6.0") {
+		t.Fatal("a damaged cache on B marked the release corrupt cluster-wide")
+	}
+	_ = dbA.View(func(tx *store.Tx) error {
+		return bucketCorrupt.Keys(tx, func(k string) error {
+			t.Errorf("marked corrupt: %q", k)
+			return nil
+		})
+	})
+}
+
+// Content an import stored before it was killed (its commit never came)
+// is removed by CollectOrphans once its mark has not been touched for
+// the idle time; a live import's content and a committed release's stay.
+func TestSharedOrphanedChunksCollected(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	src, blob, pub := releasetest.SignedTree(t, 2*ChunkSize+333, "0.6.0")
+	keys := releasetest.Keyring(t, 1, pub)
+	db, dir := replica(t, dsn)
+	if _, err := Import(context.Background(), db, dir, src, keys, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// What a killed import leaves: its content and its mark, no record.
+	index := map[string]*fileIndex{}
+	st, _ := os.Stat(filepath.Join(src, blob))
+	index[blob] = &fileIndex{Size: st.Size()}
+	for _, id := range []string{"killed-import", "live-import"} {
+		if err := storeContent(context.Background(), db, src, "0.7.0", id, index); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * OrphanIdle).UTC()
+	if err := db.Update(func(tx *store.Tx) error {
+		return bucketImports.Put(tx, "killed-import", importMark{Release: "0.7.0", Touched: old})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	count := func() map[string]int {
+		n := map[string]int{}
+		_ = db.View(func(tx *store.Tx) error {
+			return bucketContent.Keys(tx, func(k string) error {
+				id, _, _ := strings.Cut(k, "\x00")
+				n[id]++
+				return nil
+			})
+		})
+		return n
+	}
+	before := count()
+	if before["killed-import"] != 3 || before["live-import"] != 3 {
+		t.Fatalf("chunks stored: %v", before)
+	}
+	removed, err := CollectOrphans(db, OrphanIdle)
+	if err != nil || len(removed) != 1 || removed[0] != "killed-import" {
+		t.Fatalf("CollectOrphans = %v, %v; want [killed-import]", removed, err)
+	}
+	after := count()
+	rec, _, _ := Get(db, "0.6.0", nil)
+	if after["killed-import"] != 0 || after["live-import"] != 3 || after[rec.ImportID] != before[rec.ImportID] || after[rec.ImportID] == 0 {
+		t.Fatalf("chunks after collecting: %v (before %v)", after, before)
+	}
+	m := NewMirror(MirrorConfig{DB: db, DataDir: t.TempDir()})
+	t.Cleanup(m.Close)
+	if got, err := readAll(t, m, "0.6.0", blob); err != nil || int64(len(got)) != st.Size() {
+		t.Fatalf("the committed release after collecting: %d bytes, %v", len(got), err)
 	}
 }
