@@ -141,6 +141,23 @@ func TestPatroniFailover(t *testing.T) {
 	time.Sleep(time.Second)
 	s.stop()
 
+	// The agent still runs and recorded after the last fault.
+	select {
+	case err := <-agentDone:
+		t.Fatalf("the agent exited (%v) during the faults:\n%s", err, agentOut)
+	default:
+	}
+	lastFault := s.marks[len(s.marks)-1]
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		if at := recordedAt(t, b, admin, nodeID); at.After(lastFault) {
+			t.Logf("the agent recorded %v after the last fault", at.Sub(lastFault).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent recorded nothing after the last fault:\n%s", agentOut)
+		}
+	}
+
 	// Every acknowledged write is there, read through each founder.
 	acked, refused := s.counts()
 	for i, f := range founders {
@@ -190,23 +207,6 @@ func TestPatroniFailover(t *testing.T) {
 	}
 	if !strings.Contains(joinerOut.String(), "trying the founder at") && !strings.Contains(joinerOut.String(), "retry") {
 		t.Logf("the joiner saw no refusal during the faults:\n%s", joinerOut)
-	}
-
-	// The agent still runs and recorded after the last fault.
-	select {
-	case err := <-agentDone:
-		t.Fatalf("the agent exited (%v) during the faults:\n%s", err, agentOut)
-	default:
-	}
-	lastFault := s.marks[len(s.marks)-1]
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-		if at := recordedAt(t, b, admin, nodeID); at.After(lastFault) {
-			t.Logf("the agent recorded %v after the last fault", at.Sub(lastFault).Round(time.Millisecond))
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent recorded nothing after the last fault:\n%s", agentOut)
-		}
 	}
 
 	var worst time.Duration
