@@ -146,7 +146,7 @@ func (f *Founder) beforeShutdown() {
 // shared store, the release content of imports killed before their
 // commit (SPEC 18): at start and every few minutes.
 func (f *Founder) collectOrphanedContent(ctx context.Context) {
-	if !f.db.Shared() {
+	if !f.db.KeepsContent() {
 		return
 	}
 	t := time.NewTicker(5 * time.Minute)

@@ -142,7 +142,7 @@ const OrphanIdle = 15 * time.Minute
 // whose import no release record names. The founder holding the
 // background lease runs it (SPEC 18); it answers the imports removed.
 func CollectOrphans(db *store.DB, idle time.Duration) ([]string, error) {
-	if !db.Shared() {
+	if !db.KeepsContent() {
 		return nil, nil // on bbolt the content is the imported tree
 	}
 	var stale []string
@@ -233,7 +233,7 @@ func (e storeContentError) Unwrap() error { return e.err }
 // instead of the file being marked corrupt cluster-wide (SPEC 18).
 func (m *Mirror) fromCache(cause error) bool {
 	var sc storeContentError
-	return m.db.Shared() && !errors.As(cause, &sc)
+	return m.db.KeepsContent() && !errors.As(cause, &sc)
 }
 
 // evict removes fi's cached copy, which failed verification; the next
