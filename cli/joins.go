@@ -9,10 +9,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"stratum/wire"
+
 	"github.com/spf13/cobra"
 
 	"stratum/cluster"
-	"stratum/join"
 )
 
 func init() {
@@ -35,7 +36,7 @@ func registrationPath(id string) string {
 func newJoinsListCmd() *cobra.Command {
 	var state string
 	var list struct {
-		Registrations []join.OperatorView `json:"registrations"`
+		Registrations []wire.OperatorView `json:"registrations"`
 	}
 	cmd := showCommand("list", "list join registrations", cobra.NoArgs, func([]string) string {
 		p := "/v1/admin/join/registrations"
@@ -60,14 +61,14 @@ func newJoinsListCmd() *cobra.Command {
 }
 
 func newJoinsGetCmd() *cobra.Command {
-	var r join.OperatorView
+	var r wire.OperatorView
 	return showCommand("get JOIN_ID", "show one registration", cobra.ExactArgs(1), func(args []string) string {
 		return registrationPath(args[0])
 	}, &r, func(w io.Writer) error { return writeRegistration(w, r) })
 }
 
 // writeRegistration is a registration for a person: one field a line.
-func writeRegistration(w io.Writer, r join.OperatorView) error {
+func writeRegistration(w io.Writer, r wire.OperatorView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -101,7 +102,7 @@ func writeRegistration(w io.Writer, r join.OperatorView) error {
 
 // mgmtAddress is the address the node gets: the assigned one once
 // approved, else the one it reported.
-func mgmtAddress(r join.OperatorView) string {
+func mgmtAddress(r wire.OperatorView) string {
 	if r.Assignment != nil && r.Assignment.MgmtIP != "" {
 		return r.Assignment.MgmtIP
 	}
@@ -110,7 +111,7 @@ func mgmtAddress(r join.OperatorView) string {
 
 // waitingFor names the members a join in installing waits for, with the
 // generation each has applied: "n-abc12def (has 3)".
-func waitingFor(r join.OperatorView) string {
+func waitingFor(r wire.OperatorView) string {
 	names := make([]string, 0, len(r.WaitingFor))
 	for _, m := range r.WaitingFor {
 		names = append(names, fmt.Sprintf("%s (has %d)", m.NodeID, m.AppliedGeneration))
@@ -141,7 +142,7 @@ func newJoinsApproveCmd() *cobra.Command {
 	}
 	admin := addAdminFlags(cmd)
 	o := addOutput(cmd)
-	var a join.Assignment
+	var a wire.Assignment
 	nets, labels := kvFlag{}, kvFlag{}
 	cmd.Flags().StringVar(&a.NodeID, "node-id", "", "node id (generated when empty)")
 	cmd.Flags().StringVar(&a.AZ, "az", "", "availability zone")
@@ -167,7 +168,7 @@ func newJoinsApproveCmd() *cobra.Command {
 		if err := c.do(cmd.Context(), "POST", registrationPath(args[0])+"/approve", a, &raw); err != nil {
 			return err
 		}
-		var r join.OperatorView
+		var r wire.OperatorView
 		return o.render(cmd.OutOrStdout(), raw, &r, func() error {
 			node, ip := "", r.MgmtIP
 			if r.Assignment != nil {
@@ -201,7 +202,7 @@ func newJoinsEndCmd(verb, short string) *cobra.Command {
 		if err := c.do(cmd.Context(), "POST", registrationPath(args[0])+"/"+verb, map[string]string{"reason": *reason}, &raw); err != nil {
 			return err
 		}
-		var r join.OperatorView
+		var r wire.OperatorView
 		return o.render(cmd.OutOrStdout(), raw, &r, func() error {
 			_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", r.JoinID, r.State, r.Reason)
 			return err
@@ -211,7 +212,7 @@ func newJoinsEndCmd(verb, short string) *cobra.Command {
 }
 
 func newMembersCmd() *cobra.Command {
-	var out join.MembersView
+	var out wire.MembersView
 	return showCommand("members", "list the cluster's members", cobra.NoArgs, fixed("/v1/admin/cluster/members"), &out, func(w io.Writer) error {
 		fmt.Fprintf(w, "generation %d\n", out.Generation)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -225,7 +226,7 @@ func newMembersCmd() *cobra.Command {
 
 // bootColumn is the prober's view of a member: "ready", "starting
 // (phase 1.2s)", "unreachable", or "-" when it was not probed (yet).
-func bootColumn(m join.MemberView) string {
+func bootColumn(m wire.MemberView) string {
 	switch m.BootState {
 	case "":
 		return "-"
@@ -235,7 +236,7 @@ func bootColumn(m join.MemberView) string {
 	return m.BootState
 }
 
-func lastBootColumn(m join.MemberView) string {
+func lastBootColumn(m wire.MemberView) string {
 	if m.LastBootMs > 0 {
 		return (time.Duration(m.LastBootMs) * time.Millisecond).String()
 	}

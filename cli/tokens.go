@@ -8,9 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
+	"stratum/wire"
 
-	"stratum/join"
+	"github.com/spf13/cobra"
 )
 
 func init() { Register(newTokenCmd) }
@@ -19,7 +19,7 @@ func newTokenCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "token", Short: "join tokens: create | list | revoke"}
 	cmd.AddCommand(newTokenCreateCmd())
 	var list struct {
-		Tokens []join.TokenView `json:"tokens"`
+		Tokens []wire.JoinTokenView `json:"tokens"`
 	}
 	cmd.AddCommand(showCommand("list", "list join tokens (no secrets)", cobra.NoArgs, fixed("/v1/admin/join/tokens"), &list, func(w io.Writer) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -54,7 +54,7 @@ func newTokenCreateCmd() *cobra.Command {
 	}
 	admin := addAdminFlags(cmd)
 	o := addOutput(cmd)
-	var req join.CreateTokenRequest
+	var req wire.JoinTokenRequest
 	cmd.Flags().StringVar(&req.Role, "role", "worker", "control-plane, worker or postgres")
 	cmd.Flags().StringVar(&req.TTL, "ttl", "24h", "lifetime")
 	cmd.Flags().IntVar(&req.Uses, "uses", 1, "registrations it may redeem")
@@ -68,7 +68,7 @@ func newTokenCreateCmd() *cobra.Command {
 		if err := c.do(cmd.Context(), "POST", "/v1/admin/join/tokens", req, &raw); err != nil {
 			return err
 		}
-		var out join.CreatedToken
+		var out wire.JoinToken
 		return o.render(cmd.OutOrStdout(), raw, &out, func() error {
 			_, err := fmt.Fprintf(cmd.OutOrStdout(), "token %s (expires %s); on the new node run:\n\n  %s\n\n", out.TokenID, out.ExpiresAt.Format(time.RFC3339), out.JoinCommand)
 			return err

@@ -27,20 +27,6 @@ const (
 	maxDescriptionSize = 256
 )
 
-// TokenView is a token as listed: no secret, no hash.
-type TokenView struct {
-	TokenID     string    `json:"tokenId"`
-	Role        string    `json:"role"`
-	Description string    `json:"description"`
-	Uses        int       `json:"uses"`
-	UsesLeft    int       `json:"usesLeft"`
-	State       string    `json:"state"` // active, expired, revoked, used-up
-	CreatedBy   string    `json:"createdBy"`
-	CreatedAt   time.Time `json:"createdAt"`
-	ExpiresAt   time.Time `json:"expiresAt"`
-	RevokedAt   time.Time `json:"revokedAt,omitzero"`
-}
-
 type tokenRecord struct {
 	ID          string    `json:"tokenId"`
 	Hash        string    `json:"hash"`

@@ -20,6 +20,7 @@ type (
 
 	CreateTokenRequest = wire.JoinTokenRequest
 	CreatedToken       = wire.JoinToken
+	TokenView          = wire.JoinTokenView
 )
 
 // Registration states (SPEC 4.3), phases a joiner reports, and who chose

@@ -270,3 +270,17 @@ type JoinToken struct {
 	UsesLeft    int       `json:"usesLeft"`
 	JoinCommand string    `json:"joinCommand"`
 }
+
+// JoinTokenView is a join token as listed: no secret, no hash.
+type JoinTokenView struct {
+	TokenID     string    `json:"tokenId"`
+	Role        string    `json:"role"`
+	Description string    `json:"description"`
+	Uses        int       `json:"uses"`
+	UsesLeft    int       `json:"usesLeft"`
+	State       string    `json:"state"` // active, expired, revoked, used-up
+	CreatedBy   string    `json:"createdBy"`
+	CreatedAt   time.Time `json:"createdAt"`
+	ExpiresAt   time.Time `json:"expiresAt"`
+	RevokedAt   time.Time `json:"revokedAt,omitzero"`
+}
