@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -13,18 +14,28 @@ import (
 
 func init() {
 	Register(newInitCmd)
-	Register(func() *cobra.Command {
-		return &cobra.Command{
-			Use:   "version",
-			Short: "print the build version and commit (also stratum --version)",
-			Args:  cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				b := buildinfo.Current()
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "stratum %s (commit %s)\n", b.Version, b.Commit)
-				return err
-			},
+	Register(newVersionCmd)
+}
+
+func newVersionCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "print the build version and commit (also stratum --version)",
+		Args:  cobra.NoArgs,
+	}
+	o := addOutput(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		b := buildinfo.Current()
+		raw, err := json.Marshal(map[string]string{"version": b.Version, "commit": b.Commit})
+		if err != nil {
+			return err
 		}
-	})
+		return o.render(cmd.OutOrStdout(), raw, nil, func() error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "stratum %s (commit %s)\n", b.Version, b.Commit)
+			return err
+		})
+	}
+	return cmd
 }
 
 func newInitCmd() *cobra.Command {

@@ -152,6 +152,11 @@ func testResourceOutputs(t *testing.T, cmds []*cobra.Command) {
 	covered := map[string]bool{}
 	cover := func(path string) { covered[path] = true }
 
+	if v := jsonOf("version"); v["version"] == nil || v["commit"] == nil {
+		t.Fatalf("version -o json: %v", v)
+	}
+	cover("version")
+
 	tok := jsonOf("token", "create", "--uses", "3")
 	cover("token create")
 	token, _ := tok["token"].(string)
