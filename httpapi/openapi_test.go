@@ -200,6 +200,11 @@ var queryParams = map[string][]map[string]any{
 		{"name": "after", "in": "query", "required": false, "description": "Return events with a sequence number above this one.", "schema": map[string]any{"type": "integer", "minimum": 0, "default": 0}},
 		{"name": "limit", "in": "query", "required": false, "description": "At most this many events.", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
 	},
+	"GET /v1/admin/upgrades/release": {
+		{"name": "view", "in": "query", "required": false, "description": "`summary`: the answer without `nodes[]`, with `members` (the number of members); `full` (the default): the whole set.", "schema": map[string]any{"type": "string", "enum": []string{"full", "summary"}}},
+		{"name": "limit", "in": "query", "required": false, "description": "A page of `nodes[]` of at most this many nodes, with the head, `members` and `next` (absent on the last page); each page has its own ETag.", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000}},
+		{"name": "after", "in": "query", "required": false, "description": "The page starts after this member (in join order): the `next` of the previous page.", "schema": map[string]any{"type": "string"}},
+	},
 	"GET /v1/join/registrations/:joinId": {
 		{"name": "wait", "in": "query", "required": false, "description": "Seconds to hold the answer while the state equals `state` (at most 60).", "schema": map[string]any{"type": "integer", "minimum": 0}},
 		{"name": "state", "in": "query", "required": false, "description": "The state the caller last saw.", "schema": map[string]any{"type": "string"}},
