@@ -157,7 +157,7 @@ func TestAgent(t *testing.T) {
 		var v map[string]any
 		return v, json.NewDecoder(resp.Body).Decode(&v)
 	}
-	pl, _ := ca.Issue(crypto.LeafRequest{CommonName: "stratum founder prober", Client: true, Validity: time.Hour}, time.Now())
+	pl, _ := ca.Issue(crypto.LeafRequest{CommonName: "stratum founder prober", URIs: []*url.URL{crypto.FounderURI(testCluster)}, Client: true, Validity: time.Hour}, time.Now())
 	prober, _ := tls.X509KeyPair(pl.CertPEM, pl.KeyPEM)
 	waitFor(t, "ready", func() bool { v, err := probe(&prober); return err == nil && v["state"] == "ready" })
 	v, _ := probe(&prober)
@@ -166,6 +166,13 @@ func TestAgent(t *testing.T) {
 	}
 	if _, err := probe(nil); err == nil {
 		t.Fatal("/startupz answered a client without a certificate")
+	}
+	// SPEC 16.10: a node leaf of this CA (a cancelled join's, say) is
+	// not the founder's prober.
+	nl, _ := ca.Issue(crypto.LeafRequest{CommonName: "n-cancel01", Client: true, Server: true, Validity: time.Hour}, time.Now())
+	nc, _ := tls.X509KeyPair(nl.CertPEM, nl.KeyPEM)
+	if _, err := probe(&nc); err == nil {
+		t.Fatal("/startupz answered a node leaf")
 	}
 	other, _ := crypto.NewCA("cl-other001", time.Now())
 	ol, _ := other.Issue(crypto.LeafRequest{CommonName: "x", Client: true, Validity: time.Hour}, time.Now())

@@ -101,13 +101,21 @@ func (id *identity) clientTLS() *tls.Config {
 	}
 }
 
-// serverTLS serves /startupz to clients holding a leaf of the cluster CA.
+// serverTLS serves /startupz to the founder only: a client leaf of the
+// cluster CA carrying the founder's URI SAN (SPEC 16.10). A node leaf
+// (of a cancelled, rejected or failed join among them) is refused.
 func (id *identity) serverTLS() *tls.Config {
 	return &tls.Config{
 		Certificates: []tls.Certificate{id.cert},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    id.cas,
 		MinVersion:   tls.VersionTLS12,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 || !crypto.IsFounderLeaf(cs.PeerCertificates[0], id.clusterID) {
+				return errors.New("/startupz answers the founder's prober only (a client leaf with the founder's URI SAN)")
+			}
+			return nil
+		},
 	}
 }
 

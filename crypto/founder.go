@@ -51,6 +51,14 @@ type FounderTrustError struct {
 
 func (e *FounderTrustError) Error() string { return e.Reason }
 
+// IsFounderLeaf reports whether cert (already verified against the
+// cluster CA) is one the founder issued to itself: it carries the
+// stratum://<clusterId>/founder URI SAN, which no node leaf carries.
+func IsFounderLeaf(cert *x509.Certificate, clusterID string) bool {
+	got := founderClusterOf(cert)
+	return got != "" && got == clusterID
+}
+
 // VerifyFounder checks a server's chain (leaf first, as sent): it must hold
 // a CA certificate whose SPKI pin is pin, the leaf must verify up to that CA
 // for server auth at now, and the leaf must carry the founder URI SAN (of

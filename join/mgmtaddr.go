@@ -23,7 +23,7 @@ func (s *Service) mgmtAddrProblem(tx *store.Tx, ip string) (string, error) {
 	if err != nil {
 		return "not an IP address", nil
 	}
-	a = a.Unmap()
+	a = embeddedIPv4(a)
 	switch {
 	case a.IsLoopback() && !s.cfg.Dev:
 		return "a loopback address names every host: give the node's own address (serve --dev allows loopback for a lab on one machine)", nil
@@ -63,7 +63,26 @@ func (s *Service) mgmtAddrProblem(tx *store.Tx, ip string) (string, error) {
 
 func sameAddr(s string, a netip.Addr) bool {
 	b, err := netip.ParseAddr(s)
-	return err == nil && b.Unmap() == a
+	return err == nil && embeddedIPv4(b) == a
+}
+
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// embeddedIPv4 is the IPv4 address inside an IPv4-mapped (::ffff:a.b.c.d),
+// IPv4-compatible (::a.b.c.d) or NAT64 (64:ff9b::a.b.c.d) address, and a
+// itself otherwise (SPEC 16.10): the rules judge the address traffic
+// reaches, whatever form names it.
+func embeddedIPv4(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if !a.Is6() || a.Zone() != "" {
+		return a
+	}
+	b := a.As16()
+	compatible := [12]byte(b[:12]) == [12]byte{} && a != netip.IPv6Unspecified() && a != netip.IPv6Loopback()
+	if compatible || nat64.Contains(a) {
+		return netip.AddrFrom4([4]byte(b[12:]))
+	}
+	return a
 }
 
 // checkMgmtAddr refuses ip with a field error of code; "" passes.

@@ -151,6 +151,9 @@ func (d *decoder) value(v reflect.Value, path string) error {
 		if string(raw) == "null" {
 			return nil
 		}
+		// A free-form value (facts, say) is still one JSON document: a
+		// key twice in one object is refused here too (SPEC 16.10).
+		duplicateKeys(raw, path, d.fields)
 		if err := json.Unmarshal(raw, target(v).Addr().Interface()); err != nil {
 			d.fields.Add(path, "is not a valid value")
 		}
@@ -598,4 +601,52 @@ func capped(f apierr.Fields) apierr.Fields {
 	out := append(apierr.Fields(nil), f[:MaxProblems]...)
 	out.Add("", "%d more problems not listed", more)
 	return out
+}
+
+// duplicateKeys records, at its path, each key that appears twice in one
+// object of raw (a well-formed JSON value), at any depth.
+func duplicateKeys(raw json.RawMessage, path string, fields *apierr.Fields) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var walk func(path string) error
+	walk = func(path string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		delim, ok := tok.(json.Delim)
+		if !ok {
+			return nil
+		}
+		switch delim {
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if err := walk(fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+		case '{':
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				k, _ := kt.(string)
+				p := k
+				if path != "" {
+					p = path + "." + k
+				}
+				if seen[k] {
+					fields.Add(p, "duplicate key")
+				}
+				seen[k] = true
+				if err := walk(p); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = dec.Token() // the closing delimiter
+		return err
+	}
+	_ = walk(path)
 }

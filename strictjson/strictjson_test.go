@@ -40,6 +40,9 @@ func TestDecodeNamesEveryProblemByPath(t *testing.T) {
 		{"unknown in array", `{"items":[{"ip":"1"},{"ipp":"2"}]}`, []string{"items[1].ipp"}},
 		{"unknown in pointer", `{"ptr":{"nope":true}}`, []string{"ptr.nope"}},
 		{"duplicate", `{"name":"a","name":"b"}`, []string{"name"}},
+		// SPEC 16.10: free-form values are checked for duplicates too.
+		{"duplicate inside facts", `{"facts":{"os":{"id":"a","id":"b"},"x":1,"x":2}}`, []string{"facts.os.id", "facts.x"}},
+		{"duplicate inside any", `{"any":[{"x":1,"x":2}]}`, []string{"any[0].x"}},
 		{"case clash", `{"name":"a","Name":"b"}`, []string{"Name", "Name"}},
 		{"mis-cased alone", `{"Name":"b"}`, []string{"Name"}},
 		{"json dash field", `{"Skipped":"x"}`, []string{"Skipped"}},

@@ -217,3 +217,46 @@ func TestTrust16_9_FairReleaseSlots(t *testing.T) {
 	}
 	held = append(held, resp)
 }
+
+// TestTrust16_10_SmallerEdges: refused management addresses written in
+// IPv4-mapped, IPv4-compatible and NAT64 forms are refused like their
+// IPv4 address (second build: 201, a leaf with that SAN after approval),
+// and a key twice inside facts is refused like any other duplicate.
+func TestTrust16_10_SmallerEdges(t *testing.T) {
+	f := trustFounder(t, "0.2.0")
+	token := joinToken(t, f, 1)
+	for _, ip := range []string{
+		"::ffff:192.0.2.200", "::c000:2c8", "64:ff9b::c000:2c8", // the API VIP
+		"::7f00:1", "64:ff9b::7f00:1", // loopback
+		"::ffff:169.254.1.1", "64:ff9b::a9fe:101", // link-local
+		"::e000:1", "64:ff9b::e000:1", // multicast
+		"64:ff9b::ffff:ffff", "64:ff9b::", // broadcast, unspecified
+	} {
+		_, a := register(t, f, token, "0.2.0", ip)
+		if a.status != 400 || a.err.Code != "INVALID_INPUT" || !a.fieldNamed("mgmtIp") {
+			t.Errorf("mgmtIp %s at registration: %d %s", ip, a.status, a.raw)
+		}
+	}
+	j := selfSignedClient(t, f.Pool, 0)
+	body := `{"token":"` + token + `","release":"0.2.0","hostname":"lab-dup","mgmtIp":"192.0.2.71","facts":{"os":{"id":"debian","id":"fedora"}}}`
+	req, _ := http.NewRequest("POST", "https://"+f.Join+"/v1/join/registrations", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := j.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct {
+		Code   string
+		Fields []struct{ Field string }
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || len(e.Fields) != 1 || e.Fields[0].Field != "facts.os.id" {
+		t.Errorf("a duplicate key inside facts: %d %+v, want 400 naming facts.os.id", resp.StatusCode, e)
+	}
+	var tokens struct{ Tokens []struct{ UsesLeft int } }
+	f.Operator(t).Must(t, "GET", "/v1/admin/join/tokens", nil, 200, &tokens)
+	if len(tokens.Tokens) != 1 || tokens.Tokens[0].UsesLeft != 1 {
+		t.Fatalf("refused registrations spent the token: %+v", tokens)
+	}
+}
