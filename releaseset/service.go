@@ -175,8 +175,20 @@ func (s *Service) heard(payload string) {
 		}
 		seq, err = bucketRecords.Sequence(tx)
 		return err
-	}); err != nil || !found {
+	}); err != nil {
 		s.dropCache()
+		return
+	}
+	if !found {
+		// No record: nothing to keep unless the cache holds one (it was
+		// deleted). A note naming a node that never recorded, forged
+		// or not, costs one key read, not a reload of every record.
+		s.mu.RLock()
+		_, cached := s.records[node]
+		s.mu.RUnlock()
+		if cached {
+			s.dropCache()
+		}
 		return
 	}
 	c, err := s.cache(node, st, seq)

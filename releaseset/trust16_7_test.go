@@ -99,6 +99,14 @@ func TestTrust16_7_ForgedNoteDoesNotFreezeReleaseSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
+	for name, s := range map[string]*Service{"A": a, "B": b} {
+		s.mu.RLock()
+		loaded := s.records != nil
+		s.mu.RUnlock()
+		if !loaded {
+			t.Errorf("a note naming a node without a record dropped replica %s's whole cache", name)
+		}
+	}
 	waitFor(a, "A", "0.3.0")
 	waitFor(b, "B", "0.3.0")
 }
