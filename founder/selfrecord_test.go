@@ -15,18 +15,7 @@ import (
 // the host's os-release and kernel through the agent's collectors.
 func TestOwnRecord(t *testing.T) {
 	f := startFounder(t, nil, nil)
-	var set releaseset.Set
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		f.admin("GET", "/v1/admin/upgrades/release", nil, 200, &set)
-		if len(set.Nodes) > 0 && set.Nodes[0].Recorded || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if len(set.Nodes) == 0 || set.Nodes[0].Release == nil {
-		t.Fatalf("the founder did not record itself: %+v", set)
-	}
+	set := ownRecord(t, f)
 	rec := set.Nodes[0].Release
 	cp := rec.ControlPlane
 	if cp == nil || cp.Commit != "abcdef12" || cp.SchemaLevel == nil || *cp.SchemaLevel != store.SchemaVersion() ||
@@ -59,6 +48,15 @@ func TestOwnRecordPackages(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := startFounder(t, nil, func(o *Options) { o.Packages = specs })
+	pk := ownRecord(t, f).Nodes[0].Release.Packages
+	if len(pk) != 1 || pk[0].Component != "base" || pk[0].Version == "" {
+		t.Fatalf("the founder's packages: %+v", pk)
+	}
+}
+
+// ownRecord waits until the founder recorded its own release.
+func ownRecord(t *testing.T, f *testFounder) releaseset.Set {
+	t.Helper()
 	var set releaseset.Set
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -71,8 +69,5 @@ func TestOwnRecordPackages(t *testing.T) {
 	if len(set.Nodes) == 0 || set.Nodes[0].Release == nil {
 		t.Fatalf("the founder did not record itself: %+v", set)
 	}
-	pk := set.Nodes[0].Release.Packages
-	if len(pk) != 1 || pk[0].Component != "base" || pk[0].Version == "" {
-		t.Fatalf("the founder's packages: %+v", pk)
-	}
+	return set
 }
