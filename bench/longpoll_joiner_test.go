@@ -10,21 +10,19 @@ package bench
 import (
 	"bufio"
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // lpJoiner is one joining node: its key, its registration, and while it
@@ -81,27 +79,14 @@ func lpNewJoiners(n int, roots *x509.CertPool) ([]*lpJoiner, error) {
 	return js, <-errs
 }
 
-// lpSelfSigned is a joiner's client certificate: any issuer will do, the
-// founder pins the key.
-func lpSelfSigned(i int) (tls.Certificate, error) {
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+// lpSelfSigned is a joiner's client certificate, made by the joiner's
+// own code (the harness's joiner key).
+func lpSelfSigned(int) (tls.Certificate, error) {
+	k, err := stratumtest.MakeJoinerKey()
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(int64(i) + 1),
-		Subject:      pkix.Name{CommonName: lpHostname(i)},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, priv)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: priv}, nil
+	return k.Cert, nil
 }
 
 func lpHostname(i int) string { return fmt.Sprintf("h-%d", i) }

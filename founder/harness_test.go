@@ -3,20 +3,18 @@ package founder
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 
 	"stratum/apierr"
 	"stratum/buildinfo"
@@ -169,13 +167,7 @@ type joinerKey struct {
 
 func (f *testFounder) newJoiner() *joinerKey {
 	f.t.Helper()
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "joiner"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, priv.Public(), priv)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: priv}
+	cert := stratumtest.NewJoinerKey(f.t).Cert
 	return &joinerKey{base: f.join, client: &http.Client{Timeout: 90 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: f.caPool, Certificates: []tls.Certificate{cert}},
 	}}}

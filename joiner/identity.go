@@ -62,6 +62,16 @@ func LoadOrCreateIdentity(stateDir string) (*Identity, error) {
 	return newIdentity(key)
 }
 
+// NewIdentity is a fresh identity kept nowhere (for a caller that keeps
+// it itself, or a test).
+func NewIdentity() (*Identity, error) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	return newIdentity(key)
+}
+
 func createIdentity(path string) (*Identity, error) {
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

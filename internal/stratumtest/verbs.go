@@ -43,18 +43,28 @@ type JoinerKey struct {
 	Pin  string
 }
 
-// NewJoinerKey makes a joiner key in a temporary state directory.
+// NewJoinerKey makes a joiner key or fails the test.
 func NewJoinerKey(t testing.TB) *JoinerKey {
 	t.Helper()
-	id, err := joiner.LoadOrCreateIdentity(t.TempDir())
+	k, err := MakeJoinerKey()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return k
+}
+
+// MakeJoinerKey makes a joiner key, for code without a *testing.T (a
+// soak's or a benchmark's many joiners).
+func MakeJoinerKey() (*JoinerKey, error) {
+	id, err := joiner.NewIdentity()
+	if err != nil {
+		return nil, err
 	}
 	cert, err := id.ClientCertificate(time.Now())
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return &JoinerKey{Cert: cert, Pin: id.Fingerprint}
+	return &JoinerKey{Cert: cert, Pin: id.Fingerprint}, nil
 }
 
 // Joiner is a client of f's join listener presenting key (a new one when

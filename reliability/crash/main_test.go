@@ -14,18 +14,15 @@ package crash
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -121,22 +118,11 @@ type joinerKey struct {
 }
 
 func newJoinerKey() (joinerKey, error) {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	k, err := stratumtest.MakeJoinerKey()
 	if err != nil {
 		return joinerKey{}, err
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "crash-joiner"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, priv.Public(), priv)
-	if err != nil {
-		return joinerKey{}, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return joinerKey{}, err
-	}
-	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
-	return joinerKey{cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: priv}, pin: "sha256:" + hex.EncodeToString(sum[:])}, nil
+	return joinerKey{cert: k.Cert, pin: k.Pin}, nil
 }
 
 // envelope is the error body (SPEC section 2).

@@ -4,17 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -251,17 +246,11 @@ type joiner struct {
 }
 
 func (s *soak) newJoiner() (*joiner, error) {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	key, err := stratumtest.MakeJoinerKey()
 	if err != nil {
 		return nil, err
 	}
 	n := s.joinerID.Add(1)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(n), Subject: pkix.Name{CommonName: "soak-joiner-" + strconv.FormatInt(n, 10)},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, priv.Public(), priv)
-	if err != nil {
-		return nil, err
-	}
 	ip := s.ipSeq.Add(1)
 	return &joiner{
 		s: s, n: n,
@@ -276,7 +265,7 @@ func (s *soak) newJoiner() (*joiner, error) {
 			// joiner's reads, so a slow reader holds its release slot as on
 			// a real link (on loopback the kernel would buffer a whole range).
 			DialContext:         smallRcvBuf.DialContext,
-			TLSClientConfig:     &tls.Config{RootCAs: s.f.Pool, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}}},
+			TLSClientConfig:     &tls.Config{RootCAs: s.f.Pool, Certificates: []tls.Certificate{key.Cert}},
 			MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second,
 		}},
 	}, nil
