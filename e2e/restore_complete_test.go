@@ -1,0 +1,113 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+
+	"stratum/internal/stratumtest"
+)
+
+// Issue 23: a restore brought the store but not releases/ or
+// release-keys/, yet the restored founder listed its releases as verified
+// and a joiner got RELEASE_CORRUPT forever; the banner named a credentials
+// file that was never restored. A backup now carries the release keys and
+// files; one made with --exclude-releases restores a founder that says
+// which releases are missing and how to bring them back.
+func TestRestoreIsComplete(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	dirA := filepath.Join(tmp, "a")
+	tree := stratumtest.SignedReleaseTree(t, "0.3.0", []string{"0.1.0"}, 1<<20+5)
+	tree.Trust(t, dirA)
+	f := startFounder(t, dirA)
+	email, password := credentials(t, dirA)
+	admin := f.login(email, password)
+	if status, body, err := f.call("POST", "/v1/admin/releases", admin, map[string]string{"path": tree.Dir}); err != nil || status != 201 {
+		t.Fatalf("import: %d %s %v", status, body, err)
+	}
+	id, _ := age.GenerateX25519Identity()
+	idFile := filepath.Join(tmp, "operator.key")
+	os.WriteFile(idFile, []byte(id.String()+"\n"), 0o600)
+	full, lean := filepath.Join(tmp, "full.age"), filepath.Join(tmp, "lean.age")
+	for out, extra := range map[string][]string{full: nil, lean: {"--exclude-releases"}} {
+		args := append([]string{"backup", "--data", dirA, "--out", out, "--recipient", id.Recipient().String(), "--include-data-key"}, extra...)
+		if r := stratum(t, args...); r.code != 0 {
+			t.Fatalf("backup %v = %d %q", extra, r.code, r.stderr)
+		}
+	}
+	pin := f.pin()
+	f.stopOK()
+
+	releases := func(f *founder, token string) (status string, missing []string, fix string) {
+		t.Helper()
+		_, raw, _ := f.call("GET", "/v1/admin/releases", token, nil)
+		var out struct {
+			Releases []struct {
+				Release, Status, Fix string
+				Missing              []string
+			}
+		}
+		if err := json.Unmarshal(raw, &out); err != nil || len(out.Releases) != 1 {
+			t.Fatalf("releases: %s %v", raw, err)
+		}
+		r := out.Releases[0]
+		return r.Status, r.Missing, r.Fix
+	}
+
+	// The full backup restores the release: its keys, its files, verified.
+	dirB := filepath.Join(tmp, "b")
+	if r := stratum(t, "restore", "--data", dirB, "--in", full, "--identity", idFile, "--ca-pin", pin); r.code != 0 || !strings.Contains(r.stdout, "1 releases") {
+		t.Fatalf("restore = %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dirB, "release-keys", filepath.Base(tree.PubFile))); err != nil {
+		t.Fatalf("the release key was not restored: %v", err)
+	}
+	fB := startFounder(t, dirB)
+	if strings.Contains(fB.Stdout(), "bootstrap-credentials.txt") {
+		t.Errorf("the banner names a credentials file that does not exist:\n%s", fB.Stdout())
+	}
+	tokB := fB.login(email, password)
+	waitUntil(t, "0.3.0 verified on B", func() bool { s, _, _ := releases(fB, tokB); return s == "verified" })
+	fB.stopOK()
+
+	// Without the release files: missing, with the command that fixes it.
+	dirC := filepath.Join(tmp, "c")
+	if r := stratum(t, "restore", "--data", dirC, "--in", lean, "--identity", idFile, "--ca-pin", pin); r.code != 0 {
+		t.Fatalf("restore = %d %q", r.code, r.stderr)
+	}
+	fC := startFounder(t, dirC)
+	tokC := fC.login(email, password)
+	waitUntil(t, "0.3.0 missing on C", func() bool { s, _, _ := releases(fC, tokC); return s == "missing" })
+	status, missing, fix := releases(fC, tokC)
+	if len(missing) == 0 || !strings.Contains(fix, "stratum release import") {
+		t.Fatalf("0.3.0 on C: %s, missing %v, fix %q", status, missing, fix)
+	}
+	_, metrics, _ := fC.call("GET", "/metrics", "", nil)
+	if !strings.Contains(string(metrics), `stratum_releases{status="missing"} 1`) {
+		t.Errorf("metrics do not count the missing release")
+	}
+	// Re-importing the same signed tree brings it back.
+	if status, body, err := fC.call("POST", "/v1/admin/releases", tokC, map[string]string{"path": tree.Dir}); err != nil || status != 201 {
+		t.Fatalf("re-import: %d %s %v", status, body, err)
+	}
+	if s, _, _ := releases(fC, tokC); s != "verified" {
+		t.Fatalf("after the re-import 0.3.0 is %s", s)
+	}
+	fC.stopOK()
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
