@@ -24,10 +24,11 @@ type Doer interface {
 
 // Default size limits of the founder's answers: a view with its delivery,
 // a members list of a large cluster stay far below DefaultMaxAnswer; an
-// error envelope is a sentence or a few field entries.
+// error envelope is a sentence or a list of field problems, which the
+// founder caps at 1000 entries (about 100 KiB), below MaxError.
 const (
 	DefaultMaxAnswer = 16 << 20
-	MaxError         = 64 << 10
+	MaxError         = 1 << 20
 )
 
 // Options shape a Client. The zero value is one attempt per call, no

@@ -140,3 +140,23 @@ func TestClientHeadersAndLimits(t *testing.T) {
 		t.Fatalf("headers: protocol %q, authorization %q", gotProto.Load(), gotAuth.Load())
 	}
 }
+
+// An error envelope listing a thousand field problems (the founder's cap)
+// is read whole: its code and every field reach the caller.
+func TestClientReadsALongEnvelope(t *testing.T) {
+	fields := make([]map[string]string, 1000)
+	for i := range fields {
+		fields[i] = map[string]string{"field": "release.pins[" + strconv.Itoa(i) + "].state", "message": "must be current, differs, absent or self, not bogus"}
+	}
+	body, _ := json.Marshal(map[string]any{"code": "INVALID_INPUT", "message": "the release record is not valid; see fields", "fields": fields})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(body)
+	}))
+	defer srv.Close()
+	_, err := New([]string{srv.URL}, http.DefaultClient, Options{}).Call(context.Background(), Request{Method: "PUT", Path: "/v1/cluster/nodes/n-1/release"})
+	e, ok := apierr.As(err)
+	if !ok || e.Code != apierr.InvalidInput || len(e.Fields) != 1000 {
+		t.Fatalf("a %d-byte envelope: %v", len(body), err)
+	}
+}
