@@ -12,7 +12,6 @@ import (
 	"math/big"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -250,33 +249,11 @@ func launchFounder(t *testing.T, dir string, extra ...string) *founder {
 // end joined.
 func joinThroughFailover(t *testing.T, dead, live *founder, admin, caFile string) {
 	t.Helper()
-	token := live.workerToken(admin)
-	work := t.TempDir()
-	cmd := exec.Command(stratumtest.Binary(t), "join", "--founder", dead.Join+","+live.Join, "--token", token, "--ca-pin", caPin(t, caFile),
-		"--release", "0.1.0", "--state-dir", filepath.Join(work, "state"), "--root", filepath.Join(work, "root"),
-		"--hostname", "lab-13", "--mgmt-ip", "192.0.2.13", "--insecure-store-unseal-key")
-	cmd.Env = env()
-	out := &stratumtest.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.WaitDelay = 5 * time.Second
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	ended := false
-	defer func() {
-		if !ended {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	_, out, exited := startJoiner(t, dead, live, live.workerToken(admin), caFile, "lab-13", "192.0.2.13")
 	approved := false
 	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		select {
 		case err := <-exited:
-			ended = true
 			if err != nil || !strings.Contains(out.String(), "state: joined") {
 				t.Fatalf("the joiner ended with %v:\n%s", err, out)
 			}

@@ -11,10 +11,11 @@ import (
 	"stratum/store"
 )
 
-// A's own commit (seq s1) whose hook runs after A heard of B's newer record
-// (seq s2 > s1) must not put the older record back (review finding).
-func TestReplicaRecordOutranksALateLocalHook(t *testing.T) {
-	dsn := pgtest.DSN(t)
+// twoReplicas is a cluster on a fresh database opened twice, with a
+// loaded release set service on each handle (two founder replicas).
+func twoReplicas(t *testing.T) (a, b *Service, dbA, dbB *store.DB, founder, dsn string) {
+	t.Helper()
+	dsn = pgtest.DSN(t)
 	key, _ := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
 	open := func() *store.DB {
 		db, err := store.Open(dsn, key)
@@ -24,8 +25,7 @@ func TestReplicaRecordOutranksALateLocalHook(t *testing.T) {
 		t.Cleanup(func() { db.Close() })
 		return db
 	}
-	dbA, dbB := open(), open()
-	var founder string
+	dbA, dbB = open(), open()
 	if err := dbA.Update(func(tx *store.Tx) error {
 		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, time.Now())
 		founder = id.FounderNodeID
@@ -33,14 +33,20 @@ func TestReplicaRecordOutranksALateLocalHook(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	a := &Service{DB: dbA, Now: time.Now, Node: founder}
-	b := &Service{DB: dbB, Now: time.Now, Node: founder}
-	if err := a.Load(); err != nil {
-		t.Fatal(err)
+	a = &Service{DB: dbA, Now: time.Now, Node: founder}
+	b = &Service{DB: dbB, Now: time.Now, Node: founder}
+	for _, s := range []*Service{a, b} {
+		if err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := b.Load(); err != nil {
-		t.Fatal(err)
-	}
+	return a, b, dbA, dbB, founder, dsn
+}
+
+// A's own commit (seq s1) whose hook runs after A heard of B's newer record
+// (seq s2 > s1) must not put the older record back (review finding).
+func TestReplicaRecordOutranksALateLocalHook(t *testing.T) {
+	a, b, dbA, _, founder, _ := twoReplicas(t)
 	// A commits 0.2.0 (seq s1); its OnCommit hook is late (emulated).
 	old := Stored{RunningRelease: "0.2.0", Release: Record{RecordedAt: time.Now().UTC()}}
 	var s1 uint64

@@ -1,17 +1,13 @@
 package releaseset
 
 import (
-	"bytes"
 	"context"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	membership "stratum/cluster"
-	"stratum/crypto"
 	"stratum/internal/pgtest"
-	"stratum/store"
 )
 
 // TestTrust16_7_ForgedNoteDoesNotFreezeReleaseSet: a role that may only
@@ -21,32 +17,7 @@ import (
 // one until restarted; a note is now a hint: the record is read again and
 // later records (on either replica) are answered.
 func TestTrust16_7_ForgedNoteDoesNotFreezeReleaseSet(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	key, _ := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
-	open := func() *store.DB {
-		db, err := store.Open(dsn, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	dbA, dbB := open(), open()
-	var founder string
-	if err := dbA.Update(func(tx *store.Tx) error {
-		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, time.Now())
-		founder = id.FounderNodeID
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	a := &Service{DB: dbA, Now: time.Now, Node: founder}
-	b := &Service{DB: dbB, Now: time.Now, Node: founder}
-	for _, s := range []*Service{a, b} {
-		if err := s.Load(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b, _, _, founder, dsn := twoReplicas(t)
 	if err := a.Record("test", founder, RecordRequest{RunningRelease: "0.1.0"}); err != nil {
 		t.Fatal(err)
 	}

@@ -48,19 +48,33 @@ func readAll(t *testing.T, m *Mirror, rel, p string) ([]byte, error) {
 	return io.ReadAll(io.NewSectionReader(rd, 0, rd.Size()))
 }
 
+// sharedPair is a release 0.6.0 imported on replica A of a fresh shared
+// database, and a replica B that did not import it.
+type sharedPair struct {
+	dsn, src, blob, dirA, dirB string
+	dbA, dbB                   *store.DB
+}
+
+func importedOnA(t *testing.T) sharedPair {
+	t.Helper()
+	p := sharedPair{dsn: pgtest.DSN(t)}
+	src, blob, pub := releasetest.SignedTree(t, 2*ChunkSize+333, "0.6.0")
+	p.src, p.blob = src, blob
+	p.dbA, p.dirA = replica(t, p.dsn)
+	p.dbB, p.dirB = replica(t, p.dsn)
+	if _, err := Import(context.Background(), p.dbA, p.dirA, src, releasetest.Keyring(t, 1, pub), ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // On a shared store a release imported on one replica is served by
 // another from its cache, filled from the store and verified; a
 // re-import replaces what every replica serves; content damaged in the
 // store is refused and marked corrupt.
 func TestSharedReleases(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	src, blob, pub := releasetest.SignedTree(t, 2*ChunkSize+333, "0.6.0")
-	keys := releasetest.Keyring(t, 1, pub)
-	dbA, dirA := replica(t, dsn)
-	dbB, dirB := replica(t, dsn)
-	if _, err := Import(context.Background(), dbA, dirA, src, keys, ImportOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	s := importedOnA(t)
+	dsn, src, blob, dbA, dirA, dbB, dirB := s.dsn, s.src, s.blob, s.dbA, s.dirA, s.dbB, s.dirB
 	want, err := os.ReadFile(filepath.Join(src, blob))
 	if err != nil {
 		t.Fatal(err)
@@ -130,14 +144,8 @@ func TestSharedReleases(t *testing.T) {
 // serves the release; the release is not marked corrupt for the other
 // replicas (SPEC 18's HA edges).
 func TestSharedCacheDamageRefilled(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	src, blob, pub := releasetest.SignedTree(t, 2*ChunkSize+333, "0.6.0")
-	keys := releasetest.Keyring(t, 1, pub)
-	dbA, dirA := replica(t, dsn)
-	dbB, dirB := replica(t, dsn)
-	if _, err := Import(context.Background(), dbA, dirA, src, keys, ImportOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	s := importedOnA(t)
+	src, blob, dbA, dirA, dbB, dirB := s.src, s.blob, s.dbA, s.dirA, s.dbB, s.dirB
 	want, _ := os.ReadFile(filepath.Join(src, blob))
 	mirror := func() *Mirror {
 		// A fresh mirror each time: no verified chunk kept in memory.
