@@ -185,6 +185,9 @@ func TestTrust16_3_OlderDirectoryRefusedByTPMCounter(t *testing.T) {
 	for _, name := range []string{"stratum.db", "audit.hwm"} {
 		copyFile(t, filepath.Join(old, name), filepath.Join(dir, name))
 	}
+	if r := stratum(t, "audit", "verify", "--data", dir, "--tpm", sock); r.code == 0 || !strings.Contains(r.stderr, "older copy") {
+		t.Fatalf("audit verify of the older directory = %d %q %q, want the TPM counter's refusal", r.code, r.stdout, r.stderr)
+	}
 	r := refusedServe(t, dir, "--tpm", sock)
 	if !strings.Contains(r.stderr, "older copy") || !strings.Contains(r.stderr, "--accept-audit-rollback") {
 		t.Fatalf("serve of the older directory: %q, want the TPM counter's refusal", r.stderr)

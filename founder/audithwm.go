@@ -93,11 +93,25 @@ func checkAuditMark(have, mark store.AuditMark, where string) error {
 }
 
 // CheckAuditHWM compares a store's chain end with the directory's mark
-// (audit verify of a stopped founder).
-func (d DataDir) CheckAuditHWM(key *crypto.DataKey, have store.AuditMark) error {
+// (audit verify of a stopped founder); with tpmPath, also with the TPM's
+// counter of the cluster.
+func (d DataDir) CheckAuditHWM(key *crypto.DataKey, have store.AuditMark, tpmPath, clusterID string) error {
 	mark, found, err := d.readAuditHWM(key)
-	if err != nil || !found {
+	if err != nil {
 		return err
+	}
+	if tpmPath != "" {
+		c := tpm.NewCounter(tpmPath, hwmCounterIndex(clusterID))
+		count, defined, err := c.Read()
+		if err != nil {
+			return fmt.Errorf("the audit high-water mark's TPM counter: %w", err)
+		}
+		if err := checkHWMCounter(mark, found, count, defined, d.AuditHWM(), c.Index()); err != nil {
+			return err
+		}
+	}
+	if !found {
+		return nil
 	}
 	return checkAuditMark(have, mark.AuditMark, d.AuditHWM())
 }

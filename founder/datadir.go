@@ -183,8 +183,30 @@ func (d DataDir) VerifyAudit(ks KeySource, dsn string) (int, error) {
 	if err != nil {
 		return n, err
 	}
-	if err := d.CheckAuditHWM(key, have); err != nil {
+	var clusterID string
+	if ks.TPM != "" {
+		if clusterID, err = d.clusterID(dsn, key); err != nil {
+			return n, err
+		}
+	}
+	if err := d.CheckAuditHWM(key, have, ks.TPM, clusterID); err != nil {
 		return n, err
 	}
 	return n, verdict
+}
+
+// clusterID reads the cluster's id from a store no founder holds.
+func (d DataDir) clusterID(dsn string, key store.Sealer) (string, error) {
+	db, err := store.OpenReadOnly(d.StoreTarget(dsn), key)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var id cluster.Identity
+	err = db.View(func(tx *store.Tx) error {
+		var err error
+		id, err = cluster.LoadIdentity(tx)
+		return err
+	})
+	return id.ClusterID, err
 }
