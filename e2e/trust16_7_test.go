@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -282,4 +283,62 @@ func TestTrust16_7_NeighbourLocks(t *testing.T) {
 		t.Fatalf("a write after the neighbour let go: %d %v", status, err)
 	}
 	a.waitHolder("", 0, 10*time.Second) // A takes the lease back too
+}
+
+// TestTrust16_7_ForgedNoteFreezesNothing: two founder processes on one
+// database, a joined node's agent recording every second. A neighbour
+// sends notes on the founders' channel naming that node with the highest
+// sequences there are; before, each founder kept the record it read then
+// and ignored every later one until restarted. Both keep answering the
+// agent's newer records.
+func TestTrust16_7_ForgedNoteFreezesNothing(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	root := t.TempDir()
+	dirA, dirB := filepath.Join(root, "a"), filepath.Join(root, "b")
+	a := startFounder(t, dirA, "--store", dsn)
+	key, err := os.ReadFile(filepath.Join(dirA, "data.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dirB, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dirB, "data.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := launchFounder(t, dirB, "--store", dsn)
+	email, password := credentials(t, dirA)
+	admin := a.login(email, password)
+	nodeRoot, out, done := startJoiner(t, a, b, a.workerToken(admin), filepath.Join(dirA, "ca.pem"), "note-node", "127.0.0.6")
+	approveByHostname(t, a, admin, "note-node") // A runs --dev: a loopback node address is its lab's
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "state: joined") {
+			t.Fatalf("the joiner ended with %v:\n%s", err, out)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the joiner did not end joined within 60 s:\n%s", out)
+	}
+	node := nodeIDOf(t, nodeRoot)
+	agentOut, _ := startAgent(t, a, b, nodeRoot, "127.0.0.6")
+	for deadline := time.Now().Add(20 * time.Second); recordedAt(t, a, admin, node).IsZero() || recordedAt(t, b, admin, node).IsZero(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's record never showed on both founders:\n%s", agentOut)
+		}
+	}
+
+	n := neighbour(t, dsn)
+	for _, seq := range []string{"18446744073709551615", "9223372036854775807"} {
+		if _, err := n.Exec(context.Background(), "SELECT pg_notify('stratum', $1)", "forged\nrelease-records\n"+node+" "+seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forged := time.Now()
+	for name, f := range map[string]*founder{"A": a, "B": b} {
+		for deadline := time.Now().Add(15 * time.Second); !recordedAt(t, f, admin, node).After(forged.Add(time.Second)); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("founder %s answers the record of %v for %s, none after the forged note at %v:\n%s", name, recordedAt(t, f, admin, node), node, forged, agentOut)
+			}
+		}
+	}
 }
