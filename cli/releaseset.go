@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -25,6 +26,7 @@ func newReleaseSetCmd() *cobra.Command {
 	o := addOutput(cmd)
 	limit := cmd.Flags().Int("nodes", 50, "show the first N nodes (the summary covers every node)")
 	all := cmd.Flags().Bool("all", false, "show every node (pages through all of them)")
+	check := cmd.Flags().Bool("check", false, "exit 0 when the set is consistent and no node is behind the admission release, 1 otherwise (reads every node)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		c, err := admin.client()
 		if err != nil {
@@ -45,7 +47,7 @@ func newReleaseSetCmd() *cobra.Command {
 		set := head.Set
 		set.Nodes = []releaseset.Node{}
 		want := *limit
-		if *all {
+		if *all || *check {
 			want = head.Members
 		}
 		for after := ""; len(set.Nodes) < want; {
@@ -74,7 +76,10 @@ func newReleaseSetCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return o.render(cmd.OutOrStdout(), out, &set, func() error {
+		err = o.render(cmd.OutOrStdout(), out, &set, func() error {
+			if _, err := fmt.Fprintln(cmd.OutOrStdout(), releaseset.HeadLine(set, head.Members)); err != nil {
+				return err
+			}
 			if err := releaseset.WriteTable(cmd.OutOrStdout(), set); err != nil {
 				return err
 			}
@@ -84,6 +89,10 @@ func newReleaseSetCmd() *cobra.Command {
 			}
 			return nil
 		})
+		if err == nil && *check && !releaseset.Healthy(set) {
+			return &ExitError{Code: ExitFailed, Err: errors.New(releaseset.HeadLine(set, head.Members))}
+		}
+		return err
 	}
 	return cmd
 }

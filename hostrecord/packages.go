@@ -113,9 +113,12 @@ func collectPackages(ctx context.Context, h *Host, rec *wire.Record) error {
 	for _, s := range h.Packages {
 		names = append(names, s.Names...)
 	}
-	installed, err := queryPackages(ctx, h.Run, names)
+	installed, manager, err := queryPackages(ctx, h.Run, names)
 	if err != nil {
 		return err
+	}
+	if !rec.ImageMode {
+		rec.PackageManager = manager
 	}
 	pkgs := []wire.Package{}
 	for _, s := range h.Packages {
@@ -130,23 +133,27 @@ func collectPackages(ctx context.Context, h *Host, rec *wire.Record) error {
 	return nil
 }
 
-func queryPackages(ctx context.Context, run Runner, names []string) (map[string]string, error) {
+// queryPackages asks dpkg-query, else rpm; it also names the one that
+// answered (what the host's packages come from).
+func queryPackages(ctx context.Context, run Runner, names []string) (map[string]string, string, error) {
 	out, err := run.Run(ctx, "dpkg-query", append([]string{"-W", "-f=${Package}\t${Version}\t${db:Status-Abbrev}\n", "--"}, names...)...)
 	// dpkg-query exits 1 when some name is unknown, after listing the rest.
 	var ee *ExitError
 	if err == nil || errors.As(err, &ee) && ee.Code == 1 {
-		return parseDpkg(out)
+		got, err := parseDpkg(out)
+		return got, "dpkg", err
 	}
 	if !errors.Is(err, ErrMissing) {
-		return nil, err
+		return nil, "", err
 	}
 	out, err = run.Run(ctx, "rpm", append([]string{"-q", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\n", "--"}, names...)...)
 	// rpm exits with the number of names not installed.
 	if err == nil || errors.As(err, &ee) && ee.Code > 0 && ee.Code <= len(names) {
-		return parseRpm(out)
+		got, err := parseRpm(out)
+		return got, "rpm", err
 	}
 	if errors.Is(err, ErrMissing) {
-		return nil, errors.New("neither dpkg-query nor rpm is installed")
+		return nil, "", errors.New("neither dpkg-query nor rpm is installed")
 	}
-	return nil, err
+	return nil, "", err
 }

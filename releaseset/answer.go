@@ -129,6 +129,7 @@ type fragment struct {
 	// running is the node's runningRelease as encoded: for a node that
 	// recorded none it is the cluster's, which moves with other records.
 	running string
+	behind  bool
 	b       []byte
 	// rel is the kept record the entry was decoded from.
 	rel []byte

@@ -40,6 +40,7 @@ type view struct {
 	has     []bool
 	stale   []bool
 	running []string
+	behind  []bool
 
 	indexOnce sync.Once
 	index     map[string]int
@@ -57,13 +58,17 @@ func (s *Service) current() (*view, error) {
 	now := s.Now()
 	var generation uint64
 	var members []string
+	var admission string
 	err := s.DB.View(func(tx *store.Tx) error {
 		if err := s.loadFrom(tx); err != nil {
 			return err
 		}
 		generation = membership.Generation(tx)
 		var err error
-		members, err = s.memberIDs(tx, generation)
+		if members, err = s.memberIDs(tx, generation); err != nil {
+			return err
+		}
+		admission, err = membership.AdmissionRelease(tx)
 		return err
 	})
 	if err != nil {
@@ -71,7 +76,7 @@ func (s *Service) current() (*view, error) {
 	}
 	s.mu.RLock()
 	version := s.version
-	if s.answer.fresh(generation, version, now) {
+	if s.answer.fresh(generation, version, now) && s.answer.view.head.AdmissionRelease == admission {
 		v := s.answer.view
 		s.mu.RUnlock()
 		return v, nil
@@ -83,14 +88,14 @@ func (s *Service) current() (*view, error) {
 	s.building.Lock()
 	defer s.building.Unlock()
 	s.mu.RLock()
-	if s.answer.fresh(generation, version, now) {
+	if s.answer.fresh(generation, version, now) && s.answer.view.head.AdmissionRelease == admission {
 		v := s.answer.view
 		s.mu.RUnlock()
 		return v, nil
 	}
 	ids := uniqueMembers(members)
 	v := &view{generation: generation, version: s.version, ids: ids,
-		recs: make([]cachedRecord, len(ids)), has: make([]bool, len(ids)), stale: make([]bool, len(ids)), running: make([]string, len(ids))}
+		recs: make([]cachedRecord, len(ids)), has: make([]bool, len(ids)), stale: make([]bool, len(ids)), running: make([]string, len(ids)), behind: make([]bool, len(ids))}
 	for i, id := range ids {
 		v.recs[i], v.has[i] = s.records[id]
 	}
@@ -115,10 +120,12 @@ func (s *Service) current() (*view, error) {
 	v.validUntil = until
 	v.head = Set{Node: s.Node, ControlPlane: s.ControlPlane, Summary: summarize(sum)}
 	v.head.RunningRelease = runningOfView(v)
+	v.head.AdmissionRelease = admission
 	for i := range v.running {
 		if v.running[i] == "" {
 			v.running[i] = v.head.RunningRelease
 		}
+		v.behind[i] = behind(v.running[i], admission)
 	}
 	s.builds++
 	v.build = s.builds
@@ -248,14 +255,15 @@ func (s *Service) Page(after string, limit int) (*Answer, error) {
 
 // answerHead is everything of the answer before nodes[].
 type answerHead struct {
-	Node           string       `json:"node"`
-	ControlPlane   ControlPlane `json:"controlPlane"`
-	RunningRelease string       `json:"runningRelease"`
-	Summary        Summary      `json:"summary"`
+	Node             string       `json:"node"`
+	ControlPlane     ControlPlane `json:"controlPlane"`
+	RunningRelease   string       `json:"runningRelease"`
+	AdmissionRelease string       `json:"admissionRelease,omitempty"`
+	Summary          Summary      `json:"summary"`
 }
 
 func headOf(s Set) answerHead {
-	return answerHead{Node: s.Node, ControlPlane: s.ControlPlane, RunningRelease: s.RunningRelease, Summary: s.Summary}
+	return answerHead{Node: s.Node, ControlPlane: s.ControlPlane, RunningRelease: s.RunningRelease, AdmissionRelease: s.AdmissionRelease, Summary: s.Summary}
 }
 
 // summaryHead is the summary view: the head and how many members.
@@ -266,16 +274,17 @@ type summaryHead struct {
 
 // pageHead is what a page says besides its nodes.
 type pageHead struct {
-	Node           string       `json:"node"`
-	ControlPlane   ControlPlane `json:"controlPlane"`
-	RunningRelease string       `json:"runningRelease"`
-	Members        int          `json:"members"`
+	Node             string       `json:"node"`
+	ControlPlane     ControlPlane `json:"controlPlane"`
+	RunningRelease   string       `json:"runningRelease"`
+	AdmissionRelease string       `json:"admissionRelease,omitempty"`
+	Members          int          `json:"members"`
 }
 
 // fragment appends node i's entry of nodes[] to dst, exactly as
 // encodeNode writes it.
 func (s *Service) fragment(dst []byte, v *view, i int) ([]byte, error) {
-	n := Node{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i]}
+	n := Node{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]}
 	prefix, err := encodeNode(n)
 	if err != nil {
 		return nil, err
@@ -294,7 +303,7 @@ func (s *Service) fragment(dst []byte, v *view, i int) ([]byte, error) {
 
 // fragmentSize is the length of node i's entry.
 func fragmentSize(v *view, i int) (int, error) {
-	n := Node{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i]}
+	n := Node{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]}
 	prefix, err := encodeNode(n)
 	if err != nil {
 		return 0, err
@@ -337,12 +346,12 @@ func (s *Service) encodeFull(v *view) (*Answer, error) {
 		live[id] = true
 		c := v.recs[i]
 		f, ok := s.fragments[id]
-		if !ok || f.seq != c.seq || f.stale != v.stale[i] || f.running != v.running[i] || !v.has[i] || !sameBytes(f.rel, c.release) {
+		if !ok || f.seq != c.seq || f.stale != v.stale[i] || f.running != v.running[i] || f.behind != v.behind[i] || !v.has[i] || !sameBytes(f.rel, c.release) {
 			b, err := s.fragment(nil, v, i)
 			if err != nil {
 				return nil, err
 			}
-			f = fragment{seq: c.seq, stale: v.stale[i], running: v.running[i], b: b, rel: c.release}
+			f = fragment{seq: c.seq, stale: v.stale[i], running: v.running[i], behind: v.behind[i], b: b, rel: c.release}
 			if v.has[i] {
 				s.fragments[id] = f
 			}
@@ -407,7 +416,7 @@ func (s *Service) encodePage(v *view, from, to int) (*Answer, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(pageHead{Node: v.head.Node, ControlPlane: v.head.ControlPlane, RunningRelease: v.head.RunningRelease, Members: len(v.ids)}); err != nil {
+	if err := enc.Encode(pageHead{Node: v.head.Node, ControlPlane: v.head.ControlPlane, RunningRelease: v.head.RunningRelease, AdmissionRelease: v.head.AdmissionRelease, Members: len(v.ids)}); err != nil {
 		return nil, err
 	}
 	h := sha256.New()

@@ -18,6 +18,9 @@ type Input struct {
 	Node string
 	// ControlPlane is the answering control plane's own build.
 	ControlPlane ControlPlane
+	// AdmissionRelease is the release joiners are admitted on ("" when
+	// not known): a node running an older one is behind.
+	AdmissionRelease string
 	// Members are the node ids in join order; duplicates are ignored.
 	Members []string
 	// Records are the last record of each node that recorded one. Records
@@ -65,9 +68,16 @@ func Describe(in Input) Set {
 		if set.Nodes[i].RunningRelease == "" {
 			set.Nodes[i].RunningRelease = set.RunningRelease
 		}
+		set.Nodes[i].Behind = behind(set.Nodes[i].RunningRelease, in.AdmissionRelease)
 	}
+	set.AdmissionRelease = in.AdmissionRelease
 	set.Summary = summarize(sum)
 	return set
+}
+
+// behind: running is a release older than admission (both semver).
+func behind(running, admission string) bool {
+	return admission != "" && semver.Valid(running) == nil && semver.Valid(admission) == nil && semver.Compare(running, admission) < 0
 }
 
 // RunningRelease is the release the cluster runs: the oldest (semver) of

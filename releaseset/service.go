@@ -114,6 +114,9 @@ func (s *Service) input(tx *store.Tx) (Input, error) {
 	if err != nil {
 		return in, err
 	}
+	if in.AdmissionRelease, err = membership.AdmissionRelease(tx); err != nil {
+		return in, err
+	}
 	if err := s.loadFrom(tx); err != nil {
 		return in, err
 	}

@@ -13,8 +13,11 @@ type Set struct {
 	ControlPlane ControlPlane `json:"controlPlane"`
 	// RunningRelease is the release the cluster runs: its oldest node's.
 	// Empty when it is not known.
-	RunningRelease string  `json:"runningRelease"`
-	Summary        Summary `json:"summary"`
+	RunningRelease string `json:"runningRelease"`
+	// AdmissionRelease is the release joiners are admitted on (SPEC 17:
+	// who is behind); absent when not known.
+	AdmissionRelease string  `json:"admissionRelease,omitempty"`
+	Summary          Summary `json:"summary"`
 	// Nodes are the members, in join order.
 	Nodes []Node `json:"nodes"`
 }
@@ -119,6 +122,8 @@ type Node struct {
 	// RunningRelease is the release the node runs: the one it recorded,
 	// else the cluster's (Set.RunningRelease); empty when neither is known.
 	RunningRelease string `json:"runningRelease"`
+	// Behind: the node runs a release older than the admission release.
+	Behind bool `json:"behind,omitempty"`
 	// Release is the node's last record; absent when it never recorded.
 	Release *Record `json:"release,omitempty"`
 }

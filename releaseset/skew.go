@@ -14,6 +14,11 @@ type fieldValue struct{ value, display string }
 // unknown is the value of a field a node's record does not carry.
 var unknown = fieldValue{"unknown", "unknown"}
 
+// notApplicable is the value of a field that does not apply to a node:
+// a node that runs no control plane (a worker) has no control plane
+// build or schema. It is left out of the comparison: not skew.
+var notApplicable = fieldValue{"n/a", "not applicable"}
+
 // absent is the value of a package component a node does not have.
 var absent = fieldValue{"absent", "absent"}
 
@@ -61,11 +66,16 @@ func osValue(r *Record) fieldValue {
 	return unknown
 }
 
+// imageModeValue is what the host has (SPEC 17): an image, or packages
+// and the package manager found.
 func imageModeValue(r *Record) fieldValue {
 	if r.ImageMode {
-		return fieldValue{"true", "stratum-os image"}
+		return fieldValue{"true", "image"}
 	}
-	return fieldValue{"false", "dnf packages"}
+	if r.PackageManager != "" {
+		return fieldValue{"false", "package (" + r.PackageManager + ")"}
+	}
+	return fieldValue{"false", "package"}
 }
 
 func kernelValue(r *Record) fieldValue {
@@ -78,7 +88,10 @@ func kernelValue(r *Record) fieldValue {
 // controlPlaneValue compares the commit and shows the version.
 func controlPlaneValue(r *Record) fieldValue {
 	c := r.ControlPlane
-	if c == nil || c.Commit == "" {
+	if c == nil {
+		return notApplicable
+	}
+	if c.Commit == "" {
 		return unknown
 	}
 	return fieldValue{c.Commit, cmp.Or(c.Version, c.Commit)}
@@ -87,7 +100,10 @@ func controlPlaneValue(r *Record) fieldValue {
 // schemaValue is controlPlane.schemaLevel: the migrations a build carries
 // decide whether two control planes can share a database.
 func schemaValue(r *Record) fieldValue {
-	if r.ControlPlane == nil || r.ControlPlane.SchemaLevel == nil {
+	if r.ControlPlane == nil {
+		return notApplicable
+	}
+	if r.ControlPlane.SchemaLevel == nil {
 		return unknown
 	}
 	s := strconv.Itoa(*r.ControlPlane.SchemaLevel)
@@ -140,6 +156,9 @@ func group(field string, ids []string, vals []fieldValue) (Skew, bool) {
 	at := map[string]int{}
 	var values []SkewValue
 	for i, id := range ids {
+		if vals[i] == notApplicable {
+			continue
+		}
 		j, seen := at[vals[i].value]
 		if !seen {
 			j = len(values)

@@ -154,6 +154,42 @@ func containers(n *int) string {
 	return fmt.Sprintf(" (%d containers)", *n)
 }
 
+// HeadLine is the release set in one line for a person or a script
+// (SPEC 17), e.g. "3 nodes; admission 0.2.0; behind: n-abc12def (0.1.0);
+// skew: kernel". members is how many nodes the set has (s.Nodes may be a
+// page of them); behind lists the nodes of s.Nodes.
+func HeadLine(s Set, members int) string {
+	var behind, skew []string
+	for _, n := range s.Nodes {
+		if n.Behind {
+			behind = append(behind, fmt.Sprintf("%s (%s)", n.NodeID, cmp.Or(n.RunningRelease, "unknown")))
+		}
+	}
+	for _, sk := range s.Summary.Skew {
+		skew = append(skew, sk.Field)
+	}
+	none := func(l []string) string {
+		if len(l) == 0 {
+			return "none"
+		}
+		return strings.Join(l, ", ")
+	}
+	return fmt.Sprintf("%s; admission %s; behind: %s; skew: %s", plural(members, "node", "nodes"), cmp.Or(s.AdmissionRelease, "unknown"), none(behind), none(skew))
+}
+
+// Healthy: consistent and nobody behind (`stratum release-set --check`).
+func Healthy(s Set) bool {
+	if !s.Summary.Consistent {
+		return false
+	}
+	for _, n := range s.Nodes {
+		if n.Behind {
+			return false
+		}
+	}
+	return true
+}
+
 // summaryLine is e.g. "3 nodes, 2 recent, running release 0.2.0: not
 // consistent (1 skewed field, 2 drift findings)".
 func summaryLine(s Set) string {

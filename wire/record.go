@@ -14,12 +14,15 @@ type Record struct {
 	// absent) when it has not reported them, as the seed says.
 	HostReportedAt *time.Time `json:"hostReportedAt"`
 	// ImageMode is true on a node booted from a stratum-os image, false on
-	// a node whose packages come from dnf.
-	ImageMode    bool          `json:"imageMode"`
-	OS           *OS           `json:"os,omitempty"`
-	Bootc        *Bootc        `json:"bootc,omitempty"`
-	ControlPlane *ControlPlane `json:"controlPlane,omitempty"`
-	HostBinaries *HostBinaries `json:"hostBinaries,omitempty"`
+	// a node whose packages come from a package manager.
+	ImageMode bool `json:"imageMode"`
+	// PackageManager is the package manager found on a package-mode host
+	// ("dpkg", "rpm"); absent when none answered or in image mode.
+	PackageManager string        `json:"packageManager,omitempty"`
+	OS             *OS           `json:"os,omitempty"`
+	Bootc          *Bootc        `json:"bootc,omitempty"`
+	ControlPlane   *ControlPlane `json:"controlPlane,omitempty"`
+	HostBinaries   *HostBinaries `json:"hostBinaries,omitempty"`
 	// Extensions is null when not read (no systemd-sysext), [] when it
 	// ran and found none.
 	Extensions []Extension `json:"extensions"`

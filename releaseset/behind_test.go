@@ -1,0 +1,43 @@
+package releaseset
+
+import (
+	"testing"
+	"time"
+)
+
+// TestBehindAndRoles: a node on a release older than the admission
+// release is behind; a record with no control plane (a worker) is not
+// skew on controlPlane or schema; the head line and Healthy say so.
+func TestBehindAndRoles(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	level := 9
+	cp := &ControlPlane{Version: "v1", Commit: "c1", SchemaLevel: &level}
+	rec := func(withCP bool) Record {
+		r := Record{RecordedAt: now, OS: &OS{PrettyName: "Debian 12", Kernel: "6.1"}, PackageManager: "dpkg"}
+		if withCP {
+			r.ControlPlane = cp
+		}
+		return r
+	}
+	in := Input{Now: now, Node: "n-a", AdmissionRelease: "0.2.0", Members: []string{"n-a", "n-b", "n-c"},
+		Records: map[string]Stored{"n-a": {"0.2.0", rec(true)}, "n-b": {"0.1.0", rec(false)}, "n-c": {"0.2.0+build", rec(false)}}}
+	s := Describe(in)
+	if s.AdmissionRelease != "0.2.0" || s.Nodes[0].Behind || !s.Nodes[1].Behind || s.Nodes[2].Behind {
+		t.Fatalf("behind: %+v", s.Nodes)
+	}
+	for _, sk := range s.Summary.Skew {
+		if sk.Field == SkewControlPlane || sk.Field == SkewSchema {
+			t.Errorf("a node without a control plane made %s skew: %+v", sk.Field, sk)
+		}
+	}
+	if got := HeadLine(s, 3); got != "3 nodes; admission 0.2.0; behind: n-b (0.1.0); skew: none" {
+		t.Errorf("head line %q", got)
+	}
+	if Healthy(s) {
+		t.Error("a set with a node behind is healthy")
+	}
+	r := in.Records["n-a"].Release
+	if v := imageModeValue(&r); v.display != "package (dpkg)" {
+		t.Errorf("imageMode display %q", v.display)
+	}
+}
