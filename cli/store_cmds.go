@@ -183,6 +183,9 @@ func runRestore(stdout io.Writer, data string, req founder.RestoreRequest, keys 
 		fmt.Fprintf(stdout, "  data key from the backup: %s\n", where)
 	}
 	fmt.Fprintf(stdout, "  CA pin: %s\n", res.CAPin)
+	if _, err := os.Stat(d.AuditHWM()); err == nil {
+		fmt.Fprintf(stdout, "  %s holds the audit mark of the founder that ran here: if this backup is older, the first start needs --accept-audit-rollback (once, audited)\n", d.AuditHWM())
+	}
 	founder.PrintRecoveryKey(stdout, res.RecoveryKey)
 	return nil
 }
