@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"stratum/strictjson"
 )
 
 // Code is one of the error codes of SPEC section 2.
@@ -40,10 +42,7 @@ const (
 
 // FieldError is one field's problem; Field is its path (e.g.
 // "networks.storage.ip"), empty for the whole request.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+type FieldError = strictjson.Problem
 
 // Issue is one finding of a rejected policy document.
 type Issue struct {
@@ -88,11 +87,17 @@ func WithFields(code Code, message string, fields []FieldError) *Error {
 	return &Error{Code: code, Message: message, Fields: fields}
 }
 
-// As returns the *Error in err's chain, if any.
+// As returns the *Error in err's chain, if any. A strict decoder's
+// problems (a *strictjson.Error, which knows no HTTP) are INVALID_INPUT
+// with each problem as a field.
 func As(err error) (*Error, bool) {
 	var e *Error
 	if errors.As(err, &e) {
 		return e, true
+	}
+	var se *strictjson.Error
+	if errors.As(err, &se) {
+		return WithFields(InvalidInput, se.Message, se.Problems), true
 	}
 	return nil, false
 }

@@ -17,7 +17,7 @@ func describe(err error) error {
 	if errors.As(err, &run) {
 		err = run.err
 	}
-	e, ok := err.(*apierr.Error)
+	e, ok := apierr.As(err)
 	if !ok {
 		return err
 	}

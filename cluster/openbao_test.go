@@ -54,7 +54,7 @@ func TestOpenBaoConfigBlock(t *testing.T) {
 				}
 				return
 			}
-			e, ok := err.(*apierr.Error)
+			e, ok := apierr.As(err)
 			if !ok {
 				t.Fatalf("want field errors %v, got %v", tt.bad, err)
 			}

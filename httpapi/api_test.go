@@ -766,7 +766,8 @@ func TestDecodeStrict(t *testing.T) {
 			continue
 		}
 		if err != nil {
-			b, _ := json.Marshal(err)
+			e, _ := apierr.As(err)
+			b, _ := json.Marshal(e)
 			var env envelope
 			_ = json.Unmarshal(b, &env)
 			if env.Code != "INVALID_INPUT" || len(env.Fields) == 0 || env.Fields[0].Field != tc.field {

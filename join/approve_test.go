@@ -22,8 +22,8 @@ func TestApproveInvalidInput(t *testing.T) {
 	if got, want := fieldNames(err), []string{"nodeId", "mgmtIp", "networks.storge"}; !slices.Equal(got, want) {
 		t.Errorf("fields %v, want %v", got, want)
 	}
-	if !strings.Contains(err.(*apierr.Error).Fields[1].Message, "CIDR") {
-		t.Errorf("a CIDR is not named as such: %v", err.(*apierr.Error).Fields[1])
+	if !strings.Contains(mustAPIErr(t, err).Fields[1].Message, "CIDR") {
+		t.Errorf("a CIDR is not named as such: %v", mustAPIErr(t, err).Fields[1])
 	}
 	bad = assignment(1)
 	bad.Labels = map[string]string{"topology.az": "a", "rack": "r1", "topology.rack": "r2"}
@@ -170,4 +170,13 @@ func TestApproveDefaults(t *testing.T) {
 	if string(got.Facts) != `{"cpus":4}` || got.Hostname != "lab-a" {
 		t.Errorf("operator view facts=%s hostname=%s", got.Facts, got.Hostname)
 	}
+}
+
+func mustAPIErr(t *testing.T, err error) *apierr.Error {
+	t.Helper()
+	e, ok := apierr.As(err)
+	if !ok {
+		t.Fatalf("%v is not an API error", err)
+	}
+	return e
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"path/filepath"
 	"strconv"
@@ -212,8 +211,8 @@ func wantCode(t *testing.T, err error, code apierr.Code) *apierr.Error {
 }
 
 func fieldNames(err error) []string {
-	var ae *apierr.Error
-	if !errors.As(err, &ae) {
+	ae, ok := apierr.As(err)
+	if !ok {
 		return nil
 	}
 	var out []string

@@ -30,17 +30,55 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"stratum/apierr"
 )
 
 // MaxProblems bounds the list of problems: a 4 MiB body of bad elements
 // would otherwise answer with a larger list than the body.
 const MaxProblems = 1000
 
-// Decode decodes b into v (a pointer). Every problem is an
-// apierr.FieldError in one INVALID_INPUT error.
+// Problem is one problem of a decoded document, at its path ("" for the
+// document, "a.b[2]" inside it).
+type Problem struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Problems collects problems so a decode reports all of them.
+type Problems []Problem
+
+// Add records a problem at field.
+func (p *Problems) Add(field, format string, args ...any) {
+	*p = append(*p, Problem{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// Error is every problem of a document at once, with what it is about.
+// It knows nothing of HTTP: the API's error type (apierr) maps it to
+// INVALID_INPUT with its problems as fields.
+type Error struct {
+	Message  string
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Message)
+	for i, p := range e.Problems {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Problems)-i)
+			break
+		}
+		if p.Field == "" {
+			fmt.Fprintf(&b, "; %s", p.Message)
+		} else {
+			fmt.Fprintf(&b, "; %s: %s", p.Field, p.Message)
+		}
+	}
+	return b.String()
+}
+
+// Decode decodes b into v (a pointer). Every problem is in one *Error.
 func Decode(b []byte, v any) error {
-	return DecodeChecked(b, v, "the request has fields with problems", nil)
+	return DecodeChecked(b, v, "the request has fields with problems", func() Problems { return nil })
 }
 
 // DecodeChecked decodes b into v, then adds the problems check finds in
@@ -48,18 +86,21 @@ func Decode(b []byte, v any) error {
 // faulted (a field of the wrong type is left zero, and "required" on top
 // of "must be a string" would only be noise). Every problem is answered
 // at once, as one INVALID_INPUT error whose message is what.
-func DecodeChecked(b []byte, v any, what string, check func() apierr.Fields) error {
+func DecodeChecked[P ~[]Problem](b []byte, v any, what string, check func() P) error {
 	if len(bytes.TrimSpace(b)) == 0 {
-		return apierr.WithFields(apierr.InvalidInput, "the request body is empty; a JSON object is expected", []apierr.FieldError{{Field: "", Message: "required"}})
+		return &Error{Message: "the request body is empty; a JSON object is expected", Problems: []Problem{{Field: "", Message: "required"}}}
 	}
-	var fields apierr.Fields
+	var fields Problems
 	if err := decode(b, reflect.ValueOf(v), &fields); err != nil {
-		return apierr.WithFields(apierr.InvalidInput, "the request body is not valid JSON", []apierr.FieldError{{Field: "", Message: err.Error()}})
+		return &Error{Message: "the request body is not valid JSON", Problems: []Problem{{Field: "", Message: err.Error()}}}
 	}
 	if check != nil {
-		fields = append(fields, withoutCovered(check(), fields)...)
+		fields = append(fields, withoutCovered(Problems(check()), fields)...)
 	}
-	return capped(fields).Err(what)
+	if fields = capped(fields); len(fields) > 0 {
+		return &Error{Message: what, Problems: fields}
+	}
+	return nil
 }
 
 // OrEmptyObject is b, or "{}" when b is empty: for bodies that may be
@@ -74,12 +115,15 @@ func OrEmptyObject(b []byte) []byte {
 // Check walks b alongside type t without keeping the value, recording
 // unknown, duplicate and mis-cased keys and values of the wrong type in
 // fields. It fails only on malformed JSON or data after the value.
-func Check(b []byte, t reflect.Type, fields *apierr.Fields) error {
-	return decode(b, reflect.New(t), fields)
+func Check[P ~[]Problem](b []byte, t reflect.Type, fields *P) error {
+	var found Problems
+	err := decode(b, reflect.New(t), &found)
+	*fields = append(*fields, found...)
+	return err
 }
 
 // decode fills ptr's target from b.
-func decode(b []byte, ptr reflect.Value, fields *apierr.Fields) error {
+func decode(b []byte, ptr reflect.Value, fields *Problems) error {
 	dec := newTokens(b)
 	d := decoder{dec: dec, fields: fields}
 	if err := d.value(ptr.Elem(), ""); err != nil {
@@ -93,7 +137,7 @@ func decode(b []byte, ptr reflect.Value, fields *apierr.Fields) error {
 
 type decoder struct {
 	dec    *tokens
-	fields *apierr.Fields
+	fields *Problems
 }
 
 var (
@@ -558,7 +602,7 @@ func kind(t reflect.Type) string {
 // withoutCovered drops checks at or under a path the decoder already
 // faulted. It looks up each prefix of a check's path, so a body with many
 // problems stays cheap.
-func withoutCovered(checks, decoded apierr.Fields) apierr.Fields {
+func withoutCovered(checks, decoded Problems) Problems {
 	if len(decoded) == 0 {
 		return checks
 	}
@@ -569,7 +613,7 @@ func withoutCovered(checks, decoded apierr.Fields) apierr.Fields {
 	if faulted[""] {
 		return nil
 	}
-	var out apierr.Fields
+	var out Problems
 	for _, c := range checks {
 		if !coveredBy(c.Field, faulted) {
 			out = append(out, c)
@@ -593,12 +637,12 @@ func coveredBy(path string, faulted map[string]bool) bool {
 }
 
 // capped keeps the first MaxProblems and says how many were left out.
-func capped(f apierr.Fields) apierr.Fields {
+func capped(f Problems) Problems {
 	if len(f) <= MaxProblems {
 		return f
 	}
 	more := len(f) - MaxProblems
-	out := append(apierr.Fields(nil), f[:MaxProblems]...)
+	out := append(Problems(nil), f[:MaxProblems]...)
 	out.Add("", "%d more problems not listed", more)
 	return out
 }

@@ -2,11 +2,10 @@ package strictjson
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
-
-	"stratum/apierr"
 )
 
 type network struct {
@@ -61,12 +60,12 @@ func TestDecodeNamesEveryProblemByPath(t *testing.T) {
 				}
 				return
 			}
-			e, ok := apierr.As(err)
-			if !ok || e.Code != apierr.InvalidInput {
-				t.Fatalf("got %v, want INVALID_INPUT", err)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v, want the problems", err)
 			}
 			var got []string
-			for _, f := range e.Fields {
+			for _, f := range e.Problems {
 				got = append(got, f.Field)
 			}
 			if !reflect.DeepEqual(got, c.fields) {
@@ -79,13 +78,14 @@ func TestDecodeNamesEveryProblemByPath(t *testing.T) {
 func TestDecodeRefusesMalformed(t *testing.T) {
 	for _, body := range []string{``, `{`, `{"name":}`, `{"name":"a"} {}`, `[1,2`, `{"name":"a"}x`} {
 		var r request
-		if _, ok := apierr.As(Decode([]byte(body), &r)); !ok {
-			t.Errorf("%q: not refused with the envelope", body)
+		var e *Error
+		if !errors.As(Decode([]byte(body), &r), &e) {
+			t.Errorf("%q: not refused with its problems", body)
 		}
 	}
 	var r request
-	e, _ := apierr.As(Decode([]byte(`{"name":5}`), &r))
-	if e == nil || e.Fields[0].Field != "name" || e.Fields[0].Message != "must be a string" {
+	var e *Error
+	if !errors.As(Decode([]byte(`{"name":5}`), &r), &e) || e.Problems[0].Field != "name" || e.Problems[0].Message != "must be a string" {
 		t.Fatalf("wrong type: %+v", e)
 	}
 }
@@ -100,8 +100,9 @@ func FuzzDecode(f *testing.F) {
 		if err == nil {
 			return
 		}
-		if _, ok := apierr.As(err); !ok {
-			t.Fatalf("a refusal outside the envelope: %v", err)
+		var e *Error
+		if !errors.As(err, &e) || len(e.Problems) == 0 {
+			t.Fatalf("a refusal without its problems: %v", err)
 		}
 	})
 }
