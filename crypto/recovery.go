@@ -1,7 +1,6 @@
 package crypto
 
 import (
-	"bytes"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,10 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"golang.org/x/crypto/chacha20poly1305"
+
+	"stratum/strictjson"
 )
 
 // A recovery key gets the data key back when the TPM it is sealed to no
@@ -178,13 +178,8 @@ func parseRecoveryFile(data []byte) (*recoveryFile, error) {
 		return nil, badRecoveryFile("%d bytes, more than %d", len(data), maxRecoveryFile)
 	}
 	var f recoveryFile
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	if err := strictjson.Decode(data, &f); err != nil {
 		return nil, badRecoveryFile("%v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, badRecoveryFile("trailing data after the JSON object")
 	}
 	switch {
 	case f.Type != recoveryFileType:

@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
-
 )
 
 // MaxProblems bounds the list of problems: a 4 MiB body of bad elements
@@ -155,7 +154,8 @@ func opaque(t reflect.Type) bool {
 	if v, ok := opaqueCache.Load(t); ok {
 		return v.(bool)
 	}
-	o := t.Kind() == reflect.Interface ||
+	// []byte is a base64 string, as encoding/json has it.
+	o := t.Kind() == reflect.Interface || t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 ||
 		t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) ||
 		t.Implements(textUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType)
 	opaqueCache.Store(t, o)

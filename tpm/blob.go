@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/google/go-tpm/tpm2"
+
+	"stratum/strictjson"
 )
 
 // The blob is JSON so an operator can see what a file is sealed to (which
@@ -85,13 +86,8 @@ func parseSealedBlob(data []byte) (*sealedBlob, error) {
 		return nil, badBlob("%d bytes, more than %d", len(data), maxBlobSize)
 	}
 	var j blobJSON
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
+	if err := strictjson.Decode(data, &j); err != nil {
 		return nil, badBlob("%v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, badBlob("trailing data after the JSON object")
 	}
 	if j.Type != blobType {
 		return nil, badBlob("type %q, want %q", j.Type, blobType)
