@@ -649,7 +649,7 @@ func capped(f Problems) Problems {
 
 // duplicateKeys records, at its path, each key that appears twice in one
 // object of raw (a well-formed JSON value), at any depth.
-func duplicateKeys(raw json.RawMessage, path string, fields *apierr.Fields) {
+func duplicateKeys(raw json.RawMessage, path string, fields *Problems) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	var walk func(path string) error
 	walk = func(path string) error {
