@@ -22,6 +22,9 @@ func openBolt(path string, readOnly bool) (*boltBackend, error) {
 	busy := "another process holds the store (is a founder already running?)"
 	if readOnly {
 		if _, err := os.Stat(path); err != nil {
+			if shown := RedactDSN(path); shown != path {
+				return nil, fmt.Errorf("open %s: no such store", shown)
+			}
 			return nil, err
 		}
 		opts = &bolt.Options{ReadOnly: true, Timeout: time.Second}
@@ -29,8 +32,14 @@ func openBolt(path string, readOnly bool) (*boltBackend, error) {
 	}
 	b, err := bolt.Open(path, 0o600, opts)
 	if err != nil {
+		// What is opened as a file may be a DSN mistyped: never echo a
+		// password (SPEC 16.10).
+		shown := RedactDSN(path)
 		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("open %s: %s", path, busy)
+			return nil, fmt.Errorf("open %s: %s", shown, busy)
+		}
+		if shown != path {
+			return nil, fmt.Errorf("open %s: cannot open the store (a database DSN must be postgres://... or keyword form)", shown)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -88,7 +88,7 @@ func pgWhere(cfg *pgconn.Config) string {
 // scrub removes the password from a message, whatever pgx put in it.
 func scrub(msg string, cfg *pgconn.Config) string {
 	if cfg != nil && cfg.Password != "" {
-		msg = strings.ReplaceAll(msg, cfg.Password, "********")
+		msg = strings.ReplaceAll(msg, cfg.Password, "xxxxx")
 	}
 	return msg
 }

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,7 +49,26 @@ type DB struct {
 // isPostgres reports whether target names a PostgreSQL database rather
 // than a bbolt file.
 func isPostgres(target string) bool {
-	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
+	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://") || keywordDSN.MatchString(target)
+}
+
+// keywordDSN is a libpq keyword/value connection string ("host=db
+// user=stratum password=... dbname=stratum"): a database, never a path.
+var keywordDSN = regexp.MustCompile(`^\s*(host|hostaddr|port|dbname|user|password|sslmode|service)\s*=`)
+
+var keywordPassword = regexp.MustCompile(`(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// RedactDSN is s with any database password replaced by xxxxx, in the URL
+// form (postgres://user:PASSWORD@host/db) and in the keyword form
+// (password=PASSWORD): what errors and logs may show (SPEC 16.10).
+func RedactDSN(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
+	}
+	return keywordPassword.ReplaceAllString(s, "${1}xxxxx")
 }
 
 // NeedDatabase refuses a target that names a bbolt file rather than a
