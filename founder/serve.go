@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"stratum/audit"
 	"stratum/bootprobe"
 	"stratum/buildinfo"
 	"stratum/cluster"
@@ -241,7 +240,7 @@ func (f *Founder) run(ctx context.Context) error {
 	f.api = httpapi.New(httpapi.Deps{
 		Log: f.log, Build: o.Build, Startup: f.startup, Registry: reg,
 		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease,
-		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db}, Audit: audit.New(audit.Config{DB: f.db}), Health: storeHealth{f.db},
+		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db}, Audit: store.AuditReader{DB: f.db}, Health: storeHealth{f.db},
 		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
 		Releases: &repo.Catalog{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys(), Checks: f.releaseChecks,
 			UploadLimits: uploadLimits(f.opts.ReleaseUploadBytes)},

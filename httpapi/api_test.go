@@ -22,7 +22,6 @@ import (
 	"stratum/wire"
 
 	"stratum/apierr"
-	"stratum/audit"
 	"stratum/buildinfo"
 	"stratum/cluster"
 	"stratum/crypto"
@@ -106,7 +105,7 @@ func newFixture(t *testing.T, mod func(*store.DB, *httpapi.Deps)) *fixture {
 func storeDeps(db *store.DB) httpapi.Deps {
 	return httpapi.Deps{
 		Identity: iam.New(iam.Config{DB: db}), NodeLeaves: cluster.NodeLeaves{DB: db},
-		Audit: audit.New(audit.Config{DB: db}), Health: storeHealth{db},
+		Audit: store.AuditReader{DB: db}, Health: storeHealth{db},
 	}
 }
 

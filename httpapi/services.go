@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"stratum/audit"
 	"stratum/iam"
 	"stratum/join"
 	"stratum/releaseset"
@@ -35,10 +34,10 @@ type NodeLeaves interface {
 	CheckNodeLeaf(nodeID, serialHex string) error
 }
 
-// AuditLog reads the hash-chained audit log (audit.Reader).
+// AuditLog reads the hash-chained audit log (store.AuditReader).
 type AuditLog interface {
 	Events(after uint64, limit int) ([]store.AuditEvent, error)
-	Verify() (audit.Verdict, error)
+	Verify() (store.AuditVerdict, error)
 }
 
 // Health is the founder's store as /healthz and /version see it.

@@ -1,4 +1,4 @@
-package audit
+package store
 
 import (
 	"bytes"
@@ -6,16 +6,15 @@ import (
 	"testing"
 
 	"stratum/crypto"
-	"stratum/store"
 )
 
-func openStore(t *testing.T) *store.DB {
+func openAuditStore(t *testing.T) *DB {
 	t.Helper()
 	key, err := crypto.NewDataKey(bytes.Repeat([]byte{3}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"), key)
+	db, err := Open(filepath.Join(t.TempDir(), "s.db"), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,15 +24,15 @@ func openStore(t *testing.T) *store.DB {
 // TestReaderVerdict: an intact chain counts its events; a closed store
 // is an error, not a verdict.
 func TestReaderVerdict(t *testing.T) {
-	db := openStore(t)
+	db := openAuditStore(t)
 	for i := range 3 {
-		if err := db.Update(func(tx *store.Tx) error {
+		if err := db.Update(func(tx *Tx) error {
 			return tx.Audit("test.event", "test", string(rune('a'+i)), nil)
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r := New(Config{DB: db})
+	r := AuditReader{DB: db}
 	v, err := r.Verify()
 	if err != nil || !v.Intact || v.Events < 3 || v.Problem != "" {
 		t.Fatalf("Verify = %+v, %v; want intact with at least 3 events", v, err)
