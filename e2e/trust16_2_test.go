@@ -42,6 +42,15 @@ func forgeRows(t *testing.T, dir, dsn string, rows []forgedRow) {
 		})
 		return
 	}
+	for _, r := range rows {
+		pgExec(t, dsn, "INSERT INTO stratum_kv (bucket, key, value) VALUES ($1, $2, $3)", r.bucket, []byte(r.key), []byte(r.value))
+	}
+}
+
+// pgExec runs one statement on dsn as its user (the database neighbour's
+// plain SQL).
+func pgExec(t *testing.T, dsn, sql string, args ...any) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -49,10 +58,8 @@ func forgeRows(t *testing.T, dir, dsn string, rows []forgedRow) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	for _, r := range rows {
-		if _, err := conn.Exec(ctx, "INSERT INTO stratum_kv (bucket, key, value) VALUES ($1, $2, $3)", r.bucket, []byte(r.key), []byte(r.value)); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -3,7 +3,6 @@ package e2e
 // SPEC section 16 attacks on the real binary, on bbolt and on PostgreSQL.
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	bolt "go.etcd.io/bbolt"
 
 	_ "stratum/founder" // registers its store migrations
@@ -131,16 +129,7 @@ func setSchema(t *testing.T, dir, dsn string, v int) {
 		boltEdit(t, dir, func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("schema"), buf[:]) })
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "UPDATE stratum_kv SET value = $1 WHERE bucket = 'meta' AND key = 'schema'", buf[:]); err != nil {
-		t.Fatal(err)
-	}
+	pgExec(t, dsn, "UPDATE stratum_kv SET value = $1 WHERE bucket = 'meta' AND key = 'schema'", buf[:])
 }
 
 // migrationBefore is the schema version just before the migration named
