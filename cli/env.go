@@ -17,14 +17,17 @@ var noEnvTwin = map[string]bool{"allow-downgrade": true, "insecure-store-unseal-
 
 // envTwin names a flag's environment twin: STRATUM_ + the flag name
 // (--api-addr -> STRATUM_API_ADDR); "" for a flag that has none. The join
-// token is STRATUM_JOIN_TOKEN, because STRATUM_TOKEN is the admin
-// commands' bearer token and an operator shell may hold both.
+// token is STRATUM_JOIN_TOKEN (its file STRATUM_JOIN_TOKEN_FILE), because
+// STRATUM_TOKEN is the admin commands' bearer token and an operator shell
+// may hold both.
 func envTwin(cmd *cobra.Command, flagName string) string {
 	switch {
 	case noEnvTwin[flagName], flagName == "help", flagName == "version":
 		return ""
 	case cmd.Name() == "join" && cmd.HasParent() && !cmd.Parent().HasParent() && flagName == "token":
 		return "STRATUM_JOIN_TOKEN"
+	case cmd.Name() == "join" && cmd.HasParent() && !cmd.Parent().HasParent() && flagName == "token-file":
+		return "STRATUM_JOIN_TOKEN_FILE"
 	}
 	return "STRATUM_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }

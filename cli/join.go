@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"fmt"
+	"os"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"stratum/joiner"
@@ -24,6 +28,8 @@ exit codes: 0 joined, 1 error (fix it and run again: it resumes),
 	fs := cmd.Flags()
 	fs.StringVar(&cfg.Founder, "founder", "", "the founder's join listener, HOST:PORT; several HA replicas as a,b (tried in turn)")
 	fs.StringVar(&cfg.Token, "token", "", "join token (sjt1...), as printed by stratum token create")
+	tokenFile := fs.String("token-file", "", "file holding the join token (its first line): keeps it off the command line")
+	cmd.MarkFlagsMutuallyExclusive("token", "token-file")
 	fs.StringVar(&cfg.CAPin, "ca-pin", "", "cluster CA pin, sha256:<hex>: the only CA the joiner trusts")
 	fs.StringVar(&cfg.Release, "release", "", "the release this machine runs (default: the one a previous run recorded in STATE-DIR/release, else ROOT/usr/lib/stratum/release, else IMAGE_VERSION in ROOT/etc/os-release)")
 	fs.BoolVar(&cfg.SelfUpgrade, "self-upgrade", false, "upgrade this machine to the cluster's release when it runs an older one")
@@ -39,8 +45,16 @@ exit codes: 0 joined, 1 error (fix it and run again: it resumes),
 	fs.StringVar(&cfg.Hostname, "hostname", "", "host name to register (default: this machine's)")
 	fs.StringVar(&cfg.MgmtIP, "mgmt-ip", "", "management IP to register (default: the local address of the route to the founder)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *tokenFile != "" {
+			b, err := os.ReadFile(*tokenFile)
+			if err != nil {
+				return fmt.Errorf("read the join token: %w", err)
+			}
+			line, _, _ := strings.Cut(string(b), "\n")
+			cfg.Token = strings.TrimSpace(line)
+		}
 		if cfg.Founder == "" || cfg.Token == "" || cfg.CAPin == "" {
-			return usagef("--founder, --token and --ca-pin are required")
+			return usagef("--founder, --token (or --token-file) and --ca-pin are required")
 		}
 		pcrs, err := tpm.ParsePCRs(*pcrFlag)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -65,14 +66,24 @@ func newTPMCmd() *cobra.Command {
 		return runTPMConvert(cmd.OutOrStdout(), *convertData, convertKeys)
 	}
 
-	recover := &cobra.Command{Use: "recover --data DIR --recovery-key KEY|-", Short: "get the founder's data key back with its recovery key", Args: cobra.NoArgs}
+	recover := &cobra.Command{Use: "recover --data DIR --recovery-key -|--recovery-key-file FILE", Short: "get the founder's data key back with its recovery key", Args: cobra.NoArgs}
 	recoverData := recover.Flags().String("data", "./data", "founder data directory")
-	keyArg := recover.Flags().String("recovery-key", "", "the recovery key printed when the key was sealed, or - to read it from stdin")
+	keyArg := recover.Flags().String("recovery-key", "", "- to read the recovery key (printed when the key was sealed) from stdin; the key itself on the command line is accepted but shows in ps and shell history")
+	keyFile := recover.Flags().String("recovery-key-file", "", "file holding the recovery key (its first line)")
+	recover.MarkFlagsMutuallyExclusive("recovery-key", "recovery-key-file")
 	toFile := recover.Flags().Bool("to-file", false, "write data.key back instead of resealing (no TPM left)")
 	recoverKeys := addKeyFlags(recover.Flags(), "TPM to reseal the data key to (default /dev/tpmrm0)")
 	recover.MarkFlagsMutuallyExclusive("to-file", "tpm")
 	recover.RunE = func(cmd *cobra.Command, _ []string) error {
-		return runTPMRecover(cmd.OutOrStdout(), *recoverData, *keyArg, *toFile, recoverKeys)
+		arg := *keyArg
+		if *keyFile != "" {
+			b, err := os.ReadFile(*keyFile)
+			if err != nil {
+				return fmt.Errorf("read the recovery key: %w", err)
+			}
+			arg, _, _ = strings.Cut(string(b), "\n")
+		}
+		return runTPMRecover(cmd.OutOrStdout(), *recoverData, arg, *toFile, recoverKeys)
 	}
 
 	cmd.AddCommand(seal, unseal, convert, recover)
@@ -128,7 +139,7 @@ func runTPMRecover(stdout io.Writer, data, keyArg string, toFile bool, keys keyF
 func readRecoveryKey(arg string) (string, error) {
 	switch arg {
 	case "":
-		return "", usagef("--recovery-key is required (- reads it from stdin)")
+		return "", usagef("--recovery-key - (read from stdin) or --recovery-key-file FILE is required")
 	case "-":
 	default:
 		return arg, nil

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/store"
 	"stratum/tpm"
@@ -247,6 +248,29 @@ func (d DataDir) checkSealedCopy(tpmPath string, dk *crypto.DataKey) error {
 	return nil
 }
 
+// checkKeyOpensStore: the key about to be sealed opens the directory's
+// store (its sealed cluster secrets), so convert never removes the only
+// copy of a data.key that is not this store's (SPEC 16.10). A store on a
+// database is not in the directory and is not checked here.
+func (d DataDir) checkKeyOpensStore(dk *crypto.DataKey) error {
+	if !d.Initialized() {
+		return nil
+	}
+	db, err := store.OpenReadOnly(d.DB(), dk)
+	if err != nil {
+		return fmt.Errorf("cannot check that %s opens %s: %w", d.DataKey(), d.DB(), err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *store.Tx) error {
+		_, err := cluster.LoadSecrets(tx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%s does not open the store in %s (%v): it is not this founder's data key", d.DataKey(), d.DB(), err)
+	}
+	return nil
+}
+
 // ConvertToTPM moves a plain data.key into the TPM in ks: seal, write the
 // recovery file and the blob, unseal the blob from disk and compare, and
 // only then remove data.key. It returns the new recovery key. On any
@@ -282,6 +306,9 @@ func (d DataDir) ConvertToTPM(ks KeySource) (*crypto.RecoveryKey, error) {
 		return nil, undo(err)
 	}
 	if err := d.checkSealedCopy(ks.TPM, dk); err != nil {
+		return nil, undo(err)
+	}
+	if err := d.checkKeyOpensStore(dk); err != nil {
 		return nil, undo(err)
 	}
 	if err := os.Remove(d.DataKey()); err != nil {

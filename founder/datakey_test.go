@@ -354,3 +354,31 @@ func TestServeDevInitWithTPM(t *testing.T) {
 		t.Fatal("serve --dev --tpm wrote a plain data.key")
 	}
 }
+
+// TestTrust16_10_ConvertChecksTheStore: a data.key that is not the
+// store's (copied from another founder) is not sealed in place of the
+// right one: convert refuses and leaves data.key and the directory as
+// they were (second build: data.key removed, the store lost).
+func TestTrust16_10_ConvertChecksTheStore(t *testing.T) {
+	sock := tpmtest.StartSwtpm(t)
+	d := DataDir(filepath.Join(t.TempDir(), "data"))
+	if _, err := Init(d, cluster.DevDefaults(), true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	other := DataDir(filepath.Join(t.TempDir(), "other"))
+	if _, err := Init(other, cluster.DevDefaults(), true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	wrong, err := os.ReadFile(other.DataKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(d.DataKey(), wrong, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := dirState(t, string(d))
+	if _, err := d.ConvertToTPM(KeySource{TPM: sock}); err == nil || !strings.Contains(err.Error(), "does not open the store") {
+		t.Fatalf("convert with another founder's data.key = %v", err)
+	}
+	assertUnchanged(t, string(d), before)
+}
