@@ -46,9 +46,6 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 	if m.closed() {
 		return nil, shuttingDown()
 	}
-	if m.checks.Pending(rel) {
-		return nil, checkingError(rel)
-	}
 	var fi *fileIndex
 	var found, marked bool
 	err := m.db.View(func(tx *store.Tx) error {
@@ -75,6 +72,8 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 		return nil, err
 	case !found:
 		return nil, notFound(rel, path)
+	case marked && m.checks.Pending(rel):
+		return nil, checkingError(rel)
 	case marked:
 		return nil, corruptError(rel, path)
 	case fi.Size < 0 || int64(len(fi.Chunks)) != fi.chunkCount()*32:
@@ -407,7 +406,7 @@ func (m *Mirror) broken(fi *FileInfo, cause error) error {
 		m.evict(fi, cause)
 		return m.busyError(fmt.Sprintf("file %s of release %s is being fetched again from the database", path, rel))
 	}
-	reason := cause.Error()
+	reason := markReason(m.dir, rel, path, cause)
 	marked, err := markCorrupt(m.db, rel, path, fi.index.ImportID, reason)
 	switch {
 	case err != nil:
@@ -417,6 +416,11 @@ func (m *Mirror) broken(fi *FileInfo, cause error) error {
 		m.log.Error("release file failed verification; marked corrupt until re-import", "release", rel, "path", path, "reason", reason)
 	default:
 		m.log.Warn("release file changed while served (re-imported?)", "release", rel, "path", path, "reason", reason)
+	}
+	if m.checks.Pending(rel) {
+		// The start-up check has not reached this release: the joiner
+		// retries, and hears RELEASE_CORRUPT once it has.
+		return checkingError(rel)
 	}
 	return corruptError(rel, path)
 }

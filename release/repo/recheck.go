@@ -24,9 +24,11 @@ import (
 // 18): the releases not checked yet. A restore may bring a store whose
 // catalog names files that are not on disk (a backup made with
 // --exclude-releases) or not as imported; until its files are checked a
-// release is "checking", and a joiner asking for one of its files is told
-// to retry; after, a release with a bad file is "missing" or "corrupt"
-// (the marks of bucketCorrupt), never "verified".
+// release is "checking". Its files are served meanwhile (every byte is
+// verified as it is read), but a joiner asking for one that turns out
+// missing or wrong is told to retry until the check has reached the
+// release, then RELEASE_CORRUPT; a release with a bad file is "missing"
+// or "corrupt" (the marks of bucketCorrupt), never "verified".
 type Checks struct {
 	mu      sync.Mutex
 	pending map[string]bool
@@ -78,6 +80,15 @@ const (
 
 // missingReason starts the reason of a mark for a file that is not there.
 const missingReason = "missing: "
+
+// markReason is the reason a file's mark records: missing when it is not
+// on disk at all, else what failed.
+func markReason(releasesDir, rel, path string, cause error) string {
+	if _, err := os.Lstat(filepath.Join(releasesDir, rel, filepath.FromSlash(path))); errors.Is(cause, fs.ErrNotExist) || errors.Is(err, fs.ErrNotExist) {
+		return missingReason + cause.Error()
+	}
+	return cause.Error()
+}
 
 // withStatus fills r's status and the command that repairs it.
 func (r *Imported) withStatus(checks *Checks) {
@@ -166,9 +177,9 @@ func Recheck(ctx context.Context, db *store.DB, dataDir string, checks *Checks, 
 			case err != nil && transient(err):
 				log.Error("release file cannot be checked now", "release", rel, "path", f.path, "err", err)
 			case err != nil:
-				reason := err.Error()
-				if _, serr := os.Lstat(filepath.Join(releasesDir, f.rel, filepath.FromSlash(f.path))); errors.Is(err, fs.ErrNotExist) || errors.Is(serr, fs.ErrNotExist) {
-					reason, missing = missingReason+reason, missing+1
+				reason := markReason(releasesDir, f.rel, f.path, err)
+				if strings.HasPrefix(reason, missingReason) {
+					missing++
 				} else {
 					corrupt++
 				}

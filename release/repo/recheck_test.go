@@ -36,14 +36,33 @@ func TestRecheckMarksMissingAndCorrupt(t *testing.T) {
 	checks := NewChecks()
 	checks.set([]string{"0.6.0", "0.7.0", "0.8.0"})
 	m := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Checks: checks})
+	// While the check runs, a whole release is served (every byte is
+	// verified as read); a file that turns out missing is retry advice.
 	var e *apierr.Error
-	if _, err := m.Stat("0.6.0", "os/index.json"); !errors.As(err, &e) || e.Code != apierr.ReleaseBusy || e.RetryAfter == 0 {
-		t.Fatalf("Stat while checking = %v, want RELEASE_BUSY with a delay", err)
+	if _, err := m.Stat("0.8.0", "os/index.json"); err != nil {
+		t.Fatalf("Stat of a whole release while checking = %v", err)
+	}
+	fi, err := m.Stat("0.6.0", "os/index.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd, err := m.Open("joiner", fi); !errors.As(err, &e) || e.Code != apierr.ReleaseBusy || e.RetryAfter == 0 {
+		if rd != nil {
+			rd.Close()
+		}
+		t.Fatalf("Open of a missing file while checking = %v, want RELEASE_BUSY with a delay", err)
+	}
+	if _, err := m.Stat("0.6.0", "os/index.json"); !errors.As(err, &e) || e.Code != apierr.ReleaseBusy {
+		t.Fatalf("Stat of the marked file while checking = %v, want RELEASE_BUSY", err)
 	}
 	list, _ := List(db, checks)
 	for _, r := range list {
-		if r.Status != StatusChecking {
-			t.Fatalf("%s while checking: %s", r.Release, r.Status)
+		want := StatusChecking
+		if r.Release == "0.6.0" {
+			want = StatusMissing // the read above found it so
+		}
+		if r.Status != want {
+			t.Fatalf("%s while checking: %s, want %s", r.Release, r.Status, want)
 		}
 	}
 
