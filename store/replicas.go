@@ -116,13 +116,19 @@ func (p *pgBackend) holdLease(ctx context.Context) {
 					p.holds.Store(true)
 				}
 			}
+			cancel()
 			if err == nil && time.Since(checked) >= foreignEvery {
 				// On this connection, not the pool's: writers stalled
 				// behind a foreign lock holder may hold every pooled one.
-				err = p.checkForeign(qctx, conn)
+				// A slow check costs the lease only when it cost the
+				// connection.
+				fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+				if ferr := p.checkForeign(fctx, conn); ferr != nil && conn.IsClosed() {
+					err = ferr
+				}
+				fcancel()
 				checked = time.Now()
 			}
-			cancel()
 			if err == nil {
 				select {
 				case <-ctx.Done():
