@@ -76,13 +76,36 @@ func (s *Service) current() (*view, error) {
 	}
 	s.mu.RLock()
 	version := s.version
-	if s.answer.fresh(generation, version, now) && s.answer.view.head.AdmissionRelease == admission {
-		v := s.answer.view
+	last := s.answer.view
+	if s.answer.fresh(generation, version, now) && last.head.AdmissionRelease == admission {
 		s.mu.RUnlock()
-		return v, nil
+		return last, nil
 	}
 	s.mu.RUnlock()
 
+	// A large set's build takes seconds (summary over every node): readers
+	// get the last view, at most one build old, while the next is built in
+	// the background, one at a time.
+	if last != nil && len(members) >= backgroundBuildMembers {
+		if s.rebuilding.CompareAndSwap(false, true) {
+			go func() {
+				defer s.rebuilding.Store(false)
+				if v, err := s.build(s.Now(), generation, members, version, admission); err == nil {
+					_, _ = s.summaryOf(v) // encoded before the first reader asks
+				}
+			}()
+		}
+		return last, nil
+	}
+	return s.build(now, generation, members, version, admission)
+}
+
+// backgroundBuildMembers: from this many members, views are built in the
+// background (current). A variable for tests.
+var backgroundBuildMembers = 20000
+
+// build makes the view of the set at now, unless one as fresh exists.
+func (s *Service) build(now time.Time, generation uint64, members []string, version uint64, admission string) (*view, error) {
 	// One build at a time: concurrent GETs of a changed set wait for it
 	// rather than each building the same one.
 	s.building.Lock()
@@ -182,6 +205,11 @@ func (s *Service) SummaryAnswer() (*Answer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.summaryOf(v)
+}
+
+// summaryOf is v's summary answer, encoded once.
+func (s *Service) summaryOf(v *view) (*Answer, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.summary != nil {

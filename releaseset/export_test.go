@@ -10,3 +10,11 @@ func SetFragmentBudget(n int) (restore func()) {
 	fragmentBudget = n
 	return func() { fragmentBudget = old }
 }
+
+// SetBackgroundBuildMembers lets a test make a small set "large" (built in
+// the background).
+func SetBackgroundBuildMembers(n int) (restore func()) {
+	old := backgroundBuildMembers
+	backgroundBuildMembers = n
+	return func() { backgroundBuildMembers = old }
+}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"stratum/apierr"
@@ -44,6 +45,8 @@ type Service struct {
 	fragments  map[string]fragment
 	builds     uint64
 	subscribed sync.Once
+	// rebuilding: a view is being built in the background (large sets).
+	rebuilding atomic.Bool
 
 	// codec compresses the kept records' JSON; intern shares the strings
 	// of their facts.

@@ -195,3 +195,64 @@ func testViews(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeSetBuiltInBackground: from backgroundBuildMembers members a
+// reader never waits for a build: after a record it gets the last view
+// (same ETag, same bytes) until the next, built in the background, shows
+// the record.
+func TestLargeSetBuiltInBackground(t *testing.T) {
+	defer releaseset.SetBackgroundBuildMembers(2)()
+	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := releasesettest.RecordedAt
+	var founder string
+	err = db.Update(func(tx *store.Tx) error {
+		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, now)
+		founder = id.FounderNodeID
+		if err == nil {
+			_, err = membership.Admit(tx, membership.Member{NodeID: "n-00000001", MgmtIP: "192.0.2.1"}, now)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &releaseset.Service{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}}
+	if err := svc.Load(); err != nil {
+		t.Fatal(err)
+	}
+	first, err := svc.SummaryAnswer() // no view yet: built now
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Record("test", founder, releaseset.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		a, err := svc.SummaryAnswer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := a.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		recorded := bytes.Contains(buf.Bytes(), []byte(`"recent":1`))
+		if a.ETag == first.ETag && recorded || a.ETag != first.ETag && !recorded {
+			t.Fatalf("ETag %s (first %s) with the record shown %v", a.ETag, first.ETag, recorded)
+		}
+		if recorded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background build never showed the record")
+		}
+	}
+}
