@@ -365,8 +365,13 @@ func sameLower(a, b string) bool {
 	if a == b {
 		return true
 	}
-	if len(a) != len(b) || !isASCII(a) || !isASCII(b) {
-		return (!isASCII(a) || !isASCII(b)) && strings.ToLower(a) == strings.ToLower(b)
+	if !isASCII(a) || !isASCII(b) {
+		// The map this replaces was keyed by ToLower (not case folding).
+		la, lb := strings.ToLower(a), strings.ToLower(b)
+		return la == lb
+	}
+	if len(a) != len(b) {
+		return false
 	}
 	for i := 0; i < len(a); i++ {
 		x, y := a[i], b[i]
