@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"stratum/internal/stratumtest"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -155,9 +157,9 @@ func TestInitFromClusterFile(t *testing.T) {
 func TestKillDurabilityAndAudit(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
-	f := startFounder(t, dir)
+	f := stratumtest.ServeDev(t, dir)
 	email, password := credentials(t, dir)
-	admin := f.login(email, password)
+	admin := f.Login(t, email, password).Token
 	if pin := caPin(t, filepath.Join(dir, "ca.pem")); !strings.Contains(f.Stdout(), "CA pin:         "+pin) {
 		t.Errorf("the banner does not show ca.pem's pin %s:\n%s", pin, f.Stdout())
 	}
@@ -174,7 +176,7 @@ func TestKillDurabilityAndAudit(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; ctx.Err() == nil; i++ {
-				tok, status, err := f.createToken(admin, "kill-"+string(rune('a'+g))+"-"+strings.Repeat("x", i%3))
+				tok, status, err := createToken(f, admin, "kill-"+string(rune('a'+g))+"-"+strings.Repeat("x", i%3))
 				if err != nil || status != 201 {
 					if ctx.Err() == nil && err == nil {
 						t.Errorf("create token answered %d", status)
@@ -194,7 +196,7 @@ func TestKillDurabilityAndAudit(t *testing.T) {
 		t.Fatal("no token was created within 30s")
 	}
 	time.Sleep(300 * time.Millisecond) // let writes race the kill
-	code, _ := f.stop(syscall.SIGKILL, 10*time.Second)
+	code, _ := f.Stop(syscall.SIGKILL, 10*time.Second)
 	cancel()
 	wg.Wait()
 	if code != -int(syscall.SIGKILL) {
@@ -210,16 +212,16 @@ func TestKillDurabilityAndAudit(t *testing.T) {
 		t.Fatalf("audit verify after SIGKILL = %d %q %q", r.code, r.stdout, r.stderr)
 	}
 
-	f2 := startFounder(t, dir)
+	f2 := stratumtest.ServeDev(t, dir)
 	// The login session was acknowledged too: it still works.
-	ids := f2.tokenIDs(admin)
+	ids := tokenIDs(t, f2, admin)
 	for _, tok := range acked {
 		if !ids[tok.ID] {
 			t.Errorf("acknowledged token %s lost by SIGKILL", tok.ID)
 		}
 	}
 	for _, tok := range []apiToken{acked[0], acked[len(acked)-1]} {
-		if status, body, _ := f2.call("GET", "/v1/iam/tokens", tok.Token, nil); status != 403 {
+		if status, body, _ := call(f2, "GET", "/v1/iam/tokens", tok.Token, nil); status != 403 {
 			t.Errorf("acknowledged token %s after restart = %d %s, want 403 (authenticated, not allowed)", tok.ID, status, body)
 		}
 	}
@@ -237,7 +239,7 @@ func TestKillDurabilityAndAudit(t *testing.T) {
 	}
 
 	// SIGTERM: a clean, quick exit.
-	code, took := f2.stop(syscall.SIGTERM, 10*time.Second)
+	code, took := f2.Stop(syscall.SIGTERM, 10*time.Second)
 	if code != 0 || took > 5*time.Second {
 		t.Fatalf("SIGTERM: exit %d after %v, want 0 within 5s\n%s", code, took, f2.Stderr())
 	}
@@ -314,12 +316,12 @@ func TestBackupWhileServing(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
 	dirA := filepath.Join(tmp, "a")
-	f := startFounder(t, dirA)
+	f := stratumtest.ServeDev(t, dirA)
 	email, password := credentials(t, dirA)
-	admin := f.login(email, password)
+	admin := f.Login(t, email, password).Token
 	var before []apiToken
 	for i := 0; i < 3; i++ {
-		tok, status, err := f.createToken(admin, "before-backup")
+		tok, status, err := createToken(f, admin, "before-backup")
 		if err != nil || status != 201 {
 			t.Fatalf("create token: %d %v", status, err)
 		}
@@ -333,7 +335,7 @@ func TestBackupWhileServing(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			if _, status, err := f.createToken(admin, "during-backup"); err != nil || status != 201 {
+			if _, status, err := createToken(f, admin, "during-backup"); err != nil || status != 201 {
 				return
 			}
 		}
@@ -378,17 +380,17 @@ func TestBackupWhileServing(t *testing.T) {
 	}
 
 	// The restored founder opens its sealed CA key and serves the same data.
-	fB := startFounder(t, dirB)
-	ids := fB.tokenIDs(fB.login(email, password))
+	fB := stratumtest.ServeDev(t, dirB)
+	ids := tokenIDs(t, fB, fB.Login(t, email, password).Token)
 	for _, tok := range before {
 		if !ids[tok.ID] {
 			t.Errorf("token %s created before the backup is missing from the restore", tok.ID)
 		}
 	}
-	if code, _ := fB.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+	if code, _ := fB.Stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 		t.Errorf("restored founder exit %d", code)
 	}
-	if code, _ := f.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+	if code, _ := f.Stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 		t.Errorf("founder exit %d", code)
 	}
 

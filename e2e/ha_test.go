@@ -35,7 +35,7 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 	for _, n := range []string{"a", "b", "c"} {
 		dirs[n] = filepath.Join(root, n)
 	}
-	a := startFounder(t, dirs["a"], "--store", dsn)
+	a := stratumtest.ServeDev(t, dirs["a"], "--store", dsn)
 	if _, err := os.Stat(filepath.Join(dirs["a"], "stratum.db")); err == nil {
 		t.Fatal("a founder on a database wrote a bbolt file")
 	}
@@ -51,8 +51,8 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b := launchFounder(t, dirs["b"], "--store", dsn)
-	c := launchFounder(t, dirs["c"], "--store", dsn)
+	b := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dirs["b"], Args: []string{"--store", dsn}})
+	c := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dirs["c"], Args: []string{"--store", dsn}})
 	caA, _ := os.ReadFile(filepath.Join(dirs["a"], "ca.pem"))
 	for _, n := range []string{"b", "c"} {
 		if ca, _ := os.ReadFile(filepath.Join(dirs[n], "ca.pem")); string(ca) != string(caA) {
@@ -62,15 +62,15 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 
 	// A login session made on A works on B and C.
 	email, password := credentials(t, dirs["a"])
-	admin := a.login(email, password)
-	for name, f := range map[string]*founder{"b": b, "c": c} {
-		if status, body, err := f.call("GET", "/v1/iam/tokens", admin, nil); err != nil || status != 200 {
+	admin := a.Login(t, email, password).Token
+	for name, f := range map[string]*stratumtest.Founder{"b": b, "c": c} {
+		if status, body, err := call(f, "GET", "/v1/iam/tokens", admin, nil); err != nil || status != 200 {
 			t.Fatalf("A's session on %s: %d %s %v", name, status, body, err)
 		}
 	}
 
 	// Register through B, wait on C, approve on A.
-	token := a.workerToken(admin)
+	token := workerToken(t, a, admin)
 	j := newJoinerClient(t, filepath.Join(dirs["a"], "ca.pem"))
 	status, body := j.do(t, "POST", "https://"+b.Join+"/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "hostname": "lab-12", "mgmtIp": "192.0.2.12"})
 	var reg struct {
@@ -98,7 +98,7 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 		t.Fatal("the long-poll on C answered before the approval")
 	default:
 	}
-	if status, body, err := a.call("POST", "/v1/admin/join/registrations/"+reg.JoinID+"/approve", admin, map[string]any{}); err != nil || status != 200 {
+	if status, body, err := call(a, "POST", "/v1/admin/join/registrations/"+reg.JoinID+"/approve", admin, map[string]any{}); err != nil || status != 200 {
 		t.Fatalf("approve on A: %d %s %v", status, body, err)
 	}
 	approved := time.Now()
@@ -120,7 +120,7 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 	var pendingIDs []string
 	for i := range toApprove {
 		jc := newJoinerClient(t, filepath.Join(dirs["a"], "ca.pem"))
-		status, body := jc.do(t, "POST", "https://"+b.Join+"/v1/join/registrations", map[string]any{"token": a.workerToken(admin), "release": "0.1.0",
+		status, body := jc.do(t, "POST", "https://"+b.Join+"/v1/join/registrations", map[string]any{"token": workerToken(t, a, admin), "release": "0.1.0",
 			"hostname": fmt.Sprintf("lab-k%d", i), "mgmtIp": fmt.Sprintf("192.0.2.%d", 100+i)})
 		var r struct {
 			JoinID string `json:"joinId"`
@@ -137,7 +137,7 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for _, id := range pendingIDs {
-			status, _, err := a.call("POST", "/v1/admin/join/registrations/"+id+"/approve", admin, map[string]any{})
+			status, _, err := call(a, "POST", "/v1/admin/join/registrations/"+id+"/approve", admin, map[string]any{})
 			if err != nil || status != 200 {
 				return // A is gone
 			}
@@ -151,7 +151,7 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; ; i++ {
-				tok, status, err := a.createToken(admin, fmt.Sprintf("stream-%d-%d", w, i))
+				tok, status, err := createToken(a, admin, fmt.Sprintf("stream-%d-%d", w, i))
 				if err != nil || status != 201 {
 					return // A is gone
 				}
@@ -172,12 +172,12 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 			break
 		}
 	}
-	a.stop(syscall.SIGKILL, 10*time.Second)
+	a.Stop(syscall.SIGKILL, 10*time.Second)
 	wg.Wait()
 	if len(acked) < 10 {
 		t.Fatalf("only %d writes acknowledged before the kill", len(acked))
 	}
-	onB := b.tokenIDs(admin)
+	onB := tokenIDs(t, b, admin)
 	var lost []string
 	for _, id := range acked {
 		if !onB[id] {
@@ -191,12 +191,12 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 	// Every acknowledged approval is an approved join on B; clear them out
 	// of the queue (rejected) so the failover join below gets the turn.
 	for _, id := range approvedAcked {
-		status, body, err := b.call("GET", "/v1/admin/join/registrations/"+id, admin, nil)
+		status, body, err := call(b, "GET", "/v1/admin/join/registrations/"+id, admin, nil)
 		var v struct{ State string }
 		if err != nil || status != 200 || json.Unmarshal(body, &v) != nil || v.State != "approved" {
 			t.Fatalf("approval of %s acknowledged by A before SIGKILL; through B: %d %s %v", id, status, body, err)
 		}
-		if status, body, err := b.call("POST", "/v1/admin/join/registrations/"+id+"/reject", admin, map[string]any{"reason": "test"}); err != nil || status != 200 {
+		if status, body, err := call(b, "POST", "/v1/admin/join/registrations/"+id+"/reject", admin, map[string]any{"reason": "test"}); err != nil || status != 200 {
 			t.Fatalf("reject %s on B: %d %s %v", id, status, body, err)
 		}
 	}
@@ -204,17 +204,17 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 	for _, id := range pendingIDs[len(approvedAcked):] {
 		// Approved by a write A never acknowledged, or still pending: either
 		// is consistent. Rejecting it keeps the queue free.
-		_, _, _ = b.call("POST", "/v1/admin/join/registrations/"+id+"/reject", admin, map[string]any{"reason": "test"})
+		_, _, _ = call(b, "POST", "/v1/admin/join/registrations/"+id+"/reject", admin, map[string]any{"reason": "test"})
 	}
 
 	// B and C keep serving writes, and the chain is whole.
-	if _, status, err := b.createToken(admin, "after-kill"); err != nil || status != 201 {
+	if _, status, err := createToken(b, admin, "after-kill"); err != nil || status != 201 {
 		t.Fatalf("write through B after A died: %d %v", status, err)
 	}
 
 	// A real joiner given A (dead) and B finishes its join through B. The
 	// first registration holds the delivery turn: cancel it first.
-	if status, body, err := b.call("POST", "/v1/admin/join/registrations/"+reg.JoinID+"/cancel", admin, map[string]any{"reason": "test"}); err != nil || status != 200 {
+	if status, body, err := call(b, "POST", "/v1/admin/join/registrations/"+reg.JoinID+"/cancel", admin, map[string]any{"reason": "test"}); err != nil || status != 200 {
 		t.Fatalf("cancel on B: %d %s %v", status, body, err)
 	}
 	joinThroughFailover(t, a, b, admin, filepath.Join(dirs["b"], "ca.pem"))
@@ -225,31 +225,24 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 }
 
 // workerToken creates a one-use worker join token through f.
-func (f *founder) workerToken(admin string) string {
-	f.t.Helper()
-	status, body, err := f.call("POST", "/v1/admin/join/tokens", admin, map[string]any{"role": "worker", "ttl": "1h", "uses": 1})
+func workerToken(t testing.TB, f *stratumtest.Founder, admin string) string {
+	t.Helper()
+	status, body, err := call(f, "POST", "/v1/admin/join/tokens", admin, map[string]any{"role": "worker", "ttl": "1h", "uses": 1})
 	var jt struct {
 		Token string `json:"token"`
 	}
 	if err != nil || status != 201 || json.Unmarshal(body, &jt) != nil || jt.Token == "" {
-		f.t.Fatalf("join token on %s: %d %s %v", f.API, status, body, err)
+		t.Fatalf("join token on %s: %d %s %v", f.API, status, body, err)
 	}
 	return jt.Token
-}
-
-// launchFounder runs `stratum serve` without --dev (a further replica of a
-// shared store) with the extra flags.
-func launchFounder(t *testing.T, dir string, extra ...string) *founder {
-	t.Helper()
-	return &founder{Founder: stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: extra}), t: t}
 }
 
 // joinThroughFailover runs `stratum join --founder DEAD,LIVE` and approves
 // its registration on live; the joiner must move past the dead founder and
 // end joined.
-func joinThroughFailover(t *testing.T, dead, live *founder, admin, caFile string) {
+func joinThroughFailover(t *testing.T, dead, live *stratumtest.Founder, admin, caFile string) {
 	t.Helper()
-	_, out, exited := startJoiner(t, dead, live, live.workerToken(admin), caFile, "lab-13", "192.0.2.13")
+	_, out, exited := startJoiner(t, dead, live, workerToken(t, live, admin), caFile, "lab-13", "192.0.2.13")
 	approved := false
 	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		select {
@@ -269,7 +262,7 @@ func joinThroughFailover(t *testing.T, dead, live *founder, admin, caFile string
 		if approved {
 			continue
 		}
-		status, body, err := live.call("GET", "/v1/admin/join/registrations?state=pending", admin, nil)
+		status, body, err := call(live, "GET", "/v1/admin/join/registrations?state=pending", admin, nil)
 		if err != nil || status != 200 {
 			continue
 		}
@@ -282,7 +275,7 @@ func joinThroughFailover(t *testing.T, dead, live *founder, admin, caFile string
 			continue
 		}
 		id := list.Registrations[0].JoinID
-		if status, body, err := live.call("POST", "/v1/admin/join/registrations/"+id+"/approve", admin, map[string]any{}); err != nil || status != 200 {
+		if status, body, err := call(live, "POST", "/v1/admin/join/registrations/"+id+"/approve", admin, map[string]any{}); err != nil || status != 200 {
 			t.Fatalf("approve on B: %d %s %v", status, body, err)
 		}
 		approved = true
@@ -344,18 +337,18 @@ func (j *joinerClient) do(t *testing.T, method, url string, body any) (int, []by
 func TestMigrateIntoPostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	dir := t.TempDir()
-	f := startFounder(t, dir)
+	f := stratumtest.ServeDev(t, dir)
 	email, password := credentials(t, dir)
-	admin := f.login(email, password)
+	admin := f.Login(t, email, password).Token
 	var ids []string
 	for i := 0; i < 5; i++ {
-		tok, status, err := f.createToken(admin, fmt.Sprintf("before-%d", i))
+		tok, status, err := createToken(f, admin, fmt.Sprintf("before-%d", i))
 		if err != nil || status != 201 {
 			t.Fatalf("create token: %d %v", status, err)
 		}
 		ids = append(ids, tok.ID)
 	}
-	if code, _ := f.stop(syscall.SIGTERM, 20*time.Second); code != 0 {
+	if code, _ := f.Stop(syscall.SIGTERM, 20*time.Second); code != 0 {
 		t.Fatalf("founder exited %d", code)
 	}
 	r := stratum(t, "migrate", "--data", dir, "--to", dsn)
@@ -365,9 +358,9 @@ func TestMigrateIntoPostgres(t *testing.T) {
 	if r := stratum(t, "migrate", "--data", dir, "--to", dsn); r.code == 0 || !strings.Contains(r.stderr, "not empty") {
 		t.Fatalf("a second migrate into the same database: %d %s", r.code, r.stderr)
 	}
-	g := launchFounder(t, dir, "--store", dsn)
-	admin = g.login(email, password)
-	have := g.tokenIDs(admin)
+	g := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: []string{"--store", dsn}})
+	admin = g.Login(t, email, password).Token
+	have := tokenIDs(t, g, admin)
 	for _, id := range ids {
 		if !have[id] {
 			t.Errorf("token %s did not survive the migration", id)

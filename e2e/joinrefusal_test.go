@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"stratum/internal/stratumtest"
 )
 
 // TestJoinRefusalsHintOnce runs the real joiner against the real founder:
@@ -12,9 +14,9 @@ import (
 // which release it runs is told the exact flag, with the cluster's release.
 func TestJoinRefusalsHintOnce(t *testing.T) {
 	dir := t.TempDir()
-	f := startFounder(t, dir)
-	admin := f.login(credentials(t, dir))
-	status, body, err := f.call("POST", "/v1/admin/join/tokens", admin, map[string]any{"role": "worker"})
+	f := stratumtest.ServeDev(t, dir)
+	admin := f.Admin(t).Token
+	status, body, err := call(f, "POST", "/v1/admin/join/tokens", admin, map[string]any{"role": "worker"})
 	if err != nil || status != 201 {
 		t.Fatalf("create join token: %d %s %v", status, body, err)
 	}
@@ -64,7 +66,7 @@ func TestJoinRefusalsHintOnce(t *testing.T) {
 	if !strings.HasSuffix(tok.JoinCommand, " --release 0.1.0") {
 		t.Errorf("a --dev founder's joinCommand %q does not name the cluster's release", tok.JoinCommand)
 	}
-	status, body, err = f.call("GET", "/v1/admin/join/tokens", admin, nil)
+	status, body, err = call(f, "GET", "/v1/admin/join/tokens", admin, nil)
 	if err != nil || status != 200 || !strings.Contains(string(body), `"usesLeft":1`) {
 		t.Errorf("the refused registrations spent the token: %d %s %v", status, body, err)
 	}

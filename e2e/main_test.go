@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"stratum/internal/stratumtest"
 )
@@ -49,28 +48,9 @@ func stratumEnvIn(t *testing.T, extra []string, stdin string, args ...string) re
 	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 }
 
-// founder is a running `stratum serve --dev`.
-type founder struct {
-	*stratumtest.Founder
-	t *testing.T
-}
-
-// startFounder runs `stratum serve --dev` on dir with ephemeral ports and
-// waits for the banner that names the bound addresses. extra flags are
-// added to the command line.
-func startFounder(t *testing.T, dir string, extra ...string) *founder {
-	t.Helper()
-	return &founder{Founder: stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Dev: true, Args: extra}), t: t}
-}
-
-// stop signals the founder and waits for it to exit.
-func (f *founder) stop(sig os.Signal, within time.Duration) (int, time.Duration) {
-	f.t.Helper()
-	return f.Stop(sig, within)
-}
-
-// call sends a JSON request to the admin API: the status and the raw answer.
-func (f *founder) call(method, path, token string, body any) (int, []byte, error) {
+// call sends a JSON request to the admin API as token (none when empty):
+// the status and the raw answer.
+func call(f *stratumtest.Founder, method, path, token string, body any) (int, []byte, error) {
 	c := f.AdminClient()
 	c.Token = token
 	return c.Raw(method, path, body)
@@ -86,11 +66,6 @@ func credentials(t *testing.T, dir string) (email, password string) {
 	return email, password
 }
 
-func (f *founder) login(email, password string) string {
-	f.t.Helper()
-	return f.AdminClient().Login(f.t, email, password)
-}
-
 type apiToken struct {
 	ID    string `json:"tokenId"`
 	Token string `json:"token"`
@@ -98,8 +73,8 @@ type apiToken struct {
 
 const describeOnly = `{"version":"2026-01-01","statement":[{"effect":"allow","action":["upgrade:DescribeRelease"],"resource":["*"]}]}`
 
-func (f *founder) createToken(admin, name string) (apiToken, int, error) {
-	status, body, err := f.call("POST", "/v1/iam/tokens", admin, map[string]any{"name": name, "ttl": "1h", "policy": json.RawMessage(describeOnly)})
+func createToken(f *stratumtest.Founder, admin, name string) (apiToken, int, error) {
+	status, body, err := call(f, "POST", "/v1/iam/tokens", admin, map[string]any{"name": name, "ttl": "1h", "policy": json.RawMessage(describeOnly)})
 	if err != nil || status != 201 {
 		return apiToken{}, status, err
 	}
@@ -110,11 +85,11 @@ func (f *founder) createToken(admin, name string) (apiToken, int, error) {
 	return tok, status, nil
 }
 
-func (f *founder) tokenIDs(admin string) map[string]bool {
-	f.t.Helper()
-	status, body, err := f.call("GET", "/v1/iam/tokens", admin, nil)
+func tokenIDs(t testing.TB, f *stratumtest.Founder, admin string) map[string]bool {
+	t.Helper()
+	status, body, err := call(f, "GET", "/v1/iam/tokens", admin, nil)
 	if err != nil || status != 200 {
-		f.t.Fatalf("list tokens: %d %s %v", status, body, err)
+		t.Fatalf("list tokens: %d %s %v", status, body, err)
 	}
 	var out struct {
 		Tokens []struct {
@@ -122,7 +97,7 @@ func (f *founder) tokenIDs(admin string) map[string]bool {
 		} `json:"tokens"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	ids := map[string]bool{}
 	for _, tk := range out.Tokens {

@@ -42,7 +42,7 @@ func TestPatroniFailover(t *testing.T) {
 	dsn := c.DSN()
 	root := t.TempDir()
 	dirA, dirB := filepath.Join(root, "a"), filepath.Join(root, "b")
-	a := startFounder(t, dirA, "--store", dsn)
+	a := stratumtest.ServeDev(t, dirA, "--store", dsn)
 	key, err := os.ReadFile(filepath.Join(dirA, "data.key"))
 	if err != nil {
 		t.Fatal(err)
@@ -53,15 +53,15 @@ func TestPatroniFailover(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dirB, "data.key"), key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := launchFounder(t, dirB, "--store", dsn)
-	founders := []*founder{a, b}
+	b := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dirB, Args: []string{"--store", dsn}})
+	founders := []*stratumtest.Founder{a, b}
 	email, password := credentials(t, dirA)
-	admin := a.login(email, password)
+	admin := a.Login(t, email, password).Token
 	caFile := filepath.Join(dirA, "ca.pem")
 
 	// A real node joined before the faults runs `stratum agent` with both
 	// founders: it records its release every second through every fault.
-	node, nodeOut, nodeDone := startJoiner(t, a, b, a.workerToken(admin), caFile, "patroni-node", "127.0.0.5")
+	node, nodeOut, nodeDone := startJoiner(t, a, b, workerToken(t, a, admin), caFile, "patroni-node", "127.0.0.5")
 	approveByHostname(t, a, admin, "patroni-node") // A runs --dev: a loopback node address is its lab's
 	select {
 	case err := <-nodeDone:
@@ -76,7 +76,7 @@ func TestPatroniFailover(t *testing.T) {
 
 	// A real joiner given both founders registers now and long-polls
 	// through every fault; it is approved after them.
-	_, joinerOut, joinerDone := startJoiner(t, a, b, a.workerToken(admin), caFile, "patroni-joiner", "10.76.0.1")
+	_, joinerOut, joinerDone := startJoiner(t, a, b, workerToken(t, a, admin), caFile, "patroni-joiner", "10.76.0.1")
 
 	s := &failoverStream{founders: founders, admin: admin, caFile: caFile, t: t}
 	s.start()
@@ -161,7 +161,7 @@ func TestPatroniFailover(t *testing.T) {
 	// Every acknowledged write is there, read through each founder.
 	acked, refused := s.counts()
 	for i, f := range founders {
-		have := f.tokenIDs(admin)
+		have := tokenIDs(t, f, admin)
 		var lost []string
 		for _, id := range s.tokens {
 			if !have[id] {
@@ -191,9 +191,9 @@ func TestPatroniFailover(t *testing.T) {
 	for _, id := range s.registrations {
 		switch registrationState(t, b, admin, id) {
 		case "delivering":
-			_, _, _ = b.call("POST", "/v1/admin/join/registrations/"+id+"/cancel", admin, map[string]any{"reason": "test"})
+			_, _, _ = call(b, "POST", "/v1/admin/join/registrations/"+id+"/cancel", admin, map[string]any{"reason": "test"})
 		case "pending", "approved":
-			_, _, _ = b.call("POST", "/v1/admin/join/registrations/"+id+"/reject", admin, map[string]any{"reason": "test"})
+			_, _, _ = call(b, "POST", "/v1/admin/join/registrations/"+id+"/reject", admin, map[string]any{"reason": "test"})
 		}
 	}
 	approveByHostname(t, b, admin, "patroni-joiner")
@@ -229,7 +229,7 @@ func roundAll(ds []time.Duration) []time.Duration {
 
 // startAgent runs `stratum agent --api A,B` on a joined node's root,
 // recording every second.
-func startAgent(t *testing.T, a, b *founder, root, ip string) (*stratumtest.SyncBuffer, chan error) {
+func startAgent(t *testing.T, a, b *stratumtest.Founder, root, ip string) (*stratumtest.SyncBuffer, chan error) {
 	t.Helper()
 	if raw, err := os.ReadFile("/etc/os-release"); err == nil {
 		_ = os.WriteFile(filepath.Join(root, "etc/os-release"), raw, 0o644)
@@ -275,9 +275,9 @@ func nodeIDOf(t *testing.T, root string) string {
 }
 
 // recordedAt is when the release set last heard from node.
-func recordedAt(t *testing.T, f *founder, admin, node string) time.Time {
+func recordedAt(t *testing.T, f *stratumtest.Founder, admin, node string) time.Time {
 	t.Helper()
-	status, body, err := f.call("GET", "/v1/admin/upgrades/release", admin, nil)
+	status, body, err := call(f, "GET", "/v1/admin/upgrades/release", admin, nil)
 	var set struct {
 		Nodes []struct {
 			NodeID  string `json:"nodeId"`
@@ -299,7 +299,7 @@ func recordedAt(t *testing.T, f *founder, admin, node string) time.Time {
 
 // startJoiner runs `stratum join --founder A,B` in the background; it
 // returns the node's root.
-func startJoiner(t *testing.T, a, b *founder, token, caFile, hostname, ip string) (string, *stratumtest.SyncBuffer, chan error) {
+func startJoiner(t *testing.T, a, b *stratumtest.Founder, token, caFile, hostname, ip string) (string, *stratumtest.SyncBuffer, chan error) {
 	t.Helper()
 	work := t.TempDir()
 	cmd := exec.Command(stratumtest.Binary(t), "join", "--founder", a.Join+","+b.Join, "--token", token, "--ca-pin", caPin(t, caFile),
@@ -321,10 +321,10 @@ func startJoiner(t *testing.T, a, b *founder, token, caFile, hostname, ip string
 
 // approveByHostname approves the pending registration of hostname,
 // waiting for it to show.
-func approveByHostname(t *testing.T, f *founder, admin, hostname string) {
+func approveByHostname(t *testing.T, f *stratumtest.Founder, admin, hostname string) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		status, body, err := f.call("GET", "/v1/admin/join/registrations?state=pending", admin, nil)
+		status, body, err := call(f, "GET", "/v1/admin/join/registrations?state=pending", admin, nil)
 		if err != nil || status != 200 {
 			continue
 		}
@@ -339,7 +339,7 @@ func approveByHostname(t *testing.T, f *founder, admin, hostname string) {
 		}
 		for _, r := range list.Registrations {
 			if r.Hostname == hostname {
-				if status, body, err := f.call("POST", "/v1/admin/join/registrations/"+r.JoinID+"/approve", admin, map[string]any{}); err != nil || status != 200 {
+				if status, body, err := call(f, "POST", "/v1/admin/join/registrations/"+r.JoinID+"/approve", admin, map[string]any{}); err != nil || status != 200 {
 					t.Fatalf("approve %s: %d %s %v", hostname, status, body, err)
 				}
 				return
@@ -349,9 +349,9 @@ func approveByHostname(t *testing.T, f *founder, admin, hostname string) {
 	t.Fatalf("no pending registration of %s", hostname)
 }
 
-func registrationState(t *testing.T, f *founder, admin, id string) string {
+func registrationState(t *testing.T, f *stratumtest.Founder, admin, id string) string {
 	t.Helper()
-	status, body, err := f.call("GET", "/v1/admin/join/registrations/"+id, admin, nil)
+	status, body, err := call(f, "GET", "/v1/admin/join/registrations/"+id, admin, nil)
 	var v struct{ State string }
 	if err != nil || status != 200 || json.Unmarshal(body, &v) != nil {
 		return ""
@@ -365,7 +365,7 @@ func registrationState(t *testing.T, f *founder, admin, id string) string {
 // write either is acknowledged (kept, to be read back) or refused; a
 // refused one is retried as a new write, as a client would.
 type failoverStream struct {
-	founders []*founder
+	founders []*stratumtest.Founder
 	admin    string
 	caFile   string
 	t        *testing.T
@@ -449,7 +449,7 @@ func (s *failoverStream) tokenWriter(i int) {
 	f := s.founders[i]
 	for n := 0; ; n++ {
 		begun := time.Now()
-		tok, status, err := f.createToken(s.admin, fmt.Sprintf("failover-%d-%d", i, n))
+		tok, status, err := createToken(f, s.admin, fmt.Sprintf("failover-%d-%d", i, n))
 		ok := err == nil && status == 201
 		s.mu.Lock()
 		s.events[i] = append(s.events[i], writeEvent{begun, time.Now(), ok})
@@ -481,8 +481,8 @@ func (s *failoverStream) joinWorker() {
 
 // registerAndApprove is three writes: a join token on x, a registration
 // through y, its approval on x.
-func (s *failoverStream) registerAndApprove(jc *joinerClient, x, y *founder, n int) bool {
-	status, body, err := x.call("POST", "/v1/admin/join/tokens", s.admin, map[string]any{"role": "worker", "ttl": "1h", "uses": 1})
+func (s *failoverStream) registerAndApprove(jc *joinerClient, x, y *stratumtest.Founder, n int) bool {
+	status, body, err := call(x, "POST", "/v1/admin/join/tokens", s.admin, map[string]any{"role": "worker", "ttl": "1h", "uses": 1})
 	var jt struct {
 		Token string `json:"token"`
 	}
@@ -504,7 +504,7 @@ func (s *failoverStream) registerAndApprove(jc *joinerClient, x, y *founder, n i
 	s.registrations = append(s.registrations, reg.JoinID)
 	s.mu.Unlock()
 	s.result(true)
-	status, _, err = x.call("POST", "/v1/admin/join/registrations/"+reg.JoinID+"/approve", s.admin, map[string]any{})
+	status, _, err = call(x, "POST", "/v1/admin/join/registrations/"+reg.JoinID+"/approve", s.admin, map[string]any{})
 	if err != nil || status != 200 {
 		s.result(false)
 		return false

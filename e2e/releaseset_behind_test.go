@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"stratum/internal/stratumtest"
 )
 
 // TestReleaseSetWhoIsBehind (SPEC 17): once the operator raises the
@@ -12,9 +14,9 @@ import (
 // starts with a line naming it, and --check exits 1.
 func TestReleaseSetWhoIsBehind(t *testing.T) {
 	dir := t.TempDir()
-	f := startFounder(t, dir)
-	env := cliEnv(t, f.Founder)
-	cliLogin(t, f.Founder, env)
+	f := stratumtest.ServeDev(t, dir)
+	env := cliEnv(t, f)
+	cliLogin(t, f, env)
 	run := func(args ...string) result { t.Helper(); return stratumEnv(t, env, args...) }
 
 	r := run("release-set")

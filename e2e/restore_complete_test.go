@@ -25,10 +25,10 @@ func TestRestoreIsComplete(t *testing.T) {
 	dirA := filepath.Join(tmp, "a")
 	tree := stratumtest.SignedReleaseTree(t, "0.3.0", []string{"0.1.0"}, 1<<20+5)
 	tree.Trust(t, dirA)
-	f := startFounder(t, dirA)
+	f := stratumtest.ServeDev(t, dirA)
 	email, password := credentials(t, dirA)
-	admin := f.login(email, password)
-	if status, body, err := f.call("POST", "/v1/admin/releases", admin, map[string]string{"path": tree.Dir}); err != nil || status != 201 {
+	admin := f.Login(t, email, password).Token
+	if status, body, err := call(f, "POST", "/v1/admin/releases", admin, map[string]string{"path": tree.Dir}); err != nil || status != 201 {
 		t.Fatalf("import: %d %s %v", status, body, err)
 	}
 	id, _ := age.GenerateX25519Identity()
@@ -41,12 +41,12 @@ func TestRestoreIsComplete(t *testing.T) {
 			t.Fatalf("backup %v = %d %q", extra, r.code, r.stderr)
 		}
 	}
-	pin := f.pin()
-	f.stopOK()
+	pin := bannerPinOf(t, f)
+	stopOK(t, f)
 
-	releases := func(f *founder, token string) (status string, missing []string, fix string) {
+	releases := func(f *stratumtest.Founder, token string) (status string, missing []string, fix string) {
 		t.Helper()
-		_, raw, _ := f.call("GET", "/v1/admin/releases", token, nil)
+		_, raw, _ := call(f, "GET", "/v1/admin/releases", token, nil)
 		var out struct {
 			Releases []struct {
 				Release, Status, Fix string
@@ -68,38 +68,38 @@ func TestRestoreIsComplete(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dirB, "release-keys", filepath.Base(tree.PubFile))); err != nil {
 		t.Fatalf("the release key was not restored: %v", err)
 	}
-	fB := startFounder(t, dirB)
+	fB := stratumtest.ServeDev(t, dirB)
 	if strings.Contains(fB.Stdout(), "bootstrap-credentials.txt") {
 		t.Errorf("the banner names a credentials file that does not exist:\n%s", fB.Stdout())
 	}
-	tokB := fB.login(email, password)
+	tokB := fB.Login(t, email, password).Token
 	waitUntil(t, "0.3.0 verified on B", func() bool { s, _, _ := releases(fB, tokB); return s == "verified" })
-	fB.stopOK()
+	stopOK(t, fB)
 
 	// Without the release files: missing, with the command that fixes it.
 	dirC := filepath.Join(tmp, "c")
 	if r := stratum(t, "restore", "--data", dirC, "--in", lean, "--identity", idFile, "--ca-pin", pin); r.code != 0 {
 		t.Fatalf("restore = %d %q", r.code, r.stderr)
 	}
-	fC := startFounder(t, dirC)
-	tokC := fC.login(email, password)
+	fC := stratumtest.ServeDev(t, dirC)
+	tokC := fC.Login(t, email, password).Token
 	waitUntil(t, "0.3.0 missing on C", func() bool { s, _, _ := releases(fC, tokC); return s == "missing" })
 	status, missing, fix := releases(fC, tokC)
 	if len(missing) == 0 || !strings.Contains(fix, "stratum release import") {
 		t.Fatalf("0.3.0 on C: %s, missing %v, fix %q", status, missing, fix)
 	}
-	_, metrics, _ := fC.call("GET", "/metrics", "", nil)
+	_, metrics, _ := call(fC, "GET", "/metrics", "", nil)
 	if !strings.Contains(string(metrics), `stratum_releases{status="missing"} 1`) {
 		t.Errorf("metrics do not count the missing release")
 	}
 	// Re-importing the same signed tree brings it back.
-	if status, body, err := fC.call("POST", "/v1/admin/releases", tokC, map[string]string{"path": tree.Dir}); err != nil || status != 201 {
+	if status, body, err := call(fC, "POST", "/v1/admin/releases", tokC, map[string]string{"path": tree.Dir}); err != nil || status != 201 {
 		t.Fatalf("re-import: %d %s %v", status, body, err)
 	}
 	if s, _, _ := releases(fC, tokC); s != "verified" {
 		t.Fatalf("after the re-import 0.3.0 is %s", s)
 	}
-	fC.stopOK()
+	stopOK(t, fC)
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {

@@ -16,6 +16,7 @@ import (
 
 	"filippo.io/age"
 
+	"stratum/internal/stratumtest"
 	"stratum/tpm/tpmtest"
 )
 
@@ -65,21 +66,21 @@ func refusedServe(t *testing.T, dir string, extra ...string) result {
 	return r
 }
 
-// pin is the CA pin the founder's banner shows (printed just after the
+// bannerPinOf is the CA pin the founder's banner shows (printed just after the
 // listeners startFounder waits for).
-func (f *founder) pin() string {
-	f.t.Helper()
+func bannerPinOf(t testing.TB, f *stratumtest.Founder) string {
+	t.Helper()
 	if m := bannerPin.FindStringSubmatch(f.Stdout()); m != nil {
 		return m[1]
 	}
-	f.t.Fatalf("no CA pin in the banner: %s", f.Stdout())
+	t.Fatalf("no CA pin in the banner: %s", f.Stdout())
 	return ""
 }
 
-func (f *founder) stopOK() {
-	f.t.Helper()
-	if code, _ := f.stop(syscall.SIGTERM, 15*time.Second); code != 0 {
-		f.t.Fatalf("founder exit %d: %s", code, f.Stderr())
+func stopOK(t testing.TB, f *stratumtest.Founder) {
+	t.Helper()
+	if code, _ := f.Stop(syscall.SIGTERM, 15*time.Second); code != 0 {
+		t.Fatalf("founder exit %d: %s", code, f.Stderr())
 	}
 }
 
@@ -122,11 +123,11 @@ func TestTPMSealedFounder(t *testing.T) {
 
 	// Two restarts: the key comes out of the TPM each time.
 	for range 2 {
-		f := startFounder(t, dir, "--tpm", tpmA)
-		if f.pin() != pin {
-			t.Fatalf("serving CA pin %s, want %s", f.pin(), pin)
+		f := stratumtest.ServeDev(t, dir, "--tpm", tpmA)
+		if bannerPinOf(t, f) != pin {
+			t.Fatalf("serving CA pin %s, want %s", bannerPinOf(t, f), pin)
 		}
-		f.stopOK()
+		stopOK(t, f)
 		if strings.Contains(f.Stdout()+f.Stderr(), rkBody) {
 			t.Fatal("the founder printed the recovery key")
 		}
@@ -177,21 +178,21 @@ func TestTPMSealedFounder(t *testing.T) {
 	if r := stratumIn(t, rk+"\n", args[1:]...); r.code != 0 {
 		t.Fatalf("the printed recovery command = %d %q", r.code, r.stderr)
 	}
-	f := startFounder(t, dir, "--tpm", tpmA)
-	if f.pin() != pin {
-		t.Fatalf("CA pin after recovery %s, want %s", f.pin(), pin)
+	f := stratumtest.ServeDev(t, dir, "--tpm", tpmA)
+	if bannerPinOf(t, f) != pin {
+		t.Fatalf("CA pin after recovery %s, want %s", bannerPinOf(t, f), pin)
 	}
-	f.stopOK()
+	stopOK(t, f)
 
 	// New hardware: reseal onto another TPM under PCRs 7 and 11.
 	if r := stratumIn(t, rk, "tpm", "recover", "--data", dir, "--tpm", tpmB, "--tpm-pcrs", "7,11", "--recovery-key", "-"); r.code != 0 {
 		t.Fatalf("recover onto a second TPM = %d %q", r.code, r.stderr)
 	}
-	f = startFounder(t, dir, "--tpm", tpmB)
-	if f.pin() != pin {
-		t.Fatalf("CA pin on the second TPM %s, want %s", f.pin(), pin)
+	f = stratumtest.ServeDev(t, dir, "--tpm", tpmB)
+	if bannerPinOf(t, f) != pin {
+		t.Fatalf("CA pin on the second TPM %s, want %s", bannerPinOf(t, f), pin)
 	}
-	f.stopOK()
+	stopOK(t, f)
 	if r := refusedServe(t, dir, "--tpm", tpmA); !strings.Contains(r.stderr, "different TPM") {
 		t.Errorf("the old TPM: %s", r.stderr)
 	}
@@ -223,10 +224,10 @@ func TestConvertAndEncryptedBackups(t *testing.T) {
 	tpmA, tpmB := tpmtest.StartSwtpm(t), tpmtest.StartSwtpm(t)
 	tmp := t.TempDir()
 	dirA := filepath.Join(tmp, "a")
-	f := startFounder(t, dirA)
-	pin := f.pin()
+	f := stratumtest.ServeDev(t, dirA)
+	pin := bannerPinOf(t, f)
 	email, password := credentials(t, dirA)
-	tok, status, err := f.createToken(f.login(email, password), "before-backup")
+	tok, status, err := createToken(f, f.Login(t, email, password).Token, "before-backup")
 	if err != nil || status != 201 {
 		t.Fatalf("create token: %d %v", status, err)
 	}
@@ -258,7 +259,7 @@ func TestConvertAndEncryptedBackups(t *testing.T) {
 	if _, err := os.Stat(noRecipient); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal("a refused backup wrote its file")
 	}
-	f.stopOK()
+	stopOK(t, f)
 
 	// The file-key founder moves its key into the TPM.
 	r = stratum(t, "tpm", "convert", "--data", dirA, "--tpm", tpmA)
@@ -268,11 +269,11 @@ func TestConvertAndEncryptedBackups(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dirA, "data.key")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal("convert left data.key")
 	}
-	f = startFounder(t, dirA, "--tpm", tpmA)
-	if f.pin() != pin || !f.tokenIDs(f.login(email, password))[tok.ID] {
+	f = stratumtest.ServeDev(t, dirA, "--tpm", tpmA)
+	if bannerPinOf(t, f) != pin || !tokenIDs(t, f, f.Login(t, email, password).Token)[tok.ID] {
 		t.Fatal("the converted founder does not serve its store")
 	}
-	f.stopOK()
+	stopOK(t, f)
 
 	// Restores that must be refused, leaving no directory behind.
 	tampered := filepath.Join(tmp, "tampered.age")
@@ -308,18 +309,18 @@ func TestConvertAndEncryptedBackups(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, pin) {
 		t.Fatalf("restore with the data key = %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	fB := startFounder(t, dirB)
-	if fB.pin() != pin {
-		t.Fatalf("the restored founder serves CA pin %s, want %s", fB.pin(), pin)
+	fB := stratumtest.ServeDev(t, dirB)
+	if bannerPinOf(t, fB) != pin {
+		t.Fatalf("the restored founder serves CA pin %s, want %s", bannerPinOf(t, fB), pin)
 	}
 	// The original CA certificate.
 	if err := fB.UseCA(filepath.Join(dirA, "ca.pem")); err != nil {
 		t.Fatal(err)
 	}
-	if !fB.tokenIDs(fB.login(email, password))[tok.ID] {
+	if !tokenIDs(t, fB, fB.Login(t, email, password).Token)[tok.ID] {
 		t.Error("a token created before the backup is missing from the restore")
 	}
-	fB.stopOK()
+	stopOK(t, fB)
 
 	// An offline backup of the sealed founder carries its key too, and
 	// restores sealed to another TPM.
@@ -332,9 +333,9 @@ func TestConvertAndEncryptedBackups(t *testing.T) {
 	if r.code != 0 || recoveryKeyLine.FindStringSubmatch(r.stdout) == nil {
 		t.Fatalf("restore sealed to a TPM = %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	fC := startFounder(t, dirC, "--tpm", tpmB)
-	if fC.pin() != pin {
-		t.Fatalf("CA pin %s, want %s", fC.pin(), pin)
+	fC := stratumtest.ServeDev(t, dirC, "--tpm", tpmB)
+	if bannerPinOf(t, fC) != pin {
+		t.Fatalf("CA pin %s, want %s", bannerPinOf(t, fC), pin)
 	}
-	fC.stopOK()
+	stopOK(t, fC)
 }

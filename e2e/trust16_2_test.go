@@ -17,6 +17,7 @@ import (
 
 	"stratum/crypto"
 	"stratum/iam"
+	"stratum/internal/stratumtest"
 )
 
 // forgedRow is a row an intruder writes straight into the store.
@@ -76,7 +77,7 @@ func TestTrust16_2_ForgedRecordsGrantNothing(t *testing.T) {
 			dir := t.TempDir()
 			f := startOn(t, dir, dsn)
 			email, password := credentials(t, dir)
-			admin := f.login(email, password)
+			admin := f.Login(t, email, password).Token
 
 			now := time.Now().UTC()
 			bearer := "sat1.tok-forged01.chosen-secret-of-the-intruder"
@@ -104,10 +105,10 @@ func TestTrust16_2_ForgedRecordsGrantNothing(t *testing.T) {
 			}
 
 			if dsn == "" {
-				f.stop(os.Interrupt, 20*time.Second)
+				f.Stop(os.Interrupt, 20*time.Second)
 				forgeRows(t, dir, dsn, rows)
 				f = startOn(t, dir, dsn)
-				admin = f.login(email, password)
+				admin = f.Login(t, email, password).Token
 				j = newJoinerClient(t, f.Dir+"/ca.pem")
 			} else {
 				forgeRows(t, dir, dsn, rows)
@@ -115,7 +116,7 @@ func TestTrust16_2_ForgedRecordsGrantNothing(t *testing.T) {
 
 			// The forged bearer: 401 on every door it tries.
 			for _, path := range []string{"/v1/admin/audit", "/v1/admin/cluster/members", "/v1/iam/tokens"} {
-				if status, body, err := f.call("GET", path, bearer, nil); err != nil || status != 401 {
+				if status, body, err := call(f, "GET", path, bearer, nil); err != nil || status != 401 {
 					t.Errorf("GET %s with the forged token: %d %s %v, want 401", path, status, body, err)
 				}
 			}
@@ -124,8 +125,8 @@ func TestTrust16_2_ForgedRecordsGrantNothing(t *testing.T) {
 				t.Errorf("register with the forged join token: %d %s, want %d as for an unknown token", status, body, unknownStatus)
 			}
 			// The forged member is not a member.
-			status, body, err := f.call("GET", "/v1/admin/cluster/members", admin, nil)
-			if err != nil || status != 200 || !strings.Contains(string(body), f.nodeID(t, admin)) {
+			status, body, err := call(f, "GET", "/v1/admin/cluster/members", admin, nil)
+			if err != nil || status != 200 || !strings.Contains(string(body), nodeID(t, f, admin)) {
 				t.Fatalf("members: %d %s %v", status, body, err)
 			}
 			if strings.Contains(string(body), "n-forged01") {
@@ -176,9 +177,9 @@ func TestTrust16_2_ForgedRecordsGrantNothing(t *testing.T) {
 }
 
 // nodeID is the founder's own node id (the first member).
-func (f *founder) nodeID(t *testing.T, admin string) string {
+func nodeID(t *testing.T, f *stratumtest.Founder, admin string) string {
 	t.Helper()
-	status, body, err := f.call("GET", "/v1/admin/cluster/members", admin, nil)
+	status, body, err := call(f, "GET", "/v1/admin/cluster/members", admin, nil)
 	var v struct{ Members []struct{ NodeID string } }
 	if err != nil || status != 200 || json.Unmarshal(body, &v) != nil || len(v.Members) == 0 {
 		t.Fatalf("members: %d %s %v", status, body, err)
@@ -186,9 +187,9 @@ func (f *founder) nodeID(t *testing.T, admin string) string {
 	return v.Members[0].NodeID
 }
 
-func rejectedSubjects(t *testing.T, f *founder, admin string) []string {
+func rejectedSubjects(t *testing.T, f *stratumtest.Founder, admin string) []string {
 	t.Helper()
-	status, body, err := f.call("GET", "/v1/admin/audit?limit=1000", admin, nil)
+	status, body, err := call(f, "GET", "/v1/admin/audit?limit=1000", admin, nil)
 	var v struct {
 		Events []struct{ Kind, Subject string }
 	}
@@ -204,9 +205,9 @@ func rejectedSubjects(t *testing.T, f *founder, admin string) []string {
 	return out
 }
 
-func rejectedMetric(t *testing.T, f *founder) float64 {
+func rejectedMetric(t *testing.T, f *stratumtest.Founder) float64 {
 	t.Helper()
-	_, body, err := f.call("GET", "/metrics", "", nil)
+	_, body, err := call(f, "GET", "/metrics", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"stratum/internal/pgtest"
+	"stratum/internal/stratumtest"
 )
 
 // SPEC 16.7: PostgreSQL as a shared neighbour. Each test performs the
@@ -45,16 +46,16 @@ func TestTrust16_7_PublicConnectRefused(t *testing.T) {
 		t.Fatalf("serve on a database PUBLIC may connect to: exit %d, stderr %q; want a refusal naming %s", r.code, r.stderr, revoke)
 	}
 
-	f := launchFounder(t, dir, "--store", dsn, "--allow-public-connect")
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: []string{"--store", dsn, "--allow-public-connect"}})
 	if out := f.Stdout(); !strings.Contains(out, "WARNING") || !strings.Contains(out, revoke) {
 		t.Fatalf("--allow-public-connect started without the warning naming %s:\n%s", revoke, out)
 	}
-	f.stop(syscall.SIGTERM, 20*time.Second)
+	f.Stop(syscall.SIGTERM, 20*time.Second)
 
 	if err := srv.Exec(revoke); err != nil {
 		t.Fatal(err)
 	}
-	f = launchFounder(t, dir, "--store", dsn)
+	f = stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: []string{"--store", dsn}})
 	if strings.Contains(f.Stdout(), "WARNING") {
 		t.Fatalf("a warning after the revoke:\n%s", f.Stdout())
 	}
@@ -83,9 +84,9 @@ func pidOf(t *testing.T, conn *pgx.Conn) int {
 }
 
 // readyz is the founder's /readyz: its status and the pids it names.
-func (f *founder) readyz() (string, map[string]int) {
-	f.t.Helper()
-	status, body, err := f.call("GET", "/readyz", "", nil)
+func readyz(t testing.TB, f *stratumtest.Founder) (string, map[string]int) {
+	t.Helper()
+	status, body, err := call(f, "GET", "/readyz", "", nil)
 	var v struct {
 		Status   string `json:"status"`
 		Problems []struct {
@@ -95,13 +96,13 @@ func (f *founder) readyz() (string, map[string]int) {
 		} `json:"problems"`
 	}
 	if err != nil || status != 200 || json.Unmarshal(body, &v) != nil {
-		f.t.Fatalf("/readyz: %d %s %v", status, body, err)
+		t.Fatalf("/readyz: %d %s %v", status, body, err)
 	}
 	pids := map[string]int{}
 	for _, p := range v.Problems {
 		pids[p.Lock] = p.PID
 		if !strings.Contains(p.Message, fmt.Sprint(p.PID)) {
-			f.t.Errorf("/readyz problem without the holder's pid: %+v", p)
+			t.Errorf("/readyz problem without the holder's pid: %+v", p)
 		}
 	}
 	return v.Status, pids
@@ -109,31 +110,31 @@ func (f *founder) readyz() (string, map[string]int) {
 
 // waitHolder waits until /readyz is degraded naming pid as the holder of
 // lock ("" with pid 0: until it is ready).
-func (f *founder) waitHolder(lock string, pid int, within time.Duration) {
-	f.t.Helper()
+func waitHolder(t testing.TB, f *stratumtest.Founder, lock string, pid int, within time.Duration) {
+	t.Helper()
 	var status string
 	var pids map[string]int
 	for deadline := time.Now().Add(within); ; time.Sleep(200 * time.Millisecond) {
-		status, pids = f.readyz()
+		status, pids = readyz(t, f)
 		if lock == "" && status == "ready" || lock != "" && status == "degraded" && pids[lock] == pid {
 			return
 		}
 		if time.Now().After(deadline) {
-			f.t.Fatalf("/readyz stayed %q %v for %v, want %s held by pid %d", status, pids, within, lock, pid)
+			t.Fatalf("/readyz stayed %q %v for %v, want %s held by pid %d", status, pids, within, lock, pid)
 		}
 	}
 }
 
 // metric reads one unlabelled value from /metrics.
-func (f *founder) metric(name string) string {
-	f.t.Helper()
-	_, body, err := f.call("GET", "/metrics", "", nil)
+func metric(t testing.TB, f *stratumtest.Founder, name string) string {
+	t.Helper()
+	_, body, err := call(f, "GET", "/metrics", "", nil)
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(body)
 	if m == nil {
-		f.t.Fatalf("/metrics has no %s", name)
+		t.Fatalf("/metrics has no %s", name)
 	}
 	return string(m[1])
 }
@@ -146,9 +147,9 @@ func (f *founder) metric(name string) string {
 func TestTrust16_7_NeighbourLocks(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	dir := filepath.Join(t.TempDir(), "a")
-	a := startFounder(t, dir, "--store", dsn)
+	a := stratumtest.ServeDev(t, dir, "--store", dsn)
 	email, password := credentials(t, dir)
-	admin := a.login(email, password)
+	admin := a.Login(t, email, password).Token
 	n := neighbour(t, dsn)
 	ctx := context.Background()
 
@@ -159,14 +160,14 @@ func TestTrust16_7_NeighbourLocks(t *testing.T) {
 	}
 	for i := range 3 {
 		start := time.Now()
-		if _, status, err := a.createToken(admin, fmt.Sprintf("fixed-%d", i)); err != nil || status != 201 {
+		if _, status, err := createToken(a, admin, fmt.Sprintf("fixed-%d", i)); err != nil || status != 201 {
 			t.Fatalf("a write while a neighbour holds the old fixed lock ids: %d %v", status, err)
 		}
 		if d := time.Since(start); d > 5*time.Second {
 			t.Fatalf("a write took %v while a neighbour holds the old fixed lock ids", d)
 		}
 	}
-	if s, _ := a.readyz(); s != "ready" {
+	if s, _ := readyz(t, a); s != "ready" {
 		t.Fatalf("/readyz %q while the neighbour holds ids that are not the cluster's", s)
 	}
 
@@ -225,7 +226,7 @@ func TestTrust16_7_NeighbourLocks(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; !stop.Load(); i++ {
-			_, _, _ = a.createToken(admin, fmt.Sprintf("spy-%d", i))
+			_, _, _ = createToken(a, admin, fmt.Sprintf("spy-%d", i))
 		}
 	}()
 	for deadline := time.Now().Add(20 * time.Second); writer == 0; {
@@ -244,7 +245,7 @@ func TestTrust16_7_NeighbourLocks(t *testing.T) {
 
 	// The lease: the neighbour takes it while no founder holds it (A
 	// killed) and A, restarted, is degraded naming the neighbour's pid.
-	a.stop(syscall.SIGKILL, 10*time.Second)
+	a.Stop(syscall.SIGKILL, 10*time.Second)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var got bool
 		if err := n.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", lease).Scan(&got); err != nil {
@@ -257,16 +258,16 @@ func TestTrust16_7_NeighbourLocks(t *testing.T) {
 			t.Fatal("the killed founder's lease never came free")
 		}
 	}
-	a = launchFounder(t, dir, "--store", dsn)
+	a = stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: []string{"--store", dsn}})
 	pid := pidOf(t, n)
-	a.waitHolder("lease", pid, 10*time.Second)
-	if v := a.metric("stratum_store_foreign_lock_holders"); v != "1" {
+	waitHolder(t, a, "lease", pid, 10*time.Second)
+	if v := metric(t, a, "stratum_store_foreign_lock_holders"); v != "1" {
 		t.Errorf("stratum_store_foreign_lock_holders = %s, want 1", v)
 	}
 	if !strings.Contains(a.Output(), fmt.Sprintf("pid=%d", pid)) {
 		t.Errorf("the log does not name the lease holder's pid %d:\n%s", pid, a.OutputTail(4096))
 	}
-	if _, status, err := a.createToken(admin, "lease-held"); err != nil || status != 201 {
+	if _, status, err := createToken(a, admin, "lease-held"); err != nil || status != 201 {
 		t.Fatalf("a write while a neighbour holds the lease: %d %v", status, err)
 	}
 
@@ -275,14 +276,14 @@ func TestTrust16_7_NeighbourLocks(t *testing.T) {
 	if _, err := n.Exec(ctx, "SELECT pg_advisory_lock($1)", writer); err != nil {
 		t.Fatal(err)
 	}
-	a.waitHolder("writer", pid, 10*time.Second)
+	waitHolder(t, a, "writer", pid, 10*time.Second)
 	if _, err := n.Exec(ctx, "SELECT pg_advisory_unlock_all()"); err != nil {
 		t.Fatal(err)
 	}
-	if _, status, err := a.createToken(admin, "after"); err != nil || status != 201 {
+	if _, status, err := createToken(a, admin, "after"); err != nil || status != 201 {
 		t.Fatalf("a write after the neighbour let go: %d %v", status, err)
 	}
-	a.waitHolder("", 0, 10*time.Second) // A takes the lease back too
+	waitHolder(t, a, "", 0, 10*time.Second) // A takes the lease back too
 }
 
 // TestTrust16_7_ForgedNoteFreezesNothing: two founder processes on one
@@ -295,7 +296,7 @@ func TestTrust16_7_ForgedNoteFreezesNothing(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	root := t.TempDir()
 	dirA, dirB := filepath.Join(root, "a"), filepath.Join(root, "b")
-	a := startFounder(t, dirA, "--store", dsn)
+	a := stratumtest.ServeDev(t, dirA, "--store", dsn)
 	key, err := os.ReadFile(filepath.Join(dirA, "data.key"))
 	if err != nil {
 		t.Fatal(err)
@@ -306,10 +307,10 @@ func TestTrust16_7_ForgedNoteFreezesNothing(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dirB, "data.key"), key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := launchFounder(t, dirB, "--store", dsn)
+	b := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dirB, Args: []string{"--store", dsn}})
 	email, password := credentials(t, dirA)
-	admin := a.login(email, password)
-	nodeRoot, out, done := startJoiner(t, a, b, a.workerToken(admin), filepath.Join(dirA, "ca.pem"), "note-node", "127.0.0.6")
+	admin := a.Login(t, email, password).Token
+	nodeRoot, out, done := startJoiner(t, a, b, workerToken(t, a, admin), filepath.Join(dirA, "ca.pem"), "note-node", "127.0.0.6")
 	approveByHostname(t, a, admin, "note-node") // A runs --dev: a loopback node address is its lab's
 	select {
 	case err := <-done:
@@ -334,7 +335,7 @@ func TestTrust16_7_ForgedNoteFreezesNothing(t *testing.T) {
 		}
 	}
 	forged := time.Now()
-	for name, f := range map[string]*founder{"A": a, "B": b} {
+	for name, f := range map[string]*stratumtest.Founder{"A": a, "B": b} {
 		for deadline := time.Now().Add(15 * time.Second); !recordedAt(t, f, admin, node).After(forged.Add(time.Second)); time.Sleep(200 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("founder %s answers the record of %v for %s, none after the forged note at %v:\n%s", name, recordedAt(t, f, admin, node), node, forged, agentOut)

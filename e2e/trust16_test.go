@@ -18,6 +18,7 @@ import (
 
 	_ "stratum/founder" // registers its store migrations
 	"stratum/internal/pgtest"
+	"stratum/internal/stratumtest"
 	"stratum/store"
 )
 
@@ -34,18 +35,18 @@ var backends = []backend{
 
 // startOn serves a --dev founder on dir with its state on dsn (bbolt
 // when empty).
-func startOn(t *testing.T, dir, dsn string, extra ...string) *founder {
+func startOn(t *testing.T, dir, dsn string, extra ...string) *stratumtest.Founder {
 	t.Helper()
 	if dsn != "" {
 		extra = append([]string{"--store", dsn}, extra...)
 	}
-	return startFounder(t, dir, extra...)
+	return stratumtest.ServeDev(t, dir, extra...)
 }
 
 // lab joins nodes to a founder as their joiners would, keeping each
 // member's transport leaf so it can report the generations it applies.
 type lab struct {
-	f       *founder
+	f       *stratumtest.Founder
 	admin   string
 	members []labMember
 }
@@ -61,7 +62,7 @@ type labMember struct {
 func (l *lab) join(t *testing.T, role, mgmt string) map[string]json.RawMessage {
 	t.Helper()
 	f, admin := l.f, l.admin
-	status, body, err := f.call("POST", "/v1/admin/join/tokens", admin, map[string]any{"role": role, "ttl": "1h", "uses": 1})
+	status, body, err := call(f, "POST", "/v1/admin/join/tokens", admin, map[string]any{"role": role, "ttl": "1h", "uses": 1})
 	var jt struct{ Token string }
 	if err != nil || status != 201 || json.Unmarshal(body, &jt) != nil {
 		t.Fatalf("join token: %d %s %v", status, body, err)
@@ -73,7 +74,7 @@ func (l *lab) join(t *testing.T, role, mgmt string) map[string]json.RawMessage {
 		t.Fatalf("register %s: %d %s", role, status, body)
 	}
 	var op struct{ Assignment struct{ NodeID string } }
-	if status, body, err = f.call("POST", "/v1/admin/join/registrations/"+reg.JoinID+"/approve", admin, map[string]any{}); err != nil || status != 200 || json.Unmarshal(body, &op) != nil {
+	if status, body, err = call(f, "POST", "/v1/admin/join/registrations/"+reg.JoinID+"/approve", admin, map[string]any{}); err != nil || status != 200 || json.Unmarshal(body, &op) != nil {
 		t.Fatalf("approve %s: %d %s %v", role, status, body, err)
 	}
 	var v struct {
@@ -160,7 +161,7 @@ func TestTrust16_1_ApplianceLoginNeverDelivered(t *testing.T) {
 			dir := t.TempDir()
 			f := startOn(t, dir, dsn)
 			email, password := credentials(t, dir)
-			admin := f.login(email, password)
+			admin := f.Login(t, email, password).Token
 
 			l := &lab{f: f, admin: admin}
 			worker := l.join(t, "worker", "192.0.2.31")
@@ -195,7 +196,7 @@ func TestTrust16_1_ApplianceLoginNeverDelivered(t *testing.T) {
 			}
 			// The attack: the delivered admin password on the appliance.
 			for _, who := range []string{str(cp["adminEmail"]), email} {
-				status, body, err := f.call("POST", "/v1/auth/login", "", map[string]any{"email": who, "password": clusterAdmin})
+				status, body, err := call(f, "POST", "/v1/auth/login", "", map[string]any{"email": who, "password": clusterAdmin})
 				if err != nil || status != 401 {
 					t.Fatalf("login as %s with the delivered adminPassword: %d %s %v, want 401", who, status, body, err)
 				}
@@ -203,13 +204,13 @@ func TestTrust16_1_ApplianceLoginNeverDelivered(t *testing.T) {
 
 			// An earlier build: the appliance admin's password is the
 			// delivered secret. The migration marks it must-change.
-			if status, body, err := f.call("POST", "/v1/auth/password", admin, map[string]any{"currentPassword": password, "newPassword": clusterAdmin}); err != nil || status >= 300 {
+			if status, body, err := call(f, "POST", "/v1/auth/password", admin, map[string]any{"currentPassword": password, "newPassword": clusterAdmin}); err != nil || status >= 300 {
 				t.Fatalf("set the old build's password: %d %s %v", status, body, err)
 			}
-			f.stop(os.Interrupt, 20*time.Second)
+			f.Stop(os.Interrupt, 20*time.Second)
 			setSchema(t, dir, dsn, migrationBefore(t, "appliance admin"))
 			g := startOn(t, dir, dsn)
-			status, body, err := g.call("POST", "/v1/auth/login", "", map[string]any{"email": email, "password": clusterAdmin})
+			status, body, err := call(g, "POST", "/v1/auth/login", "", map[string]any{"email": email, "password": clusterAdmin})
 			var sess struct {
 				Token              string
 				MustChangePassword bool
@@ -218,7 +219,7 @@ func TestTrust16_1_ApplianceLoginNeverDelivered(t *testing.T) {
 				t.Fatalf("login after the migration: %d %s %v, want 200 with mustChangePassword", status, body, err)
 			}
 			for _, p := range []string{"/v1/iam/tokens", "/v1/auth/self", "/v1/admin/join/registrations"} {
-				status, body, _ := g.call("GET", p, sess.Token, nil)
+				status, body, _ := call(g, "GET", p, sess.Token, nil)
 				var e struct {
 					Code    string
 					Details map[string]any
@@ -228,20 +229,20 @@ func TestTrust16_1_ApplianceLoginNeverDelivered(t *testing.T) {
 					t.Errorf("GET %s before the change: %d %s, want 403 with mustChangePassword", p, status, body)
 				}
 			}
-			if status, body, _ := g.call("POST", "/v1/admin/join/tokens", sess.Token, map[string]any{"role": "worker"}); status < 400 {
+			if status, body, _ := call(g, "POST", "/v1/admin/join/tokens", sess.Token, map[string]any{"role": "worker"}); status < 400 {
 				t.Errorf("a join token before the change: %d %s", status, body)
 			}
-			if status, body, _ := g.call("POST", "/v1/auth/password", sess.Token, map[string]any{"currentPassword": clusterAdmin, "newPassword": "a-new-appliance-password"}); status >= 300 {
+			if status, body, _ := call(g, "POST", "/v1/auth/password", sess.Token, map[string]any{"currentPassword": clusterAdmin, "newPassword": "a-new-appliance-password"}); status >= 300 {
 				t.Fatalf("password change: %d %s", status, body)
 			}
-			if status, body, _ := g.call("GET", "/v1/iam/tokens", sess.Token, nil); status != 200 {
+			if status, body, _ := call(g, "GET", "/v1/iam/tokens", sess.Token, nil); status != 200 {
 				t.Fatalf("after the change: %d %s", status, body)
 			}
-			status, body, _ = g.call("POST", "/v1/auth/login", "", map[string]any{"email": email, "password": "a-new-appliance-password"})
+			status, body, _ = call(g, "POST", "/v1/auth/login", "", map[string]any{"email": email, "password": "a-new-appliance-password"})
 			if status != 200 || strings.Contains(string(body), "mustChangePassword") {
 				t.Fatalf("login after the change: %d %s", status, body)
 			}
-			if status, _, _ := g.call("POST", "/v1/auth/login", "", map[string]any{"email": email, "password": clusterAdmin}); status != 401 {
+			if status, _, _ := call(g, "POST", "/v1/auth/login", "", map[string]any{"email": email, "password": clusterAdmin}); status != 401 {
 				t.Fatalf("the delivered secret after the change: %d, want 401", status)
 			}
 		})
@@ -281,7 +282,7 @@ func TestTrust16_5_LoginLimitsHold(t *testing.T) {
 					if clients[source(i)] == nil {
 						// Each wrong password costs an argon2id check,
 						// two at a time: a loaded machine needs minutes.
-						c := f.fromSource(source(i))
+						c := fromSource(t, f, source(i))
 						c.Timeout = 5 * time.Minute
 						clients[source(i)] = c
 					}
@@ -336,7 +337,7 @@ func TestTrust16_5_LoginLimitsHold(t *testing.T) {
 
 			// The account is flooded; a source that has not failed gets in.
 			start := time.Now()
-			if st, _ := loginFrom(t, f.fromSource("127.0.5.1"), f.API, email, password); st != 200 {
+			if st, _ := loginFrom(t, fromSource(t, f, "127.0.5.1"), f.API, email, password); st != 200 {
 				t.Fatalf("the right password from a fresh source after the flood = %d, want 200", st)
 			}
 			if d := time.Since(start); d > 10*time.Second {
@@ -349,7 +350,7 @@ func TestTrust16_5_LoginLimitsHold(t *testing.T) {
 				if ct != "" {
 					req.Header.Set("Content-Type", ct)
 				}
-				resp, err := f.fromSource("127.0.6.1").Do(req)
+				resp, err := fromSource(t, f, "127.0.6.1").Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}

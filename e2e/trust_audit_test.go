@@ -6,11 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"stratum/internal/stratumtest"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -85,11 +86,11 @@ func toFirstBuild(tx *bolt.Tx) error {
 // the chain through the control socket while serving, and stops it.
 func stoppedWithTokens(t *testing.T, dir string, n int, extra ...string) []apiToken {
 	t.Helper()
-	f := startFounder(t, dir, extra...)
-	admin := f.login(credentials(t, dir))
+	f := stratumtest.ServeDev(t, dir, extra...)
+	admin := f.Admin(t).Token
 	var toks []apiToken
 	for i := 0; i < n; i++ {
-		tok, status, err := f.createToken(admin, "audited")
+		tok, status, err := createToken(f, admin, "audited")
 		if err != nil || status != 201 {
 			t.Fatalf("create token: %d %v", status, err)
 		}
@@ -98,7 +99,7 @@ func stoppedWithTokens(t *testing.T, dir string, n int, extra ...string) []apiTo
 	if r := stratum(t, "audit", "verify", "--data", dir); r.code != 0 || !strings.Contains(r.stdout, "intact") {
 		t.Fatalf("audit verify while serving = %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	if code, _ := f.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+	if code, _ := f.Stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 		t.Fatalf("founder exit %d", code)
 	}
 	return toks
@@ -185,13 +186,13 @@ func TestTrust07_FirstBuildDataDirMigrated(t *testing.T) {
 	}
 
 	for round := 0; round < 2; round++ {
-		f := startFounder(t, dir)
+		f := stratumtest.ServeDev(t, dir)
 		if r := stratum(t, "audit", "verify", "--data", dir); r.code != 0 || !strings.Contains(r.stdout, "intact") {
 			t.Fatalf("round %d: audit verify after migration = %d %q %q", round, r.code, r.stdout, r.stderr)
 		}
-		admin := f.login(email, password)
+		admin := f.Login(t, email, password).Token
 		count := map[string]int{}
-		for _, ev := range f.auditEvents(admin) {
+		for _, ev := range auditEvents(t, f, admin) {
 			count[ev.Kind]++
 			if ev.Kind == "audit.chain.keyed" && ev.Data["previousChain"] != "intact" {
 				t.Errorf("migration marker %+v, want previousChain intact", ev)
@@ -200,14 +201,14 @@ func TestTrust07_FirstBuildDataDirMigrated(t *testing.T) {
 		if count["audit.chain.keyed"] != 1 || count["iam.tokens.migrated"] != 1 {
 			t.Fatalf("round %d: migration events %v, want each once", round, count)
 		}
-		_, raw, _ := f.call("GET", "/v1/iam/tokens", admin, nil)
+		_, raw, _ := call(f, "GET", "/v1/iam/tokens", admin, nil)
 		if !strings.Contains(string(raw), `"tokenId":"`+tok.ID+`"`) || !strings.Contains(string(raw), `"createdBy":"user:`+email+`"`) {
 			t.Fatalf("the old token after migration: %s", raw)
 		}
-		if status, _, _ := f.call("GET", "/v1/iam/tokens", tok.Token, nil); status != 403 {
+		if status, _, _ := call(f, "GET", "/v1/iam/tokens", tok.Token, nil); status != 403 {
 			t.Errorf("the old token after migration = %d, want 403 (authenticated, not allowed)", status)
 		}
-		if code, _ := f.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+		if code, _ := f.Stop(syscall.SIGTERM, 10*time.Second); code != 0 {
 			t.Fatalf("founder exit %d", code)
 		}
 	}

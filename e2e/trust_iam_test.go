@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // policyDoc builds a policy document from statements of
@@ -38,15 +40,15 @@ type errorBody struct {
 
 // mint asks for a token with caller and returns the status, the new
 // token and the error envelope.
-func (f *founder) mint(caller, ttl string, policy json.RawMessage) (int, apiToken, errorBody) {
-	f.t.Helper()
+func mint(t testing.TB, f *stratumtest.Founder, caller, ttl string, policy json.RawMessage) (int, apiToken, errorBody) {
+	t.Helper()
 	body := map[string]any{"name": "child", "policy": policy}
 	if ttl != "" {
 		body["ttl"] = ttl
 	}
-	status, raw, err := f.call("POST", "/v1/iam/tokens", caller, body)
+	status, raw, err := call(f, "POST", "/v1/iam/tokens", caller, body)
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	var tok apiToken
 	var e errorBody
@@ -59,14 +61,14 @@ func (f *founder) mint(caller, ttl string, policy json.RawMessage) (int, apiToke
 }
 
 // auditEvents reads the whole audit log with token.
-func (f *founder) auditEvents(token string) []struct {
+func auditEvents(t testing.TB, f *stratumtest.Founder, token string) []struct {
 	Kind, Actor, Subject string
 	Data                 map[string]string
 } {
-	f.t.Helper()
-	status, raw, err := f.call("GET", "/v1/admin/audit?limit=1000", token, nil)
+	t.Helper()
+	status, raw, err := call(f, "GET", "/v1/admin/audit?limit=1000", token, nil)
 	if err != nil || status != 200 {
-		f.t.Fatalf("audit: %d %s %v", status, raw, err)
+		t.Fatalf("audit: %d %s %v", status, raw, err)
 	}
 	var out struct {
 		Events []struct {
@@ -75,7 +77,7 @@ func (f *founder) auditEvents(token string) []struct {
 		}
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return out.Events
 }
@@ -85,76 +87,76 @@ func (f *founder) auditEvents(token string) []struct {
 func TestTrust01_TokenCannotOutgrowCreator(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir() + "/data"
-	f := startFounder(t, dir)
+	f := stratumtest.ServeDev(t, dir)
 	email, password := credentials(t, dir)
-	admin := f.login(email, password)
+	admin := f.Login(t, email, password).Token
 
-	status, creator, _ := f.mint(admin, "1h", policyDoc(allow("iam:CreateToken")))
+	status, creator, _ := mint(t, f, admin, "1h", policyDoc(allow("iam:CreateToken")))
 	if status != 201 {
 		t.Fatalf("admin creating a create-only token: %d", status)
 	}
 
 	// The attack as found: `*` on `*` for a year.
-	status, _, e := f.mint(creator.Token, "8760h", policyDoc(allow("*")))
+	status, _, e := mint(t, f, creator.Token, "8760h", policyDoc(allow("*")))
 	if status != 403 || e.Code != "FORBIDDEN" || len(e.Issues) != 1 || e.Issues[0].Statement != 0 || e.Issues[0].Action != "*" || e.Issues[0].Code != "EXCEEDS_CALLER" {
 		t.Fatalf("create-only token minting * on * = %d %+v, want 403 naming statement 0 action *", status, e)
 	}
 	// Every statement and action beyond the caller is named.
-	status, _, e = f.mint(creator.Token, "10m", policyDoc(allow("iam:CreateToken"), allow("audit:ReadAudit", "iam:CreateToken", "join:*")))
+	status, _, e = mint(t, f, creator.Token, "10m", policyDoc(allow("iam:CreateToken"), allow("audit:ReadAudit", "iam:CreateToken", "join:*")))
 	if status != 403 || len(e.Issues) != 2 || e.Issues[0].Statement != 1 || e.Issues[0].Action != "audit:ReadAudit" || e.Issues[1].Action != "join:*" {
 		t.Fatalf("two excess actions = %d %+v", status, e)
 	}
 	// Expiry: never past the caller's.
-	if status, _, _ := f.mint(creator.Token, "2h", policyDoc(allow("iam:CreateToken"))); status != 403 {
+	if status, _, _ := mint(t, f, creator.Token, "2h", policyDoc(allow("iam:CreateToken"))); status != 403 {
 		t.Fatalf("a child outliving its 1h parent = %d, want 403", status)
 	}
 	// Within the caller: allowed, and the default lifetime shrinks to the caller's.
-	status, child, _ := f.mint(creator.Token, "", policyDoc(allow("iam:CreateToken")))
+	status, child, _ := mint(t, f, creator.Token, "", policyDoc(allow("iam:CreateToken")))
 	if status != 201 {
 		t.Fatalf("a child equal to its parent = %d", status)
 	}
-	status, grandchild, _ := f.mint(child.Token, "30m", policyDoc(allow("iam:CreateToken")))
+	status, grandchild, _ := mint(t, f, child.Token, "30m", policyDoc(allow("iam:CreateToken")))
 	if status != 201 {
 		t.Fatalf("a grandchild = %d", status)
 	}
 
 	// Trailing-* patterns compare as prefixes.
-	_, getOnly, _ := f.mint(admin, "1h", policyDoc(allow("iam:CreateToken", "join:Get*")))
-	if status, _, e := f.mint(getOnly.Token, "10m", policyDoc(allow("join:*"))); status != 403 || e.Issues[0].Action != "join:*" {
+	_, getOnly, _ := mint(t, f, admin, "1h", policyDoc(allow("iam:CreateToken", "join:Get*")))
+	if status, _, e := mint(t, f, getOnly.Token, "10m", policyDoc(allow("join:*"))); status != 403 || e.Issues[0].Action != "join:*" {
 		t.Errorf("join:* under join:Get* = %d %+v, want 403", status, e)
 	}
-	if status, _, _ := f.mint(getOnly.Token, "10m", policyDoc(allow("join:GetRegistration"))); status != 201 {
+	if status, _, _ := mint(t, f, getOnly.Token, "10m", policyDoc(allow("join:GetRegistration"))); status != 201 {
 		t.Errorf("join:GetRegistration under join:Get* = %d, want 201", status)
 	}
 	// A caller's deny is not escaped by a child, unless the child keeps it.
 	deny := [3]any{"deny", []string{"join:ApproveNodeJoin"}, []string{"join-registration/*"}}
-	_, denied, _ := f.mint(admin, "1h", policyDoc(allow("*"), deny))
-	if status, _, e := f.mint(denied.Token, "10m", policyDoc(allow("join:*"))); status != 403 || e.Issues[0].Action != "join:*" {
+	_, denied, _ := mint(t, f, admin, "1h", policyDoc(allow("*"), deny))
+	if status, _, e := mint(t, f, denied.Token, "10m", policyDoc(allow("join:*"))); status != 403 || e.Issues[0].Action != "join:*" {
 		t.Errorf("a child dropping its caller's deny = %d %+v, want 403", status, e)
 	}
-	if status, _, _ := f.mint(denied.Token, "10m", policyDoc(allow("join:*"), deny)); status != 201 {
+	if status, _, _ := mint(t, f, denied.Token, "10m", policyDoc(allow("join:*"), deny)); status != 201 {
 		t.Errorf("a child keeping its caller's deny = %d, want 201", status)
 	}
 
 	// Revocation cascades: the parent's revocation ends its descendants.
-	if status, _, _ := f.call("GET", "/v1/iam/tokens", grandchild.Token, nil); status != 403 {
+	if status, _, _ := call(f, "GET", "/v1/iam/tokens", grandchild.Token, nil); status != 403 {
 		t.Fatalf("grandchild before revocation = %d, want 403 (authenticated)", status)
 	}
-	if status, body, _ := f.call("DELETE", "/v1/iam/tokens/"+creator.ID, admin, nil); status != 204 {
+	if status, body, _ := call(f, "DELETE", "/v1/iam/tokens/"+creator.ID, admin, nil); status != 204 {
 		t.Fatalf("revoke creator = %d %s", status, body)
 	}
 	for name, tok := range map[string]apiToken{"child": child, "grandchild": grandchild} {
-		if status, _, _ := f.call("GET", "/v1/iam/tokens", tok.Token, nil); status != 401 {
+		if status, _, _ := call(f, "GET", "/v1/iam/tokens", tok.Token, nil); status != 401 {
 			t.Errorf("%s after its ancestor's revocation = %d, want 401", name, status)
 		}
-		if status, _, _ := f.mint(tok.Token, "1m", policyDoc(allow("iam:CreateToken"))); status != 401 {
+		if status, _, _ := mint(t, f, tok.Token, "1m", policyDoc(allow("iam:CreateToken"))); status != 401 {
 			t.Errorf("%s minting after its ancestor's revocation = %d, want 401", name, status)
 		}
 	}
 
 	// The audit names the acting principal, not only the user behind it.
 	var childEvent, revokedGrandchild bool
-	for _, ev := range f.auditEvents(admin) {
+	for _, ev := range auditEvents(t, f, admin) {
 		if ev.Kind == "iam.token.created" && ev.Subject == child.ID {
 			childEvent = true
 			if ev.Actor != email+" via token "+creator.ID || ev.Data["parent"] != creator.ID || ev.Data["user"] != email {
@@ -179,7 +181,7 @@ func TestTrust01_TokenCannotOutgrowCreator(t *testing.T) {
 			Revoked   bool   `json:"revoked"`
 		} `json:"tokens"`
 	}
-	_, raw, _ := f.call("GET", "/v1/iam/tokens", admin, nil)
+	_, raw, _ := call(f, "GET", "/v1/iam/tokens", admin, nil)
 	_ = json.Unmarshal(raw, &list)
 	for _, tk := range list.Tokens {
 		if tk.ID == grandchild.ID && (tk.Parent != child.ID || tk.CreatedBy != email+" via token "+child.ID || !tk.Revoked) {
@@ -190,14 +192,14 @@ func TestTrust01_TokenCannotOutgrowCreator(t *testing.T) {
 
 // fromSource is a client of f whose connections come from the loopback
 // address ip, so the founder sees another source.
-func (f *founder) fromSource(ip string) *http.Client {
+func fromSource(t testing.TB, f *stratumtest.Founder, ip string) *http.Client {
 	tr := f.Client.Transport.(*http.Transport).Clone()
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
 	tr.DialContext = d.DialContext
 	tr.TLSClientConfig = tr.TLSClientConfig.Clone()
 	tr.TLSClientConfig.MinVersion = tls.VersionTLS12
 	c := &http.Client{Timeout: 30 * time.Second, Transport: tr}
-	f.t.Cleanup(c.CloseIdleConnections)
+	t.Cleanup(c.CloseIdleConnections)
 	return c
 }
 
@@ -219,14 +221,14 @@ func loginFrom(t *testing.T, c *http.Client, api, email, password string) (int, 
 func TestTrust06_SessionsListRevokeLogoutPassword(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir() + "/data"
-	f := startFounder(t, dir)
+	f := stratumtest.ServeDev(t, dir)
 	email, password := credentials(t, dir)
-	s1 := f.login(email, password)
-	s2 := f.login(email, password)
-	s3 := f.login(email, password)
+	s1 := f.Login(t, email, password).Token
+	s2 := f.Login(t, email, password).Token
+	s3 := f.Login(t, email, password).Token
 	sessionID := func(tok string) string { return strings.Split(tok, ".")[1] }
 
-	status, raw, _ := f.call("GET", "/v1/iam/sessions", s1, nil)
+	status, raw, _ := call(f, "GET", "/v1/iam/sessions", s1, nil)
 	if status != 200 {
 		t.Fatalf("list sessions = %d %s", status, raw)
 	}
@@ -243,26 +245,26 @@ func TestTrust06_SessionsListRevokeLogoutPassword(t *testing.T) {
 		t.Errorf("stratum sessions list = %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	// A token without iam:ListSessions is refused.
-	_, describe, _ := f.mint(s1, "1h", policyDoc(allow("upgrade:DescribeRelease")))
-	if status, _, _ := f.call("GET", "/v1/iam/sessions", describe.Token, nil); status != 403 {
+	_, describe, _ := mint(t, f, s1, "1h", policyDoc(allow("upgrade:DescribeRelease")))
+	if status, _, _ := call(f, "GET", "/v1/iam/sessions", describe.Token, nil); status != 403 {
 		t.Errorf("list sessions without the action = %d, want 403", status)
 	}
 	// An API token cannot log out or change the password.
-	if status, _, _ := f.call("POST", "/v1/auth/logout", describe.Token, nil); status != 403 {
+	if status, _, _ := call(f, "POST", "/v1/auth/logout", describe.Token, nil); status != 403 {
 		t.Errorf("logout with an API token = %d, want 403", status)
 	}
 
 	// Revoke one session: it stops working at once.
-	if status, raw, _ := f.call("DELETE", "/v1/iam/sessions/"+sessionID(s2), s1, nil); status != 204 {
+	if status, raw, _ := call(f, "DELETE", "/v1/iam/sessions/"+sessionID(s2), s1, nil); status != 204 {
 		t.Fatalf("revoke session = %d %s", status, raw)
 	}
-	if status, _, _ := f.call("GET", "/v1/iam/tokens", s2, nil); status != 401 {
+	if status, _, _ := call(f, "GET", "/v1/iam/tokens", s2, nil); status != 401 {
 		t.Errorf("revoked session = %d, want 401", status)
 	}
-	if status, _, _ := f.call("DELETE", "/v1/iam/sessions/"+sessionID(s2), s1, nil); status != 409 {
+	if status, _, _ := call(f, "DELETE", "/v1/iam/sessions/"+sessionID(s2), s1, nil); status != 409 {
 		t.Errorf("revoking twice = %d, want 409", status)
 	}
-	if status, _, _ := f.call("DELETE", "/v1/iam/sessions/tok-nosuchthing", s1, nil); status != 404 {
+	if status, _, _ := call(f, "DELETE", "/v1/iam/sessions/tok-nosuchthing", s1, nil); status != 404 {
 		t.Errorf("revoking an unknown session = %d, want 404", status)
 	}
 
@@ -276,46 +278,46 @@ func TestTrust06_SessionsListRevokeLogoutPassword(t *testing.T) {
 		{map[string]string{"currentPassword": "wrong-password-123", "newPassword": "a-new-password-1"}, 403, "currentPassword"},
 		{map[string]string{"currentPassword": password}, 400, "newPassword"},
 	} {
-		status, raw, _ := f.call("POST", "/v1/auth/password", s1, tc.body)
+		status, raw, _ := call(f, "POST", "/v1/auth/password", s1, tc.body)
 		var e errorBody
 		_ = json.Unmarshal(raw, &e)
 		if status != tc.status || len(e.Fields) == 0 || e.Fields[0].Field != tc.field {
 			t.Errorf("password change %v = %d %s, want %d naming %s", tc.body, status, raw, tc.status, tc.field)
 		}
 	}
-	if status, _, _ := f.call("GET", "/v1/iam/tokens", s3, nil); status != 200 {
+	if status, _, _ := call(f, "GET", "/v1/iam/tokens", s3, nil); status != 200 {
 		t.Fatalf("a refused password change ended a session: %d", status)
 	}
-	if status, _, _ := f.call("POST", "/v1/auth/password", describe.Token, map[string]string{"currentPassword": password, "newPassword": "a-new-password-1"}); status != 403 {
+	if status, _, _ := call(f, "POST", "/v1/auth/password", describe.Token, map[string]string{"currentPassword": password, "newPassword": "a-new-password-1"}); status != 403 {
 		t.Errorf("password change with an API token = %d, want 403", status)
 	}
 	newPassword := "correct-horse-battery"
-	if status, raw, _ := f.call("POST", "/v1/auth/password", s1, map[string]string{"currentPassword": password, "newPassword": newPassword}); status != 204 {
+	if status, raw, _ := call(f, "POST", "/v1/auth/password", s1, map[string]string{"currentPassword": password, "newPassword": newPassword}); status != 204 {
 		t.Fatalf("password change = %d %s", status, raw)
 	}
-	if status, _, _ := f.call("GET", "/v1/iam/tokens", s3, nil); status != 401 {
+	if status, _, _ := call(f, "GET", "/v1/iam/tokens", s3, nil); status != 401 {
 		t.Errorf("another session after the password change = %d, want 401", status)
 	}
-	if status, _, _ := f.call("GET", "/v1/iam/tokens", s1, nil); status != 200 {
+	if status, _, _ := call(f, "GET", "/v1/iam/tokens", s1, nil); status != 200 {
 		t.Errorf("the changing session after the change = %d, want 200", status)
 	}
-	if status, _, _ := f.call("POST", "/v1/auth/login", "", map[string]string{"email": email, "password": password}); status != 401 {
+	if status, _, _ := call(f, "POST", "/v1/auth/login", "", map[string]string{"email": email, "password": password}); status != 401 {
 		t.Errorf("login with the old password = %d, want 401", status)
 	}
-	s4 := f.login(email, newPassword)
+	s4 := f.Login(t, email, newPassword).Token
 
 	// Logout ends the calling session and the tokens made under it.
-	_, underS4, _ := f.mint(s4, "1h", policyDoc(allow("iam:ListTokens")))
-	if status, _, _ := f.call("POST", "/v1/auth/logout", s4, nil); status != 204 {
+	_, underS4, _ := mint(t, f, s4, "1h", policyDoc(allow("iam:ListTokens")))
+	if status, _, _ := call(f, "POST", "/v1/auth/logout", s4, nil); status != 204 {
 		t.Fatalf("logout = %d", status)
 	}
 	for name, tok := range map[string]string{"logged-out session": s4, "its token": underS4.Token} {
-		if status, _, _ := f.call("GET", "/v1/iam/tokens", tok, nil); status != 401 {
+		if status, _, _ := call(f, "GET", "/v1/iam/tokens", tok, nil); status != 401 {
 			t.Errorf("%s after logout = %d, want 401", name, status)
 		}
 	}
 	kinds := map[string]string{}
-	for _, ev := range f.auditEvents(s1) {
+	for _, ev := range auditEvents(t, f, s1) {
 		kinds[ev.Kind] = ev.Actor
 	}
 	if via := email + " via session "; kinds["iam.logout"] != via+sessionID(s4) || kinds["iam.password.changed"] != via+sessionID(s1) || kinds["iam.session.revoked"] != via+sessionID(s1) {
@@ -324,7 +326,7 @@ func TestTrust06_SessionsListRevokeLogoutPassword(t *testing.T) {
 	if r := stratumEnv(t, []string{"STRATUM_TOKEN=" + s1}, append([]string{"logout"}, cliArgs...)...); r.code != 0 {
 		t.Errorf("stratum logout = %d %q", r.code, r.stderr)
 	}
-	if status, _, _ := f.call("GET", "/v1/iam/tokens", s1, nil); status != 401 {
+	if status, _, _ := call(f, "GET", "/v1/iam/tokens", s1, nil); status != 401 {
 		t.Errorf("session after stratum logout = %d, want 401", status)
 	}
 }
@@ -334,10 +336,10 @@ func TestTrust06_SessionsListRevokeLogoutPassword(t *testing.T) {
 func TestTrust06_LoginLimitedPerSourceAndAccount(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir() + "/data"
-	f := startFounder(t, dir)
+	f := stratumtest.ServeDev(t, dir)
 	email, password := credentials(t, dir)
 
-	one := f.fromSource("127.0.0.2")
+	one := fromSource(t, f, "127.0.0.2")
 	var last int
 	var hdr http.Header
 	for i := 0; i < 6; i++ {
@@ -350,16 +352,16 @@ func TestTrust06_LoginLimitedPerSourceAndAccount(t *testing.T) {
 	// Ten failures for the admin spread over ten sources slow the account
 	// but never lock it for a source that has not failed (SPEC 16.5).
 	for i := 0; i < 10; i++ {
-		c := f.fromSource(fmt.Sprintf("127.0.1.%d", i+1))
+		c := fromSource(t, f, fmt.Sprintf("127.0.1.%d", i+1))
 		if status, _ := loginFrom(t, c, f.API, email, "guess-"+fmt.Sprint(i)); status != 401 {
 			t.Fatalf("failure %d = %d, want 401", i, status)
 		}
 	}
-	fresh := f.fromSource("127.0.2.1")
+	fresh := fromSource(t, f, "127.0.2.1")
 	if status, _ := loginFrom(t, fresh, f.API, email, password); status != 200 {
 		t.Fatalf("right password from a fresh source after ten failures for the account = %d, want 200", status)
 	}
-	if status, _ := loginFrom(t, f.fromSource("127.0.2.2"), f.API, "other@stratum.local", "guess"); status != 401 {
+	if status, _ := loginFrom(t, fromSource(t, f, "127.0.2.2"), f.API, "other@stratum.local", "guess"); status != 401 {
 		t.Errorf("another account from a fresh source = %d, want 401 (not limited)", status)
 	}
 }

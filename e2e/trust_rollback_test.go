@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"stratum/internal/pgtest"
+	"stratum/internal/stratumtest"
 	"stratum/tpm/tpmtest"
 )
 
@@ -146,10 +147,10 @@ func TestTrust16_3_ReplayedAuditHeadRefused(t *testing.T) {
 			}
 
 			// The operator who restored it on purpose passes once.
-			f := startFounder(t, dir, append(extra, "--accept-audit-rollback")...)
+			f := stratumtest.ServeDev(t, dir, append(extra, "--accept-audit-rollback")...)
 			email, password := credentials(t, dir)
 			accepted := 0
-			for _, ev := range f.auditEvents(f.login(email, password)) {
+			for _, ev := range auditEvents(t, f, f.Login(t, email, password).Token) {
 				if ev.Kind == "audit.rollback.accepted" {
 					accepted++
 					if ev.Data["storeSeq"] != fmt.Sprint(oldSeq) || ev.Data["markSeq"] != fmt.Sprint(newSeq) {
@@ -160,9 +161,9 @@ func TestTrust16_3_ReplayedAuditHeadRefused(t *testing.T) {
 			if accepted != 1 {
 				t.Fatalf("%d audit.rollback.accepted events, want 1", accepted)
 			}
-			f.stopOK()
-			f = startFounder(t, dir, extra...)
-			f.stopOK()
+			stopOK(t, f)
+			f = stratumtest.ServeDev(t, dir, extra...)
+			stopOK(t, f)
 			if r := stratum(t, append([]string{"audit", "verify", "--data", dir}, extra...)...); r.code != 0 {
 				t.Fatalf("audit verify after the accepted rollback = %d %q", r.code, r.stderr)
 			}
@@ -192,10 +193,10 @@ func TestTrust16_3_OlderDirectoryRefusedByTPMCounter(t *testing.T) {
 	if !strings.Contains(r.stderr, "older copy") || !strings.Contains(r.stderr, "--accept-audit-rollback") {
 		t.Fatalf("serve of the older directory: %q, want the TPM counter's refusal", r.stderr)
 	}
-	f := startFounder(t, dir, "--tpm", sock, "--accept-audit-rollback")
+	f := stratumtest.ServeDev(t, dir, "--tpm", sock, "--accept-audit-rollback")
 	email, password := credentials(t, dir)
 	accepted := 0
-	for _, ev := range f.auditEvents(f.login(email, password)) {
+	for _, ev := range auditEvents(t, f, f.Login(t, email, password).Token) {
 		if ev.Kind == "audit.rollback.accepted" && ev.Data["tpmCounter"] != "" {
 			accepted++
 		}
@@ -203,7 +204,7 @@ func TestTrust16_3_OlderDirectoryRefusedByTPMCounter(t *testing.T) {
 	if accepted != 1 {
 		t.Fatalf("%d audited acceptances of the TPM counter's refusal, want 1", accepted)
 	}
-	f.stopOK()
-	f = startFounder(t, dir, "--tpm", sock)
-	f.stopOK()
+	stopOK(t, f)
+	f = stratumtest.ServeDev(t, dir, "--tpm", sock)
+	stopOK(t, f)
 }
