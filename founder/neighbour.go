@@ -3,7 +3,6 @@ package founder
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"stratum/store"
 )
@@ -31,16 +30,12 @@ func (f *Founder) checkPublicConnect() error {
 	return nil
 }
 
-// watchForeignHolders logs each session that is not a founder found
-// holding one of the cluster's locks, once while it holds it.
-func (f *Founder) watchForeignHolders(ctx context.Context) {
-	if !f.db.SharesLocks() {
-		return
-	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
+// watchForeignHolders returns the loop body that logs each session that
+// is not a founder found holding one of the cluster's locks, once while
+// it holds it.
+func (f *Founder) watchForeignHolders() func(context.Context) {
 	logged := map[string]bool{}
-	for {
+	return func(context.Context) {
 		now := map[string]bool{}
 		for _, h := range f.db.ForeignHolders() {
 			k := fmt.Sprintf("%s/%d", h.Lock, h.PID)
@@ -51,11 +46,6 @@ func (f *Founder) watchForeignHolders(ctx context.Context) {
 			}
 		}
 		logged = now
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 	}
 }
 

@@ -98,22 +98,10 @@ func (f *Founder) joinOpenBao() join.OpenBao {
 
 // renewOpenBao keeps the founder's periodic token alive.
 func (f *Founder) renewOpenBao(ctx context.Context) {
-	if f.openBao == nil {
-		return
-	}
-	t := time.NewTicker(openBaoRenewEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		if err := f.openBao.Renew(cctx); err != nil {
-			f.log.Warn("OpenBao: renewing the founder's token failed", "err", err.Error())
-		}
-		cancel()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := f.openBao.Renew(cctx); err != nil {
+		f.log.Warn("OpenBao: renewing the founder's token failed", "err", err.Error())
 	}
 }
 

@@ -103,12 +103,8 @@ func (f *Founder) startBackground(ctx context.Context) {
 			f.log.Error("checking the release files failed", "err", err)
 		}
 	}()
-	go f.recordOwnRelease(ctx)
-	go f.purgeSessions(ctx)
-	go f.watchForeignHolders(ctx)
-	go f.collectOrphanedContent(ctx)
+	f.schedule(ctx, f.loops()...)
 	go f.joins.Run(ctx)
-	go f.renewOpenBao(ctx)
 	if f.prober != nil {
 		go f.prober.Run(ctx)
 	}
@@ -117,21 +113,12 @@ func (f *Founder) startBackground(ctx context.Context) {
 // recordOwnRelease records what the founder runs at start and then every
 // few minutes, so the release set never shows it stale.
 func (f *Founder) recordOwnRelease(ctx context.Context) {
-	t := time.NewTicker(selfRecordEvery)
-	defer t.Stop()
-	for {
-		rec := f.hostRecord(ctx)
-		// The founder runs what it admits joiners on: once the operator
-		// sets a new admission release, the founder's record follows.
-		req := releaseset.RecordRequest{RunningRelease: f.admissionRelease(), Release: rec}
-		if err := f.releases.Record("founder", f.id.FounderNodeID, req); err != nil {
-			f.log.Warn("recording the founder's own release failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	rec := f.hostRecord(ctx)
+	// The founder runs what it admits joiners on: once the operator sets
+	// a new admission release, the founder's record follows.
+	req := releaseset.RecordRequest{RunningRelease: f.admissionRelease(), Release: rec}
+	if err := f.releases.Record("founder", f.id.FounderNodeID, req); err != nil {
+		f.log.Warn("recording the founder's own release failed", "err", err)
 	}
 }
 
@@ -145,44 +132,19 @@ func (f *Founder) beforeShutdown() {
 // collectOrphanedContent removes, on the replica holding the lease of a
 // shared store, the release content of imports killed before their
 // commit (SPEC 18): at start and every few minutes.
-func (f *Founder) collectOrphanedContent(ctx context.Context) {
-	if !f.db.KeepsContent() {
-		return
-	}
-	t := time.NewTicker(5 * time.Minute)
-	defer t.Stop()
-	for {
-		if f.db.HoldsLease() {
-			removed, err := repo.CollectOrphans(f.db, repo.OrphanIdle)
-			if err != nil {
-				f.log.Warn("collecting the content of killed imports failed", "err", err)
-			} else if len(removed) > 0 {
-				f.log.Info("removed the content of imports killed before their commit", "imports", removed)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+func (f *Founder) collectOrphanedContent(context.Context) {
+	removed, err := repo.CollectOrphans(f.db, repo.OrphanIdle)
+	if err != nil {
+		f.log.Warn("collecting the content of killed imports failed", "err", err)
+	} else if len(removed) > 0 {
+		f.log.Info("removed the content of imports killed before their commit", "imports", removed)
 	}
 }
 
 // purgeSessions deletes expired login tokens every hour, so a founder that
 // runs for years keeps only live sessions in its store.
-func (f *Founder) purgeSessions(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		if !f.db.HoldsLease() {
-			// Another replica of the shared store purges.
-		} else if err := f.iam.PurgeExpiredSessions(); err != nil {
-			f.log.Warn("purging expired sessions failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+func (f *Founder) purgeSessions(context.Context) {
+	if err := f.iam.PurgeExpiredSessions(); err != nil {
+		f.log.Warn("purging expired sessions failed", "err", err)
 	}
 }
