@@ -30,9 +30,10 @@ func TestOpenBao_RootTokenRefusedUntilConvergeThenNodeToken(t *testing.T) {
 	rootFile := bao.WriteRootToken(t, work)
 	f := stratumtest.Serve(t, filepath.Join(work, "founder"), "--dev", "--probe-startupz=false",
 		"--openbao-addr", bao.Addr, "--openbao-token-file", rootFile)
-	if !strings.Contains(f.Stdout(), "OPENBAO_ROOT_TOKEN") {
-		t.Errorf("the founder does not say at start that its OpenBao token is a root token:\n%s", f.Stdout())
-	}
+	// The banner's last lines follow the ones the harness waits for.
+	waitFor(t, 10*time.Second, "the founder saying at start that its OpenBao token is a root token", func() bool {
+		return strings.Contains(f.Stdout(), "OpenBao:") && strings.Contains(f.Stdout(), "OPENBAO_ROOT_TOKEN")
+	})
 	j := startJoin(t, f, work, "cp-a", "127.0.0.2", "control-plane")
 	f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+j.joinID+"/approve", map[string]any{}, 200, nil)
 	var op struct{ State, Reason string }
