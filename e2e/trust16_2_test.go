@@ -18,6 +18,7 @@ import (
 	"stratum/crypto"
 	"stratum/iam"
 	"stratum/internal/stratumtest"
+	"stratum/store"
 )
 
 // forgedRow is a row an intruder writes straight into the store.
@@ -218,4 +219,67 @@ func rejectedMetric(t *testing.T, f *stratumtest.Founder) float64 {
 		}
 	}
 	return -1
+}
+
+// TestTrust16_2_SchemaSetBackSignsNothing: the intruder who can write the
+// store makes it look like one from before MACs (every MAC stripped, the
+// sealed mark of authenticated records removed, the schema level set
+// below the MAC migration) and adds an API token row of its own. The
+// migration would give every record its MAC, the forged row included. A
+// founder that already ran the store refuses it before migrating (its
+// audit high-water mark, outside the store, records the level), so the
+// row stays unsigned and the bearer gets nothing.
+func TestTrust16_2_SchemaSetBackSignsNothing(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			dsn := be.dsn(t)
+			dir := t.TempDir()
+			f := startOn(t, dir, dsn)
+			email, _ := credentials(t, dir)
+			f.Stop(os.Interrupt, 20*time.Second)
+
+			now := time.Now().UTC()
+			bearer := "sat1.tok-setback01.chosen-secret-of-the-intruder"
+			apiToken, _ := json.Marshal(map[string]any{
+				"tokenId": "tok-setback01", "name": "forged", "kind": "api", "subject": email,
+				"policy": iam.AdminPolicy(),
+				"hash":   crypto.HashToken(bearer), "createdAt": now, "expiresAt": now.Add(time.Hour),
+			})
+			if dsn == "" {
+				boltEdit(t, dir, stratumtest.StripRecordMACs)
+			} else {
+				pgExec(t, dsn, `UPDATE stratum_kv SET value = substring(value from 37) WHERE substring(value from 1 for 4) = '\x00736d01'::bytea`)
+				pgExec(t, dsn, "DELETE FROM stratum_kv WHERE bucket = 'meta' AND key = $1", []byte("recordsAuthenticated"))
+			}
+			setSchema(t, dir, dsn, migrationBefore(t, "authenticated records"))
+			forgeRows(t, dir, dsn, []forgedRow{{"iam-tokens", "tok-setback01", string(apiToken)}})
+
+			g, err := stratumtest.Spawn(stratumtest.FounderOptions{Dir: dir, Dev: true, Args: serveStore(dsn)})
+			if err == nil {
+				defer g.Kill()
+				status, body, _ := call(g, "GET", "/v1/iam/tokens", bearer, nil)
+				t.Fatalf("a founder started on a store whose level was set back; the forged bearer got %d %s", status, body)
+			}
+			if !strings.Contains(err.Error(), "set back") || !strings.Contains(err.Error(), "--accept-audit-rollback") {
+				t.Errorf("start refused with %v, want the level set back and the flag named", err)
+			}
+			// Nothing was migrated: the forged row carries no MAC.
+			if dsn == "" {
+				boltEdit(t, dir, func(tx *bolt.Tx) error {
+					if _, ok := store.RecordPayload(tx.Bucket([]byte("iam-tokens")).Get([]byte("tok-setback01"))); ok {
+						t.Error("the refused start signed the forged row")
+					}
+					return nil
+				})
+			}
+		})
+	}
+}
+
+// serveStore is the serve flag naming dsn (none for bbolt).
+func serveStore(dsn string) []string {
+	if dsn == "" {
+		return nil
+	}
+	return []string{"--store", dsn}
 }

@@ -209,6 +209,9 @@ func TestTrust16_1_ApplianceLoginNeverDelivered(t *testing.T) {
 			}
 			f.Stop(os.Interrupt, 20*time.Second)
 			setSchema(t, dir, dsn, migrationBefore(t, "appliance admin"))
+			if err := stratumtest.ForgetAuditHWM(dir); err != nil {
+				t.Fatal(err)
+			}
 			g := startOn(t, dir, dsn)
 			status, body, err := call(g, "POST", "/v1/auth/login", "", map[string]any{"email": email, "password": clusterAdmin})
 			var sess struct {

@@ -181,6 +181,9 @@ func TestTrust07_FirstBuildDataDirMigrated(t *testing.T) {
 	tok := stoppedWithTokens(t, dir, 1)[0]
 	email, password := credentials(t, dir)
 	boltEdit(t, dir, toFirstBuild)
+	if err := stratumtest.ForgetAuditHWM(dir); err != nil {
+		t.Fatal(err)
+	}
 	if r := stratum(t, "audit", "verify", "--data", dir); r.code == 0 || !strings.Contains(r.stderr, "predates keyed links") {
 		t.Fatalf("audit verify of a first-build store = %d %q %q", r.code, r.stdout, r.stderr)
 	}

@@ -35,6 +35,21 @@ type hwmRecord struct {
 	// Counter is the TPM NV counter's value once this record was written
 	// (with --tpm): an older copy of the file has a lower one.
 	Counter uint64 `json:"counter,omitempty"`
+	// Schema is the store's schema level this founder ran at: a store
+	// found below it was set back, and is refused before any migration
+	// runs (see store.SchemaFloor).
+	Schema int `json:"schema,omitempty"`
+}
+
+// schemaFloor is the Open option that refuses a store set back below the
+// level the mark records (none without a readable mark, or when the
+// operator accepts a rollback: guardAuditRollback judges those).
+func (d DataDir) schemaFloor(key *crypto.DataKey, accept bool) []store.OpenOption {
+	rec, found, err := d.readAuditHWM(key)
+	if accept || err != nil || !found {
+		return nil
+	}
+	return []store.OpenOption{store.SchemaFloor(rec.Schema)}
 }
 
 // readAuditHWM returns the mark, or found=false when there is none yet.
@@ -262,7 +277,7 @@ func (k *auditKeeper) flush() {
 // crash between the two leaves a file one ahead (accepted at start), and
 // any older copy of the file is behind the counter.
 func (k *auditKeeper) write(m store.AuditMark) error {
-	rec := hwmRecord{AuditMark: m}
+	rec := hwmRecord{AuditMark: m, Schema: store.SchemaVersion()}
 	if k.counter != nil {
 		rec.Counter = k.count + 1
 	}

@@ -159,7 +159,7 @@ func Serve(ctx context.Context, o Options) error {
 		}
 		return err
 	}
-	db, err := store.Open(o.Data.StoreTarget(o.Store), key)
+	db, err := store.Open(o.Data.StoreTarget(o.Store), key, o.Data.schemaFloor(key, o.AcceptAuditRollback)...)
 	if err != nil {
 		return err
 	}

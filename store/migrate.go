@@ -39,6 +39,9 @@ func (db *DB) migrate() error {
 	if err := db.View(func(tx *Tx) error { start = schemaOf(tx); return nil }); err != nil {
 		return err
 	}
+	if start < db.schemaFloor {
+		return &SchemaSetBackError{Store: start, Floor: db.schemaFloor}
+	}
 	// Below recordMACSchema records are read and written as that schema
 	// stored them: without MACs.
 	db.macs.legacy.Store(start < recordMACSchema)
@@ -78,4 +81,12 @@ func (db *DB) Schema() int {
 	var v uint64
 	_ = db.View(func(tx *Tx) error { v = schemaOf(tx); return nil })
 	return int(v)
+}
+
+// SchemaSetBackError refuses a store whose schema level is below the level
+// it was already run at: set back, nothing migrated.
+type SchemaSetBackError struct{ Store, Floor uint64 }
+
+func (e *SchemaSetBackError) Error() string {
+	return fmt.Sprintf("the store's schema level is %d, below level %d this founder already ran it at: the level was set back (so that a migration would sign rows written without the data key); nothing was migrated. Restore from a backup; if you restored an older backup on purpose, start once with --accept-audit-rollback", e.Store, e.Floor)
 }

@@ -44,6 +44,10 @@ type DB struct {
 	// auditWatch hears each committed advance of the audit chain (see
 	// OnAudit).
 	auditWatch atomic.Pointer[func(AuditMark)]
+
+	// schemaFloor is the lowest schema level Open migrates from (see
+	// SchemaFloor); 0 for none.
+	schemaFloor uint64
 }
 
 // isPostgres reports whether target names a PostgreSQL database rather
@@ -80,10 +84,27 @@ func NeedDatabase(target string) error {
 	return nil
 }
 
+// OpenOption qualifies Open.
+type OpenOption func(*DB)
+
+// SchemaFloor makes Open refuse, before any migration runs, a store whose
+// schema level is below level: the level a founder already ran this store
+// at (its audit high-water mark, outside the store, says so). Setting the
+// level back, with every MAC stripped and the marks of the MAC and keyed
+// audit migrations removed, would otherwise have those migrations sign
+// rows written without the data key (SPEC 16.2).
+func SchemaFloor(level int) OpenOption {
+	return func(db *DB) {
+		if level > 0 {
+			db.schemaFloor = uint64(level)
+		}
+	}
+}
+
 // Open opens the store at target: a bbolt file path (created when absent)
 // or a postgres:// DSN. It runs pending migrations and refuses a store
 // written by a newer binary.
-func Open(target string, sealer Sealer) (*DB, error) {
+func Open(target string, sealer Sealer, opts ...OpenOption) (*DB, error) {
 	var be backend
 	var err error
 	if isPostgres(target) {
@@ -95,6 +116,9 @@ func Open(target string, sealer Sealer) (*DB, error) {
 		return nil, err
 	}
 	db := newDB(be, sealer, target)
+	for _, o := range opts {
+		o(db)
+	}
 	if err := db.migrate(); err != nil {
 		db.Close()
 		return nil, err

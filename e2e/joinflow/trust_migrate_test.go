@@ -77,6 +77,9 @@ func TestTrust_MigratesPreviousDataDir(t *testing.T) {
 	b.deliver(t)
 	f.Stop(os.Interrupt, 20*time.Second)
 	asPreviousBuild(t, f.Dir)
+	if err := stratumtest.ForgetAuditHWM(f.Dir); err != nil {
+		t.Fatal(err)
+	}
 
 	g := stratumtest.Serve(t, f.Dir)
 	a.f, b.f = g, g

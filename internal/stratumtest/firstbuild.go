@@ -4,6 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -69,4 +73,15 @@ func StripRecordMACs(tx *bolt.Tx) error {
 		}
 		return nil
 	})
+}
+
+// ForgetAuditHWM removes dir/audit.hwm, as a data directory of a build
+// before the audit high-water mark (SPEC 16.3) has none: the mark records
+// the schema level the store was run at, and a founder refuses a store
+// found below it.
+func ForgetAuditHWM(dir string) error {
+	if err := os.Remove(filepath.Join(dir, "audit.hwm")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
