@@ -42,3 +42,11 @@ func TestScheduleRunsLoops(t *testing.T) {
 		t.Fatalf("runs: now %d (want 1), later %d (want 0), leased %d then %d (want >= 3, then no more)", now.Load(), later.Load(), stopped, leased.Load())
 	}
 }
+
+// TestEveryMigrationStepLinked: the founder (and so the stratum binary)
+// links the code of every domain step of the migrations list.
+func TestEveryMigrationStepLinked(t *testing.T) {
+	if missing := store.MissingSteps(); len(missing) != 0 {
+		t.Fatalf("steps of the migrations list without code in this binary: %v", missing)
+	}
+}
