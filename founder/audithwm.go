@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"syscall"
+	"time"
 
 	"stratum/crypto"
 	"stratum/store"
@@ -149,6 +151,19 @@ type auditKeeper struct {
 	stopped bool
 	kick    chan struct{}
 	done    chan struct{}
+
+	// failing: the last write failed (a full disk); the writer retries
+	// every hwmRetry until one succeeds, and logs only the changes.
+	failing bool
+}
+
+// hwmRetry is how soon a failed write of the mark is tried again.
+var hwmRetry = 5 * time.Second
+
+// noSpace is a write the file system refused for want of space: a full
+// disk the operator will free, not a broken founder.
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // guardAuditRollback runs at start, before anything is served: it
@@ -222,8 +237,25 @@ func (f *Founder) guardAuditRollback(accept bool) error {
 		f.log.Info("no audit high-water mark yet; starting one", "file", d.AuditHWM(), "seq", have.Seq)
 	}
 	k := &auditKeeper{d: d, key: key, log: f.log, mark: have, counter: counter, count: count, kick: make(chan struct{}, 1), done: make(chan struct{})}
-	if err := k.write(have); err != nil {
-		return fmt.Errorf("write the audit high-water mark: %w", err)
+	switch {
+	case found && err == nil && rec.AuditMark == have && (counter == nil || rec.Counter == count):
+		// The file already holds the store's end: nothing to write (a
+		// founder restarted on a full disk starts).
+		k.written = have.Seq
+	default:
+		werr := k.write(have)
+		if werr == nil {
+			break
+		}
+		if !noSpace(werr) {
+			return fmt.Errorf("write the audit high-water mark: %w", werr)
+		}
+		// A full disk: the file keeps the mark checked above (never
+		// lower than it was), and the writer catches up once space
+		// returns. The store refuses its own writes meanwhile.
+		k.failing = true
+		f.log.Error("the disk is full: the audit high-water mark stays as it is on disk until space returns, then catches up",
+			"file", d.AuditHWM(), "storeSeq", have.Seq, "err", werr)
 	}
 	f.db.OnAudit(k.advance)
 	go k.run()
@@ -256,20 +288,45 @@ func (k *auditKeeper) current() store.AuditMark {
 
 func (k *auditKeeper) run() {
 	defer close(k.done)
-	for range k.kick {
-		k.flush()
+	var retry <-chan time.Time
+	if k.failing {
+		retry = time.After(hwmRetry)
 	}
-	k.flush()
+	for {
+		select {
+		case _, open := <-k.kick:
+			if !open {
+				k.flush()
+				return
+			}
+		case <-retry:
+		}
+		retry = nil
+		if !k.flush() {
+			retry = time.After(hwmRetry)
+		}
+	}
 }
 
-func (k *auditKeeper) flush() {
+// flush writes the highest mark seen if the file is behind it, and says
+// whether the file is now up to date.
+func (k *auditKeeper) flush() bool {
 	m := k.current()
-	if m.Seq <= k.written {
-		return
+	if m.Seq <= k.written && !k.failing {
+		return true
 	}
 	if err := k.write(m); err != nil {
-		k.log.Error("writing the audit high-water mark failed", "file", k.d.AuditHWM(), "err", err)
+		if !k.failing {
+			k.log.Error("writing the audit high-water mark failed; retrying", "file", k.d.AuditHWM(), "seq", m.Seq, "err", err)
+		}
+		k.failing = true
+		return false
 	}
+	if k.failing {
+		k.log.Info("the audit high-water mark is written again", "file", k.d.AuditHWM(), "seq", m.Seq)
+	}
+	k.failing = false
+	return true
 }
 
 // write replaces the file with m and, with a TPM, counts the write: the

@@ -2,8 +2,11 @@ package founder
 
 import (
 	"errors"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"stratum/crypto"
 	"stratum/store"
@@ -79,5 +82,41 @@ func TestCheckHWMCounter(t *testing.T) {
 				t.Fatalf("checkHWMCounter = %v, refuse=%v", err, tc.refuse)
 			}
 		})
+	}
+}
+
+// TestAuditHWMCatchesUp: a mark the file system refused (a full disk, here
+// a missing directory) is written once it can be, with no further audit
+// event to prompt it, and the file never holds less than it did.
+func TestAuditHWMCatchesUp(t *testing.T) {
+	defer func(d time.Duration) { hwmRetry = d }(hwmRetry)
+	hwmRetry = 20 * time.Millisecond
+	parent := t.TempDir()
+	d := DataDir(filepath.Join(parent, "data"))
+	key, _ := crypto.GenerateDataKey()
+	k := &auditKeeper{d: d, key: key, log: slog.New(slog.DiscardHandler), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	go k.run()
+	k.advance(store.AuditMark{Seq: 5, Head: "h5"})
+	time.Sleep(3 * hwmRetry)
+	if _, found, _ := d.readAuditHWM(key); found {
+		t.Fatal("a mark written into a missing directory")
+	}
+	if err := os.Mkdir(string(d), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var got hwmRecord
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(hwmRetry) {
+		if m, found, err := d.readAuditHWM(key); found && err == nil {
+			got = m
+			break
+		}
+	}
+	if got.Seq != 5 || got.Head != "h5" {
+		t.Fatalf("the mark did not catch up once it could be written: %+v", got)
+	}
+	k.advance(store.AuditMark{Seq: 3, Head: "h3"}) // lower: ignored
+	k.stop()
+	if m, _, err := d.readAuditHWM(key); err != nil || m.Seq != 5 {
+		t.Fatalf("the mark went back: %+v %v", m, err)
 	}
 }
