@@ -67,6 +67,12 @@ func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
 	if !ok {
 		return nil, errors.New("CA key is not ECDSA")
 	}
+	// The pin names the certificate; only its own key makes it the
+	// cluster's CA (a store carrying a published certificate with another
+	// key would pass a pin check).
+	if !ec.PublicKey.Equal(cert.PublicKey) {
+		return nil, errors.New("the CA key does not match the CA certificate")
+	}
 	return &CA{Cert: cert, Key: ec}, nil
 }
 

@@ -19,7 +19,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"stratum/backup"
+	"stratum/cluster"
 	"stratum/crypto"
+	"stratum/internal/stratumtest"
 	"stratum/store"
 )
 
@@ -297,5 +299,85 @@ func boltEditFile(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 	defer db.Close()
 	if err := db.Update(fn); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTrust16_4_CAKeyMustMatchThePin: the forger builds a store of its
+// own (its own data key and CA key) whose CA certificate is A's, public
+// in A's ca.pem, and frames it as a backup carrying its data key and A's
+// pin. The pin check and the store check compare the certificate only,
+// so before the fix the restore passed `--ca-pin <A's pin>` and wrote a
+// founder of the forger's making under A's certificate. The CA key must
+// match the certificate: refused, nothing written.
+func TestTrust16_4_CAKeyMustMatchThePin(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	dirA, dirC := filepath.Join(tmp, "a"), filepath.Join(tmp, "c")
+	stoppedWithTokens(t, dirA, 1)
+	stoppedWithTokens(t, dirC, 1)
+	pinA := caPin(t, filepath.Join(dirA, "ca.pem"))
+	certA, err := os.ReadFile(filepath.Join(dirA, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyC, err := crypto.LoadOrCreateDataKey(filepath.Join(dirC, "data.key"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The forger's own store, A's certificate put in, then signed with
+	// the forger's own key (it has it: a store of its own at an earlier
+	// level has the migration give every record its MAC).
+	forgedStore := filepath.Join(tmp, "forged.db")
+	copyFile(t, filepath.Join(dirC, "stratum.db"), forgedStore)
+	var clusterC string
+	boltEditFile(t, forgedStore, func(tx *bolt.Tx) error {
+		if err := stratumtest.StripRecordMACs(tx); err != nil {
+			return err
+		}
+		var id struct {
+			ClusterID string `json:"clusterId"`
+		}
+		_ = json.Unmarshal(tx.Bucket([]byte("cluster")).Get([]byte("identity")), &id)
+		clusterC = id.ClusterID
+		if err := tx.Bucket([]byte("cluster")).Put([]byte("ca-cert"), certA); err != nil {
+			return err
+		}
+		var level [8]byte
+		binary.BigEndian.PutUint64(level[:], uint64(migrationBefore(t, "authenticated records")))
+		return tx.Bucket([]byte("meta")).Put([]byte("schema"), level[:])
+	})
+	db, err := store.Open(forgedStore, keyC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var certPin string
+	if err := db.View(func(tx *store.Tx) error {
+		ca, err := cluster.LoadCA(tx)
+		if err == nil {
+			certPin = ca.Pin()
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if clusterC == "" {
+		t.Fatal("no cluster id in the forger's store")
+	}
+
+	operator, operatorKey := ageIdentity(t)
+	forged := filepath.Join(tmp, "forged.age")
+	forgedBackup(t, forged, forgedStore, keyC, keyC, operatorKey, clusterC, pinA)
+	dir := filepath.Join(t.TempDir(), "fresh")
+	r := stratum(t, "restore", "--data", dir, "--in", forged, "--identity", operator, "--ca-pin", pinA)
+	if r.code == 0 {
+		t.Fatalf("a backup holding A's certificate (pin %s, store cert pin %s) with the forger's CA key restored under --ca-pin %s: %q", pinA, certPin, pinA, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "does not match") {
+		t.Errorf("restore refused with %q, want the CA key named as not matching", r.stderr)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused restore left %s behind", dir)
 	}
 }
