@@ -248,6 +248,21 @@ func (d DataDir) checkSealedCopy(tpmPath string, dk *crypto.DataKey) error {
 	return nil
 }
 
+// wrongKeyError is a store holding a cluster whose records do not verify
+// under the data key loaded: another cluster's data.key, or a store from
+// elsewhere.
+func (d DataDir) wrongKeyError(dsn string) error {
+	key := d.DataKey()
+	if ok, _ := exists(d.DataKeyTPM()); ok {
+		key = d.DataKeyTPM()
+	}
+	where := d.DB()
+	if dsn != "" {
+		where = "the database"
+	}
+	return fmt.Errorf("%s holds a cluster whose records do not verify under the data key in %s: it is not this cluster's data.key (restore the one init wrote, or the one a backup carried with --include-data-key)", where, key)
+}
+
 // checkKeyOpensStore: the key about to be sealed opens the directory's
 // store (its sealed cluster secrets), so convert never removes the only
 // copy of a data.key that is not this store's (SPEC 16.10). A store on a

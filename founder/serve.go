@@ -174,6 +174,12 @@ func Serve(ctx context.Context, o Options) error {
 	if err := db.View(func(tx *store.Tx) error {
 		var err error
 		if f.id, err = cluster.LoadIdentity(tx); err != nil {
+			if errors.Is(err, cluster.ErrNotInitialized) && cluster.Initialized(tx) {
+				// The identity is there but fails its MAC: the key is not
+				// this store's (or every record was forged, which the
+				// same key check answers).
+				return o.Data.wrongKeyError(o.Store)
+			}
 			return err
 		}
 		f.ca, err = cluster.LoadCA(tx)
