@@ -125,18 +125,58 @@ func Check[P ~[]Problem](b []byte, t reflect.Type, fields *P) error {
 func decode(b []byte, ptr reflect.Value, fields *Problems) error {
 	dec := newTokens(b)
 	d := decoder{dec: dec, fields: fields}
-	if err := d.value(ptr.Elem(), ""); err != nil {
+	if err := d.value(ptr.Elem()); err != nil {
 		return err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if _, err := dec.next(); !errors.Is(err, io.EOF) {
 		return errors.New("data after the JSON value")
 	}
 	return nil
 }
 
+// decoder walks the tokens alongside the target. The path of the value
+// being read is kept as a stack of steps and written out only when a
+// problem is reported there: a string per value was most of a large
+// body's allocations.
 type decoder struct {
 	dec    *tokens
 	fields *Problems
+	path   []step
+}
+
+// step is one step of a path: a member's key, or an element's index
+// (index >= 0).
+type step struct {
+	key   string
+	index int
+}
+
+func (d *decoder) pushKey(key string) { d.path = append(d.path, step{key: key, index: -1}) }
+func (d *decoder) pop()               { d.path = d.path[:len(d.path)-1] }
+
+// at is the path of the value being read ("" for the document, "a.b[2]"
+// inside it).
+func (d *decoder) at() string {
+	var b []byte
+	for _, s := range d.path {
+		switch {
+		case s.index >= 0:
+			b = append(b, '[')
+			b = strconv.AppendInt(b, int64(s.index), 10)
+			b = append(b, ']')
+		case len(b) == 0:
+			b = append(b, s.key...)
+		default:
+			b = append(b, '.')
+			b = append(b, s.key...)
+		}
+	}
+	return string(b)
+}
+
+// problem records a problem at the path being read.
+func (d *decoder) problem(format string, args ...any) {
+	d.fields.Add(d.at(), format, args...)
 }
 
 var (
@@ -181,11 +221,12 @@ func deref(t reflect.Type) reflect.Type {
 	return t
 }
 
-// value reads the next value into v (settable), recording problems at path.
-func (d *decoder) value(v reflect.Value, path string) error {
+// value reads the next value into v (settable), recording problems at
+// the path being read.
+func (d *decoder) value(v reflect.Value) error {
 	t := deref(v.Type())
 	if t == timeType {
-		return d.timeValue(v, path)
+		return d.timeValue(v)
 	}
 	if opaque(t) {
 		raw, err := d.dec.rawValue()
@@ -197,82 +238,75 @@ func (d *decoder) value(v reflect.Value, path string) error {
 		}
 		// A free-form value (facts, say) is still one JSON document: a
 		// key twice in one object is refused here too (SPEC 16.10).
-		duplicateKeys(raw, path, d.fields)
+		d.duplicateKeys(raw)
 		if err := json.Unmarshal(raw, target(v).Addr().Interface()); err != nil {
-			d.fields.Add(path, "is not a valid value")
+			d.problem("is not a valid value")
 		}
 		return nil
 	}
-	tok, err := d.dec.Token()
+	tok, err := d.dec.next()
 	if err != nil {
 		return syntaxError(err)
 	}
-	if tok == nil {
+	if tok.kind == 'n' {
 		return nil // null: absent
 	}
-	delim, isDelim := tok.(json.Delim)
 	if !fits(tok, t) {
-		d.fields.Add(path, "must be %s", kind(t))
-		if isDelim {
-			return skip(d.dec, delim)
+		d.problem("must be %s", kind(t))
+		return skip(d.dec, tok)
+	}
+	switch tok.kind {
+	case '[':
+		return d.array(v, t)
+	case '{':
+		if t.Kind() == reflect.Map {
+			return d.mapObject(v, t)
 		}
-		return nil
+		return d.structObject(target(v), t)
 	}
-	if !isDelim {
-		setScalar(target(v), tok)
-		return nil
-	}
-	if delim == '[' {
-		return d.array(v, t, path)
-	}
-	if t.Kind() == reflect.Map {
-		return d.mapObject(v, t, path)
-	}
-	return d.structObject(target(v), t, path)
+	setScalar(target(v), tok)
+	return nil
 }
 
 // timeValue accepts an RFC 3339 string and keeps it in UTC.
-func (d *decoder) timeValue(v reflect.Value, path string) error {
-	tok, err := d.dec.Token()
+func (d *decoder) timeValue(v reflect.Value) error {
+	tok, err := d.dec.next()
 	if err != nil {
 		return syntaxError(err)
 	}
-	if tok == nil {
+	if tok.kind == 'n' {
 		return nil
 	}
 	const want = "must be an RFC 3339 time, e.g. 2026-07-01T12:00:00Z"
-	if delim, ok := tok.(json.Delim); ok {
-		d.fields.Add(path, want)
-		return skip(d.dec, delim)
+	if tok.isDelim() {
+		d.problem(want)
+		return skip(d.dec, tok)
 	}
-	s, ok := tok.(string)
 	var tm time.Time
-	if !ok || tm.UnmarshalText([]byte(s)) != nil {
-		d.fields.Add(path, want)
+	if tok.kind != '"' || tm.UnmarshalText(tok.unquoted()) != nil {
+		d.problem(want)
 		return nil
 	}
 	tm = tm.UTC()
 	// A time near year 0 or 9999 can leave the range JSON can encode
 	// once moved to UTC.
 	if y := tm.Year(); y < 0 || y > 9999 {
-		d.fields.Add(path, "year out of range")
+		d.problem("year out of range")
 		return nil
 	}
 	target(v).Set(reflect.ValueOf(tm))
 	return nil
 }
 
-// array decodes the elements after '['; an empty array leaves v nil.
-func (d *decoder) array(v reflect.Value, t reflect.Type, path string) error {
-	var s reflect.Value
-	if t.Kind() == reflect.Slice {
-		s = reflect.Zero(t)
-	}
+// array decodes the elements after '['; an empty array leaves v as it
+// was (nil).
+func (d *decoder) array(v reflect.Value, t reflect.Type) error {
+	d.path = append(d.path, step{index: 0})
 	for i := 0; d.dec.More(); i++ {
-		at := path + "[" + strconv.Itoa(i) + "]"
+		d.path[len(d.path)-1].index = i
 		if t.Kind() == reflect.Array {
 			el := reflect.New(t.Elem()).Elem()
-			if err := d.value(el, at); err != nil {
+			if err := d.value(el); err != nil {
 				return err
 			}
 			if i < t.Len() {
@@ -280,44 +314,52 @@ func (d *decoder) array(v reflect.Value, t reflect.Type, path string) error {
 			}
 			continue
 		}
-		el := reflect.New(t.Elem()).Elem()
-		if err := d.value(el, at); err != nil {
+		// Elements are decoded in place, in a slice of their own (set
+		// at the first element, so an empty array leaves v untouched).
+		s := target(v)
+		if i == 0 {
+			s.Set(reflect.MakeSlice(t, 0, 4))
+		}
+		s.Grow(1)
+		s.SetLen(i + 1)
+		if err := d.value(s.Index(i)); err != nil {
 			return err
 		}
-		s = reflect.Append(s, el)
 	}
-	if s.IsValid() && s.Len() > 0 {
-		target(v).Set(s)
-	}
-	_, err := d.dec.Token()
+	d.pop()
+	_, err := d.dec.next()
 	return syntaxError(err)
 }
 
-// members reads the members of an object whose '{' was just read, and
-// its '}'. Each key is checked against the others of the object (a
-// repeated key, or one differing from another only by case, is a problem
-// at its path), then member reads its value.
-func (d *decoder) members(path string, member func(key, at string) error) error {
-	var seen keySet
-	for d.dec.More() {
-		tok, err := d.dec.Token()
-		if err != nil {
-			return syntaxError(err)
-		}
-		key := tok.(string)
-		at := join(path, key)
-		if prev, dup := seen.add(key); dup {
-			if prev == key {
-				d.fields.Add(at, "given twice")
-			} else {
-				d.fields.Add(at, "clashes with %q: keys differ only by case", prev)
-			}
-		}
-		if err := member(key, at); err != nil {
-			return err
+// key reads the key of the next member of an object, checks it against
+// the object's others (a repeated key, or one differing from another
+// only by case, is a problem at its path), and pushes it on the path. A
+// key found in known is not copied: known's own string is used.
+func (d *decoder) key(seen *keySet, known map[string]field) (string, field, bool, error) {
+	tok, err := d.dec.next()
+	if err != nil {
+		return "", field{}, false, syntaxError(err)
+	}
+	raw := tok.unquoted()
+	f, ok := known[string(raw)]
+	key := f.name
+	if !ok {
+		key = string(raw)
+	}
+	d.pushKey(key)
+	if prev, dup := seen.add(key); dup {
+		if prev == key {
+			d.problem("given twice")
+		} else {
+			d.problem("clashes with %q: keys differ only by case", prev)
 		}
 	}
-	_, err := d.dec.Token()
+	return key, f, ok, nil
+}
+
+// endObject reads the '}' after the last member.
+func (d *decoder) endObject() error {
+	_, err := d.dec.next()
 	return syntaxError(err)
 }
 
@@ -327,6 +369,7 @@ func (d *decoder) members(path string, member func(key, at string) error) error 
 // share of a large body's allocations); past keySetSmall keys, a map.
 type keySet struct {
 	small [keySetSmall]string
+	ascii uint32 // bit i: small[i] is ASCII
 	n     int
 	big   map[string]string // lower-case key -> the last key given
 }
@@ -337,13 +380,17 @@ const keySetSmall = 16
 // (the last one given, as a map keyed by lower case would hold).
 func (k *keySet) add(key string) (prev string, dup bool) {
 	if k.big == nil && k.n < keySetSmall {
+		ascii := isASCII(key)
 		for i := k.n - 1; i >= 0; i-- {
-			if sameLower(k.small[i], key) {
+			if sameLower(k.small[i], key, ascii && k.ascii&(1<<i) != 0) {
 				prev, dup = k.small[i], true
 				break
 			}
 		}
 		k.small[k.n] = key
+		if ascii {
+			k.ascii |= 1 << k.n
+		}
 		k.n++
 		return prev, dup
 	}
@@ -360,12 +407,9 @@ func (k *keySet) add(key string) (prev string, dup bool) {
 }
 
 // sameLower is strings.ToLower(a) == strings.ToLower(b), without
-// allocating for ASCII keys.
-func sameLower(a, b string) bool {
-	if a == b {
-		return true
-	}
-	if !isASCII(a) || !isASCII(b) {
+// allocating when both are ASCII (ascii).
+func sameLower(a, b string, ascii bool) bool {
+	if !ascii {
 		// The map this replaces was keyed by ToLower (not case folding).
 		la, lb := strings.ToLower(a), strings.ToLower(b)
 		return la == lb
@@ -375,6 +419,9 @@ func sameLower(a, b string) bool {
 	}
 	for i := 0; i < len(a); i++ {
 		x, y := a[i], b[i]
+		if x == y {
+			continue
+		}
 		if 'A' <= x && x <= 'Z' {
 			x += 'a' - 'A'
 		}
@@ -397,35 +444,50 @@ func isASCII(s string) bool {
 	return true
 }
 
-func (d *decoder) mapObject(v reflect.Value, t reflect.Type, path string) error {
+func (d *decoder) mapObject(v reflect.Value, t reflect.Type) error {
 	m := reflect.MakeMap(t)
-	err := d.members(path, func(key, at string) error {
+	defer target(v).Set(m)
+	var seen keySet
+	for d.dec.More() {
+		key, _, _, err := d.key(&seen, nil)
+		if err != nil {
+			return err
+		}
 		el := reflect.New(t.Elem()).Elem()
-		if err := d.value(el, at); err != nil {
+		if err := d.value(el); err != nil {
 			return err
 		}
 		if t.Key().Kind() == reflect.String {
 			m.SetMapIndex(reflect.ValueOf(key).Convert(t.Key()), el)
 		}
-		return nil
-	})
-	target(v).Set(m)
-	return err
+		d.pop()
+	}
+	return d.endObject()
 }
 
-func (d *decoder) structObject(v reflect.Value, t reflect.Type, path string) error {
+func (d *decoder) structObject(v reflect.Value, t reflect.Type) error {
 	known := structFields(t)
-	return d.members(path, func(key, at string) error {
-		f, ok := known[key]
+	var seen keySet
+	for d.dec.More() {
+		_, f, ok, err := d.key(&seen, known)
+		if err != nil {
+			return err
+		}
 		switch {
 		case !ok:
-			d.fields.Add(at, "unknown field")
-			return skipValue(d.dec)
+			d.problem("unknown field")
+			err = skipValue(d.dec)
 		case f.ignore:
-			return skipValue(d.dec)
+			err = skipValue(d.dec)
+		default:
+			err = d.value(fieldByIndex(v, f.index))
 		}
-		return d.value(fieldByIndex(v, f.index), at)
-	})
+		if err != nil {
+			return err
+		}
+		d.pop()
+	}
+	return d.endObject()
 }
 
 // fieldByIndex is v.FieldByIndex, allocating embedded struct pointers.
@@ -439,35 +501,30 @@ func fieldByIndex(v reflect.Value, index []int) reflect.Value {
 	return v
 }
 
-func setScalar(v reflect.Value, tok json.Token) {
-	switch x := tok.(type) {
-	case string:
-		v.SetString(x)
-	case bool:
-		v.SetBool(x)
-	case json.Number:
+// setScalar sets v from a string, boolean or number token that fits it.
+func setScalar(v reflect.Value, tok token) {
+	switch tok.kind {
+	case '"':
+		v.SetString(tok.str())
+	case 't', 'f':
+		v.SetBool(tok.kind == 't')
+	case '0':
 		switch v.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			n, _ := x.Int64() // fits checked it
+			n, _ := strconv.ParseInt(string(tok.raw), 10, 64) // fits checked it
 			v.SetInt(n)
 		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			n, _ := strconv.ParseUint(x.String(), 10, 64)
+			n, _ := strconv.ParseUint(string(tok.raw), 10, 64)
 			v.SetUint(n)
 		default:
-			f, _ := x.Float64()
+			f, _ := strconv.ParseFloat(string(tok.raw), 64)
 			v.SetFloat(f)
 		}
 	}
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
 type field struct {
+	name   string // its JSON name
 	index  []int
 	ignore bool // tagged strictjson:"ignore": accepted, never read
 }
@@ -492,7 +549,7 @@ func structFields(t reflect.Type) map[string]field {
 			if ft := deref(f.Type); ft.Kind() == reflect.Struct {
 				for k, v := range structFields(ft) {
 					if _, shadowed := m[k]; !shadowed {
-						m[k] = field{index: append([]int{i}, v.index...), ignore: v.ignore}
+						m[k] = field{name: k, index: append([]int{i}, v.index...), ignore: v.ignore}
 					}
 				}
 				continue
@@ -504,39 +561,36 @@ func structFields(t reflect.Type) map[string]field {
 		if name == "" {
 			name = f.Name
 		}
-		m[name] = field{index: []int{i}, ignore: f.Tag.Get("strictjson") == "ignore"}
+		m[name] = field{name: name, index: []int{i}, ignore: f.Tag.Get("strictjson") == "ignore"}
 	}
 	fieldCache.Store(t, m)
 	return m
 }
 
 func skipValue(dec *tokens) error {
-	tok, err := dec.Token()
+	tok, err := dec.next()
 	if err != nil {
 		return syntaxError(err)
 	}
-	if d, ok := tok.(json.Delim); ok {
-		return skip(dec, d)
-	}
-	return nil
+	return skip(dec, tok)
 }
 
-// skip consumes the rest of a container whose opening d was just read.
-func skip(dec *tokens, d json.Delim) error {
-	if d != '{' && d != '[' {
+// skip consumes the rest of a container whose opening tok was just read
+// (nothing for any other token).
+func skip(dec *tokens, tok token) error {
+	if tok.kind != '{' && tok.kind != '[' {
 		return nil
 	}
 	for depth := 1; depth > 0; {
-		tok, err := dec.Token()
+		tok, err := dec.dec.ReadToken() // only its kind is read: no copy
 		if err != nil {
 			return syntaxError(err)
 		}
-		if d, ok := tok.(json.Delim); ok {
-			if d == '{' || d == '[' {
-				depth++
-			} else {
-				depth--
-			}
+		switch tok.Kind() {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
 		}
 	}
 	return nil
@@ -557,30 +611,28 @@ func syntaxError(err error) error {
 }
 
 // fits reports whether a token can decode into t.
-func fits(tok json.Token, t reflect.Type) bool {
-	switch v := tok.(type) {
-	case json.Delim:
-		switch v {
-		case '{':
-			return t.Kind() == reflect.Struct || (t.Kind() == reflect.Map && t.Key().Kind() == reflect.String)
-		case '[':
-			return t.Kind() == reflect.Slice || t.Kind() == reflect.Array
-		}
+func fits(tok token, t reflect.Type) bool {
+	switch tok.kind {
+	case '{':
+		return t.Kind() == reflect.Struct || (t.Kind() == reflect.Map && t.Key().Kind() == reflect.String)
+	case '[':
+		return t.Kind() == reflect.Slice || t.Kind() == reflect.Array
+	case '}', ']':
 		return true
-	case string:
+	case '"':
 		return t.Kind() == reflect.String
-	case bool:
+	case 't', 'f':
 		return t.Kind() == reflect.Bool
-	case json.Number:
+	case '0':
 		switch t.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			_, err := strconv.ParseInt(v.String(), 10, t.Bits())
+			_, err := strconv.ParseInt(string(tok.raw), 10, t.Bits())
 			return err == nil
 		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			_, err := strconv.ParseUint(v.String(), 10, t.Bits())
+			_, err := strconv.ParseUint(string(tok.raw), 10, t.Bits())
 			return err == nil
 		case reflect.Float32, reflect.Float64:
-			_, err := strconv.ParseFloat(v.String(), t.Bits())
+			_, err := strconv.ParseFloat(string(tok.raw), t.Bits())
 			return err == nil
 		}
 	}
@@ -653,49 +705,55 @@ func capped(f Problems) Problems {
 }
 
 // duplicateKeys records, at its path, each key that appears twice in one
-// object of raw (a well-formed JSON value), at any depth.
-func duplicateKeys(raw json.RawMessage, path string, fields *Problems) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	var walk func(path string) error
-	walk = func(path string) error {
-		tok, err := dec.Token()
+// object of raw (a well-formed JSON value read at the path being read),
+// at any depth.
+func (d *decoder) duplicateKeys(raw json.RawMessage) {
+	// A scalar has no keys: most free-form values are.
+	if len(raw) == 0 || raw[0] != '{' && raw[0] != '[' {
+		return
+	}
+	dec := newTokens(raw)
+	depth := len(d.path)
+	defer func() { d.path = d.path[:depth] }()
+	var walk func() error
+	walk = func() error {
+		tok, err := dec.next()
 		if err != nil {
 			return err
 		}
-		delim, ok := tok.(json.Delim)
-		if !ok {
-			return nil
-		}
-		switch delim {
+		switch tok.kind {
 		case '[':
+			d.path = append(d.path, step{})
 			for i := 0; dec.More(); i++ {
-				if err := walk(fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				d.path[len(d.path)-1].index = i
+				if err := walk(); err != nil {
 					return err
 				}
 			}
+			d.pop()
 		case '{':
 			seen := map[string]bool{}
 			for dec.More() {
-				kt, err := dec.Token()
+				kt, err := dec.next()
 				if err != nil {
 					return err
 				}
-				k, _ := kt.(string)
-				p := k
-				if path != "" {
-					p = path + "." + k
-				}
+				k := kt.str()
+				d.pushKey(k)
 				if seen[k] {
-					fields.Add(p, "duplicate key")
+					d.problem("duplicate key")
 				}
 				seen[k] = true
-				if err := walk(p); err != nil {
+				if err := walk(); err != nil {
 					return err
 				}
+				d.pop()
 			}
+		default:
+			return nil
 		}
-		_, err = dec.Token() // the closing delimiter
+		_, err = dec.next() // the closing delimiter
 		return err
 	}
-	_ = walk(path)
+	_ = walk()
 }

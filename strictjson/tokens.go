@@ -3,16 +3,16 @@ package strictjson
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// tokens reads the tokens of one document as encoding/json's Decoder
-// (with UseNumber) gives them (string, bool, json.Number, nil for null,
-// json.Delim), from jsontext's tokenizer: encoding/json's Token allocated
-// and boxed every token, and was most of the CPU of a large request (an
-// 11 KB node record took 0.6 ms). Duplicate names are left to the decoder
-// (it names them at their path), and invalid UTF-8 is replaced, as
+// tokens reads the tokens of one document from jsontext's tokenizer,
+// without boxing them or copying a string until one is kept:
+// encoding/json's Token allocated and boxed every token, and was most of
+// the CPU of a large request. Duplicate names are left to the decoder (it
+// names them at their path), and invalid UTF-8 is replaced, as
 // encoding/json does.
 type tokens struct {
 	dec *jsontext.Decoder
@@ -23,25 +23,58 @@ func newTokens(b []byte) *tokens {
 		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
 }
 
-// Token is the next token.
-func (t *tokens) Token() (json.Token, error) {
+// token is one token: kind is 'n' (null), 't', 'f', '"' (a string), '0'
+// (a number), or a delimiter ('{', '}', '[', ']'). raw is a string's or
+// a number's bytes as written (a string quoted), valid until the next
+// read.
+type token struct {
+	kind byte
+	raw  []byte
+}
+
+// next is the next token.
+func (t *tokens) next() (token, error) {
+	switch k := t.dec.PeekKind(); k {
+	case '"', '0':
+		v, err := t.dec.ReadValue()
+		if err != nil {
+			return token{}, err
+		}
+		return token{kind: byte(k), raw: v}, nil
+	}
 	tok, err := t.dec.ReadToken()
 	if err != nil {
-		return nil, err
+		return token{}, err
 	}
-	switch k := tok.Kind(); k {
-	case 'n':
-		return nil, nil
-	case 't', 'f':
-		return tok.Bool(), nil
-	case '"':
-		return tok.String(), nil
-	case '0':
-		return json.Number(tok.String()), nil
-	default: // { } [ ]
-		return json.Delim(k), nil
+	k := tok.Kind()
+	if k == 'f' || k == 't' {
+		if tok.Bool() {
+			k = 't'
+		} else {
+			k = 'f'
+		}
 	}
+	return token{kind: byte(k)}, nil
 }
+
+// isDelim reports whether tok opens or closes an object or an array.
+func (tok token) isDelim() bool {
+	return tok.kind == '{' || tok.kind == '}' || tok.kind == '[' || tok.kind == ']'
+}
+
+// unquoted is a string token's value: a slice of raw when written without
+// escapes in valid UTF-8, else decoded (invalid UTF-8 replaced).
+func (tok token) unquoted() []byte {
+	s := tok.raw[1 : len(tok.raw)-1]
+	if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
+		return s
+	}
+	u, _ := jsontext.AppendUnquote(nil, tok.raw) // an error only says invalid UTF-8 was replaced
+	return u
+}
+
+// str is a string token's value, as its own string.
+func (tok token) str() string { return string(tok.unquoted()) }
 
 // More reports whether the current object or array has another element.
 func (t *tokens) More() bool {
