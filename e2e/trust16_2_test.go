@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -282,4 +283,77 @@ func serveStore(dsn string) []string {
 		return nil
 	}
 	return []string{"--store", dsn}
+}
+
+// TestTrust16_2_RejectedUserEndsItsSessions: an account that must change
+// its password (SPEC 16.1) has a session that may only change it. The
+// intruder who can write the store cannot forge the account, but it can
+// break it: a user row that fails its MAC reads as absent. Before the
+// fix a session of an absent account kept its policy and lost the
+// must-change flag (every action); a session now needs its account.
+func TestTrust16_2_RejectedUserEndsItsSessions(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			dsn := be.dsn(t)
+			dir := t.TempDir()
+			f := startOn(t, dir, dsn)
+			email, password := credentials(t, dir)
+			f.Stop(os.Interrupt, 20*time.Second)
+
+			// The account must change its password (set with the data
+			// key, as the 16.1 migration does).
+			key, err := crypto.LoadOrCreateDataKey(filepath.Join(dir, "data.key"), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := filepath.Join(dir, "stratum.db")
+			if dsn != "" {
+				target = dsn
+			}
+			db, err := store.Open(target, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var marked bool
+			err = db.Update(func(tx *store.Tx) error {
+				marked, err = iam.MarkMustChangeIfPassword(tx, email, password, "test")
+				return err
+			})
+			db.Close()
+			if err != nil || !marked {
+				t.Fatalf("mark must-change: %v %v", marked, err)
+			}
+
+			f = startOn(t, dir, dsn)
+			status, body, err := call(f, "POST", "/v1/auth/login", "", map[string]any{"email": email, "password": password})
+			var sess struct {
+				Token              string
+				MustChangePassword bool
+			}
+			if err != nil || status != 200 || json.Unmarshal(body, &sess) != nil || !sess.MustChangePassword {
+				t.Fatalf("login: %d %s %v, want 200 with mustChangePassword", status, body, err)
+			}
+			if status, body, _ := call(f, "GET", "/v1/iam/tokens", sess.Token, nil); status != 403 {
+				t.Fatalf("GET /v1/iam/tokens before the change: %d %s, want 403", status, body)
+			}
+
+			// The attack: the account's row rewritten without the data key.
+			forged, _ := json.Marshal(map[string]any{"email": strings.ToLower(email), "passwordHash": "x", "mustChangePassword": false})
+			if dsn == "" {
+				f.Stop(os.Interrupt, 20*time.Second)
+				forgeRows(t, dir, dsn, []forgedRow{{"iam-users", strings.ToLower(email), string(forged)}})
+				f = startOn(t, dir, dsn)
+			} else {
+				pgExec(t, dsn, "UPDATE stratum_kv SET value = $1 WHERE bucket = 'iam-users' AND key = $2", forged, []byte(strings.ToLower(email)))
+			}
+			for _, p := range []string{"/v1/iam/tokens", "/v1/admin/join/registrations", "/v1/auth/self"} {
+				if status, body, _ := call(f, "GET", p, sess.Token, nil); status < 400 {
+					t.Errorf("GET %s with the session of an account whose row fails its MAC: %d %s, want a refusal", p, status, body)
+				}
+			}
+			if status, body, _ := call(f, "POST", "/v1/admin/join/tokens", sess.Token, map[string]any{"role": "worker"}); status < 400 {
+				t.Errorf("a join token from that session: %d %s", status, body)
+			}
+		})
+	}
 }

@@ -125,9 +125,15 @@ func Authenticate(tx *store.Tx, bearer string, now time.Time) (Principal, error)
 	}
 	p := Principal{Subject: t.Actor(), User: t.Subject, TokenID: t.ID, Kind: t.Kind, Policy: t.Policy, ExpiresAt: t.ExpiresAt}
 	if t.Kind == KindSession {
-		u, _, err := bucketUsers.Get(tx, t.Subject)
+		// A session is its account's: an account that is absent (removed,
+		// or its row failing its MAC) ends it, rather than leaving its
+		// policy without the account's must-change flag (SPEC 16.1, 16.2).
+		u, found, err := bucketUsers.Get(tx, t.Subject)
 		if err != nil {
 			return Principal{}, err
+		}
+		if !found {
+			return Principal{}, fail
 		}
 		p.MustChangePassword = u.MustChangePassword
 	}
