@@ -9,13 +9,19 @@ import (
 	"stratum/apierr"
 )
 
-// describe renders an admin API answer (an *apierr.Error a command
-// returned as it came) with its field problems for a terminal; other
-// errors, wrapped ones included, say what they say.
+// describe renders an admin API answer (an *apierr.Error, or a strict
+// decoder's *strictjson.Error, a command returned as it came) with its
+// field problems for a terminal; other errors, wrapped ones included, say
+// what they say.
 func describe(err error) error {
 	var run runError
 	if errors.As(err, &run) {
 		err = run.err
+	}
+	if errors.Unwrap(err) != nil {
+		// Wrapped: the wrapper's context (the joiner's "the founder
+		// answered 401 JOIN_TOKEN_INVALID: ...") is the message.
+		return err
 	}
 	e, ok := apierr.As(err)
 	if !ok {

@@ -10,13 +10,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"time"
 
 	sha256 "github.com/minio/sha256-simd"
 
+	"stratum/crypto"
 	"stratum/store"
 )
 
@@ -255,12 +255,22 @@ func (m *Mirror) fill(target string, fi *FileInfo) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return ioError("create the release cache", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), ".fill-"+path.Base(fi.Path)+"-*")
-	if err != nil {
-		return ioError("create a release cache file", err)
+	// The one atomic writer: a temp file of its own per reader, fsync,
+	// rename, directory fsync; nothing is visible until all is verified.
+	var fillErr error
+	err := crypto.WriteFileAtomicFunc(target, 0o444, func(tmp io.Writer) error {
+		fillErr = m.fillFrom(tmp, fi)
+		return fillErr
+	})
+	if err != nil && err != fillErr {
+		return ioError("install the release cache", err)
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	return err
+}
+
+// fillFrom writes fi's file from the store to w, verifying each chunk
+// against the index and the whole file against the manifest's hash.
+func (m *Mirror) fillFrom(tmp io.Writer, fi *FileInfo) error {
 	idx := fi.index
 	whole := sha256.New()
 	for c := int64(0); c < idx.chunkCount(); c++ {
@@ -290,16 +300,6 @@ func (m *Mirror) fill(target string, fi *FileInfo) error {
 	if sum := hex.EncodeToString(whole.Sum(nil)); sum != fi.SHA256 {
 		return storeContentError{fmt.Errorf("content in the store: sha256 %s, the manifest says %s", sum, fi.SHA256)}
 	}
-	if err := tmp.Sync(); err != nil {
-		return ioError("sync the release cache", err)
-	}
-	if err := tmp.Chmod(0o444); err != nil {
-		return ioError("seal the release cache", err)
-	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
-		return ioError("install the release cache", err)
-	}
-	syncDir(filepath.Dir(target))
 	return nil
 }
 
