@@ -25,7 +25,9 @@ func (f *Founder) checkPublicConnect() error {
 			"As the database's owner run:\n    %s\nand grant CONNECT to the founders' role only (docs/HA.md), "+
 			"or start with --allow-public-connect", revoke)
 	}
-	fmt.Fprintf(f.opts.Out, "WARNING: every role of the PostgreSQL server may connect to the store's database (--allow-public-connect); run %s\n", revoke)
+	if !f.opts.JSONBanner { // in JSON the warning below is the line
+		fmt.Fprintf(f.opts.Out, "WARNING: every role of the PostgreSQL server may connect to the store's database (--allow-public-connect); run %s\n", revoke)
+	}
 	f.log.Warn("every role of the PostgreSQL server may connect to the store's database (--allow-public-connect)", "fix", revoke)
 	return nil
 }
