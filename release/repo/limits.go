@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,37 +54,59 @@ var (
 	errShutdown = errors.New("the founder is shutting down")
 )
 
-// watch cuts the read when it falls under the minimum rate over a window,
-// outlives the longest read, or the founder shuts down. It returns when
-// the read is closed.
+// watch cuts the read when it falls under the minimum rate over a window
+// or outlives the longest read; the founder's shutdown cancels the
+// mirror's context, of which the read's is a child. Timers do it, not a
+// goroutine per read (which was a share of a small range's cost): the
+// sampling timer re-arms itself and so never runs twice at once, and
+// neither acts once the read is closed.
 func (rd *Reader) watch(start time.Time) {
 	l := rd.m.limits
-	tick := time.NewTicker(l.Window / samplesPerWindow)
-	defer tick.Stop()
-	longest := time.NewTimer(time.Until(start.Add(l.MaxRead)))
-	defer longest.Stop()
-	var samples [samplesPerWindow + 1]int64 // a ring of bytes sent
-	n := 0
-	for {
-		select {
-		case <-rd.closed:
+	every := l.Window / samplesPerWindow
+	var (
+		mu      sync.Mutex                  // each firing is its own goroutine
+		samples [samplesPerWindow + 1]int64 // a ring of bytes sent
+		n       int
+		tick    atomic.Pointer[time.Timer]
+	)
+	sample := func() {
+		if rd.isClosed() {
 			return
-		case <-rd.m.done:
-			rd.cut(errShutdown)
-			return
-		case <-longest.C:
-			rd.cut(fmt.Errorf("%w (%s)", errTooLong, l.MaxRead))
-			return
-		case <-tick.C:
-			sent := rd.sent.Load()
-			oldest := samples[(n+1)%len(samples)]
-			samples[n%len(samples)] = sent
-			n++
-			if n > samplesPerWindow && sent-oldest < l.MinRate*int64(l.Window)/int64(time.Second) {
-				rd.cut(fmt.Errorf("%w: %d bytes in %s, at least %d bytes/s needed", errTooSlow, sent-oldest, l.Window, l.MinRate))
-				return
-			}
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		sent := rd.sent.Load()
+		oldest := samples[(n+1)%len(samples)]
+		samples[n%len(samples)] = sent
+		n++
+		if n > samplesPerWindow && sent-oldest < l.MinRate*int64(l.Window)/int64(time.Second) {
+			rd.cut(fmt.Errorf("%w: %d bytes in %s, at least %d bytes/s needed", errTooSlow, sent-oldest, l.Window, l.MinRate))
+			return
+		}
+		if t := tick.Load(); t != nil {
+			t.Reset(every)
+		}
+	}
+	tick.Store(time.AfterFunc(every, sample))
+	longest := time.AfterFunc(time.Until(start.Add(l.MaxRead)), func() {
+		if !rd.isClosed() {
+			rd.cut(fmt.Errorf("%w (%s)", errTooLong, l.MaxRead))
+		}
+	})
+	rd.stopWatch = func() {
+		if t := tick.Load(); t != nil {
+			t.Stop()
+		}
+		longest.Stop()
+	}
+}
+
+func (rd *Reader) isClosed() bool {
+	select {
+	case <-rd.closed:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -56,8 +57,12 @@ type Mirror struct {
 
 	done      chan struct{}
 	closeOnce sync.Once
-	indexes   indexCache
-	cache     *chunkCache // nil: none
+	// ctx is the parent of every read's context, cancelled (errShutdown)
+	// by Close: a read in flight is cut at its next unit.
+	ctx      context.Context
+	shutdown context.CancelCauseFunc
+	indexes  indexCache
+	cache    *chunkCache // nil: none
 
 	corrupt   atomic.Uint64
 	busy      atomic.Uint64
@@ -80,7 +85,10 @@ func NewMirror(cfg MirrorConfig) *Mirror {
 	if cfg.CacheBytes == 0 {
 		cfg.CacheBytes = DefaultCacheBytes
 	}
+	ctx, shutdown := context.WithCancelCause(context.Background())
 	return &Mirror{
+		ctx:      ctx,
+		shutdown: shutdown,
 		db:       cfg.DB,
 		dir:      filepath.Join(cfg.DataDir, "releases"),
 		log:      cfg.Log,
@@ -96,7 +104,12 @@ func NewMirror(cfg MirrorConfig) *Mirror {
 
 // Close cuts the reads in flight at their next chunk and refuses new ones
 // (UNAVAILABLE): shutdown must not wait for a slow download.
-func (m *Mirror) Close() { m.closeOnce.Do(func() { close(m.done) }) }
+func (m *Mirror) Close() {
+	m.closeOnce.Do(func() {
+		close(m.done)
+		m.shutdown(errShutdown)
+	})
+}
 
 func (m *Mirror) closed() bool {
 	select {

@@ -101,6 +101,8 @@ type Reader struct {
 	deadline time.Time
 	closed   chan struct{}
 	once     sync.Once
+	// stopWatch stops the timers that enforce the read's limits.
+	stopWatch func()
 }
 
 // Open takes a read slot for holder, a registration (RELEASE_BUSY when it
@@ -127,8 +129,8 @@ func (m *Mirror) Open(holder string, fi *FileInfo) (*Reader, error) {
 	if subs := fi.index.subs.Load(); subs != nil {
 		rd.unit, rd.sums = SubChunkSize, *subs
 	}
-	rd.ctx, rd.cancel = context.WithCancelCause(context.Background())
-	go rd.watch(start)
+	rd.ctx, rd.cancel = context.WithCancelCause(m.ctx)
+	rd.watch(start)
 	return rd, nil
 }
 
@@ -355,6 +357,7 @@ func (rd *Reader) ReadAt(p []byte, off int64) (int, error) {
 func (rd *Reader) Close() error {
 	rd.once.Do(func() {
 		close(rd.closed)
+		rd.stopWatch()
 		rd.cancel(nil)
 		rd.f.Close()
 		rd.m.release(rd.holder)
