@@ -1,6 +1,9 @@
 package cluster
 
-import "stratum/store"
+import (
+	"stratum/apierr"
+	"stratum/store"
+)
 
 const keyAdmissionRelease = "admission-release"
 
@@ -8,8 +11,15 @@ const keyAdmissionRelease = "admission-release"
 // the stored one, else the configured clusterRelease (a data directory
 // made before the admission release existed).
 func AdmissionRelease(tx *store.Tx) (string, error) {
-	if raw := bucketCluster.Get(tx, keyAdmissionRelease); len(raw) > 0 {
+	raw := bucketCluster.Get(tx, keyAdmissionRelease)
+	if len(raw) > 0 {
 		return string(raw), nil
+	}
+	if raw == nil && bucketCluster.Occupied(tx, keyAdmissionRelease) {
+		// A stored value failing its MAC is not "none stored": falling
+		// back to the configured clusterRelease would re-admit joiners on
+		// the cluster's first release (SPEC 16.2).
+		return "", ErrAdmissionReleaseRejected
 	}
 	id, err := LoadIdentity(tx)
 	if err != nil {
@@ -17,6 +27,10 @@ func AdmissionRelease(tx *store.Tx) (string, error) {
 	}
 	return id.ClusterRelease, nil
 }
+
+// ErrAdmissionReleaseRejected: the stored admission release fails its MAC.
+// Nobody is admitted until the operator sets it again.
+var ErrAdmissionReleaseRejected = apierr.New(apierr.Conflict, "the stored admission release fails its MAC (written without the data key): no joiner is admitted until the operator sets it again (stratum cluster release set)")
 
 // StoreAdmissionRelease records the admission release. Whether a change
 // is allowed (never lowered without the operator's word) is the caller's

@@ -357,3 +357,70 @@ func TestTrust16_2_RejectedUserEndsItsSessions(t *testing.T) {
 		})
 	}
 }
+
+// TestTrust16_2_RejectedAdmissionReleaseAdmitsNobody: the operator raised
+// the admission release to 0.2.0; the intruder who can write the store
+// breaks its row (it cannot forge one). Before the fix a row failing its
+// MAC read as "none stored" and the admission release fell back to the
+// cluster's first release, 0.1.0: a joiner on 0.1.0 registered (201).
+// Now nobody is admitted until the operator sets it again.
+func TestTrust16_2_RejectedAdmissionReleaseAdmitsNobody(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			dsn := be.dsn(t)
+			dir := t.TempDir()
+			f := startOn(t, dir, dsn)
+			email, password := credentials(t, dir)
+			admin := f.Login(t, email, password).Token
+			setRelease := func(rel string) {
+				t.Helper()
+				if status, body, err := call(f, "PUT", "/v1/admin/cluster/release", admin, map[string]any{"release": rel}); err != nil || status != 200 {
+					t.Fatalf("set the admission release to %s: %d %s %v", rel, status, body, err)
+				}
+			}
+			// The join tokens are made first: making one needs the
+			// admission release too.
+			var tokens []string
+			for range 4 {
+				status, body, err := call(f, "POST", "/v1/admin/join/tokens", admin, map[string]any{"role": "worker"})
+				var tok struct{ Token string }
+				if err != nil || status != 201 || json.Unmarshal(body, &tok) != nil {
+					t.Fatalf("join token: %d %s %v", status, body, err)
+				}
+				tokens = append(tokens, tok.Token)
+			}
+			register := func(release, ip string) (int, []byte) {
+				t.Helper()
+				tok := tokens[0]
+				tokens = tokens[1:]
+				j := newJoinerClient(t, f.Dir+"/ca.pem")
+				return j.do(t, "POST", "https://"+f.Join+"/v1/join/registrations", map[string]any{"token": tok, "release": release, "hostname": "old-1", "mgmtIp": ip})
+			}
+			setRelease("0.2.0")
+			if status, body := register("0.1.0", "192.0.2.61"); status != 409 {
+				t.Fatalf("a 0.1.0 joiner with admission 0.2.0: %d %s, want 409", status, body)
+			}
+
+			forged := []forgedRow{{"cluster", "admission-release", "0.1.0"}}
+			if dsn == "" {
+				f.Stop(os.Interrupt, 20*time.Second)
+				forgeRows(t, dir, dsn, forged)
+				f = startOn(t, dir, dsn)
+				admin = f.Login(t, email, password).Token
+			} else {
+				pgExec(t, dsn, "UPDATE stratum_kv SET value = $1 WHERE bucket = 'cluster' AND key = $2", []byte("0.1.0"), []byte("admission-release"))
+			}
+			if status, body := register("0.1.0", "192.0.2.62"); status == 201 || status < 400 {
+				t.Fatalf("a 0.1.0 joiner after the admission release's row was broken: %d %s, want a refusal", status, body)
+			}
+			// The operator sets it again; 0.1.0 is refused as before.
+			setRelease("0.2.0")
+			if status, body := register("0.1.0", "192.0.2.63"); status != 409 {
+				t.Errorf("a 0.1.0 joiner once the operator set 0.2.0 again: %d %s, want 409", status, body)
+			}
+			if status, body := register("0.2.0", "192.0.2.64"); status != 201 {
+				t.Errorf("a 0.2.0 joiner: %d %s, want 201", status, body)
+			}
+		})
+	}
+}
