@@ -150,7 +150,8 @@ const pipelineBytes = ChunkSize
 
 // Verified yields the verified bytes of [start, end) of the file in order,
 // a unit or part of one at a time. The slices may be shared with other
-// readers through the cache: never write to them. A unit whose hash
+// readers through the cache: never write to them; without a cache they
+// are reused once the loop moves on: never keep them. A unit whose hash
 // differs from the index marks the file corrupt and ends the sequence
 // with RELEASE_CORRUPT: no byte of it is yielded.
 //
@@ -178,16 +179,18 @@ func (rd *Reader) Verified(start, end int64) iter.Seq2[[]byte, error] {
 		}
 		step := max(1, pipelineBytes/rd.unit)
 		if last-first <= step {
-			units, err := rd.units(first, last)
+			units, done, err := rd.units(first, last)
 			if emit(first, units) && err != nil {
 				yield(nil, err)
 			}
+			done()
 			return
 		}
 		type verified struct {
 			n     int64
 			units [][]byte
 			err   error
+			done  func()
 		}
 		ahead := make(chan verified, 1)
 		stop := make(chan struct{})
@@ -195,9 +198,9 @@ func (rd *Reader) Verified(start, end int64) iter.Seq2[[]byte, error] {
 		wg.Go(func() {
 			defer close(ahead)
 			for n := first; n < last; n += step {
-				units, err := rd.units(n, min(n+step, last))
+				units, done, err := rd.units(n, min(n+step, last))
 				select {
-				case ahead <- verified{n, units, err}:
+				case ahead <- verified{n, units, err, done}:
 				case <-stop:
 					return
 				}
@@ -214,6 +217,7 @@ func (rd *Reader) Verified(start, end int64) iter.Seq2[[]byte, error] {
 			if !emit(v.n, v.units) {
 				return
 			}
+			v.done()
 			if v.err != nil {
 				yield(nil, v.err)
 				return
@@ -226,19 +230,24 @@ func (rd *Reader) Verified(start, end int64) iter.Seq2[[]byte, error] {
 // each: from the cache when they are there (or being read by another
 // reader, which is waited for), else read and hashed here and added to
 // it. On a failure it returns the units verified before the first that
-// failed, and the error.
-func (rd *Reader) units(first, last int64) ([][]byte, error) {
+// failed, and the error. done is called once the bytes are sent: without
+// a cache they are read into a pooled buffer (a fresh 64 KiB buffer per
+// range, and the collector behind it, was a fifth of a small range's
+// cost), which done gives back.
+func (rd *Reader) units(first, last int64) (_ [][]byte, done func(), _ error) {
+	done = func() {}
 	if rd.m.closed() {
-		return nil, shuttingDown()
+		return nil, done, shuttingDown()
 	}
 	if err := context.Cause(rd.ctx); err != nil {
-		return nil, apierr.New(apierr.Unavailable, "release read cut: %v", err)
+		return nil, done, apierr.New(apierr.Unavailable, "release read cut: %v", err)
 	}
 	out := make([][]byte, last-first)
 	c := rd.m.cache
 	if c == nil {
-		n, err := rd.readUnits(first, out)
-		return out[:n], err
+		buf := runBuffers.Get().(*[]byte)
+		n, err := rd.readUnitsInto(first, out, buf)
+		return out[:n], func() { runBuffers.Put(buf) }, err
 	}
 	claimed := make([]*cacheEntry, len(out))
 	waiting := make([]*cacheEntry, len(out))
@@ -292,7 +301,7 @@ func (rd *Reader) units(first, last int64) ([][]byte, error) {
 			bad, err = i, rerr
 		}
 	}
-	return out[:bad], err
+	return out[:bad], done, err
 }
 
 // readUnits reads units first, first+1, ... into fresh buffers (out[i]
@@ -301,12 +310,30 @@ func (rd *Reader) units(first, last int64) ([][]byte, error) {
 // they may go into the cache, which hands them to other readers: a
 // buffer is never reused.
 func (rd *Reader) readUnits(first int64, out [][]byte) (n int, err error) {
+	return rd.readUnitsInto(first, out, nil)
+}
+
+// runBuffers are the buffers of reads that no cache keeps.
+var runBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// readUnitsInto is readUnits reading into *buf (grown as needed) when buf
+// is not nil: the units are then valid only until *buf is reused.
+func (rd *Reader) readUnitsInto(first int64, out [][]byte, buf *[]byte) (n int, err error) {
 	size := rd.fi.Size
 	defer func() { rd.m.cacheMisses.Add(uint64(n)) }()
 	// One read for the run (16 KiB units made one system call each a
 	// large share of a download's cost); each unit is its own slice of it.
 	start := first * rd.unit
-	run := make([]byte, min(int64(len(out))*rd.unit, size-start))
+	runLen := min(int64(len(out))*rd.unit, size-start)
+	var run []byte
+	if buf == nil {
+		run = make([]byte, runLen)
+	} else {
+		if int64(cap(*buf)) < runLen {
+			*buf = make([]byte, runLen)
+		}
+		run = (*buf)[:runLen]
+	}
 	got, rerr := rd.f.ReadAt(run, start)
 	for i := range out {
 		u := first + int64(i)
