@@ -424,3 +424,61 @@ func TestTrust16_2_RejectedAdmissionReleaseAdmitsNobody(t *testing.T) {
 		})
 	}
 }
+
+// TestTrust16_1_MustChangeHoldsAPITokens: an account marked "must change
+// password" (its password was the cluster secret delivered to nodes by an
+// earlier build) keeps no API token working until it is changed: a token
+// minted under it while the password was known outside (before the fix:
+// 200 and a join token) is held as its sessions are, and the change ends
+// it.
+func TestTrust16_1_MustChangeHoldsAPITokens(t *testing.T) {
+	dir := t.TempDir()
+	f := startOn(t, dir, "")
+	email, password := credentials(t, dir)
+	admin := f.Login(t, email, password).Token
+	status, body, err := call(f, "POST", "/v1/iam/tokens", admin, map[string]any{"name": "minted-while-known", "policy": iam.AdminPolicy()})
+	var tok struct{ Token string }
+	if err != nil || status != 201 || json.Unmarshal(body, &tok) != nil {
+		t.Fatalf("API token: %d %s %v", status, body, err)
+	}
+	f.Stop(os.Interrupt, 20*time.Second)
+	key, err := crypto.LoadOrCreateDataKey(filepath.Join(dir, "data.key"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(filepath.Join(dir, "stratum.db"), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marked bool
+	err = db.Update(func(tx *store.Tx) error {
+		marked, err = iam.MarkMustChangeIfPassword(tx, email, password, "test")
+		return err
+	})
+	db.Close()
+	if err != nil || !marked {
+		t.Fatalf("mark must-change: %v %v", marked, err)
+	}
+
+	f = startOn(t, dir, "")
+	for _, p := range []string{"/v1/iam/tokens", "/v1/admin/join/registrations"} {
+		status, body, _ := call(f, "GET", p, tok.Token, nil)
+		var e struct{ Details map[string]any }
+		_ = json.Unmarshal(body, &e)
+		if status != 403 || e.Details["mustChangePassword"] != true {
+			t.Errorf("GET %s with an API token of a must-change account: %d %s, want 403 with mustChangePassword", p, status, body)
+		}
+	}
+	if status, body, _ := call(f, "POST", "/v1/admin/join/tokens", tok.Token, map[string]any{"role": "worker"}); status != 403 {
+		t.Errorf("a join token from an API token of a must-change account: %d %s, want 403", status, body)
+	}
+	// The change ends the account's tokens: the one minted while the
+	// password was known outside never acts again.
+	sess := f.Login(t, email, password).Token
+	if status, body, _ := call(f, "POST", "/v1/auth/password", sess, map[string]any{"currentPassword": password, "newPassword": "a-new-appliance-password"}); status >= 300 {
+		t.Fatalf("password change: %d %s", status, body)
+	}
+	if status, body, _ := call(f, "GET", "/v1/iam/tokens", tok.Token, nil); status != 401 {
+		t.Errorf("the API token after the change: %d %s, want 401", status, body)
+	}
+}

@@ -124,15 +124,17 @@ func Authenticate(tx *store.Tx, bearer string, now time.Time) (Principal, error)
 		return Principal{}, fail
 	}
 	p := Principal{Subject: t.Actor(), User: t.Subject, TokenID: t.ID, Kind: t.Kind, Policy: t.Policy, ExpiresAt: t.ExpiresAt}
-	if t.Kind == KindSession {
-		// A session is its account's: an account that is absent (removed,
-		// or its row failing its MAC) ends it, rather than leaving its
-		// policy without the account's must-change flag (SPEC 16.1, 16.2).
+	if t.Kind == KindSession || t.Subject != "" {
+		// A token acts for its account: an account that must change its
+		// password holds its API tokens as it holds its sessions (SPEC
+		// 16.1). A session needs its account; so does any token whose
+		// account's row is there but fails its MAC (SPEC 16.2), rather
+		// than keeping its policy without the account's must-change flag.
 		u, found, err := bucketUsers.Get(tx, t.Subject)
 		if err != nil {
 			return Principal{}, err
 		}
-		if !found {
+		if !found && (t.Kind == KindSession || store.Named(bucketUsers.Name()).Occupied(tx, t.Subject)) {
 			return Principal{}, fail
 		}
 		p.MustChangePassword = u.MustChangePassword
