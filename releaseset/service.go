@@ -160,15 +160,23 @@ const topicRecords = "release-records"
 // key read: it runs on the store's listener, which every cross-replica
 // wake waits behind.
 func (s *Service) heard(payload string) {
-	node, _, _ := strings.Cut(payload, " ")
+	node, noted, _ := strings.Cut(payload, " ")
 	if node == "" {
 		s.dropCache() // every note may have been missed: load again
 		return
 	}
 	s.mu.RLock()
 	loaded := s.records != nil
+	cur, cached := s.records[node]
 	s.mu.RUnlock()
 	if !loaded {
+		return
+	}
+	// A record kept at the noted sequence or later already holds what
+	// the note announces: this replica's own records (remembered at
+	// commit, before the note is delivered) cost no second read, decode
+	// and compression.
+	if n, err := strconv.ParseUint(noted, 10, 64); err == nil && cached && cur.seq >= n {
 		return
 	}
 	var st Stored
