@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -62,7 +63,7 @@ func newFixture(t *testing.T, blobSize, concurrency int) *fixture {
 	return newFixtureWith(t, blobSize, false, repo.MirrorConfig{Concurrency: concurrency})
 }
 
-func newFixtureWith(t *testing.T, blobSize int, http2 bool, cfg repo.MirrorConfig) *fixture {
+func newFixtureWith(t testing.TB, blobSize int, http2 bool, cfg repo.MirrorConfig) *fixture {
 	t.Helper()
 	baseline := runtime.NumGoroutine()
 	t.Cleanup(func() { releasetest.WaitGoroutines(t, baseline) })
@@ -572,5 +573,37 @@ func TestServeDuringReimport(t *testing.T) {
 	}
 	if f.mirror.CorruptCount() != 0 || !f.mirror.Offered("0.6.0") {
 		t.Fatal("re-import while serving marked the release corrupt")
+	}
+}
+
+// BenchmarkServeRange64K: 64 KiB ranged GETs over TLS with keep-alive,
+// as mirror-range64k-* makes them, with and without the chunk cache.
+// Compare the server's CPU per request from -cpuprofile
+// (-focus 'ServeReleaseFile|conn..serve').
+func BenchmarkServeRange64K(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		cache int64
+	}{{"nocache", -1}, {"cache", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			f := newFixtureWith(b, 8<<20, false, repo.MirrorConfig{Concurrency: 64, CacheBytes: c.cache})
+			b.SetBytes(64 << 10)
+			i := 0
+			for b.Loop() {
+				off := (i % 100) << 16
+				i++
+				req, _ := http.NewRequest("GET", f.url(f.blob), nil)
+				req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+64<<10-1))
+				resp, err := f.client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err != nil || n != 64<<10 || resp.StatusCode != 206 {
+					b.Fatalf("%d: %d bytes, %v", resp.StatusCode, n, err)
+				}
+			}
+		})
 	}
 }
