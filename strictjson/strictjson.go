@@ -191,6 +191,11 @@ var opaqueCache sync.Map // reflect.Type -> bool
 // The answer is kept per type: Implements on every value of a large body
 // was a tenth of its decoding.
 func opaque(t reflect.Type) bool {
+	// A predeclared type (string, bool, a number) has no methods: no
+	// lookup for most of a body's values.
+	if t.PkgPath() == "" && (t.Kind() >= reflect.Bool && t.Kind() <= reflect.Float64 || t.Kind() == reflect.String) {
+		return false
+	}
 	if v, ok := opaqueCache.Load(t); ok {
 		return v.(bool)
 	}
