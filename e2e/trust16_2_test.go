@@ -5,9 +5,12 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -481,4 +484,41 @@ func TestTrust16_1_MustChangeHoldsAPITokens(t *testing.T) {
 	if status, body, _ := call(f, "GET", "/v1/iam/tokens", tok.Token, nil); status != 401 {
 		t.Errorf("the API token after the change: %d %s, want 401", status, body)
 	}
+}
+
+// TestTrust16_2_RejectionAuditCannotBeSilenced: the founder audits a
+// record failing its MAC once, and remembers that it did in a mark in the
+// store. The intruder who writes a forged row also writes that mark
+// (before the fix a plain SHA-256 of the row, so the forgery was never
+// audited). The mark is sealed now: the forged one is not believed.
+func TestTrust16_2_RejectionAuditCannotBeSilenced(t *testing.T) {
+	dir := t.TempDir()
+	f := startOn(t, dir, "")
+	email, password := credentials(t, dir)
+	f.Stop(os.Interrupt, 20*time.Second)
+
+	now := time.Now().UTC()
+	bearer := "sat1.tok-quiet01.chosen-secret-of-the-intruder"
+	row, _ := json.Marshal(map[string]any{
+		"tokenId": "tok-quiet01", "name": "forged", "kind": "api", "subject": email,
+		"policy": iam.AdminPolicy(), "hash": crypto.HashToken(bearer), "createdAt": now, "expiresAt": now.Add(time.Hour),
+	})
+	sum := sha256.Sum256(row)
+	forgeRows(t, dir, "", []forgedRow{
+		{"iam-tokens", "tok-quiet01", string(row)},
+		{"meta", "rejected/iam-tokens/" + hex.EncodeToString([]byte("tok-quiet01")), string(sum[:])},
+	})
+
+	f = startOn(t, dir, "")
+	if status, body, _ := call(f, "GET", "/v1/iam/tokens", bearer, nil); status != 401 {
+		t.Fatalf("the forged bearer: %d %s, want 401", status, body)
+	}
+	admin := f.Login(t, email, password).Token
+	var subjects []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if subjects = rejectedSubjects(t, f, admin); slices.Contains(subjects, "iam-tokens/tok-quiet01") {
+			return
+		}
+	}
+	t.Fatalf("the forged row was not audited (a forged mark silenced it): rejected events %v", subjects)
 }

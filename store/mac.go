@@ -159,13 +159,14 @@ func (db *DB) rejectRecord(bucket, key string, stored []byte) {
 }
 
 // rejectedPrefix (meta) marks a rejected record already audited, so a
-// restart does not audit it again.
+// restart does not audit it again. The mark is sealed: one written by
+// whoever forged the record (who has no data key) does not silence it.
 const rejectedPrefix = "rejected/"
 
 func (db *DB) auditRejected(bucket, key string, sum []byte) {
 	mark := rejectedPrefix + bucket + "/" + hex.EncodeToString([]byte(key))
 	_ = db.Update(func(tx *Tx) error {
-		if bytes.Equal(metaBucket.Get(tx, mark), sum) {
+		if seen, found, err := metaBucket.GetSealed(tx, mark); err == nil && found && bytes.Equal(seen, sum) {
 			return nil
 		}
 		if err := tx.Audit("store.record.rejected", "stratum", bucket+"/"+key, map[string]string{
@@ -173,7 +174,7 @@ func (db *DB) auditRejected(bucket, key string, sum []byte) {
 		}); err != nil {
 			return err
 		}
-		return metaBucket.Put(tx, mark, sum)
+		return metaBucket.PutSealed(tx, mark, sum)
 	})
 }
 
