@@ -21,6 +21,7 @@ import (
 
 	"stratum/crypto"
 	"stratum/iam"
+	"stratum/internal/pgtest"
 	"stratum/internal/stratumtest"
 	"stratum/store"
 )
@@ -266,6 +267,13 @@ func TestTrust16_2_SchemaSetBackSignsNothing(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), "set back") || !strings.Contains(err.Error(), "--accept-audit-rollback") {
 				t.Errorf("start refused with %v, want the level set back and the flag named", err)
+			}
+			// Nor does moving the store to PostgreSQL sign it.
+			if dsn == "" {
+				r := stratum(t, "migrate", "--data", dir, "--to", pgtest.DSN(t))
+				if r.code == 0 || !strings.Contains(r.stderr, "set back") {
+					t.Errorf("migrate of the set-back store = %d %q %q, want a refusal naming the level set back", r.code, r.stdout, r.stderr)
+				}
 			}
 			// Nothing was migrated: the forged row carries no MAC.
 			if dsn == "" {

@@ -45,7 +45,8 @@ type hwmRecord struct {
 
 // schemaFloor is the Open option that refuses a store set back below the
 // level the mark records (none without a readable mark, or when the
-// operator accepts a rollback: guardAuditRollback judges those).
+// operator accepts a rollback: guardAuditRollback judges those). Every
+// command that opens (and so migrates) a founder's store passes it.
 func (d DataDir) schemaFloor(key *crypto.DataKey, accept bool) []store.OpenOption {
 	rec, found, err := d.readAuditHWM(key)
 	if accept || err != nil || !found {

@@ -149,7 +149,7 @@ func (d DataDir) OpenStore(ks KeySource) (*store.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return store.Open(d.DB(), key)
+	return store.Open(d.DB(), key, d.schemaFloor(key, false)...)
 }
 
 // preparedKey is a new directory's data key in the form it will be

@@ -30,7 +30,7 @@ func Migrate(d DataDir, ks KeySource, dsn string) (MigrateResult, error) {
 	if err != nil {
 		return res, err
 	}
-	src, err := store.Open(d.DB(), key)
+	src, err := store.Open(d.DB(), key, d.schemaFloor(key, false)...)
 	if err != nil {
 		return res, err
 	}
