@@ -447,9 +447,13 @@ func TestServeBusy(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for f.mirror.InFlight() != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	// The slots come back once the readers' answers end (a loaded
+	// machine may take a while to drain 4 x 16 MiB through the stalling
+	// dialer): wait for that before asking again.
+	for deadline := time.Now().Add(20 * time.Second); f.mirror.InFlight() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slots still taken after every reader finished", f.mirror.InFlight())
+		}
 	}
 	// The refused registrations wait in line for the freed slots (SPEC
 	// 16.9): one of them coming back is served.
