@@ -415,6 +415,28 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("the cancellation reached the API as %s %q", got.State, got.Reason)
 	}
 
+	// A stalled install names the member it waits for (SPEC 17): j4's
+	// node joins (nobody to wait for), then j5's install waits for it, as
+	// it has no agent to apply the new generation.
+	j4, j5 := f.newJoiner(), f.newJoiner()
+	v4 := registerMachine(t, j4, token, "lab-r4-01", "192.0.2.34")
+	f.admin("POST", "/v1/admin/join/registrations/"+v4.JoinID+"/approve", map[string]any{"nodeId": "n-console4"}, 200, nil)
+	for _, phase := range []string{"installing", "done"} {
+		j4.do(t, "POST", "/v1/join/registrations/"+v4.JoinID+"/progress", map[string]string{"phase": phase}, 200, nil)
+	}
+	v5 := registerMachine(t, j5, token, "lab-r4-02", "192.0.2.35")
+	f.admin("POST", "/v1/admin/join/registrations/"+v5.JoinID+"/approve", map[string]any{"nodeId": "n-console5"}, 200, nil)
+	for _, phase := range []string{"installing", "done"} {
+		j5.do(t, "POST", "/v1/join/registrations/"+v5.JoinID+"/progress", map[string]string{"phase": phase}, 200, nil)
+	}
+	b.waitState(v5.JoinID, join.StateInstalling)
+	b.within(5*time.Second, "the stalled install names n-console4",
+		chromedp.WaitVisible(chromedp.CSS(row(v5.JoinID)+` [data-waiting-for="n-console4"]`)))
+	if txt := b.text(row(v5.JoinID) + ` [data-waiting-for]`); !strings.Contains(txt, "n-console4") || !strings.Contains(txt, "to apply generation") {
+		t.Errorf("the stalled install says %q", txt)
+	}
+	b.screenshot(shots, "joins-stalled")
+
 	// A token without join:ApproveNodeJoin sees no approve button, and the
 	// API refuses it all the same.
 	reader := f.apiToken("join:List*", "join:Get*")
