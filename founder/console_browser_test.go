@@ -374,7 +374,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			}
 		}
 	}
-	b.do("back to a desktop window", chromedp.EmulateReset())
+	b.do("back to a desktop window", chromedp.EmulateViewport(1440, 900))
 	for _, p := range pages {
 		b.do("open /ui/"+p.page, chromedp.Navigate(f.api+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
 		b.screenshot(shots, p.page)
