@@ -39,20 +39,7 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dirs["a"], "stratum.db")); err == nil {
 		t.Fatal("a founder on a database wrote a bbolt file")
 	}
-	key, err := os.ReadFile(filepath.Join(dirs["a"], "data.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"b", "c"} {
-		if err := os.MkdirAll(dirs[n], 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dirs[n], "data.key"), key, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dirs["b"], Args: []string{"--store", dsn}})
-	c := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dirs["c"], Args: []string{"--store", dsn}})
+	b, c := a.Replica(t, dirs["b"], dsn), a.Replica(t, dirs["c"], dsn)
 	caA, _ := os.ReadFile(filepath.Join(dirs["a"], "ca.pem"))
 	for _, n := range []string{"b", "c"} {
 		if ca, _ := os.ReadFile(filepath.Join(dirs[n], "ca.pem")); string(ca) != string(caA) {

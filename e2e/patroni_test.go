@@ -43,17 +43,7 @@ func TestPatroniFailover(t *testing.T) {
 	root := t.TempDir()
 	dirA, dirB := filepath.Join(root, "a"), filepath.Join(root, "b")
 	a := stratumtest.ServeDev(t, dirA, "--store", dsn)
-	key, err := os.ReadFile(filepath.Join(dirA, "data.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dirB, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dirB, "data.key"), key, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dirB, Args: []string{"--store", dsn}})
+	b := a.Replica(t, dirB, dsn)
 	founders := []*stratumtest.Founder{a, b}
 	email, password := credentials(t, dirA)
 	admin := a.Login(t, email, password).Token

@@ -363,6 +363,24 @@ func ServeDev(t testing.TB, dir string, args ...string) *Founder {
 	return StartFounder(t, FounderOptions{Dir: dir, Dev: true, Args: args})
 }
 
+// Replica starts another replica of f's cluster on the database dsn, in
+// the new data directory dir holding f's data key, as an operator adds a
+// founder to an HA cluster (docs/HA.md).
+func (f *Founder) Replica(t testing.TB, dir, dsn string, args ...string) *Founder {
+	t.Helper()
+	key, err := os.ReadFile(filepath.Join(f.Dir, "data.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return StartFounder(t, FounderOptions{Dir: dir, Args: append([]string{"--store", dsn}, args...)})
+}
+
 // Operator is the bootstrap admin's client, logged in at its first use and
 // kept: one session per founder, as an operator at a terminal has.
 func (f *Founder) Operator(t testing.TB) *Client {
