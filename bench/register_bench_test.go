@@ -1,24 +1,14 @@
 package bench
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"stratum/buildinfo"
-	"stratum/founder"
 )
 
 // BenchmarkRegistrations measures registrations on an in-process founder
@@ -36,34 +26,8 @@ func BenchmarkRegistrations(b *testing.B) {
 		count = n
 	}
 	const workers = 64
-	dir := founder.DataDir(filepath.Join(b.TempDir(), "data"))
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan [2]string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- founder.Serve(ctx, founder.Options{
-			Data: dir, Dev: true, APIAddr: "127.0.0.1:0", JoinAddr: "127.0.0.1:0",
-			Build: buildinfo.Info{Version: "bench", Commit: "bench"},
-			Log:   slog.New(slog.DiscardHandler), Out: io.Discard,
-			Ready: func(a, j string) { ready <- [2]string{a, j} },
-		})
-	}()
-	var addrs [2]string
-	select {
-	case addrs = <-ready:
-	case err := <-done:
-		b.Fatalf("founder: %v", err)
-	}
-	defer func() { cancel(); <-done }()
-	pem, err := os.ReadFile(dir.CACert())
-	if err != nil {
-		b.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(pem)
-	f := &lpFounder{apiAddr: addrs[0], joinAddr: addrs[1], dir: string(dir), roots: roots,
-		admin: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}}
-	f.login(b)
+	f := lpServeInProcess(b)
+	roots := f.roots
 	var tokens []string
 	for range (count + lpTokenUses - 1) / lpTokenUses {
 		var out struct {
