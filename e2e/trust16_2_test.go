@@ -313,27 +313,7 @@ func TestTrust16_2_RejectedUserEndsItsSessions(t *testing.T) {
 
 			// The account must change its password (set with the data
 			// key, as the 16.1 migration does).
-			key, err := crypto.LoadOrCreateDataKey(filepath.Join(dir, "data.key"), false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			target := filepath.Join(dir, "stratum.db")
-			if dsn != "" {
-				target = dsn
-			}
-			db, err := store.Open(target, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var marked bool
-			err = db.Update(func(tx *store.Tx) error {
-				marked, err = iam.MarkMustChangeIfPassword(tx, email, password, "test")
-				return err
-			})
-			db.Close()
-			if err != nil || !marked {
-				t.Fatalf("mark must-change: %v %v", marked, err)
-			}
+			markMustChange(t, dir, dsn, email, password)
 
 			f = startOn(t, dir, dsn)
 			status, body, err := call(f, "POST", "/v1/auth/login", "", map[string]any{"email": email, "password": password})
@@ -453,23 +433,7 @@ func TestTrust16_1_MustChangeHoldsAPITokens(t *testing.T) {
 		t.Fatalf("API token: %d %s %v", status, body, err)
 	}
 	f.Stop(os.Interrupt, 20*time.Second)
-	key, err := crypto.LoadOrCreateDataKey(filepath.Join(dir, "data.key"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(filepath.Join(dir, "stratum.db"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var marked bool
-	err = db.Update(func(tx *store.Tx) error {
-		marked, err = iam.MarkMustChangeIfPassword(tx, email, password, "test")
-		return err
-	})
-	db.Close()
-	if err != nil || !marked {
-		t.Fatalf("mark must-change: %v %v", marked, err)
-	}
+	markMustChange(t, dir, "", email, password)
 
 	f = startOn(t, dir, "")
 	for _, p := range []string{"/v1/iam/tokens", "/v1/admin/join/registrations"} {
@@ -529,4 +493,32 @@ func TestTrust16_2_RejectionAuditCannotBeSilenced(t *testing.T) {
 		}
 	}
 	t.Fatalf("the forged row was not audited (a forged mark silenced it): rejected events %v", subjects)
+}
+
+// markMustChange marks the account "must change password" in a stopped
+// founder's store (the bbolt file in dir, or the database dsn), with the
+// data key, as the 16.1 migration does.
+func markMustChange(t *testing.T, dir, dsn, email, password string) {
+	t.Helper()
+	key, err := crypto.LoadOrCreateDataKey(filepath.Join(dir, "data.key"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "stratum.db")
+	if dsn != "" {
+		target = dsn
+	}
+	db, err := store.Open(target, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marked bool
+	err = db.Update(func(tx *store.Tx) error {
+		marked, err = iam.MarkMustChangeIfPassword(tx, email, password, "test")
+		return err
+	})
+	db.Close()
+	if err != nil || !marked {
+		t.Fatalf("mark must-change: %v %v", marked, err)
+	}
 }
