@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -290,29 +288,13 @@ func lpRegisterAll(b *testing.B, f *lpFounder, joiners []*lpJoiner, tokens []str
 	for lo := 0; lo < len(joiners); lo += lpTokenUses {
 		hi := min(lo+lpTokenUses, len(joiners))
 		bStart, bCPU := time.Now(), f.cpu()
-		var next atomic.Int64
-		next.Store(int64(lo))
-		var failed atomic.Pointer[error]
-		var wg sync.WaitGroup
-		for range lpRegisterWorkers {
-			wg.Go(func() {
-				for failed.Load() == nil {
-					i := int(next.Add(1)) - 1
-					if i >= hi {
-						return
-					}
-					d, err := joiners[i].register(f.joinAddr, tokens[i/lpTokenUses], lpRelease)
-					if err != nil {
-						failed.CompareAndSwap(nil, &err)
-						return
-					}
-					lat[i] = d
-				}
-			})
-		}
-		wg.Wait()
-		if err := failed.Load(); err != nil {
-			b.Fatalf("registration: %v\n%s", *err, f.logTail(10))
+		err := concurrently(lpRegisterWorkers, lo, hi, func(i int) error {
+			d, err := joiners[i].register(f.joinAddr, tokens[i/lpTokenUses], lpRelease)
+			lat[i] = d
+			return err
+		})
+		if err != nil {
+			b.Fatalf("registration: %v\n%s", err, f.logTail(10))
 		}
 		batches = append(batches, lpBatch{took: time.Since(bStart), cpu: f.cpu() - bCPU})
 	}

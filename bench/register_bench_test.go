@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -42,27 +40,13 @@ func BenchmarkRegistrations(b *testing.B) {
 	}
 	cpu0 := processCPU()
 	start := time.Now()
-	var next atomic.Int64
-	var failed atomic.Pointer[error]
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for failed.Load() == nil {
-				i := int(next.Add(1)) - 1
-				if i >= count {
-					return
-				}
-				if _, err := joiners[i].register(f.joinAddr, tokens[i/lpTokenUses], lpRelease); err != nil {
-					failed.CompareAndSwap(nil, &err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	err = concurrently(workers, 0, count, func(i int) error {
+		_, err := joiners[i].register(f.joinAddr, tokens[i/lpTokenUses], lpRelease)
+		return err
+	})
 	took := time.Since(start)
-	if err := failed.Load(); err != nil {
-		b.Fatal(*err)
+	if err != nil {
+		b.Fatal(err)
 	}
 	cpu := processCPU() - cpu0
 	rate := float64(count) / took.Seconds()

@@ -16,8 +16,6 @@ import (
 	"stratum/buildinfo"
 	"stratum/founder"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -95,27 +93,10 @@ func BenchmarkRegisterCPU(b *testing.B) {
 	for b.Loop() {
 		cpu0 := f.cpu()
 		start := time.Now()
-		var next atomic.Int64
-		var failed atomic.Pointer[error]
-		var wg sync.WaitGroup
-		for range workers {
-			wg.Go(func() {
-				for failed.Load() == nil {
-					i := int(next.Add(1)) - 1
-					if i >= count {
-						return
-					}
-					if err := register(i); err != nil {
-						failed.CompareAndSwap(nil, &err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
+		err := concurrently(workers, 0, count, register)
 		took = time.Since(start)
-		if err := failed.Load(); err != nil {
-			b.Fatal(*err)
+		if err != nil {
+			b.Fatal(err)
 		}
 		cpu = f.cpu() - cpu0
 	}
