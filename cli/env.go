@@ -13,7 +13,7 @@ import (
 // weakens a safety rule, so it has to be typed on the command line where
 // the operator sees it (a variable left in a shell would silently allow
 // every later downgrade).
-var noEnvTwin = map[string]bool{"allow-downgrade": true, "insecure-store-unseal-key": true, "accept-audit-rollback": true}
+var noEnvTwin = map[string]bool{"allow-downgrade": true, "insecure-store-unseal-key": true, "accept-audit-rollback": true, "allow-public-connect": true}
 
 // envTwin names a flag's environment twin: STRATUM_ + the flag name
 // (--api-addr -> STRATUM_API_ADDR); "" for a flag that has none. The join

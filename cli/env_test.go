@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -10,18 +11,21 @@ import (
 // must not allow a downgrade or a plaintext unseal key, while ordinary
 // flags keep their twins.
 func TestSafetyFlagsHaveNoEnvTwin(t *testing.T) {
-	t.Setenv("STRATUM_ALLOW_DOWNGRADE", "true")
-	t.Setenv("STRATUM_INSECURE_STORE_UNSEAL_KEY", "true")
 	t.Setenv("STRATUM_API_ADDR", "127.0.0.1:1")
 	cmd := &cobra.Command{Use: "test"}
-	allow := cmd.Flags().Bool("allow-downgrade", false, "")
-	insecure := cmd.Flags().Bool("insecure-store-unseal-key", false, "")
+	safety := map[string]*bool{}
+	for _, name := range []string{"allow-downgrade", "insecure-store-unseal-key", "accept-audit-rollback", "allow-public-connect"} {
+		t.Setenv("STRATUM_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_")), "true")
+		safety[name] = cmd.Flags().Bool(name, false, "")
+	}
 	addr := cmd.Flags().String("api-addr", "", "")
 	if err := applyEnvTwins(cmd); err != nil {
 		t.Fatal(err)
 	}
-	if *allow || *insecure {
-		t.Fatalf("environment set a safety flag: allow-downgrade=%v insecure-store-unseal-key=%v", *allow, *insecure)
+	for name, set := range safety {
+		if *set {
+			t.Errorf("the environment set the safety flag --%s", name)
+		}
 	}
 	if *addr != "127.0.0.1:1" {
 		t.Fatalf("an ordinary flag lost its env twin: %q", *addr)
