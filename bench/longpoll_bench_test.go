@@ -10,8 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // Sizes of BenchmarkLongPoll10k: 10,000 waiters, 500 of them approved
@@ -74,53 +77,32 @@ func BenchmarkLongPoll10k(b *testing.B) {
 
 	// 1. Registration, on founder A.
 	fa := lpStartFounder(b, dir, "founder-a.log")
-	b.Cleanup(func() {
-		select {
-		case <-fa.exited:
-		default:
-			fa.kill()
-		}
-	})
-	var tokens []string
-	for range (lpWaiters + lpTokenUses - 1) / lpTokenUses {
-		var out struct {
-			Token string `json:"token"`
-		}
-		fa.call(b, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker", "ttl": "1h", "uses": lpTokenUses}, 201, &out)
-		tokens = append(tokens, out.Token)
-	}
+	tokens := lpTokens(b, fa, lpWaiters)
 	keysStart := time.Now()
-	joiners, err := lpNewJoiners(lpWaiters, fa.roots)
+	joiners, err := lpNewJoiners(lpWaiters, fa.Pool)
 	if err != nil {
 		b.Fatal(err)
 	}
 	keysTook := time.Since(keysStart)
-	regLoad, regCPU := lpLoad(), fa.cpu()
+	regLoad, regCPU := lpLoad(), fa.CPU()
 	regTook, regLat, batches := lpRegisterAll(b, fa, joiners, tokens)
-	regCPU = fa.cpu() - regCPU
+	regCPU = fa.CPU() - regCPU
 	fmt.Printf("longpoll register joiners=%d workers=%d took_s=%.1f per_s=%.0f p50_ms=%.1f p99_ms=%.1f founder_cpu_ms_per_registration=%.2f founder_cpu_busy=%.0f%% first_1000_per_s=%.0f cpu_ms=%.2f last_1000_per_s=%.0f cpu_ms=%.2f load1=%s keygen_s=%.1f\n",
 		lpWaiters, lpRegisterWorkers, regTook.Seconds(), float64(lpWaiters)/regTook.Seconds(),
 		lpMs(lpPercentile(regLat, 50)), lpMs(lpPercentile(regLat, 99)), lpMs(regCPU)/float64(lpWaiters),
 		100*regCPU.Seconds()/regTook.Seconds(), lpTokenUses/batches[0].took.Seconds(), lpMs(batches[0].cpu)/lpTokenUses,
 		lpTokenUses/batches[len(batches)-1].took.Seconds(), lpMs(batches[len(batches)-1].cpu)/lpTokenUses, regLoad, keysTook.Seconds())
 	b.ReportMetric(float64(lpWaiters)/regTook.Seconds(), "registrations/s")
-	stopA := fa.stop(b)
+	stopA := lpStop(b, fa)
 
 	// 2. Founder B on the same data.
 	fb := lpStartFounder(b, dir, "founder-b.log")
-	b.Cleanup(func() {
-		select {
-		case <-fb.exited:
-		default:
-			fb.kill()
-		}
-	})
 	time.Sleep(2 * time.Second) // let start-up settle
-	m0, p0 := fb.metrics(b), fb.procMem(b)
+	m0, p0 := lpMetricsOf(b, fb), lpMem(b, fb)
 
 	// 3. 10,000 waiting long-polls.
-	p := &lpPoll{host: fb.joinAddr, wait: lpWait, dials: make(chan struct{}, lpDials)}
-	openLoad, openCPU := lpLoad(), fb.cpu()
+	p := &lpPoll{host: fb.Join, wait: lpWait, dials: make(chan struct{}, lpDials)}
+	openLoad, openCPU := lpLoad(), fb.CPU()
 	openStart := time.Now()
 	p.sent.Add(len(joiners))
 	p.done.Add(len(joiners))
@@ -137,7 +119,7 @@ func BenchmarkLongPoll10k(b *testing.B) {
 	deadline := time.Now().Add(60 * time.Second)
 	for prev := -1.0; ; prev = m1.goroutines {
 		time.Sleep(500 * time.Millisecond)
-		m1 = fb.metrics(b)
+		m1 = lpMetricsOf(b, fb)
 		// Held polls are parked on their connections, not goroutines: the
 		// founder's waiters gauge counts them.
 		if m1.waiters >= float64(lpWaiters) && math.Abs(m1.goroutines-prev) <= 5 {
@@ -148,7 +130,7 @@ func BenchmarkLongPoll10k(b *testing.B) {
 		}
 	}
 	readyAt := time.Now()
-	openCPU = fb.cpu() - openCPU
+	openCPU = fb.CPU() - openCPU
 	var tcpLat, tlsLat []time.Duration
 	for _, j := range joiners {
 		tcpLat, tlsLat = append(tcpLat, j.tcpTook), append(tlsLat, j.tlsTook)
@@ -157,22 +139,22 @@ func BenchmarkLongPoll10k(b *testing.B) {
 		lpWaiters, lpDials, openTook.Seconds(), float64(lpWaiters)/openTook.Seconds(), lpMs(lpPercentile(tcpLat, 50)), lpMs(lpPercentile(tcpLat, 99)),
 		lpMs(lpPercentile(tlsLat, 50)), lpMs(lpPercentile(tlsLat, 99)), lpMs(openCPU)/float64(lpWaiters), openLoad)
 	time.Sleep(time.Second)
-	m1, p1 := fb.metrics(b), fb.procMem(b)
+	m1, p1 := lpMetricsOf(b, fb), lpMem(b, fb)
 	if n := lpFailed(joiners); n > 0 {
 		b.Fatalf("%d long-polls ended early, e.g. %v", n, lpFirstErr(joiners))
 	}
 	perKiB := func(after, before float64) float64 { return (after - before) / float64(lpWaiters) / 1024 }
-	rssPer := float64(p1.rss-p0.rss) / float64(lpWaiters)
-	anonPer := float64(p1.anon-p0.anon) / float64(lpWaiters)
+	rssPer := float64(p1.RSS-p0.RSS) / float64(lpWaiters)
+	anonPer := float64(p1.Anon-p0.Anon) / float64(lpWaiters)
 	goPer := (m1.goroutines - m0.goroutines) / float64(lpWaiters)
 	firstSent := lpFirstSent(joiners)
 	fmt.Printf("longpoll hold waiters=%d opened_s=%.1f all_held_s=%.1f founder_rss_mib=%.0f->%.0f anon_mib=%.0f->%.0f file_mib=%.0f->%.0f heap_inuse_kib_per_waiter=%.1f stack_inuse_kib_per_waiter=%.1f goroutines=%.0f->%.0f open_fds=%.0f->%.0f fd_limit=%s bench_rss_mib=%.0f\n",
-		lpWaiters, openTook.Seconds(), readyAt.Sub(openStart).Seconds(), float64(p0.rss)/1024, float64(p1.rss)/1024, float64(p0.anon)/1024, float64(p1.anon)/1024,
-		float64(p0.file)/1024, float64(p1.file)/1024, perKiB(m1.heapInuse, m0.heapInuse), perKiB(m1.stackInuse, m0.stackInuse),
-		m0.goroutines, m1.goroutines, m0.openFDs, m1.openFDs, fb.fdLimit(), float64(lpSelfRSS())/1024)
+		lpWaiters, openTook.Seconds(), readyAt.Sub(openStart).Seconds(), float64(p0.RSS)/1024, float64(p1.RSS)/1024, float64(p0.Anon)/1024, float64(p1.Anon)/1024,
+		float64(p0.File)/1024, float64(p1.File)/1024, perKiB(m1.heapInuse, m0.heapInuse), perKiB(m1.stackInuse, m0.stackInuse),
+		m0.goroutines, m1.goroutines, m0.openFDs, m1.openFDs, fb.FDLimit(), float64(lpSelfRSS())/1024)
 
 	// 4. Approvals, one at a time.
-	approveLoad, approveCPU := lpLoad(), fb.cpu()
+	approveLoad, approveCPU := lpLoad(), fb.CPU()
 	approveStart := time.Now()
 	var fromCommit, fromRequest, approveRTT []time.Duration
 	stride := lpWaiters / lpApprovals
@@ -183,15 +165,15 @@ func BenchmarkLongPoll10k(b *testing.B) {
 	var cpuMarks []time.Duration
 	for k := range lpApprovals {
 		if k == 0 || k == seg || k == lpApprovals-seg {
-			cpuMarks = append(cpuMarks, fb.cpu())
+			cpuMarks = append(cpuMarks, fb.CPU())
 		}
 		j := joiners[k*stride]
 		approved[j.i] = true
 		t0 := time.Now()
-		err := fb.do("POST", "/v1/admin/join/registrations/"+j.joinID+"/approve", struct{}{}, 200, nil)
+		status, e, err := fb.Operator(b).Do("POST", "/v1/admin/join/registrations/"+j.joinID+"/approve", struct{}{}, nil)
 		t1 := time.Now()
-		if err != nil {
-			b.Fatalf("approval %d: %v", k, err)
+		if err != nil || status != 200 {
+			b.Fatalf("approval %d: %d %v %v", k, status, e, err)
 		}
 		select {
 		case a := <-j.wake:
@@ -211,8 +193,8 @@ func BenchmarkLongPoll10k(b *testing.B) {
 		}
 	}
 	approveEnd := time.Now()
-	cpuMarks = append(cpuMarks, fb.cpu())
-	approveCPU = fb.cpu() - approveCPU
+	cpuMarks = append(cpuMarks, fb.CPU())
+	approveCPU = fb.CPU() - approveCPU
 	wakeP50, wakeP99 := lpPercentile(fromCommit, 50), lpPercentile(fromCommit, 99)
 	fmt.Printf("longpoll wake approvals=%d from_approve_answer_p50_ms=%.2f p99_ms=%.2f max_ms=%.2f negative=%d from_approve_request_p50_ms=%.2f p99_ms=%.2f max_ms=%.2f approve_rtt_p50_ms=%.2f p99_ms=%.2f first_%d_p50_ms=%.2f last_%d_p50_ms=%.2f founder_cpu_ms_per_approval=%.2f first_%d=%.2f last_%d=%.2f load1=%s approvals_at_s=%.1f-%.1f (after the first poll)\n",
 		lpApprovals, lpMs(wakeP50), lpMs(wakeP99), lpMs(slices.Max(fromCommit)), lpCountNegative(fromCommit),
@@ -229,10 +211,10 @@ func BenchmarkLongPoll10k(b *testing.B) {
 		time.Since(firstSent).Seconds(), lpWait, hold.unchanged, len(hold.early), lpRange(hold.early), hold.full, hold.errors)
 
 	// 6. SIGTERM: every waiter left must be answered.
-	termLoad, termCPU := lpLoad(), fb.cpu()
+	termLoad, termCPU := lpLoad(), fb.CPU()
 	p.stopping.Store(true)
 	term := time.Now()
-	exitTook := fb.stop(b)
+	exitTook := lpStop(b, fb)
 	allDone := make(chan struct{})
 	go func() { p.done.Wait(); close(allDone) }()
 	select {
@@ -240,11 +222,11 @@ func BenchmarkLongPoll10k(b *testing.B) {
 	case <-time.After(20 * time.Second):
 		b.Errorf("waiters still unanswered 20s after the founder exited")
 	}
-	termCPU = fb.cpu() - termCPU
+	termCPU = fb.CPU() - termCPU
 	sd := lpShutdown(joiners, approved, term)
 	fmt.Printf("longpoll shutdown remaining=%d answered=%d errors=%d answer_p50_ms=%.1f answer_max_ms=%.1f founder_exit_ms=%.0f founder_cpu_ms=%.0f load1=%s founder_a_exit_ms=%.0f log_errors=%d%s\n",
 		sd.remaining, len(sd.answered), sd.errors, lpMs(lpPercentile(sd.answered, 50)), lpMs(slices.Max(append(sd.answered, 0))),
-		lpMs(exitTook), lpMs(termCPU), termLoad, lpMs(stopA), fb.logCount("level=ERROR"), sd.firstErr)
+		lpMs(exitTook), lpMs(termCPU), termLoad, lpMs(stopA), fb.LogCount("level=ERROR"), sd.firstErr)
 	if len(sd.answered) != sd.remaining {
 		b.Errorf("SIGTERM answered %d of %d waiters; first error: %s", len(sd.answered), sd.remaining, sd.firstErr)
 	}
@@ -281,22 +263,22 @@ type lpBatch struct {
 // lpRegisterAll registers every joiner, one batch of lpTokenUses per
 // token, lpRegisterWorkers at a time; it answers the whole time, each
 // registration's latency and each batch's time and founder CPU.
-func lpRegisterAll(b *testing.B, f *lpFounder, joiners []*lpJoiner, tokens []string) (time.Duration, []time.Duration, []lpBatch) {
+func lpRegisterAll(b *testing.B, f *stratumtest.Founder, joiners []*lpJoiner, tokens []string) (time.Duration, []time.Duration, []lpBatch) {
 	lat := make([]time.Duration, len(joiners))
 	var batches []lpBatch
 	start := time.Now()
 	for lo := 0; lo < len(joiners); lo += lpTokenUses {
 		hi := min(lo+lpTokenUses, len(joiners))
-		bStart, bCPU := time.Now(), f.cpu()
+		bStart, bCPU := time.Now(), f.CPU()
 		err := concurrently(lpRegisterWorkers, lo, hi, func(i int) error {
-			d, err := joiners[i].register(f.joinAddr, tokens[i/lpTokenUses], lpRelease)
+			d, err := joiners[i].register(f.Join, tokens[i/lpTokenUses], lpRelease)
 			lat[i] = d
 			return err
 		})
 		if err != nil {
-			b.Fatalf("registration: %v\n%s", err, f.logTail(10))
+			b.Fatalf("registration: %v\n%s", err, f.LogTail(10))
 		}
-		batches = append(batches, lpBatch{took: time.Since(bStart), cpu: f.cpu() - bCPU})
+		batches = append(batches, lpBatch{took: time.Since(bStart), cpu: f.CPU() - bCPU})
 	}
 	return time.Since(start), lat, batches
 }
@@ -437,13 +419,64 @@ func lpRange(ds []time.Duration) string {
 
 // lpSelfRSS is this process's VmRSS in KiB.
 func lpSelfRSS() int64 {
-	raw, _ := os.ReadFile("/proc/self/status")
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kib int64
-			_, _ = fmt.Sscan(rest, &kib)
-			return kib
-		}
+	m, _ := stratumtest.ProcMem(os.Getpid())
+	return m.RSS
+}
+
+// lpStartFounder runs `stratum serve --dev` on dir (the harness's child
+// founder), its output in the file logName beside dir.
+func lpStartFounder(b *testing.B, dir, logName string) *stratumtest.Founder {
+	return stratumtest.StartFounder(b, stratumtest.FounderOptions{Dir: dir, Dev: true, LogFile: filepath.Join(filepath.Dir(dir), logName)})
+}
+
+// lpTokens creates the join tokens for n registrations, lpTokenUses each.
+func lpTokens(b *testing.B, f *stratumtest.Founder, n int) []string {
+	var tokens []string
+	for range (n + lpTokenUses - 1) / lpTokenUses {
+		tokens = append(tokens, f.Operator(b).JoinTokenUses(b, "worker", lpTokenUses))
 	}
-	return 0
+	return tokens
+}
+
+// lpStop sends SIGTERM, waits for the exit (30 s at most) and wants code
+// 0; it answers how long that took.
+func lpStop(b *testing.B, f *stratumtest.Founder) time.Duration {
+	code, took := f.Stop(syscall.SIGTERM, 30*time.Second)
+	if code != 0 {
+		b.Errorf("founder exit %d after SIGTERM\n%s", code, f.LogTail(20))
+	}
+	return took
+}
+
+// lpMetrics is a few gauges of the founder's GET /metrics.
+type lpMetrics struct {
+	goroutines, openFDs, heapInuse, stackInuse, waiters float64
+}
+
+func lpMetricsOf(b *testing.B, f *stratumtest.Founder) lpMetrics {
+	m, err := f.Metrics()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lpMetrics{goroutines: m["go_goroutines"], openFDs: m["process_open_fds"], heapInuse: m["go_memstats_heap_inuse_bytes"],
+		stackInuse: m["go_memstats_stack_inuse_bytes"], waiters: m["stratum_join_waiters"]}
+}
+
+// lpMem is the founder's resident memory, KiB.
+func lpMem(b *testing.B, f *stratumtest.Founder) stratumtest.Mem {
+	m, err := f.Mem()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+// lpLoad is the machine's one-minute load average: the founder shares
+// the CPUs with this process and whatever else runs.
+func lpLoad() string {
+	raw, _ := os.ReadFile("/proc/loadavg")
+	if p := strings.Fields(string(raw)); len(p) > 0 {
+		return p[0]
+	}
+	return "?"
 }

@@ -1,12 +1,18 @@
 package bench
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
+
+	"stratum/buildinfo"
+	"stratum/founder"
+	"stratum/internal/stratumtest"
 )
 
 // BenchmarkRegistrations measures registrations on an in-process founder
@@ -25,30 +31,22 @@ func BenchmarkRegistrations(b *testing.B) {
 	}
 	const workers = 64
 	f := lpServeInProcess(b)
-	roots := f.roots
-	var tokens []string
-	for range (count + lpTokenUses - 1) / lpTokenUses {
-		var out struct {
-			Token string `json:"token"`
-		}
-		f.call(b, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker", "ttl": "1h", "uses": lpTokenUses}, 201, &out)
-		tokens = append(tokens, out.Token)
-	}
-	joiners, err := lpNewJoiners(count, roots)
+	tokens := lpTokens(b, f, count)
+	joiners, err := lpNewJoiners(count, f.Pool)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpu0 := processCPU()
+	cpu0 := f.CPU() // this process's: the founder's and the clients'
 	start := time.Now()
 	err = concurrently(workers, 0, count, func(i int) error {
-		_, err := joiners[i].register(f.joinAddr, tokens[i/lpTokenUses], lpRelease)
+		_, err := joiners[i].register(f.Join, tokens[i/lpTokenUses], lpRelease)
 		return err
 	})
 	took := time.Since(start)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpu := processCPU() - cpu0
+	cpu := f.CPU() - cpu0
 	rate := float64(count) / took.Seconds()
 	verdict := "pass"
 	if rate < 1500 {
@@ -59,9 +57,16 @@ func BenchmarkRegistrations(b *testing.B) {
 	b.ReportMetric(rate, "registrations/s")
 }
 
-// processCPU is this process's user+system CPU time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+// lpServeInProcess runs founder.Serve (what `stratum serve --dev` runs) in
+// this process, through the harness's in-process mode, until the
+// benchmark ends; its CPU is this process's. Its log is discarded, as a
+// child's costs nothing here.
+func lpServeInProcess(b *testing.B) *stratumtest.Founder {
+	return stratumtest.StartFounder(b, stratumtest.FounderOptions{Dev: true, Serve: func(ctx context.Context, p stratumtest.InProcess) error {
+		return founder.Serve(ctx, founder.Options{
+			Data: founder.DataDir(p.Dir), Dev: p.Dev, APIAddr: p.APIAddr, JoinAddr: p.JoinAddr, Ready: p.Ready,
+			Build: buildinfo.Info{Version: "bench", Commit: "bench"},
+			Log:   slog.New(slog.DiscardHandler), Out: io.Discard,
+		})
+	}})
 }

@@ -2,22 +2,17 @@ package bench
 
 import (
 	"bytes"
-	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"log/slog"
-
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"stratum/buildinfo"
-	"stratum/founder"
 	"strconv"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
 )
 
 // BenchmarkRegisterCPU is SPEC section 21's registration target: the
@@ -41,28 +36,21 @@ func BenchmarkRegisterCPU(b *testing.B) {
 		count = n
 	}
 	const workers = 64
-	var f *lpFounder
+	var f *stratumtest.Founder
 	if os.Getenv("REGISTER_INPROCESS") == "1" {
 		// For a CPU profile (-cpuprofile) of the founder's code: the same
 		// founder.Serve in this process, the clients' stacks beside it.
 		f = lpServeInProcess(b)
 	} else {
 		f = lpStartFounder(b, filepath.Join(b.TempDir(), "data"), "founder.log")
-		defer f.stop(b)
+		defer lpStop(b, f)
 	}
-	var tokens []string
-	for range (count + lpTokenUses - 1) / lpTokenUses {
-		var out struct {
-			Token string `json:"token"`
-		}
-		f.call(b, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker", "ttl": "1h", "uses": lpTokenUses}, 201, &out)
-		tokens = append(tokens, out.Token)
-	}
-	joiners, err := lpNewJoiners(count, f.roots)
+	tokens := lpTokens(b, f, count)
+	joiners, err := lpNewJoiners(count, f.Pool)
 	if err != nil {
 		b.Fatal(err)
 	}
-	url := "https://" + f.joinAddr + "/v1/join/registrations"
+	url := "https://" + f.Join + "/v1/join/registrations"
 	register := func(i int) error {
 		j := joiners[i]
 		body, err := json.Marshal(map[string]string{"token": tokens[i/lpTokenUses], "release": lpRelease, "hostname": lpHostname(i), "mgmtIp": lpMgmtIP(i)})
@@ -85,20 +73,20 @@ func BenchmarkRegisterCPU(b *testing.B) {
 	}
 	// What the founder spends with nothing to do (background checks,
 	// timers) over as long as the run takes is not the registrations'.
-	idle0 := f.cpu()
+	idle0 := f.CPU()
 	time.Sleep(registerIdle)
-	idleRate := float64(f.cpu()-idle0) / float64(registerIdle)
+	idleRate := float64(f.CPU()-idle0) / float64(registerIdle)
 	var cpu time.Duration
 	var took time.Duration
 	for b.Loop() {
-		cpu0 := f.cpu()
+		cpu0 := f.CPU()
 		start := time.Now()
 		err := concurrently(workers, 0, count, register)
 		took = time.Since(start)
 		if err != nil {
 			b.Fatal(err)
 		}
-		cpu = f.cpu() - cpu0
+		cpu = f.CPU() - cpu0
 	}
 	idle := time.Duration(idleRate * float64(took))
 	gross := float64(cpu.Microseconds()) / 1000 / float64(count)
@@ -107,38 +95,4 @@ func BenchmarkRegisterCPU(b *testing.B) {
 		count, workers, cpu, idle.Round(10*time.Millisecond), perReg, gross, float64(count)/took.Seconds(), lpLoad())
 	printTarget(b, "register-cpu-ms", perReg, "<=", 0.5, "ms")
 	b.ReportMetric(perReg, "founder-cpu-ms/registration")
-}
-
-// lpServeInProcess runs founder.Serve (what `stratum serve --dev` runs) in
-// this process until the benchmark ends; cpu reads this process's CPU.
-func lpServeInProcess(b *testing.B) *lpFounder {
-	dir := founder.DataDir(filepath.Join(b.TempDir(), "data"))
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan [2]string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- founder.Serve(ctx, founder.Options{
-			Data: dir, Dev: true, APIAddr: "127.0.0.1:0", JoinAddr: "127.0.0.1:0",
-			Build: buildinfo.Info{Version: "bench", Commit: "bench"},
-			Log:   slog.New(slog.DiscardHandler), Out: io.Discard,
-			Ready: func(a, j string) { ready <- [2]string{a, j} },
-		})
-	}()
-	var addrs [2]string
-	select {
-	case addrs = <-ready:
-	case err := <-done:
-		b.Fatalf("founder: %v", err)
-	}
-	b.Cleanup(func() { cancel(); <-done })
-	pem, err := os.ReadFile(dir.CACert())
-	if err != nil {
-		b.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(pem)
-	f := &lpFounder{apiAddr: addrs[0], joinAddr: addrs[1], dir: string(dir), roots: roots, inProcess: true,
-		admin: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}}
-	f.login(b)
-	return f
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -40,6 +41,13 @@ type FounderOptions struct {
 	// with SIGINT and wait up to that long (a clean shutdown), instead of
 	// killing it.
 	StopWithin time.Duration
+	// Serve, when set, runs the founder in this process instead of as a
+	// child: the test passes the serve entry point (founder.Serve behind
+	// a few lines that fill its Options from InProcess), for a test that
+	// sets hooks of those Options, reads the founder's internals, or
+	// profiles its code. Args and Env do not apply (the Options are the
+	// flags); the Founder and its verbs are the same.
+	Serve ServeFunc
 }
 
 // Founder is a `stratum serve` child process.
@@ -65,6 +73,10 @@ type Founder struct {
 	logFile  string
 	exited   chan struct{}
 	exitCode int
+	// cancel stops an in-process founder (nil for a child); serveErr is
+	// what its Serve returned.
+	cancel   context.CancelFunc
+	serveErr error
 }
 
 var banner = regexp.MustCompile(`^\s*(admin API|join listener|CA pin):\s+(\S+)`)
@@ -99,6 +111,17 @@ func StartFounder(t testing.TB, o FounderOptions) *Founder {
 			f.Stop(os.Interrupt, o.StopWithin)
 		}
 		f.Kill()
+		if f.cancel != nil {
+			// An in-process founder must shut down cleanly.
+			select {
+			case <-f.exited:
+				if f.serveErr != nil {
+					t.Errorf("in-process founder: %v", f.serveErr)
+				}
+			default:
+				t.Errorf("in-process founder did not return within 30 s of its cancellation")
+			}
+		}
 		if t.Failed() {
 			t.Logf("founder %s output (last 16 KiB):\n%s", f.Dir, f.OutputTail(16<<10))
 		}
@@ -112,6 +135,9 @@ func StartFounder(t testing.TB, o FounderOptions) *Founder {
 // *testing.T, such as a harness that kills and restarts the founder. A
 // fixed address taken by another process is ErrAddrInUse.
 func Spawn(o FounderOptions) (*Founder, error) {
+	if o.Serve != nil {
+		return spawnInProcess(o)
+	}
 	bin, err := build()
 	if err != nil {
 		return nil, err
@@ -247,12 +273,23 @@ func (f *Founder) OutputTail(n int) string {
 func (f *Founder) Exited() <-chan struct{} { return f.exited }
 func (f *Founder) ExitCode() int           { <-f.exited; return f.exitCode }
 
-// Process is the child process.
-func (f *Founder) Process() *os.Process { return f.cmd.Process }
+// Process is the child process (nil for an in-process founder).
+func (f *Founder) Process() *os.Process {
+	if f.cmd == nil {
+		return nil
+	}
+	return f.cmd.Process
+}
 
-// ProcessState is the exited process's state (CPU times, status); it
-// waits for the exit.
-func (f *Founder) ProcessState() *os.ProcessState { <-f.exited; return f.cmd.ProcessState }
+// ProcessState is the exited child's state (CPU times, status); it waits
+// for the exit (nil for an in-process founder).
+func (f *Founder) ProcessState() *os.ProcessState {
+	<-f.exited
+	if f.cmd == nil {
+		return nil
+	}
+	return f.cmd.ProcessState
+}
 
 // Stop signals the founder and waits for it to exit; it returns the exit
 // code (negative: killed by that signal) and how long it took, and fails
@@ -267,9 +304,12 @@ func (f *Founder) Stop(sig os.Signal, within time.Duration) (int, time.Duration)
 }
 
 // Signal sends sig and waits at most within for the exit, then kills.
+// An in-process founder takes any signal as the end of its context.
 func (f *Founder) Signal(sig os.Signal, within time.Duration) (code int, took time.Duration, err error) {
 	start := time.Now()
-	if err := f.cmd.Process.Signal(sig); err != nil && f.Alive() {
+	if f.cancel != nil {
+		f.cancel()
+	} else if err := f.cmd.Process.Signal(sig); err != nil && f.Alive() {
 		return 0, 0, err
 	}
 	select {
@@ -281,8 +321,18 @@ func (f *Founder) Signal(sig os.Signal, within time.Duration) (code int, took ti
 	return f.exitCode, time.Since(start), nil
 }
 
-// Kill sends SIGKILL (if it still runs) and waits for the exit.
+// Kill sends SIGKILL (if it still runs) and waits for the exit; an
+// in-process founder is cancelled and waited for (30 s at most: a
+// goroutine cannot be killed).
 func (f *Founder) Kill() {
+	if f.cancel != nil {
+		f.cancel()
+		select {
+		case <-f.exited:
+		case <-time.After(30 * time.Second):
+		}
+		return
+	}
 	if f.Alive() {
 		_ = f.cmd.Process.Kill()
 	}

@@ -1,7 +1,10 @@
 package stratumtest
 
 import (
+	"context"
+	"errors"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,10 +58,30 @@ func TestHarness(t *testing.T) {
 	if len(list.Releases) != 1 || list.Releases[0].Release != "0.3.0" {
 		t.Fatalf("releases %+v", list)
 	}
+	// What a benchmark reads: the child's CPU time and memory, /metrics.
+	if m, err := f.Mem(); err != nil || m.RSS <= 0 || f.CPU() <= 0 {
+		t.Fatalf("child's memory %+v (%v), CPU %v", m, err, f.CPU())
+	}
+	if m, err := f.Metrics(); err != nil || m["go_goroutines"] <= 0 {
+		t.Fatalf("metrics: %v, go_goroutines %v", err, m["go_goroutines"])
+	}
 	if code, took := f.Stop(syscall.SIGTERM, 20*time.Second); code != 0 {
 		t.Fatalf("SIGTERM: exit %d after %s", code, took)
 	}
 	if r := Run(t, nil, "version"); r.Code != 0 {
 		t.Fatalf("stratum version: %+v", r)
+	}
+}
+
+// TestInProcessRefused: an in-process founder whose Serve fails before
+// listening is Spawn's error, and flags for a child are refused.
+func TestInProcessRefused(t *testing.T) {
+	broken := errors.New("no listeners today")
+	serve := func(ctx context.Context, p InProcess) error { return broken }
+	if _, err := Spawn(FounderOptions{Dir: t.TempDir(), Serve: serve}); err == nil || !strings.Contains(err.Error(), broken.Error()) {
+		t.Fatalf("a failing Serve: %v", err)
+	}
+	if _, err := Spawn(FounderOptions{Dir: t.TempDir(), Serve: serve, Args: []string{"--dev"}}); err == nil {
+		t.Fatal("an in-process founder took Args")
 	}
 }

@@ -27,8 +27,15 @@ func (f *Founder) Login(t testing.TB, email, password string) *Client {
 // its secret.
 func (c *Client) JoinToken(t testing.TB, role string) string {
 	t.Helper()
+	return c.JoinTokenUses(t, role, 1)
+}
+
+// JoinTokenUses creates a join token for role good for uses
+// registrations within an hour and returns its secret.
+func (c *Client) JoinTokenUses(t testing.TB, role string, uses int) string {
+	t.Helper()
 	var out wire.JoinToken
-	c.Must(t, "POST", "/v1/admin/join/tokens", wire.JoinTokenRequest{Role: role, TTL: "1h", Uses: 1}, http.StatusCreated, &out)
+	c.Must(t, "POST", "/v1/admin/join/tokens", wire.JoinTokenRequest{Role: role, TTL: "1h", Uses: uses}, http.StatusCreated, &out)
 	if out.Token == "" {
 		t.Fatal("the join token's creation answered no token")
 	}

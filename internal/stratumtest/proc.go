@@ -1,0 +1,129 @@
+package stratumtest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// What a benchmark reads of a running founder: its CPU time and memory
+// from /proc, its /metrics, its log.
+
+// pid is the founder's process id (this process's for an in-process one).
+func (f *Founder) pid() int {
+	if f.cmd == nil {
+		return os.Getpid()
+	}
+	return f.cmd.Process.Pid
+}
+
+// CPU is the founder's user+system CPU time so far: a child's from
+// /proc/PID/stat (ticks of USER_HZ, 100 on Linux) while it runs and from
+// its exit status after; an in-process founder's is this whole process's
+// (its clients' included).
+func (f *Founder) CPU() time.Duration {
+	if f.cmd == nil {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	select {
+	case <-f.exited:
+		ps := f.cmd.ProcessState
+		return ps.UserTime() + ps.SystemTime()
+	default:
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", f.pid()))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	_, rest, _ := bytes.Cut(raw, []byte(") "))
+	p := strings.Fields(string(rest))
+	if len(p) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(p[11], 10, 64)
+	stime, _ := strconv.ParseInt(p[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// Mem is a process's resident memory from /proc/PID/status, in KiB.
+type Mem struct {
+	RSS, Anon, File int64
+}
+
+// Mem is the founder's resident memory (this process's for an in-process
+// founder).
+func (f *Founder) Mem() (Mem, error) { return ProcMem(f.pid()) }
+
+// ProcMem reads pid's resident memory from /proc/PID/status.
+func ProcMem(pid int) (Mem, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Mem{}, err
+	}
+	var m Mem
+	fields := map[string]*int64{"VmRSS:": &m.RSS, "RssAnon:": &m.Anon, "RssFile:": &m.File}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		parts := strings.Fields(line)
+		if len(parts) >= 2 && fields[parts[0]] != nil {
+			*fields[parts[0]], _ = strconv.ParseInt(parts[1], 10, 64)
+		}
+	}
+	return m, nil
+}
+
+// FDLimit is the founder's open-files limit, "soft/hard", from
+// /proc/PID/limits ("?" when unread).
+func (f *Founder) FDLimit() string {
+	raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", f.pid()))
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if strings.HasPrefix(line, "Max open files") {
+			if p := strings.Fields(line); len(p) >= 5 {
+				return p[3] + "/" + p[4]
+			}
+		}
+	}
+	return "?"
+}
+
+// Metrics scrapes GET /metrics of the admin API: every sample without
+// labels, by name.
+func (f *Founder) Metrics() (map[string]float64, error) {
+	resp, err := f.Client.Get("https://" + f.API + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			m[name] = v
+		}
+	}
+	return m, sc.Err()
+}
+
+// LogTail is the last n lines of the founder's output.
+func (f *Founder) LogTail(n int) string {
+	lines := strings.Split(strings.TrimRight(f.Output(), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// LogCount counts the occurrences of s in the founder's output.
+func (f *Founder) LogCount(s string) int { return strings.Count(f.Output(), s) }
