@@ -4,6 +4,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -217,10 +218,13 @@ func newFixture(b *testing.B, nodes int) *fixture {
 	cp := releaseset.ControlPlane{Version: "v0.2.0", Commit: "4298b2fe"}
 	schema := db.Schema()
 	cp.SchemaLevel = &schema
-	svc := &releaseset.Service{DB: db, Now: time.Now, Node: founderID, ControlPlane: cp}
+	svc, err := releaseset.New(releaseset.Config{DB: db, Now: time.Now, Node: founderID, ControlPlane: cp})
+	if err != nil {
+		b.Fatal(err)
+	}
 	f.svc = svc
 	f.in = releaseset.Input{Node: founderID, ControlPlane: cp, Members: ids, Records: map[string]releaseset.Stored{}}
-	api := httpapi.New(httpapi.Deps{Identity: iam.New(iam.Config{DB: db}), ReleaseSet: svc})
+	api := httpapi.New(httpapi.Deps{Identity: mustIAM(b, db), ReleaseSet: svc})
 	f.srv = httptest.NewUnstartedServer(api.AdminHandler())
 	f.srv.StartTLS()
 	b.Cleanup(f.srv.Close)
@@ -376,19 +380,15 @@ func login(b *testing.B, db *store.DB, credentials string) string {
 		k, v, _ := strings.Cut(strings.TrimSpace(line), "=")
 		kv[k] = v
 	}
-	var token string
-	err = db.Update(func(tx *store.Tx) error {
-		u, err := iam.CheckLogin(tx, kv["email"], kv["password"])
-		if err != nil {
-			return err
-		}
-		token, _, err = iam.StartSession(tx, u, time.Now())
-		return err
-	})
+	s, err := iam.New(iam.Config{DB: db})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return token
+	session, err := s.Login(context.Background(), kv["email"], kv["password"], "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return session.Token
 }
 
 func (f *fixture) put(b *testing.B, id string, body []byte) {
@@ -556,4 +556,14 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	slices.Sort(s)
 	rank := (p*len(s) + 99) / 100 // ceil(p/100 * n)
 	return s[max(rank, 1)-1]
+}
+
+// mustIAM is the identity service over db.
+func mustIAM(b *testing.B, db *store.DB) *iam.Service {
+	b.Helper()
+	s, err := iam.New(iam.Config{DB: db})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
 }

@@ -19,7 +19,6 @@ import (
 	"stratum/cluster"
 	"stratum/founder"
 	"stratum/httpapi"
-	"stratum/iam"
 	"stratum/releaseset"
 	"stratum/store"
 )
@@ -98,11 +97,11 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 	b.Logf("admitted %d members in %v", nodes, time.Since(start).Round(time.Millisecond))
 
 	cp := releaseset.ControlPlane{Version: "v0.2.0", Commit: "4298b2fe"}
-	svc := &releaseset.Service{DB: db, Now: time.Now, Node: ids[0], ControlPlane: cp}
-	if err := svc.Load(); err != nil {
+	svc, err := releaseset.New(releaseset.Config{DB: db, Now: time.Now, Node: ids[0], ControlPlane: cp})
+	if err != nil {
 		b.Fatal(err)
 	}
-	api := httpapi.New(httpapi.Deps{Identity: iam.New(iam.Config{DB: db}), ReleaseSet: svc})
+	api := httpapi.New(httpapi.Deps{Identity: mustIAM(b, db), ReleaseSet: svc})
 	srv := newTLSServer(b, api.AdminHandler())
 	client := srv.Client()
 	tr := client.Transport.(*http.Transport)

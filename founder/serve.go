@@ -240,7 +240,11 @@ func (f *Founder) run(ctx context.Context) error {
 		joinLn.Close()
 		return err
 	}
-	f.services(ctx)
+	if err := f.services(ctx); err != nil {
+		apiLn.Close()
+		joinLn.Close()
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	f.registerDomainMetrics(reg)
 	f.api = httpapi.New(httpapi.Deps{

@@ -17,14 +17,16 @@ import (
 const selfRecordEvery = 3 * time.Minute
 
 // services builds the domain services once the store is open.
-func (f *Founder) services(ctx context.Context) {
+func (f *Founder) services(ctx context.Context) error {
 	cp := releaseset.ControlPlane{Version: f.opts.Build.Version, Commit: f.opts.Build.Commit}
 	// This build's newest migration, the oldest level whose control plane
 	// still runs against it, and the level the store actually has.
 	level, compat, db := store.SchemaVersion(), store.CompatSchemaVersion(), f.db.Schema()
 	cp.SchemaLevel, cp.CompatSchemaLevel, cp.DatabaseSchemaLevel = &level, &compat, &db
-	f.iam = iam.New(iam.Config{DB: f.db, Now: time.Now})
-	f.releases = &releaseset.Service{DB: f.db, Now: time.Now, Node: f.id.FounderNodeID, ControlPlane: cp, Held: repo.Held}
+	var err error
+	if f.iam, err = iam.New(iam.Config{DB: f.db, Now: time.Now}); err != nil {
+		return err
+	}
 	concurrency := f.opts.ReleaseConcurrency
 	if concurrency <= 0 {
 		concurrency = 4
@@ -36,8 +38,8 @@ func (f *Founder) services(ctx context.Context) {
 	if err := repo.UpgradeIndexes(ctx, f.db, string(f.opts.Data), f.log); err != nil {
 		f.log.Error("indexing the sub-chunks of imported releases failed; files without one are verified by 1 MiB chunk", "err", err)
 	}
-	if err := f.releases.Load(); err != nil {
-		f.log.Error("loading release records failed", "err", err)
+	if f.releases, err = releaseset.New(releaseset.Config{DB: f.db, Now: time.Now, Node: f.id.FounderNodeID, ControlPlane: cp, Held: repo.Held}); err != nil {
+		return err
 	}
 	f.releaseChecks = repo.NewChecks()
 	f.mirror = repo.NewMirror(repo.MirrorConfig{DB: f.db, DataDir: string(f.opts.Data), Concurrency: concurrency,
@@ -47,12 +49,13 @@ func (f *Founder) services(ctx context.Context) {
 		// A configured mirror serves the release; the founder does not.
 		payloads = nil
 	}
-	f.joins = join.NewService(join.Config{
+	f.joins, err = join.New(join.Config{
 		DB: f.db, Now: time.Now, JoinAddr: f.opts.JoinAdvertise, JoinCommandNamesRelease: f.opts.Dev, CAPin: f.ca.Pin(),
 		ClusterRelease: releaseset.AdmissionReleaseTx, Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
 		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log, Boot: f.bootHealth(),
 		Dev: f.opts.Dev, FounderAddrs: hostAddrs(), OpenBao: f.joinOpenBao(), ControlPlane: &cp,
 	})
+	return err
 }
 
 // storeHealth is the store as /healthz and /version see it.

@@ -104,7 +104,7 @@ func newFixture(t *testing.T, mod func(*store.DB, *httpapi.Deps)) *fixture {
 // log and the store's health.
 func storeDeps(db *store.DB) httpapi.Deps {
 	return httpapi.Deps{
-		Identity: iam.New(iam.Config{DB: db}), NodeLeaves: cluster.NodeLeaves{DB: db},
+		Identity: mustIAM(iam.Config{DB: db}), NodeLeaves: cluster.NodeLeaves{DB: db},
 		Audit: store.AuditReader{DB: db}, Health: storeHealth{db},
 	}
 }
@@ -255,11 +255,8 @@ func (f *fixture) createToken(admin, name, policy string) created {
 // state counts what a refused request must not change.
 func (f *fixture) state() (tokens, events int) {
 	f.t.Helper()
-	err := f.db.View(func(tx *store.Tx) error {
-		l, err := iam.ListTokens(tx)
-		tokens = len(l)
-		return err
-	})
+	l, err := mustIAM(iam.Config{DB: f.db}).ListTokens()
+	tokens = len(l)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -275,7 +272,7 @@ func apiCode(s string) apierr.Code { return apierr.Code(s) }
 const describeOnly = `{"version":"2026-01-01","statement":[{"effect":"allow","action":["upgrade:DescribeRelease"],"resource":["*"]}]}`
 
 func bigLimiter(db *store.DB, d *httpapi.Deps) {
-	d.Identity = iam.New(iam.Config{DB: db, Limits: iam.LoginLimits{SourceBurst: 1000, PairBurst: 1000, AccountFailures: 1000}})
+	d.Identity = mustIAM(iam.Config{DB: db, Limits: iam.LoginLimits{SourceBurst: 1000, PairBurst: 1000, AccountFailures: 1000}})
 }
 
 func TestOpsEndpoints(t *testing.T) {
@@ -430,7 +427,7 @@ func TestLoginRateLimitWindow(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	f := newFixture(t, func(db *store.DB, d *httpapi.Deps) {
 		d.Now = clock
-		d.Identity = iam.New(iam.Config{DB: db, Now: clock})
+		d.Identity = mustIAM(iam.Config{DB: db, Now: clock})
 	})
 	for i := 0; i < 5; i++ {
 		f.json("POST", "/v1/auth/login", "", map[string]string{"email": f.email, "password": "wrong"})
@@ -805,4 +802,13 @@ func TestDecodeStrictNestedFieldPaths(t *testing.T) {
 			t.Errorf("%s: field %q, want %q", body, e.Fields[0].Field, want)
 		}
 	}
+}
+
+// mustIAM builds the identity service of a test.
+func mustIAM(cfg iam.Config) *iam.Service {
+	s, err := iam.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -49,7 +49,10 @@ func TestTrust10_DroppedPollGivesItsHoldBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	joins := join.NewService(join.Config{DB: db, Now: time.Now, JoinAddr: "127.0.0.1:8443", Logger: quiet})
+	joins, err := join.New(join.Config{DB: db, Now: time.Now, JoinAddr: "127.0.0.1:8443", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer joins.Close()
 	d := storeDeps(db)
 	d.Log = quiet

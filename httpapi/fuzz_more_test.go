@@ -85,13 +85,19 @@ func FuzzHTTPBodies(f *testing.F) {
 		f.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	joins := join.NewService(join.Config{DB: db, Now: time.Now, JoinAddr: "127.0.0.1:8443", Logger: quiet})
+	joins, err := join.New(join.Config{DB: db, Now: time.Now, JoinAddr: "127.0.0.1:8443", Logger: quiet})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Cleanup(joins.Close)
 	schema := db.Schema()
-	sets := &releaseset.Service{DB: db, Now: time.Now, Node: id.FounderNodeID, ControlPlane: releaseset.ControlPlane{Version: "v0.1.0", Commit: "abc1234", SchemaLevel: &schema}}
+	sets, err := releaseset.New(releaseset.Config{DB: db, Now: time.Now, Node: id.FounderNodeID, ControlPlane: releaseset.ControlPlane{Version: "v0.1.0", Commit: "abc1234", SchemaLevel: &schema}})
+	if err != nil {
+		f.Fatal(err)
+	}
 	d := storeDeps(db)
 	d.Log, d.Build = quiet, buildinfo.Info{Version: "v9.9.9-test", Commit: "abc1234"}
-	d.Identity = iam.New(iam.Config{DB: db, Limits: iam.LoginLimits{SourceBurst: 1 << 30, PairBurst: 1 << 30, AccountFailures: 1 << 30}})
+	d.Identity = mustIAM(iam.Config{DB: db, Limits: iam.LoginLimits{SourceBurst: 1 << 30, PairBurst: 1 << 30, AccountFailures: 1 << 30}})
 	d.ClusterRelease = func() string { return id.ClusterRelease }
 	d.ReleaseSet, d.JoinAdmin, d.Joiners, d.Releases = sets, joins, joins, refusingCatalog{}
 	api := httpapi.New(d)

@@ -21,7 +21,7 @@ import (
 func TestReleaseSetETag(t *testing.T) {
 	var svc *releaseset.Service
 	f := newFixture(t, func(db *store.DB, d *httpapi.Deps) {
-		svc = &releaseset.Service{DB: db, Now: time.Now, Node: "n-founder"}
+		svc = mustSet(releaseset.Config{DB: db, Now: time.Now, Node: "n-founder"})
 		d.ReleaseSet = svc
 	})
 	admin := f.login()
@@ -120,7 +120,7 @@ func TestReleaseSetETag(t *testing.T) {
 // INVALID_INPUT naming its parameter.
 func TestReleaseSetViews(t *testing.T) {
 	f := newFixture(t, func(db *store.DB, d *httpapi.Deps) {
-		d.ReleaseSet = &releaseset.Service{DB: db, Now: time.Now, Node: "n-founder"}
+		d.ReleaseSet = mustSet(releaseset.Config{DB: db, Now: time.Now, Node: "n-founder"})
 	})
 	admin := f.login()
 	get := func(query, inm string) (*http.Response, []byte) {
@@ -171,4 +171,13 @@ func TestReleaseSetViews(t *testing.T) {
 			t.Errorf("%s: %d %s, want 400 INVALID_INPUT at %s", tc.query, resp.StatusCode, body, tc.field)
 		}
 	}
+}
+
+// mustSet builds the release set service of a test.
+func mustSet(cfg releaseset.Config) *releaseset.Service {
+	s, err := releaseset.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -269,13 +269,13 @@ func openStore(t *testing.T) *store.DB {
 
 var admin = Principal{Subject: "admin@stratum.local", Policy: AdminPolicy()}
 
-func createToken(t *testing.T, db *store.DB, req CreateTokenRequest, now time.Time) (string, TokenView) {
+func mintToken(t *testing.T, db *store.DB, req CreateTokenRequest, now time.Time) (string, TokenView) {
 	t.Helper()
 	var secret string
 	var view TokenView
 	err := db.Update(func(tx *store.Tx) error {
 		var err error
-		secret, view, err = CreateToken(tx, admin, req, now)
+		secret, view, err = createToken(tx, admin, req, now)
 		return err
 	})
 	if err != nil {
@@ -289,9 +289,9 @@ const describeOnly = `{"version":"2026-01-01","statement":[{"effect":"allow","ac
 func TestAuthenticate(t *testing.T) {
 	db := openStore(t)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	good, view := createToken(t, db, CreateTokenRequest{Name: "ci", TTL: "1h", Policy: json.RawMessage(describeOnly)}, now)
-	revoked, rview := createToken(t, db, CreateTokenRequest{Name: "old", TTL: "1h", Policy: json.RawMessage(describeOnly)}, now)
-	if err := db.Update(func(tx *store.Tx) error { return RevokeToken(tx, admin, rview.ID, now) }); err != nil {
+	good, view := mintToken(t, db, CreateTokenRequest{Name: "ci", TTL: "1h", Policy: json.RawMessage(describeOnly)}, now)
+	revoked, rview := mintToken(t, db, CreateTokenRequest{Name: "old", TTL: "1h", Policy: json.RawMessage(describeOnly)}, now)
+	if err := db.Update(func(tx *store.Tx) error { return revokeToken(tx, admin, rview.ID, now) }); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(good, "sat1."+view.ID+".") {
@@ -326,7 +326,7 @@ func TestAuthenticate(t *testing.T) {
 			var p Principal
 			err := db.View(func(tx *store.Tx) error {
 				var err error
-				p, err = Authenticate(tx, tc.bearer, tc.at)
+				p, err = authenticate(tx, tc.bearer, tc.at)
 				return err
 			})
 			if tc.ok {
@@ -369,7 +369,7 @@ func TestCreateTokenRequestProblems(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := db.Update(func(tx *store.Tx) error {
-				_, _, err := CreateToken(tx, admin, tc.req, now)
+				_, _, err := createToken(tx, admin, tc.req, now)
 				return err
 			})
 			e, ok := apierr.As(err)
@@ -387,7 +387,7 @@ func TestCreateTokenRequestProblems(t *testing.T) {
 	}
 	// No refused request left a token or an audit event.
 	_ = db.View(func(tx *store.Tx) error {
-		if l, _ := ListTokens(tx); len(l) != 0 {
+		if l, _ := listTokens(tx); len(l) != 0 {
 			t.Errorf("refused requests left tokens: %+v", l)
 		}
 		return nil
@@ -400,7 +400,7 @@ func TestCreateTokenRequestProblems(t *testing.T) {
 func TestTokenLifecycle(t *testing.T) {
 	db := openStore(t)
 	now := time.Now()
-	secret, view := createToken(t, db, CreateTokenRequest{Name: "ci", Policy: json.RawMessage(describeOnly)}, now)
+	secret, view := mintToken(t, db, CreateTokenRequest{Name: "ci", Policy: json.RawMessage(describeOnly)}, now)
 	if d := view.ExpiresAt.Sub(now); d < 30*24*time.Hour-time.Second || d > 30*24*time.Hour+time.Second {
 		t.Errorf("default ttl = %v, want 30 days", d)
 	}
@@ -408,14 +408,14 @@ func TestTokenLifecycle(t *testing.T) {
 	var sess string
 	err := db.Update(func(tx *store.Tx) error {
 		var err error
-		sess, _, err = StartSession(tx, User{Email: "admin@stratum.local"}, now)
+		sess, _, err = startSession(tx, User{Email: "admin@stratum.local"}, now)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = db.View(func(tx *store.Tx) error {
-		l, err := ListTokens(tx)
+		l, err := listTokens(tx)
 		if err != nil {
 			return err
 		}
@@ -441,7 +441,7 @@ func TestTokenLifecycle(t *testing.T) {
 	}
 
 	revoke := func(id string) error {
-		return db.Update(func(tx *store.Tx) error { return RevokeToken(tx, admin, id, now) })
+		return db.Update(func(tx *store.Tx) error { return revokeToken(tx, admin, id, now) })
 	}
 	if err := revoke(view.ID); err != nil {
 		t.Fatal(err)
@@ -470,15 +470,15 @@ func TestTokenLifecycle(t *testing.T) {
 	}
 
 	// Expired sessions are purged, live ones kept.
-	err = db.Update(func(tx *store.Tx) error { return PurgeExpiredSessions(tx, now.Add(SessionTTL+time.Minute)) })
+	err = db.Update(func(tx *store.Tx) error { return purgeExpiredSessions(tx, now.Add(SessionTTL+time.Minute)) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = db.View(func(tx *store.Tx) error {
-		if _, err := Authenticate(tx, sess, now); err == nil {
+		if _, err := authenticate(tx, sess, now); err == nil {
 			t.Error("purged session still authenticates")
 		}
-		if l, _ := ListTokens(tx); len(l) != 1 {
+		if l, _ := listTokens(tx); len(l) != 1 {
 			t.Errorf("purge removed API tokens: %+v", l)
 		}
 		return nil
@@ -508,11 +508,11 @@ func TestLogin(t *testing.T) {
 		var u User
 		err := db.View(func(tx *store.Tx) error {
 			var err error
-			u, err = CheckLogin(tx, tc.email, tc.password)
+			u, err = checkLogin(tx, tc.email, tc.password)
 			return err
 		})
 		if tc.ok != (err == nil) {
-			t.Errorf("CheckLogin(%q, %q) = %v, want ok=%v", tc.email, tc.password, err, tc.ok)
+			t.Errorf("checkLogin(%q, %q) = %v, want ok=%v", tc.email, tc.password, err, tc.ok)
 			continue
 		}
 		if !tc.ok {
@@ -527,14 +527,14 @@ func TestLogin(t *testing.T) {
 		var tok string
 		var exp time.Time
 		_ = db.Update(func(tx *store.Tx) error {
-			tok, exp, err = StartSession(tx, u, now)
+			tok, exp, err = startSession(tx, u, now)
 			return err
 		})
 		if err != nil || !exp.Equal(now.Add(SessionTTL).UTC()) {
 			t.Fatalf("StartSession = %v, %v", exp, err)
 		}
 		_ = db.View(func(tx *store.Tx) error {
-			p, err := Authenticate(tx, tok, now)
+			p, err := authenticate(tx, tok, now)
 			if err != nil || p.Subject != "admin@stratum.local via session "+p.TokenID || p.User != "admin@stratum.local" || p.Kind != KindSession || !p.Policy.Allows("iam:CreateToken", "iam-token/*") {
 				t.Errorf("session principal = %+v, %v", p, err)
 			}

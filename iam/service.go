@@ -2,6 +2,7 @@ package iam
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -36,7 +37,10 @@ type Service struct {
 }
 
 // New builds the service.
-func New(cfg Config) *Service {
+func New(cfg Config) (*Service, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("iam: no store")
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -44,7 +48,7 @@ func New(cfg Config) *Service {
 		cfg.PasswordChecks = 2
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
-	return &Service{cfg: cfg, checks: make(chan struct{}, cfg.PasswordChecks)}
+	return &Service{cfg: cfg, checks: make(chan struct{}, cfg.PasswordChecks)}, nil
 }
 
 // Authenticate resolves a bearer token to its principal.
@@ -52,7 +56,7 @@ func (s *Service) Authenticate(bearer string) (Principal, error) {
 	var p Principal
 	err := s.cfg.DB.View(func(tx *store.Tx) error {
 		var err error
-		p, err = Authenticate(tx, bearer, s.cfg.Now())
+		p, err = authenticate(tx, bearer, s.cfg.Now())
 		return err
 	})
 	return p, err
@@ -68,7 +72,7 @@ func (s *Service) Login(ctx context.Context, email, password, source string) (Se
 	_, err := s.checkPassword(ctx, email, password, source, func(tx *store.Tx, u User) error {
 		out.MustChangePassword = u.MustChangePassword
 		var err error
-		out.Token, out.ExpiresAt, err = StartSession(tx, u, s.cfg.Now())
+		out.Token, out.ExpiresAt, err = startSession(tx, u, s.cfg.Now())
 		return err
 	})
 	return out, err
@@ -93,7 +97,7 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, req PasswordC
 	}
 	hash := crypto.HashPassword(req.NewPassword)
 	<-s.checks
-	return s.cfg.DB.Update(func(tx *store.Tx) error { return SetPassword(tx, p, u, hash, s.cfg.Now()) })
+	return s.cfg.DB.Update(func(tx *store.Tx) error { return setPassword(tx, p, u, hash, s.cfg.Now()) })
 }
 
 // checkPassword verifies email's password under the login limits: the
@@ -147,7 +151,7 @@ func (s *Service) verify(ctx context.Context, email, password string, delay time
 	var u User
 	err := s.cfg.DB.View(func(tx *store.Tx) error {
 		var err error
-		u, err = CheckLogin(tx, email, password)
+		u, err = checkLogin(tx, email, password)
 		return err
 	})
 	return u, err
@@ -177,7 +181,7 @@ func (s *Service) CreateToken(by Principal, req CreateTokenRequest) (string, Tok
 	var view TokenView
 	err := s.cfg.DB.Update(func(tx *store.Tx) error {
 		var err error
-		secret, view, err = CreateToken(tx, by, req, s.cfg.Now())
+		secret, view, err = createToken(tx, by, req, s.cfg.Now())
 		return err
 	})
 	return secret, view, err
@@ -188,7 +192,7 @@ func (s *Service) ListTokens() ([]TokenView, error) {
 	var list []TokenView
 	err := s.cfg.DB.View(func(tx *store.Tx) error {
 		var err error
-		list, err = ListTokens(tx)
+		list, err = listTokens(tx)
 		return err
 	})
 	return list, err
@@ -196,12 +200,12 @@ func (s *Service) ListTokens() ([]TokenView, error) {
 
 // RevokeToken revokes an API token and every token made under it.
 func (s *Service) RevokeToken(by Principal, id string) error {
-	return s.cfg.DB.Update(func(tx *store.Tx) error { return RevokeToken(tx, by, id, s.cfg.Now()) })
+	return s.cfg.DB.Update(func(tx *store.Tx) error { return revokeToken(tx, by, id, s.cfg.Now()) })
 }
 
 // Logout ends the caller's login session.
 func (s *Service) Logout(by Principal) error {
-	return s.cfg.DB.Update(func(tx *store.Tx) error { return Logout(tx, by, s.cfg.Now()) })
+	return s.cfg.DB.Update(func(tx *store.Tx) error { return logout(tx, by, s.cfg.Now()) })
 }
 
 // ListSessions lists the live login sessions (no secrets).
@@ -209,7 +213,7 @@ func (s *Service) ListSessions() ([]TokenView, error) {
 	var list []TokenView
 	err := s.cfg.DB.View(func(tx *store.Tx) error {
 		var err error
-		list, err = ListSessions(tx, s.cfg.Now())
+		list, err = listSessions(tx, s.cfg.Now())
 		return err
 	})
 	return list, err
@@ -217,7 +221,7 @@ func (s *Service) ListSessions() ([]TokenView, error) {
 
 // RevokeSession ends a login session and every token made under it.
 func (s *Service) RevokeSession(by Principal, id string) error {
-	return s.cfg.DB.Update(func(tx *store.Tx) error { return RevokeSession(tx, by, id, s.cfg.Now()) })
+	return s.cfg.DB.Update(func(tx *store.Tx) error { return revokeSession(tx, by, id, s.cfg.Now()) })
 }
 
 // PurgeExpiredSessions deletes the expired login sessions and login
@@ -227,6 +231,6 @@ func (s *Service) PurgeExpiredSessions() error {
 		if err := purgeLoginLimits(tx, s.cfg.Limits, s.cfg.Now()); err != nil {
 			return err
 		}
-		return PurgeExpiredSessions(tx, s.cfg.Now())
+		return purgeExpiredSessions(tx, s.cfg.Now())
 	})
 }

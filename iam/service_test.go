@@ -19,7 +19,11 @@ func newTestService(t *testing.T, cfg Config) (*Service, string) {
 		t.Fatal(err)
 	}
 	cfg.DB = db
-	return New(cfg), password
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, password
 }
 
 // TestServiceLogin: the right password starts a session whose token

@@ -8,9 +8,9 @@ import (
 	"stratum/store"
 )
 
-// ListSessions lists the login sessions that have not expired, without
+// listSessions lists the login sessions that have not expired, without
 // their secrets.
-func ListSessions(tx *store.Tx, now time.Time) ([]TokenView, error) {
+func listSessions(tx *store.Tx, now time.Time) ([]TokenView, error) {
 	all, err := listKind(tx, KindSession)
 	live := all[:0]
 	for _, s := range all {
@@ -21,8 +21,8 @@ func ListSessions(tx *store.Tx, now time.Time) ([]TokenView, error) {
 	return live, err
 }
 
-// RevokeSession ends the session id and every token made under it.
-func RevokeSession(tx *store.Tx, by Principal, id string, now time.Time) error {
+// revokeSession ends the session id and every token made under it.
+func revokeSession(tx *store.Tx, by Principal, id string, now time.Time) error {
 	t, found, err := bucketTokens.Get(tx, id)
 	if err != nil {
 		return err
@@ -36,8 +36,8 @@ func RevokeSession(tx *store.Tx, by Principal, id string, now time.Time) error {
 	return revokeWithDescendants(tx, by.Subject, t, "iam.session.revoked", now)
 }
 
-// Logout ends the caller's own session.
-func Logout(tx *store.Tx, by Principal, now time.Time) error {
+// logout ends the caller's own session.
+func logout(tx *store.Tx, by Principal, now time.Time) error {
 	if by.Kind != KindSession {
 		return apierr.New(apierr.Forbidden, "logout ends a login session; an API token is revoked with DELETE /v1/iam/tokens/{tokenId}")
 	}
@@ -78,10 +78,10 @@ func (c PasswordChange) Validate(by Principal) error {
 	return f.Err("the password change has problems")
 }
 
-// SetPassword stores newHash for the caller's user, whose current password
+// setPassword stores newHash for the caller's user, whose current password
 // was checked against checked (the user as read then), and ends every
 // other session of that user. A password changed in between is refused.
-func SetPassword(tx *store.Tx, by Principal, checked User, newHash string, now time.Time) error {
+func setPassword(tx *store.Tx, by Principal, checked User, newHash string, now time.Time) error {
 	u, found, err := bucketUsers.Get(tx, checked.Email)
 	if err != nil {
 		return err

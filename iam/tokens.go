@@ -103,9 +103,9 @@ type Principal struct {
 	MustChangePassword bool
 }
 
-// Authenticate resolves a bearer token; every failure is the same
+// authenticate resolves a bearer token; every failure is the same
 // UNAUTHENTICATED so a caller learns nothing about which part was wrong.
-func Authenticate(tx *store.Tx, bearer string, now time.Time) (Principal, error) {
+func authenticate(tx *store.Tx, bearer string, now time.Time) (Principal, error) {
 	fail := apierr.New(apierr.Unauthenticated, "missing, expired or invalid bearer token")
 	parts := strings.Split(bearer, ".")
 	if len(parts) != 3 || parts[0] != tokenPrefix {
@@ -165,8 +165,8 @@ type CreateTokenRequest struct {
 	Policy json.RawMessage `json:"policy"`
 }
 
-// CreateToken validates the request and stores an API token.
-func CreateToken(tx *store.Tx, by Principal, req CreateTokenRequest, now time.Time) (string, TokenView, error) {
+// createToken validates the request and stores an API token.
+func createToken(tx *store.Tx, by Principal, req CreateTokenRequest, now time.Time) (string, TokenView, error) {
 	var f apierr.Fields
 	if req.Name == "" || len(req.Name) > 128 {
 		f.Add("name", "required, at most 128 characters")
@@ -229,8 +229,8 @@ func CreateToken(tx *store.Tx, by Principal, req CreateTokenRequest, now time.Ti
 	return secret, t.View(), nil
 }
 
-// ListTokens lists API tokens (sessions excluded).
-func ListTokens(tx *store.Tx) ([]TokenView, error) {
+// listTokens lists API tokens (sessions excluded).
+func listTokens(tx *store.Tx) ([]TokenView, error) {
 	return listKind(tx, KindAPI)
 }
 
@@ -245,8 +245,8 @@ func listKind(tx *store.Tx, kind string) ([]TokenView, error) {
 	return out, err
 }
 
-// RevokeToken revokes an API token.
-func RevokeToken(tx *store.Tx, by Principal, id string, now time.Time) error {
+// revokeToken revokes an API token.
+func revokeToken(tx *store.Tx, by Principal, id string, now time.Time) error {
 	t, found, err := bucketTokens.Get(tx, id)
 	if err != nil {
 		return err

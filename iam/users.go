@@ -38,8 +38,8 @@ func CreateBootstrapAdmin(tx *store.Tx, email, password string, now time.Time) e
 // every stratum process (audit verify, backup, a restart) paid at start.
 var dummyHash = sync.OnceValue(func() string { return crypto.HashPassword("stratum-dummy-password") })
 
-// CheckLogin verifies the credentials (read-only).
-func CheckLogin(tx *store.Tx, email, password string) (User, error) {
+// checkLogin verifies the credentials (read-only).
+func checkLogin(tx *store.Tx, email, password string) (User, error) {
 	fail := apierr.New(apierr.Unauthenticated, "wrong email or password")
 	u, found, err := bucketUsers.Get(tx, strings.ToLower(email))
 	if err != nil {
@@ -56,8 +56,8 @@ func CheckLogin(tx *store.Tx, email, password string) (User, error) {
 	return u, nil
 }
 
-// StartSession issues a login token carrying the admin policy.
-func StartSession(tx *store.Tx, u User, now time.Time) (string, time.Time, error) {
+// startSession issues a login token carrying the admin policy.
+func startSession(tx *store.Tx, u User, now time.Time) (string, time.Time, error) {
 	secret, t, err := issueToken(tx, Token{Name: "login", Kind: KindSession, Subject: u.Email, CreatedBy: "user:" + u.Email, Policy: AdminPolicy(), CreatedAt: now.UTC(), ExpiresAt: now.Add(SessionTTL).UTC()})
 	if err != nil {
 		return "", time.Time{}, err
@@ -65,8 +65,8 @@ func StartSession(tx *store.Tx, u User, now time.Time) (string, time.Time, error
 	return secret, t.ExpiresAt, tx.Audit("iam.login", "user:"+u.Email, t.ID, nil)
 }
 
-// PurgeExpiredSessions deletes session tokens past their expiry.
-func PurgeExpiredSessions(tx *store.Tx, now time.Time) error {
+// purgeExpiredSessions deletes session tokens past their expiry.
+func purgeExpiredSessions(tx *store.Tx, now time.Time) error {
 	var dead []string
 	err := bucketTokens.ForEach(tx, func(k string, t Token) error {
 		if t.Kind == KindSession && now.After(t.ExpiresAt) {

@@ -98,7 +98,11 @@ func newEnv(t *testing.T, opts ...option) *env {
 	for _, o := range opts {
 		o(&c)
 	}
-	e.svc = NewService(c)
+	svc, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc = svc
 	t.Cleanup(e.svc.Close)
 	return e
 }

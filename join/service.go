@@ -1,6 +1,7 @@
 package join
 
 import (
+	"errors"
 	"log/slog"
 	"sort"
 	"sync"
@@ -86,8 +87,11 @@ type Service struct {
 	holds *holdCounter
 }
 
-// NewService fills defaults; it starts nothing (see Run).
-func NewService(cfg Config) *Service {
+// New fills defaults; it starts nothing (see Run).
+func New(cfg Config) (*Service, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("join: no store")
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -100,7 +104,7 @@ func NewService(cfg Config) *Service {
 	s := &Service{cfg: cfg, db: cfg.DB, now: cfg.Now, log: cfg.Logger, hub: NewHub(), kick: make(chan struct{}, 1), holds: newHoldCounter(MaxHoldsPerRegistration)}
 	s.db.Subscribe(topicRegistration, s.heardRegistration)
 	s.db.Subscribe(topicTurn, func(string) { s.kickRun() })
-	return s
+	return s, nil
 }
 
 // Store notes of this package: a registration changed (its join id), the

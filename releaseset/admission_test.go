@@ -33,7 +33,9 @@ func newAdmissionEnv(t *testing.T, members ...membership.Member) *admissionEnv {
 	e := &admissionEnv{t: t, db: db, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	// The founder holds 0.3.0 and 0.4.0 (imported and verified).
 	held := func(*store.Tx) ([]string, error) { return []string{"0.4.0", "0.3.0", "0.1.0"}, nil }
-	e.svc = &Service{DB: db, Now: func() time.Time { return e.now }, Node: "n-founder1", Held: held}
+	if e.svc, err = New(Config{DB: db, Now: func() time.Time { return e.now }, Node: "n-founder1", Held: held}); err != nil {
+		t.Fatal(err)
+	}
 	cfg := membership.DevDefaults()
 	cfg.ClusterRelease = "0.2.0"
 	cfg.Founder.NodeID = "n-founder1"

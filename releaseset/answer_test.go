@@ -57,8 +57,8 @@ func testAnswerEqualsDescribe(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	svc := &releaseset.Service{DB: db, Now: clock, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}}
-	if err := svc.Load(); err != nil {
+	svc, err := releaseset.New(releaseset.Config{DB: db, Now: clock, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	record := func(id string, i int) {

@@ -33,12 +33,12 @@ func twoReplicas(t *testing.T) (a, b *Service, dbA, dbB *store.DB, founder, dsn 
 	}); err != nil {
 		t.Fatal(err)
 	}
-	a = &Service{DB: dbA, Now: time.Now, Node: founder}
-	b = &Service{DB: dbB, Now: time.Now, Node: founder}
-	for _, s := range []*Service{a, b} {
-		if err := s.Load(); err != nil {
-			t.Fatal(err)
-		}
+	var err error
+	if a, err = New(Config{DB: dbA, Now: time.Now, Node: founder}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = New(Config{DB: dbB, Now: time.Now, Node: founder}); err != nil {
+		t.Fatal(err)
 	}
 	return a, b, dbA, dbB, founder, dsn
 }

@@ -43,8 +43,8 @@ func TestRecordSeenByTheOtherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := func(db *store.DB) *releaseset.Service {
-		s := &releaseset.Service{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}}
-		if err := s.Load(); err != nil {
+		s, err := releaseset.New(releaseset.Config{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}})
+		if err != nil {
 			t.Fatal(err)
 		}
 		return s

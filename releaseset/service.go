@@ -1,6 +1,8 @@
 package releaseset
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,10 +14,10 @@ import (
 	"stratum/store"
 )
 
-// Service keeps node release records in the store and answers the set.
-type Service struct {
+// Config is what a Service is built from.
+type Config struct {
 	DB  *store.DB
-	Now func() time.Time
+	Now func() time.Time // time.Now when nil
 	// Node is the answering node (the founder) and ControlPlane its build.
 	Node         string
 	ControlPlane ControlPlane
@@ -23,6 +25,11 @@ type Service struct {
 	// the only ones the admission release rises to by itself (SPEC 16.6).
 	// Nil: it rises only when the operator sets it.
 	Held func(*store.Tx) ([]string, error)
+}
+
+// Service keeps node release records in the store and answers the set.
+type Service struct {
+	Config
 
 	// records caches every node's decoded record: decoding thousands of
 	// stored records on each GET was most of its cost. It is filled from
@@ -41,10 +48,9 @@ type Service struct {
 	// building serializes Answer builds; fragments (guarded by it) keeps
 	// each node's encoded entry between builds while they are few enough
 	// (fragmentBudget).
-	building   sync.Mutex
-	fragments  map[string]fragment
-	builds     uint64
-	subscribed sync.Once
+	building  sync.Mutex
+	fragments map[string]fragment
+	builds    uint64
 	// rebuilding: a view is being built in the background (large sets).
 	rebuilding atomic.Bool
 
@@ -138,12 +144,22 @@ func (s *Service) input(tx *store.Tx) (Input, error) {
 	return in, nil
 }
 
-// Load fills the cache from the store. The founder calls it before it
+// New builds the service and fills its cache from the store, before it
 // serves or records anything, so no commit can fall between the read and
 // the hooks that keep the cache current.
-func (s *Service) Load() error {
-	s.subscribed.Do(func() { s.DB.Subscribe(topicRecords, s.heard) })
-	return s.DB.View(s.loadFrom)
+func New(cfg Config) (*Service, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("releaseset: no store")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Service{Config: cfg}
+	s.DB.Subscribe(topicRecords, s.heard)
+	if err := s.DB.View(s.loadFrom); err != nil {
+		return nil, fmt.Errorf("loading the release records: %w", err)
+	}
+	return s, nil
 }
 
 // topicRecords announces a committed record: "NODE SEQ".

@@ -59,8 +59,8 @@ func testViews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &releaseset.Service{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}}
-	if err := svc.Load(); err != nil {
+	svc, err := releaseset.New(releaseset.Config{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	ids := []string{founder}
@@ -224,8 +224,8 @@ func TestLargeSetBuiltInBackground(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &releaseset.Service{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}}
-	if err := svc.Load(); err != nil {
+	svc, err := releaseset.New(releaseset.Config{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	first, err := svc.SummaryAnswer() // no view yet: built now
