@@ -206,7 +206,10 @@ func newMirrorEnv(b *testing.B, nginx string) *mirrorEnv {
 		b.Fatal(err)
 	}
 	importStart := time.Now()
-	_, err = repo.Import(context.Background(), db, dataDir, src, keys, repo.ImportOptions{})
+	r, err := repo.New(repo.Config{DB: db, DataDir: dataDir, Keys: keys, CacheBytes: -1})
+	if err == nil {
+		_, err = r.Import(context.Background(), src, repo.ImportOptions{})
+	}
 	importTook := time.Since(importStart)
 	// The founder's process opens the store next (bbolt locks it).
 	if cerr := db.Close(); err == nil {
@@ -420,7 +423,10 @@ func TestMirrorFounderServer(t *testing.T) {
 			t.Fatalf("MIRROR_CACHE_BYTES: %v", err)
 		}
 	}
-	m := repo.NewMirror(repo.MirrorConfig{DB: db, DataDir: dataDir, Concurrency: mirrorSlots, CacheBytes: cacheBytes, Log: slog.New(slog.DiscardHandler)})
+	m, err := repo.New(repo.Config{DB: db, DataDir: dataDir, Concurrency: mirrorSlots, CacheBytes: cacheBytes, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := tls.Listen("tcp", os.Getenv("MIRROR_FOUNDER_ADDR"), &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   tls.RequireAnyClientCert,

@@ -209,7 +209,12 @@ func importStopped(cmd *cobra.Command, dataDir, src string, threshold int, repla
 	defer db.Close()
 	progress, finish := importProgress(os.Stderr, "importing")
 	start := time.Now()
-	m, err := repo.Import(cmd.Context(), db, dataDir, src, keys, repo.ImportOptions{Progress: progress, Actor: "cli", Replace: replace})
+	r, err := repo.New(repo.Config{DB: db, DataDir: dataDir, Keys: keys, CacheBytes: -1})
+	if err != nil {
+		finish()
+		return err
+	}
+	m, err := r.Import(cmd.Context(), src, repo.ImportOptions{Progress: progress, Actor: "cli", Replace: replace})
 	finish()
 	if err != nil {
 		return fmt.Errorf("not imported: %w", releaseErr(err))
@@ -282,7 +287,11 @@ func newReleaseListCmd() *cobra.Command {
 				return err
 			}
 			defer db.Close()
-			if list.Releases, err = repo.ListStopped(db, *dataDir); err != nil {
+			r, err := repo.New(repo.Config{DB: db, DataDir: *dataDir, CacheBytes: -1})
+			if err != nil {
+				return err
+			}
+			if list.Releases, err = r.ListStopped(); err != nil {
 				return err
 			}
 			if raw, err = json.Marshal(list); err != nil {

@@ -15,15 +15,15 @@ func (f *Founder) registerDomainMetrics(reg *prometheus.Registry) {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return float64(v()) })
 	}
 	reg.MustRegister(
-		counter("stratum_release_busy_total", "Release reads refused with RELEASE_BUSY.", f.mirror.BusyCount),
-		counter("stratum_release_reads_cut_total", "Release reads cut for being too slow or too long.", f.mirror.CutCount),
-		counter("stratum_release_corrupt_total", "Release chunks that failed verification while serving.", f.mirror.CorruptCount),
-		counter("stratum_release_responses_total", "Release file reads started (a slot taken).", f.mirror.Reads),
-		counter("stratum_release_bytes_sent_total", "Verified release bytes sent.", f.mirror.BytesSent),
-		gauge("stratum_release_reads_in_flight", "Release reads holding a slot.", f.mirror.InFlight),
-		counter("stratum_release_cache_hits_total", "Verified release units (16 KiB) sent from the cache of verified chunks.", f.mirror.CacheHits),
-		counter("stratum_release_cache_misses_total", "Release units read from disk and hashed (16 KiB; 1 MiB for a file without a sub-chunk index).", f.mirror.CacheMisses),
-		gauge("stratum_release_cache_bytes", "Bytes held by the cache of verified release chunks.", f.mirror.CacheBytes),
+		counter("stratum_release_busy_total", "Release reads refused with RELEASE_BUSY.", f.repo.BusyCount),
+		counter("stratum_release_reads_cut_total", "Release reads cut for being too slow or too long.", f.repo.CutCount),
+		counter("stratum_release_corrupt_total", "Release chunks that failed verification while serving.", f.repo.CorruptCount),
+		counter("stratum_release_responses_total", "Release file reads started (a slot taken).", f.repo.Reads),
+		counter("stratum_release_bytes_sent_total", "Verified release bytes sent.", f.repo.BytesSent),
+		gauge("stratum_release_reads_in_flight", "Release reads holding a slot.", f.repo.InFlight),
+		counter("stratum_release_cache_hits_total", "Verified release units (16 KiB) sent from the cache of verified chunks.", f.repo.CacheHits),
+		counter("stratum_release_cache_misses_total", "Release units read from disk and hashed (16 KiB; 1 MiB for a file without a sub-chunk index).", f.repo.CacheMisses),
+		gauge("stratum_release_cache_bytes", "Bytes held by the cache of verified release chunks.", f.repo.CacheBytes),
 		gauge("stratum_join_waiters", "Long-polls waiting on a registration.", f.joins.Hub().Waiters),
 		gauge("stratum_store_foreign_lock_holders", "Database sessions that are not founders holding the cluster's writer lock or lease (SPEC 16.7).",
 			func() int { return len(f.db.ForeignHolders()) }),
@@ -38,7 +38,7 @@ func (f *Founder) registerDomainMetrics(reg *prometheus.Registry) {
 
 // releasesWithStatus counts the imported releases in one status.
 func (f *Founder) releasesWithStatus(status string) int {
-	list, err := repo.List(f.db, f.releaseChecks)
+	list, err := f.repo.List()
 	if err != nil {
 		return 0
 	}

@@ -103,8 +103,7 @@ type Founder struct {
 	// own record its host does not let it read.
 	recordProblems hostrecord.ProblemLog
 	joins          *join.Service
-	mirror         *repo.Mirror
-	releaseChecks  *repo.Checks
+	repo           *repo.Service
 	auditMark      *auditKeeper
 	// openBao is the cluster's OpenBao; nil when none is configured.
 	openBao     *openbao.Founder
@@ -252,8 +251,7 @@ func (f *Founder) run(ctx context.Context) error {
 		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease,
 		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db}, Audit: store.AuditReader{DB: f.db}, Health: storeHealth{f.db},
 		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
-		Releases: &repo.Catalog{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys(), Checks: f.releaseChecks,
-			UploadLimits: uploadLimits(f.opts.ReleaseUploadBytes)},
+		Releases: f.repo,
 	})
 	servers := []*http.Server{newServer(f.api.AdminHandler(), f.log), newServer(f.api.JoinHandler(), f.log)}
 	lns := []net.Listener{apiLn, joinLn}

@@ -27,24 +27,22 @@ func (f *Founder) services(ctx context.Context) error {
 	if f.iam, err = iam.New(iam.Config{DB: f.db, Now: time.Now}); err != nil {
 		return err
 	}
-	concurrency := f.opts.ReleaseConcurrency
-	if concurrency <= 0 {
-		concurrency = 4
+	if f.repo, err = repo.New(repo.Config{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys(),
+		Concurrency: f.opts.ReleaseConcurrency, Limits: f.opts.ReleaseReads, CacheBytes: f.opts.ReleaseCacheBytes,
+		UploadLimits: uploadLimits(f.opts.ReleaseUploadBytes), Log: f.log}); err != nil {
+		return err
 	}
-	if err := repo.Recover(f.db, string(f.opts.Data)); err != nil {
+	if err := f.repo.Recover(); err != nil {
 		f.log.Error("settling an interrupted release import failed", "err", err)
 	}
 	f.startup.Phase("release index")
-	if err := repo.UpgradeIndexes(ctx, f.db, string(f.opts.Data), f.log); err != nil {
+	if err := f.repo.UpgradeIndexes(ctx); err != nil {
 		f.log.Error("indexing the sub-chunks of imported releases failed; files without one are verified by 1 MiB chunk", "err", err)
 	}
-	if f.releases, err = releaseset.New(releaseset.Config{DB: f.db, Now: time.Now, Node: f.id.FounderNodeID, ControlPlane: cp, Held: repo.Held}); err != nil {
+	if f.releases, err = releaseset.New(releaseset.Config{DB: f.db, Now: time.Now, Node: f.id.FounderNodeID, ControlPlane: cp, Held: f.repo.Held}); err != nil {
 		return err
 	}
-	f.releaseChecks = repo.NewChecks()
-	f.mirror = repo.NewMirror(repo.MirrorConfig{DB: f.db, DataDir: string(f.opts.Data), Concurrency: concurrency,
-		Limits: f.opts.ReleaseReads, CacheBytes: f.opts.ReleaseCacheBytes, Log: f.log, Checks: f.releaseChecks})
-	var payloads join.PayloadOfferer = f.mirror
+	var payloads join.PayloadOfferer = f.repo
 	if f.opts.ReleaseSource != "" {
 		// A configured mirror serves the release; the founder does not.
 		payloads = nil
@@ -72,7 +70,7 @@ func (f *Founder) releaseFiles() httpapi.ReleaseFiles {
 	if f.opts.ReleaseSource != "" {
 		return nil
 	}
-	return f.mirror
+	return f.repo
 }
 
 // runningRelease is the release set's running release (what the nodes
@@ -102,7 +100,7 @@ func (f *Founder) admissionRelease() string {
 func (f *Founder) startBackground(ctx context.Context) {
 	go func() {
 		// SPEC 18: every catalogued file against its index, once per start.
-		if err := repo.Recheck(ctx, f.db, string(f.opts.Data), f.releaseChecks, f.log); err != nil && ctx.Err() == nil {
+		if err := f.repo.Recheck(ctx); err != nil && ctx.Err() == nil {
 			f.log.Error("checking the release files failed", "err", err)
 		}
 	}()
@@ -129,14 +127,14 @@ func (f *Founder) recordOwnRelease(ctx context.Context) {
 // In-flight release reads are cut by the mirror's Close.
 func (f *Founder) beforeShutdown() {
 	f.joins.Close()
-	f.mirror.Close()
+	f.repo.Close()
 }
 
 // collectOrphanedContent removes, on the replica holding the lease of a
 // shared store, the release content of imports killed before their
 // commit (SPEC 18): at start and every few minutes.
 func (f *Founder) collectOrphanedContent(context.Context) {
-	removed, err := repo.CollectOrphans(f.db, repo.OrphanIdle)
+	removed, err := f.repo.CollectOrphans(repo.OrphanIdle)
 	if err != nil {
 		f.log.Warn("collecting the content of killed imports failed", "err", err)
 	} else if len(removed) > 0 {

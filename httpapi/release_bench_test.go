@@ -21,10 +21,13 @@ func BenchmarkServe(b *testing.B) {
 	src, blob, pub := releasetest.SignedTree(b, 64<<20, "0.6.0")
 	keys := releasetest.Keyring(b, 1, pub)
 	db, dataDir := releasetest.OpenDB(b)
-	if _, err := repo.Import(context.Background(), db, dataDir, src, keys, repo.ImportOptions{}); err != nil {
+	m, err := repo.New(repo.Config{DB: db, DataDir: dataDir, Keys: keys})
+	if err != nil {
 		b.Fatal(err)
 	}
-	m := repo.NewMirror(repo.MirrorConfig{DB: db, DataDir: dataDir})
+	if _, err := m.Import(context.Background(), src, repo.ImportOptions{}); err != nil {
+		b.Fatal(err)
+	}
 	onDisk := filepath.Join(dataDir, "releases", "0.6.0", filepath.FromSlash(blob))
 	handlers := map[string]http.Handler{
 		"ServeFile": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

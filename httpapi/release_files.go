@@ -12,7 +12,7 @@ import (
 )
 
 // ReleaseFiles is the founder's release repository as the join listener
-// reads it (repo.Mirror).
+// reads it (repo.Service).
 type ReleaseFiles interface {
 	// Stat names the file and its size and ETag; no disk access, no slot.
 	Stat(release, path string) (*repo.FileInfo, error)

@@ -31,7 +31,7 @@ import (
 // releaseHandler serves GET /r/<release>/<path> the way the join
 // listener does, minus the joiner checks; holder is the reading
 // registration, "reg" unless the X-Holder header names another.
-func releaseHandler(m *repo.Mirror) http.Handler {
+func releaseHandler(m *repo.Service) http.Handler {
 	log := slog.New(slog.DiscardHandler)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rest, _ := strings.CutPrefix(r.URL.Path, "/r/")
@@ -48,7 +48,7 @@ type fixture struct {
 	dataDir string
 	src     string
 	keys    *release.Keyring
-	mirror  *repo.Mirror
+	mirror  *repo.Service
 	ts      *httptest.Server
 	client  *http.Client
 	blob    string // manifest path of the big file
@@ -60,10 +60,10 @@ type fixture struct {
 // it over real TLS. Its cleanup checks that no goroutine outlives it.
 func newFixture(t *testing.T, blobSize, concurrency int) *fixture {
 	t.Helper()
-	return newFixtureWith(t, blobSize, false, repo.MirrorConfig{Concurrency: concurrency})
+	return newFixtureWith(t, blobSize, false, repo.Config{Concurrency: concurrency})
 }
 
-func newFixtureWith(t testing.TB, blobSize int, http2 bool, cfg repo.MirrorConfig) *fixture {
+func newFixtureWith(t testing.TB, blobSize int, http2 bool, cfg repo.Config) *fixture {
 	t.Helper()
 	baseline := runtime.NumGoroutine()
 	t.Cleanup(func() { releasetest.WaitGoroutines(t, baseline) })
@@ -72,15 +72,17 @@ func newFixtureWith(t testing.TB, blobSize int, http2 bool, cfg repo.MirrorConfi
 	f.src, f.blob, pub = releasetest.SignedTree(t, blobSize, "0.6.0")
 	f.keys = releasetest.Keyring(t, 1, pub)
 	f.db, f.dataDir = releasetest.OpenDB(t)
-	f.reimport(t)
 	var err error
+	cfg.DB, cfg.DataDir, cfg.Keys, cfg.Log = f.db, f.dataDir, f.keys, slog.New(slog.NewTextHandler(t.Output(), nil))
+	if f.mirror, err = repo.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	f.reimport(t)
 	if f.data, err = os.ReadFile(filepath.Join(f.src, f.blob)); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(f.data)
 	f.etag = `"sha256:` + hex.EncodeToString(sum[:]) + `"`
-	cfg.DB, cfg.DataDir, cfg.Log = f.db, f.dataDir, slog.New(slog.NewTextHandler(t.Output(), nil))
-	f.mirror = repo.NewMirror(cfg)
 	f.ts = httptest.NewUnstartedServer(releaseHandler(f.mirror))
 	f.ts.EnableHTTP2 = http2
 	f.ts.StartTLS()
@@ -95,7 +97,7 @@ func newFixtureWith(t testing.TB, blobSize int, http2 bool, cfg repo.MirrorConfi
 // reimport imports the fixture's tree (again).
 func (f *fixture) reimport(t testing.TB) {
 	t.Helper()
-	if _, err := repo.Import(context.Background(), f.db, f.dataDir, f.src, f.keys, repo.ImportOptions{}); err != nil {
+	if _, err := f.mirror.Import(context.Background(), f.src, repo.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -474,7 +476,7 @@ func TestServeCorrupt(t *testing.T) {
 }
 
 func testServeCorrupt(t *testing.T, http2 bool) {
-	f := newFixtureWith(t, 8*repo.ChunkSize, http2, repo.MirrorConfig{Concurrency: 4, CacheBytes: -1})
+	f := newFixtureWith(t, 8*repo.ChunkSize, http2, repo.Config{Concurrency: 4, CacheBytes: -1})
 	onDisk := f.onDisk()
 	const bad = 3*repo.ChunkSize + 5*repo.SubChunkSize
 	releasetest.FlipByte(t, onDisk, bad+100)
@@ -503,7 +505,7 @@ func testServeCorrupt(t *testing.T, http2 bool) {
 	if f.mirror.CorruptCount() != 1 || f.mirror.Offered("0.6.0") {
 		t.Fatalf("count %d, offered %v", f.mirror.CorruptCount(), f.mirror.Offered("0.6.0"))
 	}
-	r, _, _ := repo.Get(f.db, "0.6.0", nil)
+	r, _ := f.mirror.Get("0.6.0")
 	if len(r.Corrupt) != 1 || r.Corrupt[0] != f.blob {
 		t.Fatalf("corrupt files %v", r.Corrupt)
 	}
@@ -590,7 +592,7 @@ func BenchmarkServeRange64K(b *testing.B) {
 		cache int64
 	}{{"nocache", -1}, {"cache", 0}} {
 		b.Run(c.name, func(b *testing.B) {
-			f := newFixtureWith(b, 8<<20, false, repo.MirrorConfig{Concurrency: 64, CacheBytes: c.cache})
+			f := newFixtureWith(b, 8<<20, false, repo.Config{Concurrency: 64, CacheBytes: c.cache})
 			b.SetBytes(64 << 10)
 			i := 0
 			for b.Loop() {

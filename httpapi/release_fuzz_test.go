@@ -84,10 +84,13 @@ func FuzzServeHeaders(f *testing.F) {
 	src, blob, pub := releasetest.SignedTree(f, 2*repo.ChunkSize+5, "0.6.0")
 	keys := releasetest.Keyring(f, 1, pub)
 	db, dataDir := releasetest.OpenDB(f)
-	if _, err := repo.Import(context.Background(), db, dataDir, src, keys, repo.ImportOptions{}); err != nil {
+	m, err := repo.New(repo.Config{DB: db, DataDir: dataDir, Keys: keys, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
 		f.Fatal(err)
 	}
-	m := repo.NewMirror(repo.MirrorConfig{DB: db, DataDir: dataDir, Log: slog.New(slog.DiscardHandler)})
+	if _, err := m.Import(context.Background(), src, repo.ImportOptions{}); err != nil {
+		f.Fatal(err)
+	}
 	f.Cleanup(m.Close)
 	files := []string{blob, "os/index.json", "os/empty", "sysext/stratum-ovs_3.5.3-5.el10s.raw"}
 	data := map[string][]byte{}

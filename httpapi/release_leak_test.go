@@ -124,7 +124,7 @@ func TestServeNoLeak(t *testing.T) {
 }
 
 // waitSlots waits for every release slot to be given back.
-func waitSlots(t *testing.T, m *repo.Mirror) {
+func waitSlots(t *testing.T, m *repo.Service) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for m.InFlight() != 0 {

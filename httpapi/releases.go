@@ -13,7 +13,7 @@ import (
 )
 
 // ReleaseCatalog imports and lists the releases the founder serves
-// (repo.Catalog).
+// (repo.Service).
 type ReleaseCatalog interface {
 	// Import verifies and imports the release tree at a path on the
 	// founder's own file system.

@@ -2,7 +2,6 @@ package repo
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"stratum/apierr"
-	"stratum/release"
 	"stratum/semver"
 	"stratum/store"
 )
@@ -105,9 +102,9 @@ func deletePrefix(tx *store.Tx, bucket store.Keyspace, release string) error {
 	return nil
 }
 
-// List returns the imported releases, oldest version first, each with the
+// listReleases returns the imported releases, oldest version first, each with the
 // files found corrupt or missing since its import and its status.
-func List(db *store.DB, checks *Checks) ([]Imported, error) {
+func listReleases(db *store.DB, checks *Checks) ([]Imported, error) {
 	var out []Imported
 	err := db.View(func(tx *store.Tx) error {
 		byRelease := map[string]int{}
@@ -137,10 +134,10 @@ func List(db *store.DB, checks *Checks) ([]Imported, error) {
 	return out, err
 }
 
-// Held lists the releases imported (their signature verified at import)
+// held lists the releases imported (their signature verified at import)
 // with no file found corrupt since: what the founder can stand behind
 // (SPEC 16.6: the admission release rises only to one of these).
-func Held(tx *store.Tx) ([]string, error) {
+func held(tx *store.Tx) ([]string, error) {
 	corrupt := map[string]bool{}
 	err := bucketCorrupt.Keys(tx, func(k string) error {
 		rel, _, _ := strings.Cut(k, "\x00")
@@ -160,8 +157,8 @@ func Held(tx *store.Tx) ([]string, error) {
 	return out, err
 }
 
-// Get returns one imported release.
-func Get(db *store.DB, release string, checks *Checks) (*Imported, bool, error) {
+// getRelease returns one imported release.
+func getRelease(db *store.DB, release string, checks *Checks) (*Imported, bool, error) {
 	var r Imported
 	var found bool
 	err := db.View(func(tx *store.Tx) error {
@@ -185,42 +182,6 @@ func Get(db *store.DB, release string, checks *Checks) (*Imported, bool, error) 
 	}
 	r.withStatus(checks)
 	return &r, true, nil
-}
-
-// Catalog imports releases into one data directory and lists them,
-// trusting the release keys of KeysDir (one signature needed).
-type Catalog struct {
-	DB      *store.DB
-	DataDir string
-	KeysDir string
-	// Checks is the start-up check's state (nil: none runs).
-	Checks *Checks
-	// UploadLimits bound ImportTar (zero: DefaultUploadLimits).
-	UploadLimits UploadLimits
-}
-
-// Import loads the trusted keys and imports the tree at src (see Import).
-func (c *Catalog) Import(ctx context.Context, src string, opts ImportOptions) (*release.Manifest, error) {
-	keys, err := release.LoadKeyring(c.KeysDir, 1)
-	if err != nil {
-		return nil, apierr.New(apierr.Conflict, "the founder's release keys (%s) cannot be loaded: %v", c.KeysDir, err)
-	}
-	return Import(ctx, c.DB, c.DataDir, src, keys, opts)
-}
-
-// List returns the imported releases (see List).
-func (c *Catalog) List() ([]Imported, error) { return List(c.DB, c.Checks) }
-
-// Get returns one imported release; NOT_FOUND when there is none.
-func (c *Catalog) Get(release string) (*Imported, error) {
-	r, found, err := Get(c.DB, release, c.Checks)
-	if err != nil {
-		return nil, err
-	}
-	if !found {
-		return nil, apierr.New(apierr.NotFound, "release %s is not imported", release)
-	}
-	return r, nil
 }
 
 // storedIndex decodes the chunk index of the file at key, or nil.

@@ -39,7 +39,7 @@ type ImportOptions struct {
 	Replace bool
 }
 
-// Import verifies the release tree src against keys and copies it into
+// importTree verifies the release tree src against keys and copies it into
 // dataDir/releases/<release>/ (read-only) with its chunk index in the
 // store. The manifest signature is checked first; then each file is
 // hashed as it is copied, so the bytes verified are the bytes kept, and
@@ -49,7 +49,7 @@ type ImportOptions struct {
 // record. A tree that fails verification is a *release.FileError naming
 // the first bad file and why; the founder's own disk failing is an
 // *IOError.
-func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *release.Keyring, opts ImportOptions) (*release.Manifest, error) {
+func importTree(ctx context.Context, db *store.DB, dataDir, src string, keys *release.Keyring, opts ImportOptions) (*release.Manifest, error) {
 	importMu.Lock()
 	defer importMu.Unlock()
 
@@ -66,7 +66,7 @@ func Import(ctx context.Context, db *store.DB, dataDir, src string, keys *releas
 		return nil, err
 	}
 	manifestSum := hex.EncodeToString(sha256Sum(mb))
-	if prev, found, err := Get(db, m.Release, nil); err != nil {
+	if prev, found, err := getRelease(db, m.Release, nil); err != nil {
 		return nil, err
 	} else if found {
 		if err := checkReplace(prev, manifestSum, opts.Replace); err != nil {

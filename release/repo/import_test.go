@@ -54,7 +54,7 @@ func TestImport(t *testing.T) {
 	var calls int
 	var lastDone, lastTotal int64
 	start := time.Now()
-	m, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{Progress: func(done, total int64, file string) {
+	m, err := importTree(context.Background(), db, dataDir, src, keys, ImportOptions{Progress: func(done, total int64, file string) {
 		calls++
 		if done < lastDone || done > total {
 			t.Errorf("progress %d of %d after %d", done, total, lastDone)
@@ -88,7 +88,7 @@ func TestImport(t *testing.T) {
 		t.Fatalf("releases dir holds %v", left)
 	}
 
-	list, err := List(db, nil)
+	list, err := listReleases(db, nil)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("List = %v, %v", list, err)
 	}
@@ -116,20 +116,20 @@ func TestImport(t *testing.T) {
 	db.Update(func(tx *store.Tx) error {
 		return bucketCorrupt.Put(tx, fileKey("0.6.0", blob), corruptMark{ImportID: r.ImportID})
 	})
-	if mirror := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 1}); mirror.Offered("0.6.0") {
+	if mirror := newMirror(mirrorConfig{DB: db, DataDir: dataDir, Concurrency: 1}); mirror.Offered("0.6.0") {
 		t.Fatal("a release with a corrupt file is offered")
 	}
-	if _, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
+	if _, err := importTree(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r2, ok, err := Get(db, "0.6.0", nil)
+	r2, ok, err := getRelease(db, "0.6.0", nil)
 	if err != nil || !ok || r2.ImportID == r.ImportID || len(r2.Corrupt) != 0 {
 		t.Fatalf("after re-import: %+v %v %v", r2, ok, err)
 	}
 	if left := releasesLeft(t, dataDir); len(left) != 1 {
 		t.Fatalf("releases dir holds %v after re-import", left)
 	}
-	if !NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 1}).Offered("0.6.0") {
+	if !newMirror(mirrorConfig{DB: db, DataDir: dataDir, Concurrency: 1}).Offered("0.6.0") {
 		t.Fatal("re-imported release not offered")
 	}
 	var raw []byte
@@ -181,12 +181,12 @@ func TestImportFailureLeavesNothing(t *testing.T) {
 			keys := releasetest.Keyring(t, 1, pub)
 			db, dataDir := releasetest.OpenDB(t)
 			c.damage(t, src, blob)
-			_, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{})
+			_, err := importTree(context.Background(), db, dataDir, src, keys, ImportOptions{})
 			releasetest.MustContain(t, err, c.wants...)
 			if left := releasesLeft(t, dataDir); len(left) != 0 {
 				t.Fatalf("failed import left %v", left)
 			}
-			if list, _ := List(db, nil); len(list) != 0 {
+			if list, _ := listReleases(db, nil); len(list) != 0 {
 				t.Fatalf("failed import left records %v", list)
 			}
 			if kinds := auditKinds(t, db); len(kinds) != 0 {
@@ -202,11 +202,11 @@ func TestImportCommitFailure(t *testing.T) {
 	src, _, pub := releasetest.SignedTree(t, 2*ChunkSize, "0.6.0")
 	keys := releasetest.Keyring(t, 1, pub)
 	db, dataDir := releasetest.OpenDB(t)
-	if _, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
+	if _, err := importTree(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{}); err == nil {
+	if _, err := importTree(context.Background(), db, dataDir, src, keys, ImportOptions{}); err == nil {
 		t.Fatal("import into a closed store succeeded")
 	}
 	if left := releasesLeft(t, dataDir); len(left) != 1 || left[0] != "0.6.0" {
@@ -229,7 +229,7 @@ func TestImportCleansStale(t *testing.T) {
 	os.MkdirAll(filepath.Join(rel, ".old-0.5.0-abcdef0123456789", "os"), 0o755)
 	os.MkdirAll(filepath.Join(rel, ".old-0.6.0-abcdef0123456789", "os"), 0o755)
 	os.MkdirAll(filepath.Join(rel, "0.6.0"), 0o755)
-	if _, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
+	if _, err := importTree(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	left := strings.Join(releasesLeft(t, dataDir), ",")
@@ -246,10 +246,10 @@ func TestImportOtherContentConflicts(t *testing.T) {
 	keyring := releasetest.Keyring(t, 1, pub)
 	db, dataDir := releasetest.OpenDB(t)
 	ctx := context.Background()
-	if _, err := Import(ctx, db, dataDir, src, keyring, ImportOptions{Actor: "user:a"}); err != nil {
+	if _, err := importTree(ctx, db, dataDir, src, keyring, ImportOptions{Actor: "user:a"}); err != nil {
 		t.Fatal(err)
 	}
-	first, _, _ := Get(db, "0.6.0", nil)
+	first, _, _ := getRelease(db, "0.6.0", nil)
 
 	other, _ := releasetest.MakeTree(t, 2*ChunkSize+1)
 	keyFile, otherPub, _ := releasetest.Key(t, t.TempDir(), "k2")
@@ -257,11 +257,11 @@ func TestImportOtherContentConflicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyring = releasetest.Keyring(t, 1, pub, otherPub)
-	_, err := Import(ctx, db, dataDir, other, keyring, ImportOptions{Actor: "user:a"})
+	_, err := importTree(ctx, db, dataDir, other, keyring, ImportOptions{Actor: "user:a"})
 	if apierr.CodeOf(err) != apierr.Conflict || !strings.Contains(err.Error(), "replace") {
 		t.Fatalf("other content under 0.6.0: %v", err)
 	}
-	if now, _, _ := Get(db, "0.6.0", nil); now.ImportID != first.ImportID || now.ManifestSHA256 != first.ManifestSHA256 {
+	if now, _, _ := getRelease(db, "0.6.0", nil); now.ImportID != first.ImportID || now.ManifestSHA256 != first.ManifestSHA256 {
 		t.Fatalf("a refused import changed the record: %+v", now)
 	}
 	if left := releasesLeft(t, dataDir); len(left) != 1 {
@@ -271,13 +271,13 @@ func TestImportOtherContentConflicts(t *testing.T) {
 		t.Fatalf("a refused import was audited: %v", kinds)
 	}
 
-	if _, err := Import(ctx, db, dataDir, src, keyring, ImportOptions{}); err != nil {
+	if _, err := importTree(ctx, db, dataDir, src, keyring, ImportOptions{}); err != nil {
 		t.Fatalf("the same content again: %v", err)
 	}
-	if _, err := Import(ctx, db, dataDir, other, keyring, ImportOptions{Actor: "user:a", Replace: true}); err != nil {
+	if _, err := importTree(ctx, db, dataDir, other, keyring, ImportOptions{Actor: "user:a", Replace: true}); err != nil {
 		t.Fatalf("with Replace: %v", err)
 	}
-	now, _, _ := Get(db, "0.6.0", nil)
+	now, _, _ := getRelease(db, "0.6.0", nil)
 	if now.ManifestSHA256 == first.ManifestSHA256 {
 		t.Fatal("Replace did not replace")
 	}
@@ -300,7 +300,7 @@ func TestImportSourceNoOracle(t *testing.T) {
 	for _, src := range sources {
 		done := make(chan error, 1)
 		go func() {
-			_, err := Import(context.Background(), db, dataDir, src, keyring, ImportOptions{})
+			_, err := importTree(context.Background(), db, dataDir, src, keyring, ImportOptions{})
 			done <- err
 		}()
 		var err error

@@ -18,8 +18,8 @@ import (
 // DefaultConcurrency is the default number of release files read at once.
 const DefaultConcurrency = 4
 
-// MirrorConfig configures a Mirror.
-type MirrorConfig struct {
+// mirrorConfig configures a Mirror.
+type mirrorConfig struct {
 	DB      *store.DB
 	DataDir string // the founder's data directory; releases live in DataDir/releases
 	// Concurrency is how many files are read at once across all joiners
@@ -74,8 +74,8 @@ type Mirror struct {
 	cacheHits, cacheMisses atomic.Uint64
 }
 
-// NewMirror returns a mirror of the releases imported under cfg.DataDir.
-func NewMirror(cfg MirrorConfig) *Mirror {
+// newMirror returns a mirror of the releases imported under cfg.DataDir.
+func newMirror(cfg mirrorConfig) *Mirror {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}

@@ -23,7 +23,7 @@ func importedMirror(t testing.TB, blobSize, concurrency int, cacheBytes int64) (
 	keys := releasetest.Keyring(t, 1, pub)
 	db, dataDir := releasetest.OpenDB(t)
 	reimport = func() {
-		if _, err := Import(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
+		if _, err := importTree(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -32,7 +32,7 @@ func importedMirror(t testing.TB, blobSize, concurrency int, cacheBytes int64) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	m = NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: concurrency, CacheBytes: cacheBytes, Log: discardLog()})
+	m = newMirror(mirrorConfig{DB: db, DataDir: dataDir, Concurrency: concurrency, CacheBytes: cacheBytes, Log: discardLog()})
 	t.Cleanup(m.Close)
 	return m, blob, data, reimport
 }

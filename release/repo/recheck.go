@@ -34,8 +34,8 @@ type Checks struct {
 	pending map[string]bool
 }
 
-// NewChecks returns a state with nothing pending.
-func NewChecks() *Checks { return &Checks{pending: map[string]bool{}} }
+// newChecks returns a state with nothing pending.
+func newChecks() *Checks { return &Checks{pending: map[string]bool{}} }
 
 // Pending reports whether release is still to be checked.
 func (c *Checks) Pending(release string) bool {
@@ -107,13 +107,13 @@ func (r *Imported) withStatus(checks *Checks) {
 	}
 }
 
-// Recheck reads every catalogued file of every release once (newest
+// recheck reads every catalogued file of every release once (newest
 // release first) and checks each chunk against its index: a file that is
 // not there is marked missing, one that differs is marked corrupt. The
 // founder runs it in the background at start; progress goes to the log. A
 // shared store (PostgreSQL) keeps release content in the database, which
 // the replicas' caches are filled from: nothing to check on disk there.
-func Recheck(ctx context.Context, db *store.DB, dataDir string, checks *Checks, log *slog.Logger) error {
+func recheck(ctx context.Context, db *store.DB, dataDir string, checks *Checks, log *slog.Logger) error {
 	if db.KeepsContent() {
 		return nil
 	}
@@ -201,12 +201,12 @@ func Recheck(ctx context.Context, db *store.DB, dataDir string, checks *Checks, 
 	return nil
 }
 
-// ListStopped is List for a stopped founder (`release list --data`): a
+// listStopped is List for a stopped founder (`release list --data`): a
 // file not on disk at its indexed size is reported missing or corrupt,
 // without marking the store; the bytes themselves are checked by the
 // founder's start.
-func ListStopped(db *store.DB, dataDir string) ([]Imported, error) {
-	list, err := List(db, nil)
+func listStopped(db *store.DB, dataDir string) ([]Imported, error) {
+	list, err := listReleases(db, nil)
 	if err != nil {
 		return nil, err
 	}

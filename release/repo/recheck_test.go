@@ -23,7 +23,7 @@ func TestRecheckMarksMissingAndCorrupt(t *testing.T) {
 	db, dataDir := releasetest.OpenDB(t)
 	for _, rel := range []string{"0.6.0", "0.7.0", "0.8.0"} {
 		src, _, pub := releasetest.SignedTree(t, ChunkSize+5, rel)
-		if _, err := Import(context.Background(), db, dataDir, src, releasetest.Keyring(t, 1, pub), ImportOptions{}); err != nil {
+		if _, err := importTree(context.Background(), db, dataDir, src, releasetest.Keyring(t, 1, pub), ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -33,9 +33,9 @@ func TestRecheckMarksMissingAndCorrupt(t *testing.T) {
 	}
 	releasetest.FlipByte(t, filepath.Join(dataDir, "releases", "0.7.0", releasetest.SysextPath), 2<<20+3)
 
-	checks := NewChecks()
+	checks := newChecks()
 	checks.set([]string{"0.6.0", "0.7.0", "0.8.0"})
-	m := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Checks: checks})
+	m := newMirror(mirrorConfig{DB: db, DataDir: dataDir, Checks: checks})
 	// While the check runs, a whole release is served (every byte is
 	// verified as read); a file that turns out missing is retry advice.
 	var e *apierr.Error
@@ -55,7 +55,7 @@ func TestRecheckMarksMissingAndCorrupt(t *testing.T) {
 	if _, err := m.Stat("0.6.0", "os/index.json"); !errors.As(err, &e) || e.Code != apierr.ReleaseBusy {
 		t.Fatalf("Stat of the marked file while checking = %v, want RELEASE_BUSY", err)
 	}
-	list, _ := List(db, checks)
+	list, _ := listReleases(db, checks)
 	for _, r := range list {
 		want := StatusChecking
 		if r.Release == "0.6.0" {
@@ -66,10 +66,10 @@ func TestRecheckMarksMissingAndCorrupt(t *testing.T) {
 		}
 	}
 
-	if err := Recheck(context.Background(), db, dataDir, checks, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if err := recheck(context.Background(), db, dataDir, checks, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatal(err)
 	}
-	list, _ = List(db, checks)
+	list, _ = listReleases(db, checks)
 	got := map[string]Imported{}
 	for _, r := range list {
 		got[r.Release] = r

@@ -70,7 +70,7 @@ func removeStale(db *store.DB, releasesDir string) error {
 		return ioError("read the releases directory", err)
 	}
 	recorded := func(release string) (*Imported, error) {
-		r, found, err := Get(db, release, nil)
+		r, found, err := getRelease(db, release, nil)
 		if err != nil || !found {
 			return nil, err
 		}
@@ -122,9 +122,9 @@ func removeStale(db *store.DB, releasesDir string) error {
 	return nil
 }
 
-// Recover settles an import interrupted by a crash; the founder runs it
+// recoverImports settles an import interrupted by a crash; the founder runs it
 // before serving, so a listed release is always served from its own tree.
-func Recover(db *store.DB, dataDir string) error {
+func recoverImports(db *store.DB, dataDir string) error {
 	importMu.Lock()
 	defer importMu.Unlock()
 	if err := removeStale(db, filepath.Join(dataDir, "releases")); err != nil {

@@ -137,11 +137,11 @@ func dropImport(tx *store.Tx, importID string) error {
 // every 8 MiB).
 const OrphanIdle = 15 * time.Minute
 
-// CollectOrphans removes the content that imports killed before their
+// collectOrphans removes the content that imports killed before their
 // commit left in a shared store: every import mark untouched for idle
 // whose import no release record names. The founder holding the
 // background lease runs it (SPEC 18); it answers the imports removed.
-func CollectOrphans(db *store.DB, idle time.Duration) ([]string, error) {
+func collectOrphans(db *store.DB, idle time.Duration) ([]string, error) {
 	if !db.KeepsContent() {
 		return nil, nil // on bbolt the content is the imported tree
 	}

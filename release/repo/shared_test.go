@@ -62,7 +62,7 @@ func importedOnA(t *testing.T) sharedPair {
 	p.src, p.blob = src, blob
 	p.dbA, p.dirA = replica(t, p.dsn)
 	p.dbB, p.dirB = replica(t, p.dsn)
-	if _, err := Import(context.Background(), p.dbA, p.dirA, src, releasetest.Keyring(t, 1, pub), ImportOptions{}); err != nil {
+	if _, err := importTree(context.Background(), p.dbA, p.dirA, src, releasetest.Keyring(t, 1, pub), ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -79,7 +79,7 @@ func TestSharedReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mB := NewMirror(MirrorConfig{DB: dbB, DataDir: dirB})
+	mB := newMirror(mirrorConfig{DB: dbB, DataDir: dirB})
 	t.Cleanup(mB.Close)
 	if _, err := os.Stat(filepath.Join(dirB, "releases", "0.6.0")); err == nil {
 		t.Fatal("replica B has an imported tree it never imported")
@@ -88,7 +88,7 @@ func TestSharedReleases(t *testing.T) {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("B serves %d bytes (%v), want the %d imported on A", len(got), err, len(want))
 	}
-	rec, _, _ := Get(dbB, "0.6.0", nil)
+	rec, _, _ := getRelease(dbB, "0.6.0", nil)
 	cached := filepath.Join(dirB, cacheDirName, rec.ImportID, filepath.FromSlash(blob))
 	if st, err := os.Stat(cached); err != nil || st.Size() != int64(len(want)) {
 		t.Fatalf("B's cache file: %v %v", st, err)
@@ -101,7 +101,7 @@ func TestSharedReleases(t *testing.T) {
 	// A is what B serves next, and the old content leaves the store.
 	src2, blob2, pub2 := releasetest.SignedTree(t, ChunkSize+5, "0.6.0")
 	keys2 := releasetest.Keyring(t, 1, pub2)
-	if _, err := Import(context.Background(), dbA, dirA, src2, keys2, ImportOptions{Replace: true}); err != nil {
+	if _, err := importTree(context.Background(), dbA, dirA, src2, keys2, ImportOptions{Replace: true}); err != nil {
 		t.Fatal(err)
 	}
 	want2, _ := os.ReadFile(filepath.Join(src2, blob2))
@@ -119,14 +119,14 @@ func TestSharedReleases(t *testing.T) {
 
 	// Content damaged in the store: a replica filling its cache refuses
 	// it, and the file is corrupt for every replica until re-imported.
-	rec2, _, _ := Get(dbA, "0.6.0", nil)
+	rec2, _, _ := getRelease(dbA, "0.6.0", nil)
 	if err := dbA.Update(func(tx *store.Tx) error {
 		return bucketContent.Put(tx, contentKey(rec2.ImportID, blob2, 1), []byte("evil"))
 	}); err != nil {
 		t.Fatal(err)
 	}
 	dbC, dirC := replica(t, dsn)
-	mC := NewMirror(MirrorConfig{DB: dbC, DataDir: dirC})
+	mC := newMirror(mirrorConfig{DB: dbC, DataDir: dirC})
 	t.Cleanup(mC.Close)
 	if _, err := readAll(t, mC, "0.6.0", blob2); apierr.CodeOf(err) != apierr.ReleaseCorrupt {
 		t.Fatalf("a damaged chunk in the store: %v, want RELEASE_CORRUPT", err)
@@ -149,14 +149,14 @@ func TestSharedCacheDamageRefilled(t *testing.T) {
 	want, _ := os.ReadFile(filepath.Join(src, blob))
 	mirror := func() *Mirror {
 		// A fresh mirror each time: no verified chunk kept in memory.
-		m := NewMirror(MirrorConfig{DB: dbB, DataDir: dirB})
+		m := newMirror(mirrorConfig{DB: dbB, DataDir: dirB})
 		t.Cleanup(m.Close)
 		return m
 	}
 	if got, err := readAll(t, mirror(), "0.6.0", blob); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("B fills its cache: %d bytes, %v", len(got), err)
 	}
-	rec, _, _ := Get(dbB, "0.6.0", nil)
+	rec, _, _ := getRelease(dbB, "0.6.0", nil)
 	cached := filepath.Join(dirB, cacheDirName, rec.ImportID, filepath.FromSlash(blob))
 
 	// A byte flipped: the read that meets it is told to retry (the copy
@@ -191,7 +191,7 @@ func TestSharedCacheDamageRefilled(t *testing.T) {
 	}
 
 	// Nothing is marked corrupt: A and a new replica offer the release.
-	mA := NewMirror(MirrorConfig{DB: dbA, DataDir: dirA})
+	mA := newMirror(mirrorConfig{DB: dbA, DataDir: dirA})
 	t.Cleanup(mA.Close)
 	if !mA.Offered("0.6.0") || !mirror().Offered("0.6.0") {
 		t.Fatal("a damaged cache on B marked the release corrupt cluster-wide")
@@ -212,7 +212,7 @@ func TestSharedOrphanedChunksCollected(t *testing.T) {
 	src, blob, pub := releasetest.SignedTree(t, 2*ChunkSize+333, "0.6.0")
 	keys := releasetest.Keyring(t, 1, pub)
 	db, dir := replica(t, dsn)
-	if _, err := Import(context.Background(), db, dir, src, keys, ImportOptions{}); err != nil {
+	if _, err := importTree(context.Background(), db, dir, src, keys, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// What a killed import leaves: its content and its mark, no record.
@@ -245,16 +245,16 @@ func TestSharedOrphanedChunksCollected(t *testing.T) {
 	if before["killed-import"] != 3 || before["live-import"] != 3 {
 		t.Fatalf("chunks stored: %v", before)
 	}
-	removed, err := CollectOrphans(db, OrphanIdle)
+	removed, err := collectOrphans(db, OrphanIdle)
 	if err != nil || len(removed) != 1 || removed[0] != "killed-import" {
 		t.Fatalf("CollectOrphans = %v, %v; want [killed-import]", removed, err)
 	}
 	after := count()
-	rec, _, _ := Get(db, "0.6.0", nil)
+	rec, _, _ := getRelease(db, "0.6.0", nil)
 	if after["killed-import"] != 0 || after["live-import"] != 3 || after[rec.ImportID] != before[rec.ImportID] || after[rec.ImportID] == 0 {
 		t.Fatalf("chunks after collecting: %v (before %v)", after, before)
 	}
-	m := NewMirror(MirrorConfig{DB: db, DataDir: t.TempDir()})
+	m := newMirror(mirrorConfig{DB: db, DataDir: t.TempDir()})
 	t.Cleanup(m.Close)
 	if got, err := readAll(t, m, "0.6.0", blob); err != nil || int64(len(got)) != st.Size() {
 		t.Fatalf("the committed release after collecting: %d bytes, %v", len(got), err)

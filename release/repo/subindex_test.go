@@ -173,10 +173,10 @@ func TestCacheAfterReimport(t *testing.T) {
 	oldSrc, oldData := tree(2)
 	newSrc, newData := tree(9)
 	db, dataDir := releasetest.OpenDB(t)
-	if _, err := Import(context.Background(), db, dataDir, oldSrc, keys, ImportOptions{}); err != nil {
+	if _, err := importTree(context.Background(), db, dataDir, oldSrc, keys, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	m := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
+	m := newMirror(mirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
 	t.Cleanup(m.Close)
 	for range 2 {
 		if got, err := readRange(t, m, releasetest.SysextPath, 0, int64(len(oldData))); err != nil || !bytes.Equal(got, oldData) {
@@ -186,7 +186,7 @@ func TestCacheAfterReimport(t *testing.T) {
 	if m.CacheHits() == 0 {
 		t.Fatal("the second read was not served from the cache: the test proves nothing")
 	}
-	if _, err := Import(context.Background(), db, dataDir, newSrc, keys, ImportOptions{Replace: true}); err != nil {
+	if _, err := importTree(context.Background(), db, dataDir, newSrc, keys, ImportOptions{Replace: true}); err != nil {
 		t.Fatal(err)
 	}
 	hits := m.CacheHits()
@@ -239,7 +239,7 @@ func TestVerifiedStopsItsGoroutine(t *testing.T) {
 func TestUpgradeIndexes(t *testing.T) {
 	m, blob, data, _ := importedMirror(t, 3*ChunkSize+77, 2, 0)
 	db, dataDir := m.db, filepath.Dir(m.dir)
-	rec, _, _ := Get(db, "0.6.0", nil)
+	rec, _, _ := getRelease(db, "0.6.0", nil)
 	imported := map[string][]byte{}
 	err := db.Update(func(tx *store.Tx) error {
 		if err := bucketSubs.ForEach(tx, func(k string, si subIndex) error {
@@ -258,7 +258,7 @@ func TestUpgradeIndexes(t *testing.T) {
 		t.Fatalf("%d sub-chunk indexes at import: %v", len(imported), err)
 	}
 
-	old := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
+	old := newMirror(mirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
 	t.Cleanup(old.Close)
 	rd, err := openReader(t, old, blob)
 	if err != nil {
@@ -271,7 +271,7 @@ func TestUpgradeIndexes(t *testing.T) {
 	rd.Close()
 
 	releasetest.FlipByte(t, filepath.Join(dataDir, "releases", "0.6.0", releasetest.SysextPath), 2*ChunkSize+1)
-	if err := UpgradeIndexes(context.Background(), db, dataDir, discardLog()); err != nil {
+	if err := upgradeIndexes(context.Background(), db, dataDir, discardLog()); err != nil {
 		t.Fatal(err)
 	}
 	err = db.View(func(tx *store.Tx) error {
@@ -293,14 +293,14 @@ func TestUpgradeIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, _, _ := Get(db, "0.6.0", nil); len(r.Corrupt) != 1 || r.Corrupt[0] != releasetest.SysextPath {
+	if r, _, _ := getRelease(db, "0.6.0", nil); len(r.Corrupt) != 1 || r.Corrupt[0] != releasetest.SysextPath {
 		t.Fatalf("corrupt after the upgrade: %v", r.Corrupt)
 	}
 	if todo, err := filesWithoutSubIndex(db); err != nil || len(todo) != 0 {
 		t.Fatalf("left to do after the upgrade: %d, %v", len(todo), err)
 	}
 
-	up := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
+	up := newMirror(mirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
 	t.Cleanup(up.Close)
 	if got, err := readRange(t, up, blob, ChunkSize+5, 100); err != nil || !bytes.Equal(got, data[ChunkSize+5:ChunkSize+105]) || up.CacheMisses() != 1 {
 		t.Fatalf("read after the upgrade: %v, %d units hashed", err, up.CacheMisses())
@@ -313,13 +313,13 @@ func TestUpgradeIndexesCancelled(t *testing.T) {
 	db.Update(func(tx *store.Tx) error { return deletePrefix(tx, bucketSubs, "0.6.0") })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := UpgradeIndexes(ctx, db, dataDir, discardLog()); err == nil {
+	if err := upgradeIndexes(ctx, db, dataDir, discardLog()); err == nil {
 		t.Fatal("a cancelled upgrade returned nil")
 	}
 	if todo, _ := filesWithoutSubIndex(db); len(todo) == 0 {
 		t.Fatal("a cancelled upgrade indexed files")
 	}
-	if err := UpgradeIndexes(context.Background(), db, dataDir, discardLog()); err != nil {
+	if err := upgradeIndexes(context.Background(), db, dataDir, discardLog()); err != nil {
 		t.Fatal(err)
 	}
 	if todo, _ := filesWithoutSubIndex(db); len(todo) != 0 {
@@ -338,7 +338,7 @@ func TestUpgradeIndexesCancelled(t *testing.T) {
 func TestOlderSubIndexIsUpgraded(t *testing.T) {
 	m, blob, data, _ := importedMirror(t, 2*ChunkSize+77, 2, 0)
 	db, dataDir := m.db, filepath.Dir(m.dir)
-	rec, _, _ := Get(db, "0.6.0", nil)
+	rec, _, _ := getRelease(db, "0.6.0", nil)
 	key := fileKey("0.6.0", blob)
 	var olderSums []byte
 	for off := 0; off < len(data); off += 64 << 10 {
@@ -350,7 +350,7 @@ func TestOlderSubIndexIsUpgraded(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	old := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
+	old := newMirror(mirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
 	t.Cleanup(old.Close)
 	rd, err := openReader(t, old, blob)
 	if err != nil {
@@ -361,7 +361,7 @@ func TestOlderSubIndexIsUpgraded(t *testing.T) {
 		t.Fatalf("read with the older index: unit %d, %v", rd.unit, err)
 	}
 	rd.Close()
-	if err := UpgradeIndexes(context.Background(), db, dataDir, discardLog()); err != nil {
+	if err := upgradeIndexes(context.Background(), db, dataDir, discardLog()); err != nil {
 		t.Fatal(err)
 	}
 	var si subIndex
@@ -371,7 +371,7 @@ func TestOlderSubIndexIsUpgraded(t *testing.T) {
 	if si.Hash != subHash || int64(len(si.Sums)) != (int64(len(data))+SubChunkSize-1)/SubChunkSize*32 {
 		t.Fatalf("after the upgrade: hash %q, %d bytes of sums", si.Hash, len(si.Sums))
 	}
-	up := NewMirror(MirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
+	up := newMirror(mirrorConfig{DB: db, DataDir: dataDir, Concurrency: 2})
 	t.Cleanup(up.Close)
 	if got, err := readRange(t, up, blob, ChunkSize+5, 100); err != nil || !bytes.Equal(got, data[ChunkSize+5:ChunkSize+105]) || up.CacheMisses() != 1 {
 		t.Fatalf("read after the upgrade: %v, %d units hashed", err, up.CacheMisses())

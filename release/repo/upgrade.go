@@ -16,7 +16,7 @@ import (
 	"stratum/store"
 )
 
-// UpgradeIndexes gives every imported file the sub-chunk index of its
+// upgradeIndexes gives every imported file the sub-chunk index of its
 // import when it has none: imports made before the index existed. The
 // founder runs it at start, after Recover has settled the trees and
 // before serving.
@@ -30,7 +30,7 @@ import (
 // the same import; a crash part-way leaves the files not yet done to the
 // next start, which does them (a file without its sub-chunk index is
 // served all the same, verified by 1 MiB chunk).
-func UpgradeIndexes(ctx context.Context, db *store.DB, dataDir string, log *slog.Logger) error {
+func upgradeIndexes(ctx context.Context, db *store.DB, dataDir string, log *slog.Logger) error {
 	importMu.Lock()
 	defer importMu.Unlock()
 	todo, err := filesWithoutSubIndex(db)

@@ -40,15 +40,15 @@ const (
 // directory is cleared when the next begins (a crash leaves one behind).
 var uploadMu sync.Mutex
 
-// ImportTar imports a signed release tree sent as a tar stream (its
+// importTar imports a signed release tree sent as a tar stream (its
 // paths relative to the tree: payload/manifest.json first, with
 // payload/manifest.sig, then the files). The manifest's signature is
 // verified before any other byte is received, and every later entry must
 // be a file the manifest lists, at its size: nothing unsigned is written.
 // The received tree is staged under dataDir/uploads and then imported by
-// Import, which hashes every file again as it keeps it; the staged copy
+// importTree, which hashes every file again as it keeps it; the staged copy
 // is removed either way.
-func ImportTar(ctx context.Context, db *store.DB, dataDir string, r io.Reader, keys *release.Keyring, limits UploadLimits, opts ImportOptions) (*release.Manifest, error) {
+func importTar(ctx context.Context, db *store.DB, dataDir string, r io.Reader, keys *release.Keyring, limits UploadLimits, opts ImportOptions) (*release.Manifest, error) {
 	if !uploadMu.TryLock() {
 		e := apierr.New(apierr.ReleaseBusy, "another release upload is running on this founder; retry when it ends")
 		e.RetryAfter = 10
@@ -69,21 +69,7 @@ func ImportTar(ctx context.Context, db *store.DB, dataDir string, r io.Reader, k
 	if err := receiveTree(ctx, r, root, keys, limits); err != nil {
 		return nil, err
 	}
-	return Import(ctx, db, dataDir, staging, keys, opts)
-}
-
-// ImportTar loads the trusted keys and imports the tar stream r (see
-// ImportTar).
-func (c *Catalog) ImportTar(ctx context.Context, r io.Reader, opts ImportOptions) (*release.Manifest, error) {
-	keys, err := release.LoadKeyring(c.KeysDir, 1)
-	if err != nil {
-		return nil, apierr.New(apierr.Conflict, "the founder's release keys (%s) cannot be loaded: %v", c.KeysDir, err)
-	}
-	limits := c.UploadLimits
-	if limits.MaxBytes == 0 {
-		limits = DefaultUploadLimits
-	}
-	return ImportTar(ctx, c.DB, c.DataDir, r, keys, limits, opts)
+	return importTree(ctx, db, dataDir, staging, keys, opts)
 }
 
 // receiveTree writes the stream's files under root, checking the

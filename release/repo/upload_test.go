@@ -62,7 +62,7 @@ func TestImportTar(t *testing.T) {
 	if _, err := release.WriteTar(&stream, src, func(n int64) { sent += n }); err != nil {
 		t.Fatal(err)
 	}
-	m, err := ImportTar(context.Background(), db, dataDir, &stream, keys, DefaultUploadLimits, ImportOptions{Actor: "test"})
+	m, err := importTar(context.Background(), db, dataDir, &stream, keys, DefaultUploadLimits, ImportOptions{Actor: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestImportTarRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db, dataDir := releasetest.OpenDB(t)
-			_, err := ImportTar(context.Background(), db, dataDir, bytes.NewReader(tc.stream), tc.keys, tc.limits, ImportOptions{Actor: "test"})
+			_, err := importTar(context.Background(), db, dataDir, bytes.NewReader(tc.stream), tc.keys, tc.limits, ImportOptions{Actor: "test"})
 			if err == nil {
 				t.Fatal("imported")
 			}
@@ -140,7 +140,7 @@ func TestImportTarRefusals(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dataDir, "uploads")); !os.IsNotExist(err) {
 				t.Fatalf("the staging directory stayed: %v", err)
 			}
-			if list, err := List(db, nil); err != nil || len(list) != 0 {
+			if list, err := listReleases(db, nil); err != nil || len(list) != 0 {
 				t.Fatalf("catalog after a refused upload: %v %v", list, err)
 			}
 		})

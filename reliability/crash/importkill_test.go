@@ -20,7 +20,7 @@ import (
 
 // TestImportCrashWindows rebuilds, on disk, exactly what a SIGKILL leaves
 // at each step of a re-import of release 0.2.0 (tree B over tree A), then
-// starts the founder on it. repo.Import (release/repo/import.go)
+// starts the founder on it. repo.Service.Import (release/repo/import.go)
 // copies into DIR/releases/.import-0.2.0-*, seals it, renames the live
 // tree to .old-0.2.0-<new import id>, renames the new tree into place,
 // and only then commits the store record; the leftovers are tidied by the
