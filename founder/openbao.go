@@ -44,11 +44,10 @@ func (f *Founder) openBaoSetup(ctx context.Context) error {
 		f.log.Info("no OpenBao is configured (openbao.addr, --openbao-addr): bundles carry no openBaoToken or openBaoNodeToken")
 		return nil
 	}
-	c, err := openbao.NewClient(s)
-	if err != nil {
+	var err error
+	if f.openBao, err = openbao.New(openbao.Config{Settings: s, Token: func() (string, error) { return f.openBaoToken(s.TokenFile) }}); err != nil {
 		return err
 	}
-	f.openBao = &openbao.Founder{Client: c, Token: func() (string, error) { return f.openBaoToken(s.TokenFile) }}
 	// Bounded: an unreachable OpenBao must not hold the listeners back.
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -106,7 +106,7 @@ type Founder struct {
 	repo           *repo.Service
 	auditMark      *auditKeeper
 	// openBao is the cluster's OpenBao; nil when none is configured.
-	openBao     *openbao.Founder
+	openBao     *openbao.Service
 	openBaoLine string // what the banner says of it
 }
 

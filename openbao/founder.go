@@ -70,12 +70,31 @@ func CheckFounderToken(i TokenInfo) error {
 	return nil
 }
 
-// Founder is the founder's OpenBao: the client and where the founder's
+// Config is the founder's OpenBao: its settings and where the founder's
 // token comes from (the store after a converge, else the token file).
-type Founder struct {
-	Client *Client
+type Config struct {
+	Settings Settings
 	// Token answers the founder's current token.
 	Token func() (string, error)
+}
+
+// Service is the founder's side of the cluster's OpenBao: its client and
+// its token.
+type Service struct {
+	Client *Client
+	token  func() (string, error)
+}
+
+// New builds the service over an OpenBao at cfg.Settings.
+func New(cfg Config) (*Service, error) {
+	if cfg.Token == nil {
+		return nil, errors.New("openbao: no token source")
+	}
+	c, err := NewClient(cfg.Settings)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{Client: c, token: cfg.Token}, nil
 }
 
 // unavailable turns a failed call into the reason a delivery waits on.
@@ -90,8 +109,8 @@ func unavailable(what string, err error) error {
 // FounderToken looks the founder's token up (auth/token/lookup-self) and
 // applies the root-token rule; it answers the token when a bundle may
 // carry it, else why not.
-func (f *Founder) FounderToken(ctx context.Context) (string, error) {
-	tok, err := f.Token()
+func (f *Service) FounderToken(ctx context.Context) (string, error) {
+	tok, err := f.token()
 	if err != nil {
 		return "", apierr.New(apierr.Unavailable, "the founder has no OpenBao token (%v): give openbao.tokenFile, or %s", err, ConvergeHint)
 	}
@@ -109,7 +128,7 @@ func (f *Founder) FounderToken(ctx context.Context) (string, error) {
 }
 
 // Renew renews the founder's token so it outlives its period.
-func (f *Founder) Renew(ctx context.Context) error {
+func (f *Service) Renew(ctx context.Context) error {
 	tok, err := f.FounderToken(ctx)
 	if err != nil {
 		return err
@@ -122,7 +141,7 @@ func (f *Founder) Renew(ctx context.Context) error {
 
 // MintNodeToken creates nodeID's token: periodic, orphan (it outlives the
 // founder's token), policy stratum-node, metadata nodeId.
-func (f *Founder) MintNodeToken(ctx context.Context, founderToken, nodeID string) (Token, error) {
+func (f *Service) MintNodeToken(ctx context.Context, founderToken, nodeID string) (Token, error) {
 	t, err := f.Client.CreateToken(ctx, founderToken, TokenRequest{
 		Policies: []string{PolicyNode}, Period: NodePeriod, NoParent: true,
 		Meta: map[string]string{"nodeId": nodeID}, DisplayName: "stratum-node-" + nodeID,
@@ -135,8 +154,8 @@ func (f *Founder) MintNodeToken(ctx context.Context, founderToken, nodeID string
 
 // Revoke revokes the token behind accessor. A token already gone (OpenBao
 // answers 400 for an accessor it does not know) counts as revoked.
-func (f *Founder) Revoke(ctx context.Context, accessor string) error {
-	tok, err := f.Token()
+func (f *Service) Revoke(ctx context.Context, accessor string) error {
+	tok, err := f.token()
 	if err != nil {
 		return err
 	}

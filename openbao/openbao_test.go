@@ -56,7 +56,10 @@ func TestOpenBaoAgainstServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := &openbao.Founder{Client: c, Token: func() (string, error) { return srv.RootToken, nil }}
+	root, err := openbao.New(openbao.Config{Settings: openbao.Settings{Addr: srv.Addr}, Token: func() (string, error) { return srv.RootToken, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := root.FounderToken(ctx); apierr.CodeOf(err) != apierr.OpenBaoRootToken {
 		t.Fatalf("a root token passes the rule: %v", err)
 	}
@@ -73,7 +76,10 @@ func TestOpenBaoAgainstServer(t *testing.T) {
 	if err != nil || info.HasPolicy("root") || !info.HasPolicy(openbao.PolicyControlPlane) || info.Period == 0 || !info.Orphan {
 		t.Fatalf("the converged token: %+v %v", info, err)
 	}
-	f := &openbao.Founder{Client: c, Token: func() (string, error) { return tok.Token, nil }}
+	f, err := openbao.New(openbao.Config{Settings: openbao.Settings{Addr: srv.Addr}, Token: func() (string, error) { return tok.Token, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ft, err := f.FounderToken(ctx)
 	if err != nil || ft != tok.Token {
 		t.Fatalf("the converged token is refused: %v", err)
