@@ -28,6 +28,9 @@ type bucketSpec struct {
 	// authenticated records carry a MAC under a key derived from the data
 	// key (see mac.go); a record whose MAC fails reads as absent.
 	authenticated bool
+	// remembered: the MAC check of a record read again unchanged is not
+	// done again (Remembered).
+	remembered bool
 }
 
 // Option qualifies a bucket declaration.
@@ -37,6 +40,14 @@ type Option func(*bucketSpec)
 // bucket, the key and the record format (SPEC 16.2): a record written or
 // edited by anyone without the data key reads as absent.
 func Authenticated() Option { return func(s *bucketSpec) { s.authenticated = true } }
+
+// Remembered, with Authenticated, makes the store remember per key the
+// stored bytes whose MAC last verified: the same bytes read again are not
+// checked again, since the check of the same bytes under the same bucket,
+// key and data key gives the same answer. A large record read on every
+// request (a release file's chunk index) then costs a comparison instead
+// of an HMAC over it; any change to its bytes is checked as before.
+func Remembered() Option { return func(s *bucketSpec) { s.remembered = true } }
 
 // Bucket is a declared bucket whose values are JSON-encoded T.
 type Bucket[T any] struct{ spec bucketSpec }

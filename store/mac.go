@@ -61,6 +61,12 @@ type macs struct {
 	legacy atomic.Bool
 
 	rejected atomic.Uint64
+
+	// verified holds, for the records of Remembered buckets, bucket NUL
+	// key -> a copy of the stored bytes whose MAC last verified.
+	verifiedMu sync.Mutex
+	verified   map[string][]byte
+
 	mu       sync.Mutex
 	reported map[string]bool // bucket/key/sum of each rejected record seen
 	log      *slog.Logger
@@ -289,4 +295,38 @@ func (e *RejectedRecordsError) Error() string {
 		names[i] = r.String()
 	}
 	return fmt.Sprintf("%d stored record(s) fail their MAC (written without the data key; each is treated as absent): %s", len(e.Records), strings.Join(names, ", "))
+}
+
+// maxRemembered bounds the records whose verified bytes are remembered;
+// a full memory simply starts over.
+const maxRemembered = 4096
+
+// recall returns the payload of the remembered copy of bucket/key when
+// stored is byte for byte what verified last (nil otherwise, and always
+// while MACs are off for migrations). The payload is the memory's own
+// copy: valid after the transaction, never written.
+func (m *macs) recall(bucket, key string, stored []byte) []byte {
+	if m.legacy.Load() {
+		return nil
+	}
+	m.verifiedMu.Lock()
+	defer m.verifiedMu.Unlock()
+	if kept, ok := m.verified[bucket+"\x00"+key]; ok && bytes.Equal(kept, stored) {
+		return kept[recordHeader:len(kept):len(kept)]
+	}
+	return nil
+}
+
+// remember keeps a copy of stored, whose MAC just verified for bucket/key.
+func (m *macs) remember(bucket, key string, stored []byte) {
+	if m.legacy.Load() || len(stored) < recordHeader {
+		return
+	}
+	kept := bytes.Clone(stored)
+	m.verifiedMu.Lock()
+	defer m.verifiedMu.Unlock()
+	if m.verified == nil || len(m.verified) >= maxRemembered {
+		m.verified = map[string][]byte{}
+	}
+	m.verified[bucket+"\x00"+key] = kept
 }

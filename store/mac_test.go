@@ -12,6 +12,7 @@ import (
 var (
 	authTest    = NewBucket[map[string]string]("test-auth", Authenticated())
 	authTestRaw = NewRawBucket("test-auth-raw", Authenticated())
+	authTestMem = NewRawBucket("test-auth-remembered", Authenticated(), Remembered())
 )
 
 // waitAudit waits for the events of kind (the rejection is audited in its
@@ -120,6 +121,61 @@ func TestContractAuthenticatedRecords(t *testing.T) {
 		time.Sleep(300 * time.Millisecond) // time for a second audit, were there one
 		if evs := waitAudit(t, db2, "store.record.rejected", 3); len(evs) != 3 {
 			t.Fatalf("after reopen %d rejection events, want still 3", len(evs))
+		}
+	})
+}
+
+// SPEC 16.2 with Remembered: a record read again unchanged skips its MAC
+// check, but a forgery written over it, or its verified bytes moved to
+// another key, still read as absent, and a record changed by a writer
+// with the key reads as changed.
+func TestContractRememberedRecords(t *testing.T) {
+	backends(t, func(t *testing.T, target string, open opener) {
+		db := open(t)
+		read := func(k string) string {
+			var v string
+			_ = db.View(func(tx *Tx) error { v = string(authTestMem.Get(tx, k)); return nil })
+			return v
+		}
+		put := func(fn func(tx *Tx) error) {
+			t.Helper()
+			if err := db.Update(fn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put(func(tx *Tx) error { return authTestMem.Put(tx, "index", []byte("v1")) })
+		var genuine []byte
+		_ = db.View(func(tx *Tx) error { genuine = bytes.Clone(Named(authTestMem.Name()).Get(tx, "index")); return nil })
+		for range 2 {
+			if v := read("index"); v != "v1" {
+				t.Fatalf("remembered record reads %q", v)
+			}
+		}
+		// Forged in place (no key): absent, though the key was remembered.
+		put(func(tx *Tx) error {
+			forged := bytes.Clone(genuine)
+			forged[len(forged)-1] = '9'
+			return Named(authTestMem.Name()).Put(tx, "index", forged)
+		})
+		if v := read("index"); v != "" {
+			t.Fatalf("a forgery over a remembered record reads %q", v)
+		}
+		// The verified bytes moved to another key: absent.
+		put(func(tx *Tx) error { return Named(authTestMem.Name()).Put(tx, "moved", genuine) })
+		if v := read("moved"); v != "" {
+			t.Fatalf("remembered bytes moved to another key read %q", v)
+		}
+		// Put back, and rewritten with the key: read as they are.
+		put(func(tx *Tx) error { return Named(authTestMem.Name()).Put(tx, "index", genuine) })
+		if v := read("index"); v != "v1" {
+			t.Fatalf("the genuine bytes put back read %q", v)
+		}
+		put(func(tx *Tx) error { return authTestMem.Put(tx, "index", []byte("v2")) })
+		if v := read("index"); v != "v2" {
+			t.Fatalf("a changed record reads %q", v)
+		}
+		if n := db.RejectedRecords(); n != 2 {
+			t.Errorf("RejectedRecords() = %d, want 2 (the forgery, the moved copy)", n)
 		}
 	})
 }

@@ -296,7 +296,17 @@ func (tx *Tx) get(b bucketSpec, key string) ([]byte, error) {
 	if err != nil || raw == nil || !b.authenticated {
 		return raw, err
 	}
-	return tx.openRecord(b.name, key, raw)
+	if !b.remembered {
+		return tx.openRecord(b.name, key, raw)
+	}
+	if payload := tx.db.macs.recall(b.name, key, raw); payload != nil {
+		return payload, nil
+	}
+	payload, err := tx.openRecord(b.name, key, raw)
+	if err == nil && payload != nil {
+		tx.db.macs.remember(b.name, key, raw)
+	}
+	return payload, err
 }
 
 // getRaw is get whose backend failure fails the whole transaction.

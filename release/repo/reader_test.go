@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -90,11 +91,14 @@ func BenchmarkRange64K(b *testing.B) {
 		cache int64
 	}{{"nocache", -1}, {"cache", 0}} {
 		b.Run(c.name, func(b *testing.B) {
-			m, blob, data, _ := importedMirror(b, 8*ChunkSize, 64, c.cache)
+			// 256 MiB: a chunk index of 256 hashes to look up, and
+			// random offsets, which straddle units, as mirror-range64k has.
+			m, blob, data, _ := importedMirror(b, 256*ChunkSize, 64, c.cache)
+			rng := rand.New(rand.NewPCG(1, 2))
 			b.SetBytes(64 << 10)
 			i := 0
 			for b.Loop() {
-				off := int64(i%100) * 64 << 10
+				off := rng.Int64N(int64(len(data)) - 64<<10)
 				i++
 				fi, err := m.Stat("0.6.0", blob)
 				if err != nil {

@@ -5,14 +5,16 @@ import "stratum/store"
 // Store buckets of this package. A release's record is small; each file's
 // chunk index has its own key so serving one file reads only its index.
 // The catalog and the chunk indexes decide what nodes receive, so their
-// records are authenticated (SPEC 16.2).
+// records are authenticated (SPEC 16.2). Both are read on every request
+// for a file (Stat), so their MAC is checked once per stored version
+// (store.Remembered): a 1 GiB file's index holds 1,024 chunk hashes.
 var (
-	bucketReleases = store.NewBucket[Imported]("releases", store.Authenticated()) // release -> Imported
+	bucketReleases = store.NewBucket[Imported]("releases", store.Authenticated(), store.Remembered()) // release -> Imported
 	// bucketFiles holds each file's JSON fileIndex, decoded through the
 	// index cache (indexcache.go), hence raw.
-	bucketFiles   = store.NewRawBucket("release-files", store.Authenticated()) // release NUL path -> fileIndex
-	bucketCorrupt = store.NewBucket[corruptMark]("release-corrupt")            // release NUL path -> corruptMark
-	bucketSubs    = store.NewBucket[subIndex]("release-subchunks")             // release NUL path -> subIndex
+	bucketFiles   = store.NewRawBucket("release-files", store.Authenticated(), store.Remembered()) // release NUL path -> fileIndex
+	bucketCorrupt = store.NewBucket[corruptMark]("release-corrupt")                                // release NUL path -> corruptMark
+	bucketSubs    = store.NewBucket[subIndex]("release-subchunks")                                 // release NUL path -> subIndex
 	// bucketContent holds file content in a shared store (shared.go):
 	// import id NUL path NUL chunk number (8 bytes, big-endian) -> chunk.
 	bucketContent = store.NewRawBucket("release-content")
