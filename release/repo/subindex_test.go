@@ -377,3 +377,25 @@ func TestOlderSubIndexIsUpgraded(t *testing.T) {
 		t.Fatalf("read after the upgrade: %v, %d units hashed", err, up.CacheMisses())
 	}
 }
+
+// TestSubSumIsBLAKE3: the sub-chunk hash is BLAKE3 whichever way it is
+// computed (a whole unit in one compression, a shorter one through the
+// hasher): the official test vectors (input byte i is i mod 251).
+func TestSubSumIsBLAKE3(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{
+		{1025, "d00278ae47eb27b34faecf67b4fe263f82d5412916c1ffd97c8cb7fb814b8444"},
+		{8193, "bab6c09cb8ce8cf459261398d2e7aef35700bf488116ceb94a36d0f5f1b7bc3b"},
+		{SubChunkSize, "f875d6646de28985646f34ee13be9a576fd515f76b5b0a26bb324735041ddde4"},
+	} {
+		in := make([]byte, c.n)
+		for i := range in {
+			in[i] = byte(i % 251)
+		}
+		if got := fmt.Sprintf("%x", subSum(in)); got != c.want {
+			t.Errorf("%d bytes: %s, want %s", c.n, got, c.want)
+		}
+	}
+}
