@@ -18,8 +18,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"stratum/join"
 	"stratum/ui"
+	"stratum/wire"
 )
 
 // chromium finds the browser the console tests drive: $STRATUM_CHROMIUM,
@@ -237,7 +237,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	v1 := registerMachine(t, j1, token, "lab-r2-07", "192.0.2.31")
 	b.within(2*time.Second, "the new registration's row", chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID)+` [data-action=approve]`)))
 	t.Logf("a new registration appeared on the open joins page %v after it was sent", time.Since(registered).Round(time.Millisecond))
-	b.waitState(v1.JoinID, join.StatePending)
+	b.waitState(v1.JoinID, wire.StatePending)
 	if fp := b.attr(row(v1.JoinID)+` [data-fingerprint]`, "data-fingerprint"); fp != v1.KeyFingerprint {
 		t.Errorf("the row carries fingerprint %q, the joiner has %q", fp, v1.KeyFingerprint)
 	}
@@ -270,9 +270,9 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("the error for %s is not beside the input %s", field, input)
 		}
 	}
-	var got join.OperatorView
+	var got wire.OperatorView
 	f.admin("GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)
-	if got.State != join.StatePending {
+	if got.State != wire.StatePending {
 		t.Fatalf("an invalid approval changed the state to %s", got.State)
 	}
 	b.screenshot(shots, "joins-approve-errors")
@@ -283,7 +283,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		setValue(`textarea[name=networks]`, ""),
 		chromedp.SendKeys(chromedp.CSS(`textarea[name=labels]`), "topology.rack=r2"),
 		chromedp.Click(chromedp.CSS(`[data-action=submit-approve]`)))
-	b.waitState(v1.JoinID, join.StateApproved, join.StateDelivering)
+	b.waitState(v1.JoinID, wire.StateApproved, wire.StateDelivering)
 	f.admin("GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)
 	if got.Assignment == nil || got.Assignment.NodeID != "n-console1" || got.Assignment.Labels["topology.rack"] != "r2" {
 		t.Fatalf("the approval reached the API as %+v", got.Assignment)
@@ -298,7 +298,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject]`)),
 		chromedp.WaitVisible(chromedp.CSS(row(v2.JoinID)+` [data-field-error=reason]`)))
 	f.admin("GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
-	if got.State != join.StatePending {
+	if got.State != wire.StatePending {
 		t.Fatalf("a rejection without a reason changed the state to %s", got.State)
 	}
 	b.within(5*time.Second, "reject with a reason, confirmed",
@@ -306,14 +306,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject]`)),
 		chromedp.WaitVisible(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject][data-confirm=yes]`)))
 	f.admin("GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
-	if got.State != join.StatePending {
+	if got.State != wire.StatePending {
 		t.Fatalf("a rejection before its confirmation changed the state to %s", got.State)
 	}
 	b.within(5*time.Second, "confirm the rejection",
 		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject]`)))
-	b.waitState(v2.JoinID, join.StateRejected)
+	b.waitState(v2.JoinID, wire.StateRejected)
 	f.admin("GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
-	if got.State != join.StateRejected || got.Reason != reason {
+	if got.State != wire.StateRejected || got.Reason != reason {
 		t.Fatalf("the rejection reached the API as %s %q", got.State, got.Reason)
 	}
 
@@ -402,16 +402,16 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// Cancel the join under way, with a reason.
 	b.do("back to the joins page", chromedp.Navigate(f.api+"/ui/joins"), chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID))))
-	b.waitState(v1.JoinID, join.StateDelivering)
+	b.waitState(v1.JoinID, wire.StateDelivering)
 	b.within(5*time.Second, "cancel the delivering join",
 		chromedp.Click(chromedp.CSS(row(v1.JoinID)+` [data-action=cancel]`)),
 		chromedp.SendKeys(chromedp.CSS(row(v1.JoinID)+` textarea[name=reason]`), "cabling fault"),
 		chromedp.Click(chromedp.CSS(row(v1.JoinID)+` [data-action=submit-cancel]`)),
 		chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID)+` [data-action=submit-cancel][data-confirm=yes]`)),
 		chromedp.Click(chromedp.CSS(row(v1.JoinID)+` [data-action=submit-cancel]`)))
-	b.waitState(v1.JoinID, join.StateFailed)
+	b.waitState(v1.JoinID, wire.StateFailed)
 	f.admin("GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)
-	if got.State != join.StateFailed || got.Reason != "cabling fault" {
+	if got.State != wire.StateFailed || got.Reason != "cabling fault" {
 		t.Errorf("the cancellation reached the API as %s %q", got.State, got.Reason)
 	}
 
@@ -429,7 +429,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	for _, phase := range []string{"installing", "done"} {
 		j5.do(t, "POST", "/v1/join/registrations/"+v5.JoinID+"/progress", map[string]string{"phase": phase}, 200, nil)
 	}
-	b.waitState(v5.JoinID, join.StateInstalling)
+	b.waitState(v5.JoinID, wire.StateInstalling)
 	b.within(5*time.Second, "the stalled install names n-console4",
 		chromedp.WaitVisible(chromedp.CSS(row(v5.JoinID)+` [data-waiting-for="n-console4"]`)))
 	if txt := b.text(row(v5.JoinID) + ` [data-waiting-for]`); !strings.Contains(txt, "n-console4") || !strings.Contains(txt, "to apply generation") {
@@ -454,7 +454,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 // registerMachine registers j as a joiner does, with the facts an
 // operator compares before approving.
-func registerMachine(t *testing.T, j *joinerKey, token, hostname, mgmt string) join.JoinerView {
+func registerMachine(t *testing.T, j *joinerKey, token, hostname, mgmt string) wire.JoinerView {
 	t.Helper()
 	facts := map[string]any{
 		"arch": "amd64", "os": "linux", "cpus": 16, "memoryBytes": 64 << 30, "kernel": "6.1.0-28-amd64",
@@ -463,7 +463,7 @@ func registerMachine(t *testing.T, j *joinerKey, token, hostname, mgmt string) j
 		"nics":  []map[string]any{{"name": "eno1", "mac": "3c:ec:ef:10:20:31"}, {"name": "ens2f0", "mac": "b8:59:9f:aa:bb:31"}},
 		"tpm":   true,
 	}
-	var v join.JoinerView
+	var v wire.JoinerView
 	j.do(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "hostname": hostname, "mgmtIp": mgmt, "facts": facts}, 201, &v)
 	return v
 }

@@ -14,12 +14,12 @@ import (
 
 	"stratum/apierr"
 	"stratum/crypto"
-	"stratum/join"
+	"stratum/wire"
 )
 
 func (f *testFounder) joinToken(role string, uses int) string {
 	f.t.Helper()
-	var out join.CreatedToken
+	var out wire.JoinToken
 	f.admin("POST", "/v1/admin/join/tokens", map[string]any{"role": role, "ttl": "1h", "uses": uses}, 201, &out)
 	if !strings.Contains(out.JoinCommand, out.Token) || !strings.Contains(out.JoinCommand, "--ca-pin sha256:") {
 		f.t.Fatalf("joinCommand %q lacks the token or the CA pin", out.JoinCommand)
@@ -27,9 +27,9 @@ func (f *testFounder) joinToken(role string, uses int) string {
 	return out.Token
 }
 
-func register(t *testing.T, j *joinerKey, token, release, mgmt string, want int) (join.JoinerView, *apierr.Error) {
+func register(t *testing.T, j *joinerKey, token, release, mgmt string, want int) (wire.JoinerView, *apierr.Error) {
 	t.Helper()
-	var v join.JoinerView
+	var v wire.JoinerView
 	e := j.do(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": release, "hostname": "lab-" + mgmt, "mgmtIp": mgmt}, want, &v)
 	return v, e
 }
@@ -42,7 +42,7 @@ func TestJoinEndToEnd(t *testing.T) {
 	token := f.joinToken("control-plane", 1)
 	j := f.newJoiner()
 	v, _ := register(t, j, token, "0.1.0", "192.0.2.12", 201)
-	if v.State != join.StatePending {
+	if v.State != wire.StatePending {
 		t.Fatalf("state %q, want pending", v.State)
 	}
 	path := "/v1/join/registrations/" + v.JoinID
@@ -62,13 +62,13 @@ func TestJoinEndToEnd(t *testing.T) {
 	}
 
 	type polled struct {
-		v       join.JoinerView
+		v       wire.JoinerView
 		elapsed time.Duration
 	}
 	got := make(chan polled, 1)
 	go func() {
 		start := time.Now()
-		var pv join.JoinerView
+		var pv wire.JoinerView
 		j.do(t, "GET", path+"?wait=60&state=pending", nil, 200, &pv)
 		got <- polled{pv, time.Since(start)}
 	}()
@@ -83,7 +83,7 @@ func TestJoinEndToEnd(t *testing.T) {
 	if p.elapsed > 5*time.Second {
 		t.Fatalf("long-poll answered after %v: the approval did not wake it", p.elapsed)
 	}
-	if p.v.State != join.StateDelivering || p.v.Delivery == nil {
+	if p.v.State != wire.StateDelivering || p.v.Delivery == nil {
 		t.Fatalf("after approval: state %q delivery %v, want delivering with a delivery", p.v.State, p.v.Delivery != nil)
 	}
 	b := p.v.Delivery.Bundle
@@ -95,18 +95,18 @@ func TestJoinEndToEnd(t *testing.T) {
 		t.Fatalf("bundle misses cluster values: %+v", b)
 	}
 
-	var iv join.JoinerView
+	var iv wire.JoinerView
 	j.do(t, "POST", path+"/progress", map[string]string{"phase": "installing"}, 200, &iv)
-	if iv.State != join.StateInstalling || iv.Delivery == nil {
+	if iv.State != wire.StateInstalling || iv.Delivery == nil {
 		t.Fatalf("after installing: %q, delivery %v", iv.State, iv.Delivery != nil)
 	}
 	j.do(t, "POST", path+"/progress", map[string]string{"phase": "done"}, 200, nil)
-	var fv join.JoinerView
+	var fv wire.JoinerView
 	j.do(t, "GET", path, nil, 200, &fv)
-	if fv.State != join.StateJoined || fv.Delivery != nil {
+	if fv.State != wire.StateJoined || fv.Delivery != nil {
 		t.Fatalf("after done: state %q, delivery present %v; want joined without delivery", fv.State, fv.Delivery != nil)
 	}
-	var members join.MembersView
+	var members wire.MembersView
 	f.admin("GET", "/v1/admin/cluster/members", nil, 200, &members)
 	if len(members.Members) != 2 || members.Members[1].NodeID != nodeID || members.Members[1].State != "active" {
 		t.Fatalf("members: %+v", members)
@@ -187,7 +187,7 @@ func TestJoinRefusals(t *testing.T) {
 			t.Fatalf("release %s: %+v", rel, e)
 		}
 	}
-	var tokens struct{ Tokens []join.TokenView }
+	var tokens struct{ Tokens []wire.JoinTokenView }
 	f.admin("GET", "/v1/admin/join/tokens", nil, 200, &tokens)
 	if len(tokens.Tokens) != 1 || tokens.Tokens[0].UsesLeft != 5 {
 		t.Fatalf("a refused registration used the token: %+v", tokens.Tokens)
@@ -237,25 +237,25 @@ func TestJoinQueue(t *testing.T) {
 	v2, _ := register(t, j2, token, "0.1.0", "192.0.2.32", 201)
 	f.admin("POST", "/v1/admin/join/registrations/"+v1.JoinID+"/approve", map[string]any{}, 200, nil)
 	f.admin("POST", "/v1/admin/join/registrations/"+v2.JoinID+"/approve", map[string]any{}, 200, nil)
-	var s1, s2 join.JoinerView
+	var s1, s2 wire.JoinerView
 	j1.do(t, "GET", "/v1/join/registrations/"+v1.JoinID, nil, 200, &s1)
 	j2.do(t, "GET", "/v1/join/registrations/"+v2.JoinID, nil, 200, &s2)
-	if s1.State != join.StateDelivering || s2.State != join.StateApproved || s2.QueuePosition != 1 {
+	if s1.State != wire.StateDelivering || s2.State != wire.StateApproved || s2.QueuePosition != 1 {
 		t.Fatalf("turns: first %s, second %s at %d", s1.State, s2.State, s2.QueuePosition)
 	}
 	j1.do(t, "POST", "/v1/join/registrations/"+v1.JoinID+"/progress", map[string]string{"phase": "installing"}, 200, nil)
 	j2.do(t, "GET", "/v1/join/registrations/"+v2.JoinID, nil, 200, &s2)
-	if s2.State != join.StateApproved || s2.QueuePosition != 1 {
+	if s2.State != wire.StateApproved || s2.QueuePosition != 1 {
 		t.Fatalf("second moved before the first joined: %s", s2.State)
 	}
 	j1.do(t, "POST", "/v1/join/registrations/"+v1.JoinID+"/progress", map[string]string{"phase": "done"}, 200, nil)
 	j2.do(t, "GET", "/v1/join/registrations/"+v2.JoinID, nil, 200, &s2)
-	if s2.State != join.StateDelivering {
+	if s2.State != wire.StateDelivering {
 		t.Fatalf("second is %s after the first joined, want delivering", s2.State)
 	}
 	j2.do(t, "POST", "/v1/join/registrations/"+v2.JoinID+"/progress", map[string]string{"phase": "done"}, 200, nil)
 	j2.do(t, "GET", "/v1/join/registrations/"+v2.JoinID, nil, 200, &s2)
-	if s2.State != join.StateInstalling {
+	if s2.State != wire.StateInstalling {
 		t.Fatalf("second is %s before the first node applied its generation, want installing", s2.State)
 	}
 
@@ -272,7 +272,7 @@ func TestJoinQueue(t *testing.T) {
 	f.admin("PUT", "/v1/cluster/members/"+node1+"/applied", map[string]uint64{"generation": gen}, 401, nil)
 	// The membership long-poll: the node's leaf only, answered at once on
 	// another generation, held on its own.
-	var mv join.MembersView
+	var mv wire.MembersView
 	call(t, nodeCli, "GET", f.api+"/v1/cluster/members?wait=30&generation="+strconv.FormatUint(gen-1, 10), "", nil, 200, &mv)
 	if mv.Generation != gen || len(mv.Members) != 3 {
 		t.Fatalf("members for the node: %+v", mv)
@@ -290,7 +290,7 @@ func TestJoinQueue(t *testing.T) {
 	}
 	call(t, nodeCli, "PUT", f.api+"/v1/cluster/members/"+node1+"/applied", "", map[string]uint64{"generation": gen}, 200, nil)
 	j2.do(t, "GET", "/v1/join/registrations/"+v2.JoinID, nil, 200, &s2)
-	if s2.State != join.StateJoined {
+	if s2.State != wire.StateJoined {
 		t.Fatalf("second is %s after every member applied, want joined", s2.State)
 	}
 }

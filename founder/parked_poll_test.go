@@ -6,13 +6,12 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"stratum/wire"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"stratum/join"
 )
 
 // TestParkedLongPollsHoldNoGoroutine: held long-polls are parked on their
@@ -61,7 +60,7 @@ func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
 				return
 			}
 			defer resp.Body.Close()
-			var v join.JoinerView
+			var v wire.JoinerView
 			_ = json.NewDecoder(resp.Body).Decode(&v)
 			answers <- answer{resp.StatusCode, v.State, resp.Close, resp.Header.Get("X-Request-Id")}
 		}()
@@ -88,7 +87,7 @@ func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
 	f.admin("POST", "/v1/admin/join/registrations/"+ps[0].id+"/reject", map[string]any{"reason": "test"}, 200, nil)
 	select {
 	case a := <-answers:
-		if a.status != 200 || a.state != string(join.StateRejected) || !a.close || len(a.rid) != 16 {
+		if a.status != 200 || a.state != string(wire.StateRejected) || !a.close || len(a.rid) != 16 {
 			t.Fatalf("woken poll answered %+v, want 200 rejected with Connection: close and a request id", a)
 		}
 	case <-time.After(5 * time.Second):
@@ -101,7 +100,7 @@ func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
 	n := 0
 	for a := range answers {
 		n++
-		if a.status != 200 || a.state != string(join.StatePending) {
+		if a.status != 200 || a.state != string(wire.StatePending) {
 			t.Errorf("at shutdown a parked poll answered %+v, want 200 pending", a)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 
 	"stratum/apierr"
 	"stratum/cluster"
-	"stratum/join"
 	"stratum/release"
+	"stratum/wire"
 )
 
 // signedTree writes a small release tree signed by a new key, and trusts
@@ -55,14 +55,14 @@ func TestReleaseMirrorThroughTheJoinListener(t *testing.T) {
 	// Before any payload is imported, an older joiner cannot be offered one.
 	token := f.joinToken("worker", 3)
 	j := f.newJoiner()
-	var v join.JoinerView
+	var v wire.JoinerView
 	e := j.do(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "selfUpgrade": true, "hostname": "h", "mgmtIp": "192.0.2.50"}, 409, nil)
 	if e.Code != apierr.ReleaseMismatch {
 		t.Fatalf("no payload: %+v", e)
 	}
 	f.admin("POST", "/v1/admin/releases", map[string]string{"path": tree}, 201, nil)
 	j.do(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "selfUpgrade": true, "hostname": "h", "mgmtIp": "192.0.2.50"}, 201, &v)
-	if v.State != join.StateNeedsUpgrade || v.Upgrade == nil || v.Upgrade.To != "0.2.0" || v.Upgrade.Source != "" {
+	if v.State != wire.StateNeedsUpgrade || v.Upgrade == nil || v.Upgrade.To != "0.2.0" || v.Upgrade.Source != "" {
 		t.Fatalf("registration: %+v", v)
 	}
 	base := "/v1/join/registrations/" + v.JoinID + "/release/"
@@ -114,7 +114,7 @@ func TestReleaseMirrorThroughTheJoinListener(t *testing.T) {
 	// After re-registering on the cluster release it is pending, and the
 	// release is no longer served to it.
 	j.do(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": "0.2.0", "selfUpgrade": true, "hostname": "h", "mgmtIp": "192.0.2.50"}, 200, &v)
-	if v.State != join.StatePending {
+	if v.State != wire.StatePending {
 		t.Fatalf("after upgrading: %s", v.State)
 	}
 	if r, _ := get(j.client, blobPath, "", ""); r.StatusCode != 404 {

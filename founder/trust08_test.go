@@ -12,10 +12,10 @@ import (
 
 	"stratum/apierr"
 	"stratum/cluster"
-	"stratum/join"
 	"stratum/release"
 	"stratum/release/releasetest"
 	"stratum/release/repo"
+	"stratum/wire"
 )
 
 // TestTrust08_FairReleaseSlots (SPEC 10.8) attacks the release slots of a
@@ -48,9 +48,9 @@ func TestTrust08_FairReleaseSlots(t *testing.T) {
 		j := f.newJoiner()
 		// A reader that does not read then really holds its slot.
 		j.client.Transport.(*http.Transport).DialContext = releasetest.StallingDialer()
-		var v join.JoinerView
+		var v wire.JoinerView
 		j.do(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "selfUpgrade": true, "hostname": "h", "mgmtIp": mgmt}, 201, &v)
-		if v.State != join.StateNeedsUpgrade {
+		if v.State != wire.StateNeedsUpgrade {
 			t.Fatalf("registration %s, want needs-upgrade", v.State)
 		}
 		return j, f.join + "/v1/join/registrations/" + v.JoinID + "/release/" + blobPath

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"stratum/apierr"
-	"stratum/join"
+	"stratum/wire"
 )
 
 // TestTrust09_OneStrictDecoder (SPEC 10.9) attacks every body-taking
@@ -135,7 +135,7 @@ func TestTrust09_OneStrictDecoder(t *testing.T) {
 // deliveredJoin registers a joiner on token, approves it and fetches its
 // delivery: it returns the joiner, its view, its node id and a client
 // presenting its node leaf.
-func (f *testFounder) deliveredJoin(t *testing.T, token, mgmt string) (*joinerKey, join.JoinerView, string, *http.Client) {
+func (f *testFounder) deliveredJoin(t *testing.T, token, mgmt string) (*joinerKey, wire.JoinerView, string, *http.Client) {
 	t.Helper()
 	j := f.newJoiner()
 	v, _ := register(t, j, token, "0.1.0", mgmt, 201)

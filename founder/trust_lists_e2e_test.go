@@ -1,9 +1,8 @@
 package founder
 
 import (
+	"stratum/wire"
 	"testing"
-
-	"stratum/join"
 )
 
 // Issue 10 item 10 (list filtering): a deny on one registration was
@@ -11,13 +10,13 @@ import (
 // the caller may read.
 func TestTrust10_ListsAnswerOnlyReadableItems(t *testing.T) {
 	f := startFounder(t, nil, nil)
-	var jt1, jt2 join.CreatedToken
+	var jt1, jt2 wire.JoinToken
 	f.admin("POST", "/v1/admin/join/tokens", map[string]any{"role": "worker", "ttl": "1h", "uses": 2}, 201, &jt1)
 	f.admin("POST", "/v1/admin/join/tokens", map[string]any{"role": "worker", "ttl": "1h", "uses": 1}, 201, &jt2)
 	hidden, _ := register(t, f.newJoiner(), jt1.Token, "0.1.0", "192.0.2.31", 201)
 	shown, _ := register(t, f.newJoiner(), jt1.Token, "0.1.0", "192.0.2.32", 201)
 
-	var members join.MembersView
+	var members wire.MembersView
 	f.admin("GET", "/v1/admin/cluster/members", nil, 200, &members)
 	if len(members.Members) == 0 {
 		t.Fatal("no member to hide: the founder itself should be one")
@@ -46,7 +45,7 @@ func TestTrust10_ListsAnswerOnlyReadableItems(t *testing.T) {
 	// The single read is refused, and so is the list's copy of it.
 	call(t, c, "GET", f.api+"/v1/admin/join/registrations/"+hidden.JoinID, created.Token, nil, 403, nil)
 	var regs struct {
-		Registrations []join.OperatorView `json:"registrations"`
+		Registrations []wire.OperatorView `json:"registrations"`
 	}
 	call(t, c, "GET", f.api+"/v1/admin/join/registrations", created.Token, nil, 200, &regs)
 	var ids []string
@@ -58,7 +57,7 @@ func TestTrust10_ListsAnswerOnlyReadableItems(t *testing.T) {
 	}
 	// The admin still sees both.
 	var all struct {
-		Registrations []join.OperatorView `json:"registrations"`
+		Registrations []wire.OperatorView `json:"registrations"`
 	}
 	f.admin("GET", "/v1/admin/join/registrations", nil, 200, &all)
 	if len(all.Registrations) != 2 {
@@ -66,14 +65,14 @@ func TestTrust10_ListsAnswerOnlyReadableItems(t *testing.T) {
 	}
 
 	var toks struct {
-		Tokens []join.TokenView `json:"tokens"`
+		Tokens []wire.JoinTokenView `json:"tokens"`
 	}
 	call(t, c, "GET", f.api+"/v1/admin/join/tokens", created.Token, nil, 200, &toks)
 	if len(toks.Tokens) != 1 || toks.Tokens[0].TokenID != jt1.TokenID {
 		t.Errorf("listed join tokens %+v, want only %s", toks.Tokens, jt1.TokenID)
 	}
 
-	var mv join.MembersView
+	var mv wire.MembersView
 	call(t, c, "GET", f.api+"/v1/admin/cluster/members", created.Token, nil, 200, &mv)
 	for _, m := range mv.Members {
 		if m.NodeID == hiddenMember {

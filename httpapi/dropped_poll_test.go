@@ -22,6 +22,7 @@ import (
 	"stratum/iam"
 	"stratum/join"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // A joiner whose long-poll connections drop (a failover, an agent
@@ -62,11 +63,11 @@ func TestTrust10_DroppedPollGivesItsHoldBack(t *testing.T) {
 	l, _ := ca.Issue(crypto.LeafRequest{CommonName: "joiner", IPs: []net.IP{net.ParseIP("127.0.0.1")}, Client: true, Validity: time.Hour}, now)
 	pair, _ := tls.X509KeyPair(l.CertPEM, l.KeyPEM)
 	leaf, _ := x509.ParseCertificate(pair.Certificate[0])
-	jt, err := joins.CreateToken(iam.Principal{Subject: "user:" + id.AdminEmail}, join.CreateTokenRequest{Role: "worker", Uses: 10})
+	jt, err := joins.CreateToken(iam.Principal{Subject: "user:" + id.AdminEmail}, wire.JoinTokenRequest{Role: "worker", Uses: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	view, _, err := joins.Register(crypto.SPKIPin(leaf), join.RegisterRequest{Token: jt.Token, Release: id.ClusterRelease, Hostname: "node-a", MgmtIP: "10.0.0.9"})
+	view, _, err := joins.Register(crypto.SPKIPin(leaf), wire.RegisterRequest{Token: jt.Token, Release: id.ClusterRelease, Hostname: "node-a", MgmtIP: "10.0.0.9"})
 	if err != nil {
 		t.Fatal(err)
 	}

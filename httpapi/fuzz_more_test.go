@@ -28,6 +28,7 @@ import (
 	"stratum/release/repo"
 	"stratum/releaseset"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // refusingCatalog answers every import with NOT_FOUND: the target checks
@@ -121,11 +122,11 @@ func FuzzHTTPBodies(f *testing.F) {
 	nodeLeaf, joinerLeaf := leafOf(id.FounderNodeID), leafOf("joiner")
 
 	// One pending registration, for approve, cancel and progress.
-	jt, err := joins.CreateToken(iam.Principal{Subject: "user:" + id.AdminEmail}, join.CreateTokenRequest{Role: "worker", Uses: 1000})
+	jt, err := joins.CreateToken(iam.Principal{Subject: "user:" + id.AdminEmail}, wire.JoinTokenRequest{Role: "worker", Uses: 1000})
 	if err != nil {
 		f.Fatal(err)
 	}
-	view, _, err := joins.Register(crypto.SPKIPin(joinerLeaf), join.RegisterRequest{Token: jt.Token, Release: id.ClusterRelease, Hostname: "node-a", MgmtIP: "10.0.0.9"})
+	view, _, err := joins.Register(crypto.SPKIPin(joinerLeaf), wire.RegisterRequest{Token: jt.Token, Release: id.ClusterRelease, Hostname: "node-a", MgmtIP: "10.0.0.9"})
 	if err != nil {
 		f.Fatal(err)
 	}

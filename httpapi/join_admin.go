@@ -8,6 +8,7 @@ import (
 	"stratum/apierr"
 	"stratum/iam"
 	"stratum/join"
+	"stratum/wire"
 )
 
 // The operator's join endpoints and membership (JoinAdmin).
@@ -34,7 +35,7 @@ func (a *API) listJoinTokens(w http.ResponseWriter, r *http.Request, c *call) er
 	if err != nil {
 		return err
 	}
-	list = iam.Visible(c.principal, list, c.action, func(t join.TokenView) string { return iam.Resource(iam.ResJoinToken, t.TokenID) })
+	list = iam.Visible(c.principal, list, c.action, func(t wire.JoinTokenView) string { return iam.Resource(iam.ResJoinToken, t.TokenID) })
 	writeJSON(w, http.StatusOK, map[string]any{"tokens": list})
 	return nil
 }
@@ -57,7 +58,7 @@ func (a *API) listRegistrations(w http.ResponseWriter, r *http.Request, c *call)
 	if err != nil {
 		return err
 	}
-	list = iam.Visible(c.principal, list, c.action, func(v join.OperatorView) string { return iam.Resource(iam.ResJoinRegistration, v.JoinID) })
+	list = iam.Visible(c.principal, list, c.action, func(v wire.OperatorView) string { return iam.Resource(iam.ResJoinRegistration, v.JoinID) })
 	writeJSON(w, http.StatusOK, map[string]any{"registrations": list, "index": index})
 	return nil
 }
@@ -72,10 +73,10 @@ func (a *API) getRegistration(w http.ResponseWriter, r *http.Request, c *call) e
 }
 
 func (a *API) approveJoin(w http.ResponseWriter, r *http.Request, c *call) error {
-	return a.decide(w, r, c, func(id string, body []byte) (join.OperatorView, error) {
+	return a.decide(w, r, c, func(id string, body []byte) (wire.OperatorView, error) {
 		as, err := join.DecodeAssignment(body)
 		if err != nil {
-			return join.OperatorView{}, err
+			return wire.OperatorView{}, err
 		}
 		return a.JoinAdmin.Approve(c.principal, id, as)
 	})
@@ -90,11 +91,11 @@ func (a *API) cancelJoin(w http.ResponseWriter, r *http.Request, c *call) error 
 }
 
 // decideWithReason runs a decision whose body is only its reason.
-func (a *API) decideWithReason(w http.ResponseWriter, r *http.Request, c *call, act func(by iam.Principal, joinID, reason string) (join.OperatorView, error)) error {
-	return a.decide(w, r, c, func(id string, body []byte) (join.OperatorView, error) {
+func (a *API) decideWithReason(w http.ResponseWriter, r *http.Request, c *call, act func(by iam.Principal, joinID, reason string) (wire.OperatorView, error)) error {
+	return a.decide(w, r, c, func(id string, body []byte) (wire.OperatorView, error) {
 		reason, err := join.DecodeReason(body)
 		if err != nil {
-			return join.OperatorView{}, err
+			return wire.OperatorView{}, err
 		}
 		return act(c.principal, id, reason)
 	})
@@ -102,7 +103,7 @@ func (a *API) decideWithReason(w http.ResponseWriter, r *http.Request, c *call, 
 
 // decide runs an operator's decision on the registration joinId with the
 // request body, answering the registration as it now is.
-func (a *API) decide(w http.ResponseWriter, r *http.Request, c *call, run func(joinID string, body []byte) (join.OperatorView, error)) error {
+func (a *API) decide(w http.ResponseWriter, r *http.Request, c *call, run func(joinID string, body []byte) (wire.OperatorView, error)) error {
 	body, err := readBody(r, DefaultBodyLimit)
 	if err != nil {
 		return err
@@ -120,7 +121,7 @@ func (a *API) listMembers(w http.ResponseWriter, r *http.Request, c *call) error
 	if err != nil {
 		return err
 	}
-	v.Members = iam.Visible(c.principal, v.Members, c.action, func(m join.MemberView) string { return iam.Resource(iam.ResMember, m.NodeID) })
+	v.Members = iam.Visible(c.principal, v.Members, c.action, func(m wire.MemberView) string { return iam.Resource(iam.ResMember, m.NodeID) })
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }

@@ -7,10 +7,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"stratum/wire"
 	"strconv"
 	"time"
-
-	"stratum/join"
 )
 
 // A held long-poll does not keep net/http's two goroutines per connection
@@ -31,7 +30,7 @@ func (a *API) parkPoll(w http.ResponseWriter, r *http.Request, pin, joinID, stat
 	// the whole wait would keep net/http's request and response (their
 	// buffers, the peer's certificate) alive for every parked poll.
 	requestID, method, path := w.Header().Get("X-Request-Id"), r.Method, r.URL.Path
-	answer := func(v join.JoinerView, err error) {
+	answer := func(v wire.JoinerView, err error) {
 		if conn == nil {
 			return
 		}

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"stratum/iam"
-	"stratum/join"
 	"stratum/releaseset"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // The handlers depend on these narrow views of the domain services, not
@@ -54,27 +54,27 @@ type Health interface {
 // JoinAdmin is the operator's side of joining: tokens, the join list and
 // its decisions, membership (join.Service).
 type JoinAdmin interface {
-	CreateToken(by iam.Principal, req join.CreateTokenRequest) (join.CreatedToken, error)
-	ListTokens() ([]join.TokenView, error)
+	CreateToken(by iam.Principal, req wire.JoinTokenRequest) (wire.JoinToken, error)
+	ListTokens() ([]wire.JoinTokenView, error)
 	RevokeToken(by iam.Principal, tokenID string) error
-	WaitList(ctx context.Context, state, index string, wait time.Duration) ([]join.OperatorView, string, error)
-	Get(joinID string) (join.OperatorView, error)
-	Approve(by iam.Principal, joinID string, a join.Assignment) (join.OperatorView, error)
-	Reject(by iam.Principal, joinID, reason string) (join.OperatorView, error)
-	Cancel(by iam.Principal, joinID, reason string) (join.OperatorView, error)
-	Members() (join.MembersView, error)
-	WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (join.MembersView, error)
-	Applied(nodeID string, generation uint64) (join.MemberView, error)
+	WaitList(ctx context.Context, state, index string, wait time.Duration) ([]wire.OperatorView, string, error)
+	Get(joinID string) (wire.OperatorView, error)
+	Approve(by iam.Principal, joinID string, a wire.Assignment) (wire.OperatorView, error)
+	Reject(by iam.Principal, joinID, reason string) (wire.OperatorView, error)
+	Cancel(by iam.Principal, joinID, reason string) (wire.OperatorView, error)
+	Members() (wire.MembersView, error)
+	WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (wire.MembersView, error)
+	Applied(nodeID string, generation uint64) (wire.MemberView, error)
 }
 
 // Joiners is the joiner's side, every call keyed by the client
 // certificate's pin (join.Service).
 type Joiners interface {
-	Register(keyPin string, req join.RegisterRequest) (view join.JoinerView, created bool, err error)
-	Progress(keyPin, joinID string, req join.ProgressRequest) (join.JoinerView, error)
+	Register(keyPin string, req wire.RegisterRequest) (view wire.JoinerView, created bool, err error)
+	Progress(keyPin, joinID string, req wire.ProgressRequest) (wire.JoinerView, error)
 	OfferedRelease(keyPin, joinID string) (string, error)
-	Park(keyPin, joinID, lastState string, wait time.Duration, ready <-chan struct{}, answer func(join.JoinerView, error)) (first join.JoinerView, end func(), err error)
-	Wait(ctx context.Context, keyPin, joinID, lastState string, wait time.Duration) (join.JoinerView, error)
+	Park(keyPin, joinID, lastState string, wait time.Duration, ready <-chan struct{}, answer func(wire.JoinerView, error)) (first wire.JoinerView, end func(), err error)
+	Wait(ctx context.Context, keyPin, joinID, lastState string, wait time.Duration) (wire.JoinerView, error)
 }
 
 // ReleaseSet is the cluster's release set (releaseset.Service).

@@ -7,6 +7,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/cluster"
+	"stratum/wire"
 )
 
 func TestApproveInvalidInput(t *testing.T) {
@@ -31,7 +32,7 @@ func TestApproveInvalidInput(t *testing.T) {
 	if got, want := fieldNames(err), []string{"labels.rack", "labels.topology.az"}; !slices.Equal(got, want) {
 		t.Errorf("label fields %v, want %v", got, want)
 	}
-	if e.auditCount() != before || e.view("a", v.JoinID).State != StatePending {
+	if e.auditCount() != before || e.view("a", v.JoinID).State != wire.StatePending {
 		t.Error("a refused approval changed state")
 	}
 }
@@ -60,50 +61,50 @@ func TestDecodeAssignment(t *testing.T) {
 func TestApproveRefused(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(e *env) (joinID string, a Assignment)
+		setup func(e *env) (joinID string, a wire.Assignment)
 		field string // "" for a refusal of the registration itself
 		words string // the message must say why
 	}{
-		{"needs-upgrade", func(e *env) (string, Assignment) {
+		{"needs-upgrade", func(e *env) (string, wire.Assignment) {
 			v, _, err := e.register("a", e.token("worker", 1), "0.5.0", true)
 			if err != nil {
 				e.t.Fatal(err)
 			}
 			return v.JoinID, assignment(1)
 		}, "", "registers again on the cluster release"},
-		{"already approved", func(e *env) (string, Assignment) {
+		{"already approved", func(e *env) (string, wire.Assignment) {
 			v := e.pending("a")
 			e.approve(v.JoinID, assignment(1))
 			return v.JoinID, assignment(2)
 		}, "", "already approved"},
-		{"rejected", func(e *env) (string, Assignment) {
+		{"rejected", func(e *env) (string, wire.Assignment) {
 			v := e.pending("a")
 			if _, err := e.svc.Reject(e.admin, v.JoinID, "no"); err != nil {
 				e.t.Fatal(err)
 			}
 			return v.JoinID, assignment(1)
 		}, "", "rejected"},
-		{"node id of a member", func(e *env) (string, Assignment) {
+		{"node id of a member", func(e *env) (string, wire.Assignment) {
 			a := assignment(1)
 			a.NodeID = "n-founder1"
 			return e.pending("a").JoinID, a
 		}, "nodeId", "member n-founder1"},
-		{"mgmt ip of a member", func(e *env) (string, Assignment) {
+		{"mgmt ip of a member", func(e *env) (string, wire.Assignment) {
 			a := assignment(1)
 			a.MgmtIP = "192.0.2.10"
 			return e.pending("a").JoinID, a
 		}, "mgmtIp", "management address of member n-founder1"},
-		{"network ip of a member", func(e *env) (string, Assignment) {
+		{"network ip of a member", func(e *env) (string, wire.Assignment) {
 			a := assignment(1)
 			a.Networks = map[string]cluster.Network{"storage": {IP: "10.9.0.10"}}
 			return e.pending("a").JoinID, a
 		}, "networks.storage.ip", "storage address of member n-founder1"},
-		{"mgmt ip is a member's network ip", func(e *env) (string, Assignment) {
+		{"mgmt ip is a member's network ip", func(e *env) (string, wire.Assignment) {
 			a := assignment(1)
 			a.MgmtIP = "10.9.0.10"
 			return e.pending("a").JoinID, a
 		}, "mgmtIp", "storage address of member n-founder1"},
-		{"address reserved by an approved join", func(e *env) (string, Assignment) {
+		{"address reserved by an approved join", func(e *env) (string, wire.Assignment) {
 			first := e.pending("a")
 			e.approve(first.JoinID, assignment(1)) // delivering
 			second := e.pending("b")
@@ -112,7 +113,7 @@ func TestApproveRefused(t *testing.T) {
 			a.Networks = map[string]cluster.Network{"storage": {IP: "10.9.0.22"}}
 			return e.pending("c").JoinID, a
 		}, "networks.storage.ip", "approved join"},
-		{"node id reserved by an approved join", func(e *env) (string, Assignment) {
+		{"node id reserved by an approved join", func(e *env) (string, wire.Assignment) {
 			e.approve(e.pending("a").JoinID, assignment(1))
 			b := assignment(2)
 			b.NodeID = "n-second01"
@@ -121,12 +122,12 @@ func TestApproveRefused(t *testing.T) {
 			c.NodeID = "n-second01"
 			return e.pending("c").JoinID, c
 		}, "nodeId", "approved join"},
-		{"bound traffic class left out", func(e *env) (string, Assignment) {
+		{"bound traffic class left out", func(e *env) (string, wire.Assignment) {
 			a := assignment(1)
 			a.Networks = nil
 			return e.pending("a").JoinID, a
 		}, "networks.storage", "management plane"},
-		{"rack left out", func(e *env) (string, Assignment) {
+		{"rack left out", func(e *env) (string, wire.Assignment) {
 			a := assignment(1)
 			a.Labels = map[string]string{"example.com/tier": "gold"}
 			return e.pending("a").JoinID, a

@@ -6,6 +6,7 @@ import (
 	"stratum/apierr"
 	"stratum/cluster"
 	"stratum/strictjson"
+	"stratum/wire"
 )
 
 var azPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -13,16 +14,16 @@ var azPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 // DecodeAssignment decodes an approval body strictly: unknown fields are
 // named at every depth (networks.storage.ipp), and every malformed value
 // is listed with them. An empty body takes every default.
-func DecodeAssignment(body []byte) (Assignment, error) {
-	var a Assignment
+func DecodeAssignment(body []byte) (wire.Assignment, error) {
+	var a wire.Assignment
 	if err := strictjson.DecodeChecked(strictjson.OrEmptyObject(body), &a, "the assignment has problems", func() apierr.Fields { return assignmentProblems(a) }); err != nil {
-		return Assignment{}, err
+		return wire.Assignment{}, err
 	}
 	return a, nil
 }
 
 // problems lists every malformed value, independent of the cluster.
-func assignmentProblems(a Assignment) apierr.Fields {
+func assignmentProblems(a wire.Assignment) apierr.Fields {
 	var f apierr.Fields
 	if a.NodeID != "" && !cluster.ValidNodeID(a.NodeID) {
 		f.Add("nodeId", "must be n- followed by 8 of [a-z0-9]")
@@ -40,7 +41,7 @@ func assignmentProblems(a Assignment) apierr.Fields {
 
 // normalized returns a copy with canonical IP text, so conflicts compare
 // addresses, not spellings.
-func normalized(a Assignment) Assignment {
+func normalized(a wire.Assignment) wire.Assignment {
 	a.MgmtIP = normalIPOrEmpty(a.MgmtIP)
 	if a.Networks != nil {
 		nets := make(map[string]cluster.Network, len(a.Networks))

@@ -1,6 +1,9 @@
 package join
 
-import "stratum/store"
+import (
+	"stratum/store"
+	"stratum/wire"
+)
 
 // The claims index holds, for every queued join, its node id and each of
 // its addresses. enqueue adds a join's claims and dequeue removes them, so
@@ -8,7 +11,7 @@ import "stratum/store"
 // turn (its node becomes a member, which claims the same things), or when
 // it is rejected.
 
-func claimKeys(a *Assignment) []string {
+func claimKeys(a *wire.Assignment) []string {
 	if a == nil {
 		return nil
 	}

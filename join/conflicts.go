@@ -8,6 +8,7 @@ import (
 	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // claims are the node ids and addresses already spoken for: by members,
@@ -91,7 +92,7 @@ func (c *claims) newNodeID() (string, error) {
 // ids and addresses, a traffic class the cluster binds that this node
 // leaves out (its traffic would fall silently onto the management plane),
 // and a rack missing where members declare racks (a half-declared topology).
-func (c *claims) refusals(a Assignment) apierr.Fields {
+func (c *claims) refusals(a wire.Assignment) apierr.Fields {
 	var f apierr.Fields
 	if who, taken := c.nodeHolder(a.NodeID); taken {
 		f.Add("nodeId", "%s is already held by %s", a.NodeID, who)

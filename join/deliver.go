@@ -9,6 +9,7 @@ import (
 
 	"stratum/cluster"
 	"stratum/crypto"
+	"stratum/wire"
 )
 
 const (
@@ -69,7 +70,7 @@ func (t *txn) deliverWith(r *record, bao *openBaoGrant) error {
 	if err != nil {
 		return err
 	}
-	d := Delivery{NodeYAML: nodeYAML, Bundle: buildBundle(id, sec, r.Role, members, string(ca.CertPEM()), string(leaf.CertPEM), string(leaf.KeyPEM), m.Generation)}
+	d := wire.Delivery{NodeYAML: nodeYAML, Bundle: buildBundle(id, sec, r.Role, members, string(ca.CertPEM()), string(leaf.CertPEM), string(leaf.KeyPEM), m.Generation)}
 	if bao != nil {
 		d.Bundle.OpenBaoToken, d.Bundle.OpenBaoNodeToken = bao.founderToken, bao.node.Token
 	}
@@ -83,7 +84,7 @@ func (t *txn) deliverWith(r *record, bao *openBaoGrant) error {
 	if err := bucketDeliveries.PutSealed(t.Tx, r.JoinID, raw); err != nil {
 		return err
 	}
-	r.State, r.Reason, r.Generation, r.DeliveredAt = StateDelivering, "", m.Generation, t.now
+	r.State, r.Reason, r.Generation, r.DeliveredAt = wire.StateDelivering, "", m.Generation, t.now
 	if err := t.putRecord(r); err != nil {
 		return err
 	}
@@ -105,12 +106,12 @@ func (t *txn) deliverWith(r *record, bao *openBaoGrant) error {
 // systemActor is the founder acting on its own (turns, timeouts).
 const systemActor = "stratum"
 
-func buildBundle(id cluster.Identity, sec cluster.Secrets, role string, members []cluster.Member, caPEM, certPEM, keyPEM string, g uint64) Bundle {
+func buildBundle(id cluster.Identity, sec cluster.Secrets, role string, members []cluster.Member, caPEM, certPEM, keyPEM string, g uint64) wire.Bundle {
 	dns := id.DNSUpstreamServers
 	if dns == nil {
 		dns = []string{}
 	}
-	b := Bundle{
+	b := wire.Bundle{
 		ClusterID: id.ClusterID, Role: role, Nodes: bundleNodes(members),
 		ParentDomain: id.ParentDomain, Region: id.Region, DNSUpstreamServers: dns,
 		CABundle: caPEM, NodeCert: certPEM, NodeKey: keyPEM, Generation: g,

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"stratum/cluster"
+	"stratum/wire"
 )
 
 // The two ways a turn ends. Both free the slot and hand it on in the same
@@ -13,7 +14,7 @@ import (
 // fail ends r, in its turn, as failed; its member is removed and the
 // generation bumped so the others re-apply without it.
 func (t *txn) fail(r *record, actor, kind, reason string) error {
-	r.State, r.Reason = StateFailed, reason
+	r.State, r.Reason = wire.StateFailed, reason
 	if err := t.putRecord(r); err != nil {
 		return err
 	}
@@ -55,7 +56,7 @@ func (t *txn) join(r *record) error {
 			return err
 		}
 	}
-	r.State, r.Reason = StateJoined, ""
+	r.State, r.Reason = wire.StateJoined, ""
 	if err := t.putRecord(r); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/store"
+	"stratum/wire"
 )
 
 func TestFullFlow(t *testing.T) {
@@ -28,14 +29,14 @@ func TestFullFlow(t *testing.T) {
 	// A waiter holding with lastState=pending answers within milliseconds
 	// of the approval, long before its 60 s are up.
 	type answer struct {
-		v       JoinerView
+		v       wire.JoinerView
 		err     error
 		elapsed time.Duration
 	}
 	done := make(chan answer, 1)
 	go func() {
 		start := time.Now()
-		v, err := e.svc.Wait(context.Background(), keyPin("a"), reg.JoinID, StatePending, 60*time.Second)
+		v, err := e.svc.Wait(context.Background(), keyPin("a"), reg.JoinID, wire.StatePending, 60*time.Second)
 		done <- answer{v, err, time.Since(start)}
 	}()
 	waitFor(t, func() bool { return e.svc.Hub().Waiters() == 1 })
@@ -49,7 +50,7 @@ func TestFullFlow(t *testing.T) {
 		t.Errorf("waiter answered after %v", got.elapsed)
 	}
 	// The slot was free, so the approval gave it the turn at once.
-	if got.v.State != StateDelivering || got.v.Delivery == nil || approved.State != StateDelivering {
+	if got.v.State != wire.StateDelivering || got.v.Delivery == nil || approved.State != wire.StateDelivering {
 		t.Fatalf("after approval: %s / %s", got.v.State, approved.State)
 	}
 	nodeID := approved.Assignment.NodeID
@@ -74,21 +75,21 @@ func TestFullFlow(t *testing.T) {
 	if strings.Replace(other.Message, reg.JoinID, "ID", 1) != strings.Replace(unknown.Message, "j-unknown1", "ID", 1) {
 		t.Errorf("another key's 404 %q differs from an unknown id's %q", other.Message, unknown.Message)
 	}
-	_, err = e.svc.Progress(keyPin("b"), reg.JoinID, ProgressRequest{Phase: PhaseInstalling})
+	_, err = e.svc.Progress(keyPin("b"), reg.JoinID, wire.ProgressRequest{Phase: wire.PhaseInstalling})
 	wantCode(t, err, apierr.NotFound)
 
-	if v := e.progress("a", reg.JoinID, PhaseInstalling); v.State != StateInstalling || v.Delivery == nil {
+	if v := e.progress("a", reg.JoinID, wire.PhaseInstalling); v.State != wire.StateInstalling || v.Delivery == nil {
 		t.Fatalf("installing: %s delivery=%v", v.State, v.Delivery != nil)
 	}
-	v := e.progress("a", reg.JoinID, PhaseDone)
-	if v.State != StateJoined || v.Delivery != nil {
+	v := e.progress("a", reg.JoinID, wire.PhaseDone)
+	if v.State != wire.StateJoined || v.Delivery != nil {
 		t.Fatalf("done: %s delivery=%v", v.State, v.Delivery != nil)
 	}
 	if m, _ := e.member(nodeID); m.State != cluster.MemberActive || m.AppliedGeneration != 2 {
 		t.Errorf("member after joined %+v", m)
 	}
 	// A repeated done (lost answer) is answered, not refused.
-	if v := e.progress("a", reg.JoinID, PhaseDone); v.State != StateJoined {
+	if v := e.progress("a", reg.JoinID, wire.PhaseDone); v.State != wire.StateJoined {
 		t.Errorf("repeated done: %s", v.State)
 	}
 	_ = e.db.View(func(tx *store.Tx) error {
@@ -104,7 +105,7 @@ func TestFullFlow(t *testing.T) {
 	e.auditCount()
 }
 
-func checkLeaf(t *testing.T, b Bundle, nodeID, mgmtIP string) {
+func checkLeaf(t *testing.T, b wire.Bundle, nodeID, mgmtIP string) {
 	t.Helper()
 	cert, err := crypto.ParseCertPEM([]byte(b.NodeCert))
 	if err != nil {
@@ -138,7 +139,7 @@ func checkLeaf(t *testing.T, b Bundle, nodeID, mgmtIP string) {
 	}
 }
 
-func checkBundle(t *testing.T, e *env, b Bundle, nodeID string) {
+func checkBundle(t *testing.T, e *env, b wire.Bundle, nodeID string) {
 	t.Helper()
 	if b.ClusterID != e.id.ClusterID || b.Role != "control-plane" || b.ParentDomain != "stratum.example.com" || b.Region != "lab-1" {
 		t.Errorf("identity fields %+v", b)

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"stratum/apierr"
+	"stratum/wire"
 )
 
 // The join decoders read request bodies from the network (the joiner's
@@ -62,7 +63,7 @@ func FuzzDecodeRegisterRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded %s refused: %v", again, err)
 		}
-		compact := func(r *RegisterRequest) {
+		compact := func(r *wire.RegisterRequest) {
 			if len(r.Facts) > 0 {
 				var b bytes.Buffer
 				if err := json.Compact(&b, r.Facts); err != nil {

@@ -16,6 +16,7 @@ import (
 	"stratum/crypto"
 	"stratum/iam"
 	"stratum/store"
+	"stratum/wire"
 )
 
 const clusterRelease = "0.6.0"
@@ -114,38 +115,38 @@ func keyPin(name string) string {
 
 func (e *env) token(role string, uses int) string {
 	e.t.Helper()
-	tok, err := e.svc.CreateToken(e.admin, CreateTokenRequest{Role: role, TTL: "24h", Uses: uses})
+	tok, err := e.svc.CreateToken(e.admin, wire.JoinTokenRequest{Role: role, TTL: "24h", Uses: uses})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return tok.Token
 }
 
-func (e *env) register(key, token, release string, selfUpgrade bool) (JoinerView, bool, error) {
-	return e.svc.Register(keyPin(key), RegisterRequest{Token: token, Release: release, SelfUpgrade: selfUpgrade,
+func (e *env) register(key, token, release string, selfUpgrade bool) (wire.JoinerView, bool, error) {
+	return e.svc.Register(keyPin(key), wire.RegisterRequest{Token: token, Release: release, SelfUpgrade: selfUpgrade,
 		Hostname: "lab-" + key, MgmtIP: "192.0.2.99", Facts: []byte(`{"cpus": 4}`)})
 }
 
 // pending registers key with a fresh token on the cluster release.
-func (e *env) pending(key string) JoinerView {
+func (e *env) pending(key string) wire.JoinerView {
 	e.t.Helper()
 	v, created, err := e.register(key, e.token("control-plane", 1), clusterRelease, false)
-	if err != nil || !created || v.State != StatePending {
+	if err != nil || !created || v.State != wire.StatePending {
 		e.t.Fatalf("register %s: %+v created=%v err=%v", key, v, created, err)
 	}
 	return v
 }
 
 // assignment n is a conflict-free assignment for the n-th joiner.
-func assignment(n int) Assignment {
-	return Assignment{
+func assignment(n int) wire.Assignment {
+	return wire.Assignment{
 		MgmtIP:   "192.0.2." + strconv.Itoa(20+n),
 		Networks: map[string]cluster.Network{"storage": {IP: "10.9.0." + strconv.Itoa(20+n), Interface: "vlan90"}},
 		Labels:   map[string]string{"topology.rack": "r2"},
 	}
 }
 
-func (e *env) approve(joinID string, a Assignment) OperatorView {
+func (e *env) approve(joinID string, a wire.Assignment) wire.OperatorView {
 	e.t.Helper()
 	v, err := e.svc.Approve(e.admin, joinID, a)
 	if err != nil {
@@ -154,7 +155,7 @@ func (e *env) approve(joinID string, a Assignment) OperatorView {
 	return v
 }
 
-func (e *env) view(key, joinID string) JoinerView {
+func (e *env) view(key, joinID string) wire.JoinerView {
 	e.t.Helper()
 	v, err := e.svc.View(keyPin(key), joinID)
 	if err != nil {
@@ -163,9 +164,9 @@ func (e *env) view(key, joinID string) JoinerView {
 	return v
 }
 
-func (e *env) progress(key, joinID, phase string) JoinerView {
+func (e *env) progress(key, joinID, phase string) wire.JoinerView {
 	e.t.Helper()
-	v, err := e.svc.Progress(keyPin(key), joinID, ProgressRequest{Phase: phase})
+	v, err := e.svc.Progress(keyPin(key), joinID, wire.ProgressRequest{Phase: phase})
 	if err != nil {
 		e.t.Fatalf("progress %s %s: %v", joinID, phase, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/wire"
 )
 
 // TestLongPollCapPerRegistration: a registration holds at most four
@@ -16,18 +17,18 @@ func TestLongPollCapPerRegistration(t *testing.T) {
 	v := e.pending("a")
 	ready := make(chan struct{})
 	close(ready)
-	answered := make(chan JoinerView, 8)
-	answer := func(v JoinerView, _ error) { answered <- v }
+	answered := make(chan wire.JoinerView, 8)
+	answer := func(v wire.JoinerView, _ error) { answered <- v }
 	park := func(state string) (bool, error) {
 		_, end, err := e.svc.Park(keyPin("a"), v.JoinID, state, time.Minute, ready, answer)
 		return end != nil, err
 	}
 	for i := range MaxHoldsPerRegistration {
-		if parked, err := park(StatePending); !parked || err != nil {
+		if parked, err := park(wire.StatePending); !parked || err != nil {
 			t.Fatalf("hold %d: parked %v, %v", i+1, parked, err)
 		}
 	}
-	_, err := park(StatePending)
+	_, err := park(wire.StatePending)
 	var ae *apierr.Error
 	if !errors.As(err, &ae) || ae.Code != apierr.TooManyRequests || ae.RetryAfter < 1 {
 		t.Fatalf("fifth hold: %v, want TOO_MANY_REQUESTS with Retry-After", err)
@@ -37,7 +38,7 @@ func TestLongPollCapPerRegistration(t *testing.T) {
 	}
 	// Another registration is not limited by this one's holds.
 	w := e.pending("b")
-	if _, end, err := e.svc.Park(keyPin("b"), w.JoinID, StatePending, time.Minute, ready, answer); end == nil || err != nil {
+	if _, end, err := e.svc.Park(keyPin("b"), w.JoinID, wire.StatePending, time.Minute, ready, answer); end == nil || err != nil {
 		t.Fatalf("another registration: parked %v, %v", end != nil, err)
 	}
 	// A state change answers the four; their places are free again.
@@ -51,7 +52,7 @@ func TestLongPollCapPerRegistration(t *testing.T) {
 			t.Fatal("a parked poll was not answered")
 		}
 	}
-	if parked, err := park(StateRejected); !parked || err != nil {
+	if parked, err := park(wire.StateRejected); !parked || err != nil {
 		t.Fatalf("a hold after the others ended: parked %v, %v", parked, err)
 	}
 	e.svc.Close()

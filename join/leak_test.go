@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/wire"
 )
 
 // heapAfterGC is the live heap once garbage is collected (twice, so
@@ -40,15 +41,15 @@ func TestLongPollNoLeak(t *testing.T) {
 				var err error
 				switch i % 4 {
 				case 0: // the timer ends it
-					_, err = e.svc.Wait(bg, pin, v.JoinID, StatePending, time.Duration(1+i%5)*time.Millisecond)
+					_, err = e.svc.Wait(bg, pin, v.JoinID, wire.StatePending, time.Duration(1+i%5)*time.Millisecond)
 				case 1: // the client goes away
 					ctx, cancel := context.WithTimeout(bg, 2*time.Millisecond)
-					_, err = e.svc.Wait(ctx, pin, v.JoinID, StatePending, time.Minute)
+					_, err = e.svc.Wait(ctx, pin, v.JoinID, wire.StatePending, time.Minute)
 					cancel()
 				case 2: // woken by changes of nothing it sees, then its timer
-					_, err = e.svc.Wait(bg, pin, v.JoinID, StatePending, 20*time.Millisecond)
+					_, err = e.svc.Wait(bg, pin, v.JoinID, wire.StatePending, 20*time.Millisecond)
 				case 3: // another key: 404 at once, like an unknown id
-					_, err = e.svc.Wait(bg, keyPin("b"), v.JoinID, StatePending, time.Minute)
+					_, err = e.svc.Wait(bg, keyPin("b"), v.JoinID, wire.StatePending, time.Minute)
 					if apierr.CodeOf(err) == apierr.NotFound {
 						err = nil
 					}
@@ -70,8 +71,8 @@ func TestLongPollNoLeak(t *testing.T) {
 		other := e.pending(key)
 		for range 50 {
 			wg.Go(func() {
-				got, err := e.svc.Wait(bg, keyPin(key), other.JoinID, StatePending, time.Minute)
-				if err != nil || got.State != StateRejected {
+				got, err := e.svc.Wait(bg, keyPin(key), other.JoinID, wire.StatePending, time.Minute)
+				if err != nil || got.State != wire.StateRejected {
 					t.Errorf("released with %s %v, want rejected", got.State, err)
 				}
 			})

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"stratum/wire"
 	"time"
 )
 
@@ -17,7 +18,7 @@ const listTopic = "*registrations"
 // hex digits of the SHA-256 of its JSON. A digest rather than a counter
 // survives a restart and agrees between founders sharing one store, so a
 // client's index is never mistaken for a newer list.
-func ListIndex(list []OperatorView) (string, error) {
+func ListIndex(list []wire.OperatorView) (string, error) {
 	b, err := json.Marshal(list)
 	if err != nil {
 		return "", err
@@ -31,7 +32,7 @@ func ListIndex(list []OperatorView) (string, error) {
 // differs from the current list's, and otherwise holds until the list
 // changes, wait passes (at most MaxWait), ctx ends or the hub closes. It
 // answers the list (filtered by state as List is) and its index.
-func (s *Service) WaitList(ctx context.Context, state, index string, wait time.Duration) ([]OperatorView, string, error) {
+func (s *Service) WaitList(ctx context.Context, state, index string, wait time.Duration) ([]wire.OperatorView, string, error) {
 	wait = min(wait, MaxWait)
 	// Subscribe before reading, so a change committed between the read
 	// and the select still wakes this waiter.
@@ -51,11 +52,11 @@ func (s *Service) WaitList(ctx context.Context, state, index string, wait time.D
 
 // listAt is a list with its index, as one value for hold.
 type listAt struct {
-	list  []OperatorView
+	list  []wire.OperatorView
 	index string
 }
 
-func (s *Service) indexedList(state string) ([]OperatorView, string, error) {
+func (s *Service) indexedList(state string) ([]wire.OperatorView, string, error) {
 	list, err := s.List(state)
 	if err != nil {
 		return nil, "", err

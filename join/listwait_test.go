@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"stratum/wire"
 	"testing"
 	"time"
 )
@@ -27,7 +28,7 @@ func TestWaitListWakesOnNewRegistration(t *testing.T) {
 	}
 
 	type answer struct {
-		list  []OperatorView
+		list  []wire.OperatorView
 		index string
 		at    time.Time
 	}
@@ -60,13 +61,13 @@ func TestWaitListWakesOnNewRegistration(t *testing.T) {
 func TestWaitListFilteredByState(t *testing.T) {
 	e := newEnv(t)
 	v := e.pending("a")
-	_, idx, err := e.svc.WaitList(context.Background(), StatePending, "", 0)
+	_, idx, err := e.svc.WaitList(context.Background(), wire.StatePending, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan []OperatorView, 1)
+	done := make(chan []wire.OperatorView, 1)
 	go func() {
-		l, _, _ := e.svc.WaitList(context.Background(), StatePending, idx, time.Minute)
+		l, _, _ := e.svc.WaitList(context.Background(), wire.StatePending, idx, time.Minute)
 		done <- l
 	}()
 	time.Sleep(50 * time.Millisecond)

@@ -8,10 +8,11 @@ import (
 	"stratum/cluster"
 	"stratum/store"
 	"stratum/strictjson"
+	"stratum/wire"
 )
 
-func (s *Service) memberView(m cluster.Member) MemberView {
-	v := MemberView{NodeID: m.NodeID, Role: m.Role, State: m.State, Generation: m.Generation,
+func (s *Service) memberView(m cluster.Member) wire.MemberView {
+	v := wire.MemberView{NodeID: m.NodeID, Role: m.Role, State: m.State, Generation: m.Generation,
 		AppliedGeneration: m.AppliedGeneration, MgmtIP: m.MgmtIP, AZ: m.AZ,
 		Networks: orEmpty(m.Networks), Labels: orEmpty(m.Labels), JoinedAt: m.JoinedAt, Hostname: m.Hostname}
 	if s.cfg.Boot != nil {
@@ -23,14 +24,14 @@ func (s *Service) memberView(m cluster.Member) MemberView {
 }
 
 // Members lists the members in join order with the current generation.
-func (s *Service) Members() (MembersView, error) {
+func (s *Service) Members() (wire.MembersView, error) {
 	return s.members("")
 }
 
 // members lists the members; with asNode set, only for a member (a node
 // that is not one gets what an unknown id gets).
-func (s *Service) members(asNode string) (MembersView, error) {
-	out := MembersView{Members: []MemberView{}}
+func (s *Service) members(asNode string) (wire.MembersView, error) {
+	out := wire.MembersView{Members: []wire.MemberView{}}
 	err := s.view(func(tx *store.Tx) error {
 		if asNode != "" {
 			if _, found, err := cluster.GetMember(tx, asNode); err != nil {
@@ -60,7 +61,7 @@ const membersTopic = "cluster/members"
 // list, at once when the generation differs from generation, else when it
 // changes, wait (+0-5% jitter) passes, ctx ends or the hub closes. Only
 // members may ask.
-func (s *Service) WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (MembersView, error) {
+func (s *Service) WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (wire.MembersView, error) {
 	wait = min(wait, MaxWait)
 	// Subscribe before reading, as Wait does.
 	sub := s.hub.Subscribe(membersTopic)
@@ -69,8 +70,8 @@ func (s *Service) WaitMembers(ctx context.Context, nodeID string, generation uin
 	if err != nil || first.Generation != generation || wait <= 0 {
 		return first, err
 	}
-	read := func() (MembersView, error) { return s.members(nodeID) }
-	return hold(ctx, s.hub, sub, wait, read, func(v MembersView) bool { return v.Generation != generation })
+	read := func() (wire.MembersView, error) { return s.members(nodeID) }
+	return hold(ctx, s.hub, sub, wait, read, func(v wire.MembersView) bool { return v.Generation != generation })
 }
 
 // DecodeApplied decodes PUT /v1/cluster/members/{nodeId}/applied.
@@ -96,8 +97,8 @@ func DecodeApplied(body []byte) (uint64, error) {
 // Applied records that nodeID applied generation (its own report, with
 // its transport leaf), and makes the join in its turn joined once every
 // member has applied the generation it was admitted at.
-func (s *Service) Applied(nodeID string, generation uint64) (MemberView, error) {
-	var out MemberView
+func (s *Service) Applied(nodeID string, generation uint64) (wire.MemberView, error) {
+	var out wire.MemberView
 	err := s.update(func(t *txn) error {
 		if _, found, err := cluster.GetMember(t.Tx, nodeID); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/cluster"
+	"stratum/wire"
 )
 
 type fixedBoot map[string]cluster.Boot
@@ -32,7 +33,7 @@ func TestWaitMembers(t *testing.T) {
 		t.Fatalf("the hold: %+v %v after %v", v, err, time.Since(start))
 	}
 
-	woke := make(chan MembersView, 1)
+	woke := make(chan wire.MembersView, 1)
 	go func() {
 		v, _ := e.svc.WaitMembers(context.Background(), "n-founder1", g, time.Minute)
 		woke <- v

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"stratum/apierr"
+	"stratum/wire"
 )
 
 // TestMgmtAddrRule: every address SPEC 10.5 names is refused at
@@ -38,7 +39,7 @@ func TestMgmtAddrRule(t *testing.T) {
 		e := newEnv(t, func(c *Config) { c.Dev = dev; c.FounderAddrs = []string{"198.51.100.9"} })
 		token := e.token("worker", 1)
 		for _, tc := range cases {
-			_, _, err := e.svc.Register(keyPin(tc.ip), RegisterRequest{Token: token, Release: clusterRelease, Hostname: "lab", MgmtIP: tc.ip})
+			_, _, err := e.svc.Register(keyPin(tc.ip), wire.RegisterRequest{Token: token, Release: clusterRelease, Hostname: "lab", MgmtIP: tc.ip})
 			want := tc.refused && !(dev && tc.devOK)
 			var ae *apierr.Error
 			if got := errors.As(err, &ae); got != want {
@@ -68,16 +69,16 @@ func TestMgmtAddrAtApproval(t *testing.T) {
 		t.Fatalf("approval with the OpenBao VIP: %v", err)
 	}
 	op, err := e.svc.Get(v.JoinID)
-	if err != nil || op.MgmtIPSource != MgmtIPFromJoiner || op.State != StatePending {
+	if err != nil || op.MgmtIPSource != wire.MgmtIPFromJoiner || op.State != wire.StatePending {
 		t.Fatalf("after a refused approval: %+v %v", op, err)
 	}
 	a.MgmtIP = ""
-	if op, err = e.svc.Approve(e.admin, v.JoinID, a); err != nil || op.MgmtIPSource != MgmtIPFromJoiner {
+	if op, err = e.svc.Approve(e.admin, v.JoinID, a); err != nil || op.MgmtIPSource != wire.MgmtIPFromJoiner {
 		t.Fatalf("approval keeping the joiner's address: %+v %v", op, err)
 	}
 	w := e.pending("b")
 	b := assignment(2)
-	if op, err = e.svc.Approve(e.admin, w.JoinID, b); err != nil || op.MgmtIPSource != MgmtIPFromOperator {
+	if op, err = e.svc.Approve(e.admin, w.JoinID, b); err != nil || op.MgmtIPSource != wire.MgmtIPFromOperator {
 		t.Fatalf("approval with the operator's address: %+v %v", op, err)
 	}
 }

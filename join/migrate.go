@@ -3,6 +3,7 @@ package join
 import (
 	"stratum/cluster"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // migrateTrust is the join's step of migration 6 (SPEC 10.3; the
@@ -49,7 +50,7 @@ func migrateMembers(tx *store.Tx, serials map[string]string) error {
 			if err != nil {
 				return err
 			}
-			if found && (r.State == StateInstalling || r.State == StateJoined) {
+			if found && (r.State == wire.StateInstalling || r.State == wire.StateJoined) {
 				m.Installed, changed = true, true
 			}
 		}

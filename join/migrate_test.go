@@ -5,6 +5,7 @@ import (
 
 	"stratum/cluster"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // TestTrustMigration: a store as an earlier build left it (members without
@@ -15,7 +16,7 @@ func TestTrustMigration(t *testing.T) {
 	e := newEnv(t)
 	v := e.pending("a")
 	op := e.approve(v.JoinID, assignment(1))
-	e.progress("a", v.JoinID, PhaseInstalling)
+	e.progress("a", v.JoinID, wire.PhaseInstalling)
 	node := op.Assignment.NodeID
 	want, _ := e.member(node)
 	if want.LeafSerial == "" || !want.Installed {

@@ -4,6 +4,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"stratum/cluster"
+	"stratum/wire"
 )
 
 // nodeYAML is the node's node.yaml, from its assignment and the cluster.
@@ -28,7 +29,7 @@ type nodeYAMLDNS struct {
 	UpstreamServers []string `yaml:"upstream_servers"`
 }
 
-func renderNodeYAML(id cluster.Identity, role string, a Assignment) (string, error) {
+func renderNodeYAML(id cluster.Identity, role string, a wire.Assignment) (string, error) {
 	dns := id.DNSUpstreamServers
 	if dns == nil {
 		dns = []string{}

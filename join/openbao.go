@@ -9,6 +9,7 @@ import (
 	"stratum/cluster"
 	"stratum/openbao"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // OpenBao is the founder's OpenBao as deliveries need it (SPEC 19);
@@ -64,7 +65,7 @@ func (s *Service) deliverWithOpenBao(ctx context.Context) (bool, error) {
 			return err
 		}
 		rec, found, err := getRecord(tx, head)
-		if err != nil || !found || rec.State != StateApproved || !s.carriesOpenBao(rec.Role) || rec.Assignment == nil {
+		if err != nil || !found || rec.State != wire.StateApproved || !s.carriesOpenBao(rec.Role) || rec.Assignment == nil {
 			return err
 		}
 		r, waiting = rec, true
@@ -93,7 +94,7 @@ func (s *Service) deliverWithOpenBao(ctx context.Context) (bool, error) {
 			return err
 		}
 		cur, err := t.mustRecord(r.JoinID)
-		if err != nil || cur.State != StateApproved {
+		if err != nil || cur.State != wire.StateApproved {
 			return err
 		}
 		if err := t.dequeue(&cur); err != nil {
@@ -125,7 +126,7 @@ func (s *Service) holdReason(joinID string, cause error) error {
 	}
 	return s.update(func(t *txn) error {
 		r, found, err := t.getRecord(joinID)
-		if err != nil || !found || r.State != StateApproved || r.Reason == reason {
+		if err != nil || !found || r.State != wire.StateApproved || r.Reason == reason {
 			return err
 		}
 		r.Reason = reason

@@ -8,6 +8,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/openbao"
+	"stratum/wire"
 )
 
 // fakeBao is the founder's OpenBao in memory: a founder token that is a
@@ -79,7 +80,7 @@ func TestOpenBaoDeliveryFlow(t *testing.T) {
 		t.Fatal("a join held by the root-token rule is not retried")
 	}
 	jv := e.view("cp1", v.JoinID)
-	if jv.State != StateApproved || !strings.HasPrefix(jv.Reason, "OPENBAO_ROOT_TOKEN: ") || jv.Delivery != nil {
+	if jv.State != wire.StateApproved || !strings.HasPrefix(jv.Reason, "OPENBAO_ROOT_TOKEN: ") || jv.Delivery != nil {
 		t.Fatalf("joiner view under a root token: %+v", jv)
 	}
 	if op, _ := e.svc.Get(v.JoinID); !strings.HasPrefix(op.Reason, "OPENBAO_ROOT_TOKEN: ") {
@@ -87,7 +88,7 @@ func TestOpenBaoDeliveryFlow(t *testing.T) {
 	}
 	bao.set(func(f *fakeBao) { f.root, f.down = false, true })
 	e.svc.openBaoWork(ctx)
-	if jv := e.view("cp1", v.JoinID); jv.State != StateApproved || !strings.HasPrefix(jv.Reason, "UNAVAILABLE: ") {
+	if jv := e.view("cp1", v.JoinID); jv.State != wire.StateApproved || !strings.HasPrefix(jv.Reason, "UNAVAILABLE: ") {
 		t.Fatalf("joiner view with OpenBao down: %+v", jv)
 	}
 	if len(bao.minted) != 0 {
@@ -98,7 +99,7 @@ func TestOpenBaoDeliveryFlow(t *testing.T) {
 		t.Fatal("nothing left to do, yet a retry is asked")
 	}
 	jv = e.view("cp1", v.JoinID)
-	if jv.State != StateDelivering || jv.Reason != "" || jv.Delivery == nil {
+	if jv.State != wire.StateDelivering || jv.Reason != "" || jv.Delivery == nil {
 		t.Fatalf("after the converge: %+v", jv)
 	}
 	nodeID := jv.Delivery.Bundle.Nodes[len(jv.Delivery.Bundle.Nodes)-1].NodeID
@@ -129,7 +130,7 @@ func TestOpenBaoDeliveryFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.approve(w.JoinID, assignment(2))
-	if wv := e.view("w1", w.JoinID); wv.State != StateDelivering || wv.Delivery.Bundle.OpenBaoToken != "" || wv.Delivery.Bundle.OpenBaoNodeToken != "" {
+	if wv := e.view("w1", w.JoinID); wv.State != wire.StateDelivering || wv.Delivery.Bundle.OpenBaoToken != "" || wv.Delivery.Bundle.OpenBaoNodeToken != "" {
 		t.Fatalf("worker: %+v", wv)
 	}
 	if len(bao.minted) != 1 {

@@ -10,16 +10,17 @@ import (
 	"stratum/iam"
 	"stratum/store"
 	"stratum/strictjson"
+	"stratum/wire"
 )
 
 const maxReasonSize = 1024
 
 // List answers the operator's view of every registration, oldest first,
 // optionally only those in state.
-func (s *Service) List(state string) ([]OperatorView, error) {
+func (s *Service) List(state string) ([]wire.OperatorView, error) {
 	if state != "" && !validState(state) {
 		var f apierr.Fields
-		f.Add("state", "must be one of %s", strings.Join(States, ", "))
+		f.Add("state", "must be one of %s", strings.Join(wire.States, ", "))
 		return nil, f.Err("unknown state filter")
 	}
 	var recs []record
@@ -41,7 +42,7 @@ func (s *Service) List(state string) ([]OperatorView, error) {
 		})
 	})
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
-	out := make([]OperatorView, 0, len(recs))
+	out := make([]wire.OperatorView, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, operatorView(r, pos[r.JoinID], members))
 	}
@@ -49,8 +50,8 @@ func (s *Service) List(state string) ([]OperatorView, error) {
 }
 
 // Get answers the operator's view of one registration.
-func (s *Service) Get(joinID string) (OperatorView, error) {
-	var out OperatorView
+func (s *Service) Get(joinID string) (wire.OperatorView, error) {
+	var out wire.OperatorView
 	err := s.view(func(tx *store.Tx) error {
 		r, found, err := getRecord(tx, joinID)
 		if err != nil {
@@ -89,23 +90,23 @@ func reasonProblems(reason string) apierr.Fields {
 // Reject ends a registration that has not had its turn (pending,
 // needs-upgrade or approved); an approved one leaves the queue. It needs
 // a reason (SPEC 17): the joiner prints it and the audit keeps it.
-func (s *Service) Reject(by iam.Principal, joinID, reason string) (OperatorView, error) {
+func (s *Service) Reject(by iam.Principal, joinID, reason string) (wire.OperatorView, error) {
 	f := reasonProblems(reason)
 	if strings.TrimSpace(reason) == "" {
 		f.Add("reason", "required: say why, for the joiner and the audit log")
 	}
 	if err := f.Err("the request has problems"); err != nil {
-		return OperatorView{}, err
+		return wire.OperatorView{}, err
 	}
-	var out OperatorView
+	var out wire.OperatorView
 	err := s.update(func(t *txn) error {
 		r, err := t.mustRecord(joinID)
 		if err != nil {
 			return err
 		}
 		switch r.State {
-		case StatePending, StateNeedsUpgrade, StateApproved:
-		case StateDelivering, StateInstalling:
+		case wire.StatePending, wire.StateNeedsUpgrade, wire.StateApproved:
+		case wire.StateDelivering, wire.StateInstalling:
 			return apierr.New(apierr.Conflict, "join %s is %s: its delivery is under way; cancel it instead", joinID, r.State)
 		default:
 			return apierr.New(apierr.Conflict, "join %s is already %s", joinID, r.State)
@@ -113,7 +114,7 @@ func (s *Service) Reject(by iam.Principal, joinID, reason string) (OperatorView,
 		if err := t.dequeue(&r); err != nil {
 			return err
 		}
-		r.State, r.Reason = StateRejected, reason
+		r.State, r.Reason = wire.StateRejected, reason
 		if err := t.putRecord(&r); err != nil {
 			return err
 		}
@@ -128,14 +129,14 @@ func (s *Service) Reject(by iam.Principal, joinID, reason string) (OperatorView,
 
 // Cancel fails a join whose delivery is under way: its member is removed,
 // the generation bumped and the next approved join gets its turn.
-func (s *Service) Cancel(by iam.Principal, joinID, reason string) (OperatorView, error) {
+func (s *Service) Cancel(by iam.Principal, joinID, reason string) (wire.OperatorView, error) {
 	if err := reasonProblems(reason).Err("the request has problems"); err != nil {
-		return OperatorView{}, err
+		return wire.OperatorView{}, err
 	}
 	if reason == "" {
 		reason = "cancelled by " + actorOf(by)
 	}
-	var out OperatorView
+	var out wire.OperatorView
 	err := s.update(func(t *txn) error {
 		r, err := t.mustRecord(joinID)
 		if err != nil {

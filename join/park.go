@@ -1,6 +1,7 @@
 package join
 
 import (
+	"stratum/wire"
 	"sync"
 	"time"
 )
@@ -19,7 +20,7 @@ import (
 // end is nil when the poll was answered at once; otherwise calling it ends
 // the hold now (the caller saw its client leave): answer runs as for a
 // change, and the hold counted against the registration is given back.
-func (s *Service) Park(keyPin, joinID, lastState string, wait time.Duration, ready <-chan struct{}, answer func(JoinerView, error)) (first JoinerView, end func(), err error) {
+func (s *Service) Park(keyPin, joinID, lastState string, wait time.Duration, ready <-chan struct{}, answer func(wire.JoinerView, error)) (first wire.JoinerView, end func(), err error) {
 	wait = min(wait, MaxWait)
 	p := &parkedPoll{s: s, keyPin: keyPin, joinID: joinID, ready: ready, answer: answer}
 	// Held until the poll is set up: a wake that comes meanwhile waits.
@@ -40,7 +41,7 @@ func (s *Service) Park(keyPin, joinID, lastState string, wait time.Duration, rea
 	if p.release, err = s.holds.acquire(joinID); err != nil {
 		p.done = true
 		p.cancel()
-		return JoinerView{}, nil, err
+		return wire.JoinerView{}, nil, err
 	}
 	p.first = first
 	// A poll arriving while the service closes is answered at once: Close
@@ -63,9 +64,9 @@ func (s *Service) Park(keyPin, joinID, lastState string, wait time.Duration, rea
 type parkedPoll struct {
 	s              *Service
 	keyPin, joinID string
-	first          JoinerView
+	first          wire.JoinerView
 	ready          <-chan struct{}
-	answer         func(JoinerView, error)
+	answer         func(wire.JoinerView, error)
 
 	mu      sync.Mutex
 	cancel  func() bool

@@ -1,6 +1,7 @@
 package join
 
 import (
+	"stratum/wire"
 	"testing"
 	"time"
 )
@@ -20,20 +21,20 @@ func TestParkedPollIgnoresQueueMoves(t *testing.T) {
 	}
 	ready := make(chan struct{})
 	close(ready)
-	answered := make(chan JoinerView, 1)
+	answered := make(chan wire.JoinerView, 1)
 	const hold = 1500 * time.Millisecond
 	start := time.Now()
-	_, end, err := e.svc.Park(keyPin("c"), c.JoinID, StateApproved, hold, ready, func(v JoinerView, _ error) { answered <- v })
+	_, end, err := e.svc.Park(keyPin("c"), c.JoinID, wire.StateApproved, hold, ready, func(v wire.JoinerView, _ error) { answered <- v })
 	if err != nil || end == nil {
 		t.Fatalf("parked %v: %v", end != nil, err)
 	}
-	e.progress("a", a.JoinID, PhaseDone) // a joins, b takes its turn, c moves up to 1
+	e.progress("a", a.JoinID, wire.PhaseDone) // a joins, b takes its turn, c moves up to 1
 	select {
 	case v := <-answered:
 		if el := time.Since(start); el < hold {
 			t.Fatalf("a queue move answered the parked poll after %v (hold %v): %+v", el, hold, v)
 		}
-		if v.State != StateApproved || v.QueuePosition != 1 {
+		if v.State != wire.StateApproved || v.QueuePosition != 1 {
 			t.Fatalf("answered %s at %d", v.State, v.QueuePosition)
 		}
 	case <-time.After(5 * time.Second):

@@ -8,20 +8,21 @@ import (
 	"stratum/apierr"
 	"stratum/cluster"
 	"stratum/strictjson"
+	"stratum/wire"
 )
 
-var phases = []string{PhaseInstalling, PhaseDone, PhaseFailed}
+var phases = []string{wire.PhaseInstalling, wire.PhaseDone, wire.PhaseFailed}
 
 // DecodeProgress decodes strictly and validates.
-func DecodeProgress(body []byte) (ProgressRequest, error) {
-	var req ProgressRequest
+func DecodeProgress(body []byte) (wire.ProgressRequest, error) {
+	var req wire.ProgressRequest
 	if err := strictjson.DecodeChecked(body, &req, "the progress report has problems", func() apierr.Fields { return progressProblems(req) }); err != nil {
-		return ProgressRequest{}, err
+		return wire.ProgressRequest{}, err
 	}
 	return req, nil
 }
 
-func progressProblems(r ProgressRequest) apierr.Fields {
+func progressProblems(r wire.ProgressRequest) apierr.Fields {
 	var f apierr.Fields
 	if !contains(phases, r.Phase) {
 		f.Add("phase", "must be one of %s", strings.Join(phases, ", "))
@@ -35,12 +36,12 @@ func progressProblems(r ProgressRequest) apierr.Fields {
 // Progress records what the joiner reports in its turn. Reports repeated
 // after a lost answer (installing twice, done after joined, failed after
 // failed) answer the current view, so a retrying joiner is not refused.
-func (s *Service) Progress(keyPin, joinID string, req ProgressRequest) (JoinerView, error) {
+func (s *Service) Progress(keyPin, joinID string, req wire.ProgressRequest) (wire.JoinerView, error) {
 	if err := progressProblems(req).Err("the progress report has problems"); err != nil {
-		return JoinerView{}, err
+		return wire.JoinerView{}, err
 	}
 	actor := keyActor(keyPin)
-	var out JoinerView
+	var out wire.JoinerView
 	err := s.update(func(t *txn) error {
 		r, found, err := t.getRecord(joinID)
 		if err != nil {
@@ -61,10 +62,10 @@ func (s *Service) Progress(keyPin, joinID string, req ProgressRequest) (JoinerVi
 	return out, err
 }
 
-func (s *Service) progress(t *txn, r *record, req ProgressRequest, actor string) error {
-	repeat := (req.Phase == PhaseInstalling && r.State == StateInstalling) ||
-		(req.Phase == PhaseDone && (r.State == StateJoined || (r.State == StateInstalling && !r.DoneAt.IsZero()))) ||
-		(req.Phase == PhaseFailed && r.State == StateFailed)
+func (s *Service) progress(t *txn, r *record, req wire.ProgressRequest, actor string) error {
+	repeat := (req.Phase == wire.PhaseInstalling && r.State == wire.StateInstalling) ||
+		(req.Phase == wire.PhaseDone && (r.State == wire.StateJoined || (r.State == wire.StateInstalling && !r.DoneAt.IsZero()))) ||
+		(req.Phase == wire.PhaseFailed && r.State == wire.StateFailed)
 	if repeat {
 		return nil
 	}
@@ -72,14 +73,14 @@ func (s *Service) progress(t *txn, r *record, req ProgressRequest, actor string)
 		return apierr.New(apierr.Conflict, "join %s is %s: progress is reported only in its turn (delivering or installing)", r.JoinID, r.State)
 	}
 	switch req.Phase {
-	case PhaseFailed:
+	case wire.PhaseFailed:
 		reason := req.Message
 		if reason == "" {
 			reason = "the joiner reported a failure"
 		}
 		return t.fail(r, actor, "join.failed", reason)
-	case PhaseInstalling:
-		r.State = StateInstalling
+	case wire.PhaseInstalling:
+		r.State = wire.StateInstalling
 		if err := t.putRecord(r); err != nil {
 			return err
 		}
@@ -90,7 +91,7 @@ func (s *Service) progress(t *txn, r *record, req ProgressRequest, actor string)
 	}
 	// done: the joiner applied the generation it was admitted at. A done
 	// without installing first implies it.
-	r.State, r.DoneAt = StateInstalling, t.now
+	r.State, r.DoneAt = wire.StateInstalling, t.now
 	if err := t.putRecord(r); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"stratum/store"
+	"stratum/wire"
 )
 
 // The queue holds approved joins in approval order; the turn holds the
@@ -38,7 +39,7 @@ func queueHead(tx *store.Tx) (string, error) {
 
 // queuePosition is 1 for the next approved join, 0 when r is not queued.
 func queuePosition(tx *store.Tx, r record) (int, error) {
-	if r.State != StateApproved {
+	if r.State != wire.StateApproved {
 		return 0, nil
 	}
 	pos, n := 0, 0

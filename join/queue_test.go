@@ -8,6 +8,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/cluster"
+	"stratum/wire"
 )
 
 func TestQueue(t *testing.T) {
@@ -16,44 +17,44 @@ func TestQueue(t *testing.T) {
 	first := e.approve(a.JoinID, assignment(1))
 	e.approve(b.JoinID, assignment(2))
 	e.approve(c.JoinID, assignment(3))
-	if first.State != StateDelivering {
+	if first.State != wire.StateDelivering {
 		t.Fatalf("first: %s", first.State)
 	}
-	if v := e.view("b", b.JoinID); v.State != StateApproved || v.QueuePosition != 1 || v.Delivery != nil {
+	if v := e.view("b", b.JoinID); v.State != wire.StateApproved || v.QueuePosition != 1 || v.Delivery != nil {
 		t.Fatalf("second: %s at %d", v.State, v.QueuePosition)
 	}
 	if v := e.view("c", c.JoinID); v.QueuePosition != 2 {
 		t.Fatalf("third at %d", v.QueuePosition)
 	}
-	if list, _ := e.svc.List(StateApproved); len(list) != 2 || list[0].QueuePosition != 1 || list[1].QueuePosition != 2 {
+	if list, _ := e.svc.List(wire.StateApproved); len(list) != 2 || list[0].QueuePosition != 1 || list[1].QueuePosition != 2 {
 		t.Fatalf("approved list %+v", list)
 	}
 
 	// The third's waiter is not woken when it moves up (only a state
 	// change answers early); its hold ends with the new position.
 	const hold = 1500 * time.Millisecond
-	moved := make(chan JoinerView, 1)
+	moved := make(chan wire.JoinerView, 1)
 	waitStart := time.Now()
 	go func() {
-		v, _ := e.svc.Wait(context.Background(), keyPin("c"), c.JoinID, StateApproved, hold)
+		v, _ := e.svc.Wait(context.Background(), keyPin("c"), c.JoinID, wire.StateApproved, hold)
 		moved <- v
 	}()
 	waitFor(t, func() bool { return e.svc.Hub().Waiters() == 1 })
 
-	e.progress("a", a.JoinID, PhaseInstalling)
-	if v := e.view("b", b.JoinID); v.State != StateApproved || v.QueuePosition != 1 {
+	e.progress("a", a.JoinID, wire.PhaseInstalling)
+	if v := e.view("b", b.JoinID); v.State != wire.StateApproved || v.QueuePosition != 1 {
 		t.Fatalf("second while the first installs: %s at %d", v.State, v.QueuePosition)
 	}
-	if v := e.progress("a", a.JoinID, PhaseDone); v.State != StateJoined {
+	if v := e.progress("a", a.JoinID, wire.PhaseDone); v.State != wire.StateJoined {
 		t.Fatalf("first: %s", v.State)
 	}
 	second := e.view("b", b.JoinID)
-	if second.State != StateDelivering || second.QueuePosition != 0 || second.Delivery == nil {
+	if second.State != wire.StateDelivering || second.QueuePosition != 0 || second.Delivery == nil {
 		t.Fatalf("second after the first joined: %s", second.State)
 	}
 	select {
 	case v := <-moved:
-		if v.State != StateApproved || v.QueuePosition != 1 {
+		if v.State != wire.StateApproved || v.QueuePosition != 1 {
 			t.Errorf("third answered %s at %d", v.State, v.QueuePosition)
 		}
 		if el := time.Since(waitStart); el < hold {
@@ -68,8 +69,8 @@ func TestQueue(t *testing.T) {
 	if len(second.Delivery.Bundle.Nodes) != 3 {
 		t.Errorf("second's bundle nodes %+v", second.Delivery.Bundle.Nodes)
 	}
-	v := e.progress("b", b.JoinID, PhaseDone)
-	if v.State != StateInstalling {
+	v := e.progress("b", b.JoinID, wire.PhaseDone)
+	if v.State != wire.StateInstalling {
 		t.Fatalf("second done before every member applied: %s", v.State)
 	}
 	// The stall names the member that holds it, to the joiner and to the
@@ -81,7 +82,7 @@ func TestQueue(t *testing.T) {
 	if ov, err := e.svc.Get(b.JoinID); err != nil || len(ov.WaitingFor) != 1 || ov.WaitingFor[0].NodeID != firstID {
 		t.Errorf("the operator's view waits for %+v (%v), want %s", ov.WaitingFor, err, firstID)
 	}
-	if list, err := e.svc.List(StateInstalling); err != nil || len(list) != 1 || len(list[0].WaitingFor) != 1 || list[0].WaitingFor[0].NodeID != firstID {
+	if list, err := e.svc.List(wire.StateInstalling); err != nil || len(list) != 1 || len(list[0].WaitingFor) != 1 || list[0].WaitingFor[0].NodeID != firstID {
 		t.Errorf("the operator's list of installing joins: %+v (%v)", list, err)
 	}
 	_, err := e.svc.Applied(first.Assignment.NodeID, g+1)
@@ -92,10 +93,10 @@ func TestQueue(t *testing.T) {
 	if err != nil || m.AppliedGeneration != g {
 		t.Fatalf("applied: %+v %v", m, err)
 	}
-	if v := e.view("b", b.JoinID); v.State != StateJoined || v.WaitingFor != nil {
+	if v := e.view("b", b.JoinID); v.State != wire.StateJoined || v.WaitingFor != nil {
 		t.Fatalf("second after every member applied: %s, waiting for %+v", v.State, v.WaitingFor)
 	}
-	if v := e.view("c", c.JoinID); v.State != StateDelivering {
+	if v := e.view("c", c.JoinID); v.State != wire.StateDelivering {
 		t.Fatalf("third: %s", v.State)
 	}
 	e.auditCount()
@@ -112,13 +113,13 @@ func TestDeliveryTimeout(t *testing.T) {
 	if n, err := e.svc.ExpireDeliveries(); err != nil || n != 0 {
 		t.Fatalf("expired early: %d %v", n, err)
 	}
-	e.progress("a", a.JoinID, PhaseInstalling)
+	e.progress("a", a.JoinID, wire.PhaseInstalling)
 	e.clock.Add(time.Second)
 	if n, err := e.svc.ExpireDeliveries(); err != nil || n != 1 {
 		t.Fatalf("expire: %d %v", n, err)
 	}
 	v := e.view("a", a.JoinID)
-	if v.State != StateFailed || !strings.Contains(v.Reason, "delivery timeout") || v.Delivery != nil {
+	if v.State != wire.StateFailed || !strings.Contains(v.Reason, "delivery timeout") || v.Delivery != nil {
 		t.Fatalf("timed out join: %s %q", v.State, v.Reason)
 	}
 	if _, found := e.member(first.Assignment.NodeID); found {
@@ -128,13 +129,13 @@ func TestDeliveryTimeout(t *testing.T) {
 	if got := e.generation(); got != g+2 {
 		t.Errorf("generation %d, want %d", got, g+2)
 	}
-	if v := e.view("b", b.JoinID); v.State != StateDelivering || v.Delivery.Bundle.Generation != g+2 || len(v.Delivery.Bundle.Nodes) != 2 {
+	if v := e.view("b", b.JoinID); v.State != wire.StateDelivering || v.Delivery.Bundle.Generation != g+2 || len(v.Delivery.Bundle.Nodes) != 2 {
 		t.Fatalf("queue did not move: %s", v.State)
 	}
 	// A late report from the failed joiner is refused, its failure answered.
-	_, err := e.svc.Progress(keyPin("a"), a.JoinID, ProgressRequest{Phase: PhaseInstalling})
+	_, err := e.svc.Progress(keyPin("a"), a.JoinID, wire.ProgressRequest{Phase: wire.PhaseInstalling})
 	wantCode(t, err, apierr.Conflict)
-	if v := e.progress("a", a.JoinID, PhaseFailed); v.State != StateFailed {
+	if v := e.progress("a", a.JoinID, wire.PhaseFailed); v.State != wire.StateFailed {
 		t.Errorf("repeated failure: %s", v.State)
 	}
 }
@@ -149,8 +150,8 @@ func TestRunLoop(t *testing.T) {
 	v := e.pending("a")
 	start := time.Now()
 	e.approve(v.JoinID, assignment(1))
-	got, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, StateDelivering, 5*time.Second)
-	if err != nil || got.State != StateFailed {
+	got, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, wire.StateDelivering, 5*time.Second)
+	if err != nil || got.State != wire.StateFailed {
 		t.Fatalf("after the timeout: %s %v", got.State, err)
 	}
 	if el := time.Since(start); el < 150*time.Millisecond || el > 2*time.Second {
@@ -177,7 +178,7 @@ func TestCancelAndReject(t *testing.T) {
 	wantCode(t, err, apierr.NotFound)
 
 	got, err := e.svc.Cancel(e.admin, a.JoinID, "wrong cable")
-	if err != nil || got.State != StateFailed || got.Reason != "wrong cable" {
+	if err != nil || got.State != wire.StateFailed || got.Reason != "wrong cable" {
 		t.Fatalf("cancel: %+v %v", got, err)
 	}
 	if _, found := e.member(first.Assignment.NodeID); found {
@@ -186,7 +187,7 @@ func TestCancelAndReject(t *testing.T) {
 	if e.generation() != g+2 {
 		t.Errorf("generation %d, want %d (removal, then the next admission)", e.generation(), g+2)
 	}
-	if v := e.view("b", b.JoinID); v.State != StateDelivering {
+	if v := e.view("b", b.JoinID); v.State != wire.StateDelivering {
 		t.Fatalf("next: %s", v.State)
 	}
 	// Rejecting needs a reason (SPEC 17); a refused one changes nothing.
@@ -197,15 +198,15 @@ func TestCancelAndReject(t *testing.T) {
 			t.Errorf("reject with reason %q: %+v", none, ae)
 		}
 	}
-	if v := e.view("c", c.JoinID); v.State != StateApproved {
+	if v := e.view("c", c.JoinID); v.State != wire.StateApproved {
 		t.Fatalf("a refused rejection moved the join to %s", v.State)
 	}
 	// Rejecting from the queue or before approval ends it with the reason.
 	got, err = e.svc.Reject(e.admin, c.JoinID, "wrong rack")
-	if err != nil || got.State != StateRejected || got.QueuePosition != 0 || got.Reason != "wrong rack" {
+	if err != nil || got.State != wire.StateRejected || got.QueuePosition != 0 || got.Reason != "wrong rack" {
 		t.Fatalf("reject approved: %+v %v", got, err)
 	}
-	if v := e.view("c", c.JoinID); v.State != StateRejected || v.Reason == "" {
+	if v := e.view("c", c.JoinID); v.State != wire.StateRejected || v.Reason == "" {
 		t.Errorf("joiner sees %s %q", v.State, v.Reason)
 	}
 	_, err = e.svc.Reject(e.admin, c.JoinID, "again")
@@ -224,16 +225,16 @@ func TestCancelAndReject(t *testing.T) {
 func TestProgressRules(t *testing.T) {
 	e := newEnv(t)
 	v := e.pending("a")
-	_, err := e.svc.Progress(keyPin("a"), v.JoinID, ProgressRequest{Phase: PhaseInstalling})
+	_, err := e.svc.Progress(keyPin("a"), v.JoinID, wire.ProgressRequest{Phase: wire.PhaseInstalling})
 	wantCode(t, err, apierr.Conflict)
-	_, err = e.svc.Progress(keyPin("a"), v.JoinID, ProgressRequest{Phase: "finished"})
+	_, err = e.svc.Progress(keyPin("a"), v.JoinID, wire.ProgressRequest{Phase: "finished"})
 	wantCode(t, err, apierr.InvalidInput)
 	if _, err := DecodeProgress([]byte(`{"phase":"done","msg":"x"}`)); apierr.CodeOf(err) != apierr.InvalidInput {
 		t.Errorf("unknown field accepted: %v", err)
 	}
 	e.approve(v.JoinID, assignment(1))
-	got, err := e.svc.Progress(keyPin("a"), v.JoinID, ProgressRequest{Phase: PhaseFailed, Message: "disk full"})
-	if err != nil || got.State != StateFailed || got.Reason != "disk full" {
+	got, err := e.svc.Progress(keyPin("a"), v.JoinID, wire.ProgressRequest{Phase: wire.PhaseFailed, Message: "disk full"})
+	if err != nil || got.State != wire.StateFailed || got.Reason != "disk full" {
 		t.Fatalf("failed: %+v %v", got, err)
 	}
 }

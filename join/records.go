@@ -3,13 +3,14 @@ package join
 import (
 	"encoding/json"
 	"fmt"
+	"stratum/wire"
 	"time"
 )
 
 const keyTurn = "turn" // bucketMeta: the join in delivering or installing
 
 func validState(s string) bool {
-	for _, st := range States {
+	for _, st := range wire.States {
 		if s == st {
 			return true
 		}
@@ -19,33 +20,33 @@ func validState(s string) bool {
 
 // final states end a registration: its key needs a new token to register again.
 func isFinal(state string) bool {
-	return state == StateJoined || state == StateRejected || state == StateFailed
+	return state == wire.StateJoined || state == wire.StateRejected || state == wire.StateFailed
 }
 
 // inTurn states hold the single delivery slot.
-func inTurn(state string) bool { return state == StateDelivering || state == StateInstalling }
+func inTurn(state string) bool { return state == wire.StateDelivering || state == wire.StateInstalling }
 
 // record is a registration as stored. Secrets never live here: the
 // delivery is sealed in its own bucket.
 type record struct {
 	// Seq orders registrations by creation: timestamps tie.
-	Seq         uint64          `json:"seq"`
-	JoinID      string          `json:"joinId"`
-	KeyPin      string          `json:"keyPin"`
-	State       string          `json:"state"`
-	Reason      string          `json:"reason"`
-	Role        string          `json:"role"`
-	Release     string          `json:"release"`
-	SelfUpgrade bool            `json:"selfUpgrade"`
-	Hostname    string          `json:"hostname"`
-	MgmtIP      string          `json:"mgmtIp"`
-	MachineID   string          `json:"machineId"`
-	Facts       json.RawMessage `json:"facts,omitempty"`
-	TokenID     string          `json:"tokenId"`
-	CreatedAt   time.Time       `json:"createdAt"`
-	UpdatedAt   time.Time       `json:"updatedAt"`
-	Upgrade     *Upgrade        `json:"upgrade,omitempty"`
-	Assignment  *Assignment     `json:"assignment,omitempty"`
+	Seq         uint64           `json:"seq"`
+	JoinID      string           `json:"joinId"`
+	KeyPin      string           `json:"keyPin"`
+	State       string           `json:"state"`
+	Reason      string           `json:"reason"`
+	Role        string           `json:"role"`
+	Release     string           `json:"release"`
+	SelfUpgrade bool             `json:"selfUpgrade"`
+	Hostname    string           `json:"hostname"`
+	MgmtIP      string           `json:"mgmtIp"`
+	MachineID   string           `json:"machineId"`
+	Facts       json.RawMessage  `json:"facts,omitempty"`
+	TokenID     string           `json:"tokenId"`
+	CreatedAt   time.Time        `json:"createdAt"`
+	UpdatedAt   time.Time        `json:"updatedAt"`
+	Upgrade     *wire.Upgrade    `json:"upgrade,omitempty"`
+	Assignment  *wire.Assignment `json:"assignment,omitempty"`
 	// MgmtIPSource says who chose the assignment's mgmtIp.
 	MgmtIPSource string    `json:"mgmtIpSource,omitempty"`
 	ApprovedBy   string    `json:"approvedBy,omitempty"`

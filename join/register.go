@@ -10,6 +10,7 @@ import (
 	"stratum/cluster"
 	"stratum/semver"
 	"stratum/strictjson"
+	"stratum/wire"
 )
 
 const (
@@ -23,19 +24,19 @@ var hostnamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z
 
 // DecodeRegisterRequest decodes strictly and validates every field at
 // once: unknown fields are named, wrong types and bad values listed.
-func DecodeRegisterRequest(body []byte) (RegisterRequest, error) {
-	var req RegisterRequest
+func DecodeRegisterRequest(body []byte) (wire.RegisterRequest, error) {
+	var req wire.RegisterRequest
 	// An empty body is an empty registration: the answer lists what is
 	// required.
 	if err := strictjson.DecodeChecked(strictjson.OrEmptyObject(body), &req, "the registration has problems", func() apierr.Fields { return registerProblems(req) }); err != nil {
-		return RegisterRequest{}, err
+		return wire.RegisterRequest{}, err
 	}
 	return req, nil
 }
 
 // problems lists every bad field. The token is only checked for presence:
 // a malformed token is JOIN_TOKEN_INVALID like any other bad one.
-func registerProblems(r RegisterRequest) apierr.Fields {
+func registerProblems(r wire.RegisterRequest) apierr.Fields {
 	var f apierr.Fields
 	if r.Token == "" {
 		f.Add("token", "required")

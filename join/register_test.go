@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"stratum/apierr"
+	"stratum/wire"
 )
 
 func TestRegisterReleaseRule(t *testing.T) {
@@ -19,10 +20,10 @@ func TestRegisterReleaseRule(t *testing.T) {
 		reason      string // RELEASE_MISMATCH details.reason
 		source      string
 	}{
-		{name: "equal", release: "0.6.0", state: StatePending},
-		{name: "older with self-upgrade, founder serves", release: "0.5.0", selfUpgrade: true, state: StateNeedsUpgrade},
+		{name: "equal", release: "0.6.0", state: wire.StatePending},
+		{name: "older with self-upgrade, founder serves", release: "0.5.0", selfUpgrade: true, state: wire.StateNeedsUpgrade},
 		{name: "older with self-upgrade, mirror", opts: []option{func(c *Config) { c.MirrorURL = "https://mirror.example/releases/stratum/" }},
-			release: "0.5.0", selfUpgrade: true, state: StateNeedsUpgrade, source: "https://mirror.example/releases/stratum/0.6.0"},
+			release: "0.5.0", selfUpgrade: true, state: wire.StateNeedsUpgrade, source: "https://mirror.example/releases/stratum/0.6.0"},
 		{name: "older without self-upgrade", release: "0.5.0", reason: ReasonNoSelfUpgrade},
 		{name: "older, nothing to offer", opts: []option{func(c *Config) { c.Payloads = nil }}, release: "0.5.0", selfUpgrade: true, reason: ReasonNoPayload},
 		{name: "older, other release imported", opts: []option{func(c *Config) { c.Payloads = offered{"0.7.0": true} }}, release: "0.5.0", selfUpgrade: true, reason: ReasonNoPayload},
@@ -61,8 +62,8 @@ func TestRegisterReleaseRule(t *testing.T) {
 			if !regexp.MustCompile(`^j-[a-z0-9]{8}$`).MatchString(v.JoinID) {
 				t.Errorf("joinId %q", v.JoinID)
 			}
-			if tc.state == StateNeedsUpgrade {
-				want := Upgrade{From: tc.release, To: clusterRelease, Source: tc.source}
+			if tc.state == wire.StateNeedsUpgrade {
+				want := wire.Upgrade{From: tc.release, To: clusterRelease, Source: tc.source}
 				if v.Upgrade == nil || *v.Upgrade != want {
 					t.Errorf("upgrade %+v, want %+v", v.Upgrade, want)
 				}
@@ -77,13 +78,13 @@ func TestReRegister(t *testing.T) {
 	e := newEnv(t)
 	tok := e.token("control-plane", 1)
 	v, created, err := e.register("a", tok, "0.5.0", true)
-	if err != nil || !created || v.State != StateNeedsUpgrade {
+	if err != nil || !created || v.State != wire.StateNeedsUpgrade {
 		t.Fatalf("first: %+v %v %v", v, created, err)
 	}
 	// Still upgrading: the same registration, no token use (the token has
 	// no use left, so a use would fail).
 	again, created, err := e.register("a", tok, "0.5.0", true)
-	if err != nil || created || again.JoinID != v.JoinID || again.State != StateNeedsUpgrade {
+	if err != nil || created || again.JoinID != v.JoinID || again.State != wire.StateNeedsUpgrade {
 		t.Fatalf("again: %+v %v %v", again, created, err)
 	}
 	if rel, err := e.svc.OfferedRelease(keyPin("a"), v.JoinID); err != nil || rel != clusterRelease {
@@ -94,7 +95,7 @@ func TestReRegister(t *testing.T) {
 	}
 	// Upgraded: pending, same id.
 	up, created, err := e.register("a", tok, clusterRelease, true)
-	if err != nil || created || up.JoinID != v.JoinID || up.State != StatePending || up.Upgrade != nil || up.Release != clusterRelease {
+	if err != nil || created || up.JoinID != v.JoinID || up.State != wire.StatePending || up.Upgrade != nil || up.Release != clusterRelease {
 		t.Fatalf("upgraded: %+v %v %v", up, created, err)
 	}
 	if _, err := e.svc.OfferedRelease(keyPin("a"), v.JoinID); apierr.CodeOf(err) != apierr.NotFound {

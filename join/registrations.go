@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"stratum/store"
+	"stratum/wire"
 
 	"stratum/apierr"
 )
@@ -11,19 +12,19 @@ import (
 // Register records a joiner's registration under its key pin (SPEC 4.2).
 // created is true for a new registration (201), false when the key's
 // open registration is answered again (200, no token use).
-func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView, created bool, err error) {
+func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.JoinerView, created bool, err error) {
 	if keyPin == "" {
-		return JoinerView{}, false, apierr.New(apierr.Unauthenticated, "the join listener needs the joiner's client certificate")
+		return wire.JoinerView{}, false, apierr.New(apierr.Unauthenticated, "the join listener needs the joiner's client certificate")
 	}
 	if err := registerProblems(req).Err("the registration has problems"); err != nil {
-		return JoinerView{}, false, err
+		return wire.JoinerView{}, false, err
 	}
 	if err := s.precheck(keyPin, req); err != nil {
-		return JoinerView{}, false, err
+		return wire.JoinerView{}, false, err
 	}
 	actor := keyActor(keyPin)
 	err = s.batch(func(t *txn) error {
-		view, created = JoinerView{}, false
+		view, created = wire.JoinerView{}, false
 		if prev := bucketKeys.Get(t.Tx, keyPin); prev != nil {
 			r, found, err := t.getRecord(string(prev))
 			if err != nil {
@@ -87,7 +88,7 @@ func (s *Service) Register(keyPin string, req RegisterRequest) (view JoinerView,
 // cannot go into a certificate, a release the cluster does not admit): a call that fails inside a write batch makes bbolt run the
 // whole batch again, so a flood of bad tokens must not get that far. The
 // batch checks again; this only keeps the common refusals out of it.
-func (s *Service) precheck(keyPin string, req RegisterRequest) error {
+func (s *Service) precheck(keyPin string, req wire.RegisterRequest) error {
 	return s.view(func(tx *store.Tx) error {
 		if prev := bucketKeys.Get(tx, keyPin); prev != nil {
 			return nil // an open or final registration: Register decides
@@ -108,8 +109,8 @@ func (s *Service) precheck(keyPin string, req RegisterRequest) error {
 // reports about itself is refreshed, since its OS changed); on another
 // older release its upgrade is recomputed. Past needs-upgrade the operator
 // has seen and judged the registration, so nothing is rewritten.
-func (s *Service) reregister(t *txn, r *record, req RegisterRequest, actor string) error {
-	if r.State != StateNeedsUpgrade {
+func (s *Service) reregister(t *txn, r *record, req wire.RegisterRequest, actor string) error {
+	if r.State != wire.StateNeedsUpgrade {
 		return nil
 	}
 	state, upgrade, err := s.releaseRule(t.Tx, req.Release, req.SelfUpgrade)
@@ -118,13 +119,13 @@ func (s *Service) reregister(t *txn, r *record, req RegisterRequest, actor strin
 	}
 	from := r.Release
 	switch state {
-	case StatePending:
+	case wire.StatePending:
 		if err := s.checkMgmtAddr(t.Tx, req.MgmtIP, apierr.InvalidInput); err != nil {
 			return err
 		}
-		r.State, r.Upgrade, r.Release = StatePending, nil, req.Release
+		r.State, r.Upgrade, r.Release = wire.StatePending, nil, req.Release
 		r.Hostname, r.MgmtIP, r.MachineID, r.Facts = req.Hostname, normalIPOrEmpty(req.MgmtIP), req.MachineID, compactFacts(req.Facts)
-	case StateNeedsUpgrade:
+	case wire.StateNeedsUpgrade:
 		if r.Release == req.Release && r.Upgrade != nil && *r.Upgrade == *upgrade {
 			return nil
 		}

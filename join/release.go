@@ -8,6 +8,7 @@ import (
 	"stratum/apierr"
 	"stratum/semver"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // Reasons a RELEASE_MISMATCH carries in details.reason.
@@ -22,7 +23,7 @@ const (
 
 // releaseRule decides the state a registration on release joiner starts
 // in (SPEC 4.2): pending, needs-upgrade with its upgrade, or a refusal.
-func (s *Service) releaseRule(tx *store.Tx, joiner string, selfUpgrade bool) (string, *Upgrade, error) {
+func (s *Service) releaseRule(tx *store.Tx, joiner string, selfUpgrade bool) (string, *wire.Upgrade, error) {
 	cr, err := s.clusterRelease(tx)
 	if err != nil {
 		return "", nil, err
@@ -32,7 +33,7 @@ func (s *Service) releaseRule(tx *store.Tx, joiner string, selfUpgrade bool) (st
 	}
 	switch c := semver.Compare(joiner, cr); {
 	case c == 0:
-		return StatePending, nil, nil
+		return wire.StatePending, nil, nil
 	case c > 0:
 		return "", nil, mismatch(joiner, cr, ReasonNewer, "the joiner runs %s, newer than the cluster's %s: install it with the cluster's release", joiner, cr)
 	case !selfUpgrade:
@@ -49,7 +50,7 @@ func (s *Service) releaseRule(tx *store.Tx, joiner string, selfUpgrade bool) (st
 			return "", nil, mismatch(joiner, cr, ReasonNoUpgradePath, "the joiner runs %s and the cluster's %s upgrades only from %s: install %s on the joiner", joiner, cr, strings.Join(from, ", "), cr)
 		}
 	}
-	return StateNeedsUpgrade, &Upgrade{From: joiner, To: cr, Source: source}, nil
+	return wire.StateNeedsUpgrade, &wire.Upgrade{From: joiner, To: cr, Source: source}, nil
 }
 
 // payloadSource says where a joiner fetches release: the mirror when one

@@ -2,6 +2,7 @@ package join
 
 import (
 	"stratum/store"
+	"stratum/wire"
 )
 
 // OfferedRelease names the release the founder serves to this
@@ -15,7 +16,7 @@ func (s *Service) OfferedRelease(keyPin, joinID string) (string, error) {
 		if err != nil {
 			return err
 		}
-		if !found || keyPin == "" || r.KeyPin != keyPin || r.State != StateNeedsUpgrade || r.Upgrade == nil || r.Upgrade.Source != "" {
+		if !found || keyPin == "" || r.KeyPin != keyPin || r.State != wire.StateNeedsUpgrade || r.Upgrade == nil || r.Upgrade.Source != "" {
 			return notFound(joinID)
 		}
 		rel = r.Upgrade.To

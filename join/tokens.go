@@ -13,6 +13,7 @@ import (
 	"stratum/iam"
 	"stratum/store"
 	"stratum/strictjson"
+	"stratum/wire"
 )
 
 // Roles a join token can grant.
@@ -52,39 +53,39 @@ func (t tokenRecord) state(now time.Time) string {
 	return "active"
 }
 
-func (t tokenRecord) view(now time.Time) TokenView {
-	return TokenView{TokenID: t.ID, Role: t.Role, Description: t.Description, Uses: t.Uses, UsesLeft: t.UsesLeft,
+func (t tokenRecord) view(now time.Time) wire.JoinTokenView {
+	return wire.JoinTokenView{TokenID: t.ID, Role: t.Role, Description: t.Description, Uses: t.Uses, UsesLeft: t.UsesLeft,
 		State: t.state(now), CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt}
 }
 
 // DecodeCreateTokenRequest decodes strictly: unknown fields are named, and
 // an explicit "uses": 0 is refused rather than taken as the default.
-func DecodeCreateTokenRequest(body []byte) (CreateTokenRequest, error) {
+func DecodeCreateTokenRequest(body []byte) (wire.JoinTokenRequest, error) {
 	// Uses is a pointer on the wire only, to tell an explicit 0 from none.
-	var wire struct {
-		CreateTokenRequest
+	var in struct {
+		wire.JoinTokenRequest
 		Uses *int `json:"uses"`
 	}
-	err := strictjson.DecodeChecked(body, &wire, "the join token request has problems", func() apierr.Fields {
+	err := strictjson.DecodeChecked(body, &in, "the join token request has problems", func() apierr.Fields {
 		var f apierr.Fields
-		if u := wire.Uses; u != nil {
+		if u := in.Uses; u != nil {
 			if *u < 1 || *u > maxTokenUses {
 				f.Add("uses", "must be a whole number from 1 to %d", maxTokenUses)
 			} else {
-				wire.CreateTokenRequest.Uses = *u
+				in.JoinTokenRequest.Uses = *u
 			}
 		}
-		_, problems := validateTokenRequest(wire.CreateTokenRequest)
+		_, problems := validateTokenRequest(in.JoinTokenRequest)
 		return append(f, problems...)
 	})
 	if err != nil {
-		return CreateTokenRequest{}, err
+		return wire.JoinTokenRequest{}, err
 	}
-	return wire.CreateTokenRequest, nil
+	return in.JoinTokenRequest, nil
 }
 
 // validate lists every problem and returns the TTL to use.
-func validateTokenRequest(r CreateTokenRequest) (time.Duration, apierr.Fields) {
+func validateTokenRequest(r wire.JoinTokenRequest) (time.Duration, apierr.Fields) {
 	var f apierr.Fields
 	if !contains(Roles, r.Role) {
 		f.Add("role", "must be one of %s", strings.Join(Roles, ", "))
@@ -123,16 +124,16 @@ func parseTTL(s string) (time.Duration, bool) {
 
 // CreateToken stores a new join token (hashed) and answers its one-time
 // secret form and the joinCommand to give the new node.
-func (s *Service) CreateToken(by iam.Principal, req CreateTokenRequest) (CreatedToken, error) {
+func (s *Service) CreateToken(by iam.Principal, req wire.JoinTokenRequest) (wire.JoinToken, error) {
 	ttl, f := validateTokenRequest(req)
 	if err := f.Err("the join token request has problems"); err != nil {
-		return CreatedToken{}, err
+		return wire.JoinToken{}, err
 	}
 	uses := req.Uses
 	if uses == 0 {
 		uses = 1
 	}
-	var out CreatedToken
+	var out wire.JoinToken
 	err := s.update(func(t *txn) error {
 		pin, err := s.caPin(t.Tx)
 		if err != nil {
@@ -159,16 +160,16 @@ func (s *Service) CreateToken(by iam.Principal, req CreateTokenRequest) (Created
 			}
 			cmd += " --release " + rel
 		}
-		out = CreatedToken{TokenID: id, Token: secret, Role: rec.Role, ExpiresAt: rec.ExpiresAt, UsesLeft: uses, JoinCommand: cmd}
+		out = wire.JoinToken{TokenID: id, Token: secret, Role: rec.Role, ExpiresAt: rec.ExpiresAt, UsesLeft: uses, JoinCommand: cmd}
 		return nil
 	})
 	return out, err
 }
 
 // ListTokens lists every join token, newest first.
-func (s *Service) ListTokens() ([]TokenView, error) {
+func (s *Service) ListTokens() ([]wire.JoinTokenView, error) {
 	now := s.now().UTC()
-	out := []TokenView{}
+	out := []wire.JoinTokenView{}
 	err := s.view(func(tx *store.Tx) error {
 		return bucketTokens.ForEach(tx, func(_ string, t tokenRecord) error {
 			out = append(out, t.view(now))

@@ -11,11 +11,12 @@ import (
 
 	"stratum/apierr"
 	"stratum/store"
+	"stratum/wire"
 )
 
 func TestCreateToken(t *testing.T) {
 	e := newEnv(t)
-	tok, err := e.svc.CreateToken(e.admin, CreateTokenRequest{Role: "worker", TTL: "2h", Uses: 3, Description: "rack 2"})
+	tok, err := e.svc.CreateToken(e.admin, wire.JoinTokenRequest{Role: "worker", TTL: "2h", Uses: 3, Description: "rack 2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestCreateToken(t *testing.T) {
 		c.JoinCommandNamesRelease = true
 		c.ClusterRelease = func(*store.Tx) (string, error) { return "0.7.0", nil }
 	})
-	devTok, err := dev.svc.CreateToken(dev.admin, CreateTokenRequest{Role: "worker"})
+	devTok, err := dev.svc.CreateToken(dev.admin, wire.JoinTokenRequest{Role: "worker"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,13 +65,13 @@ func TestCreateTokenValidation(t *testing.T) {
 	e := newEnv(t)
 	tests := []struct {
 		name   string
-		req    CreateTokenRequest
+		req    wire.JoinTokenRequest
 		fields []string
 	}{
-		{"all bad", CreateTokenRequest{Role: "admin", TTL: "-1h", Uses: 1001, Description: strings.Repeat("x", 257)}, []string{"role", "ttl", "uses", "description"}},
-		{"ttl over 30 days", CreateTokenRequest{Role: "worker", TTL: "31d"}, []string{"ttl"}},
-		{"ttl not a duration", CreateTokenRequest{Role: "worker", TTL: "soon"}, []string{"ttl"}},
-		{"no role", CreateTokenRequest{}, []string{"role"}},
+		{"all bad", wire.JoinTokenRequest{Role: "admin", TTL: "-1h", Uses: 1001, Description: strings.Repeat("x", 257)}, []string{"role", "ttl", "uses", "description"}},
+		{"ttl over 30 days", wire.JoinTokenRequest{Role: "worker", TTL: "31d"}, []string{"ttl"}},
+		{"ttl not a duration", wire.JoinTokenRequest{Role: "worker", TTL: "soon"}, []string{"ttl"}},
+		{"no role", wire.JoinTokenRequest{}, []string{"role"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,7 +120,7 @@ func TestDecodeCreateTokenRequest(t *testing.T) {
 
 func TestRevokeToken(t *testing.T) {
 	e := newEnv(t)
-	tok, err := e.svc.CreateToken(e.admin, CreateTokenRequest{Role: "worker"})
+	tok, err := e.svc.CreateToken(e.admin, wire.JoinTokenRequest{Role: "worker"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,11 +141,11 @@ func TestTokenInvalid(t *testing.T) {
 	if _, _, err := e.register("first", used, clusterRelease, false); err != nil {
 		t.Fatal(err)
 	}
-	expiring, err := e.svc.CreateToken(e.admin, CreateTokenRequest{Role: "worker", TTL: "1h"})
+	expiring, err := e.svc.CreateToken(e.admin, wire.JoinTokenRequest{Role: "worker", TTL: "1h"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	revoked, err := e.svc.CreateToken(e.admin, CreateTokenRequest{Role: "worker"})
+	revoked, err := e.svc.CreateToken(e.admin, wire.JoinTokenRequest{Role: "worker"})
 	if err != nil {
 		t.Fatal(err)
 	}

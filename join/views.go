@@ -6,94 +6,95 @@ import (
 
 	"stratum/cluster"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // waitingFor names the members a join in installing waits for.
-func waitingFor(r record, members []cluster.Member) []MemberLag {
-	if r.State != StateInstalling || r.Generation == 0 {
+func waitingFor(r record, members []cluster.Member) []wire.MemberLag {
+	if r.State != wire.StateInstalling || r.Generation == 0 {
 		return nil
 	}
-	var out []MemberLag
+	var out []wire.MemberLag
 	for _, m := range cluster.Lagging(members, r.Generation) {
 		if r.Assignment != nil && m.NodeID == r.Assignment.NodeID {
 			continue // the joiner itself applies it by finishing
 		}
-		out = append(out, MemberLag{NodeID: m.NodeID, AppliedGeneration: m.AppliedGeneration})
+		out = append(out, wire.MemberLag{NodeID: m.NodeID, AppliedGeneration: m.AppliedGeneration})
 	}
 	return out
 }
 
 // installingMembers reads the members only when r waits on them.
 func installingMembers(tx *store.Tx, r record) ([]cluster.Member, error) {
-	if r.State != StateInstalling {
+	if r.State != wire.StateInstalling {
 		return nil, nil
 	}
 	return cluster.Members(tx)
 }
 
-func joinerView(tx *store.Tx, r record, boot BootHealth) (JoinerView, error) {
+func joinerView(tx *store.Tx, r record, boot BootHealth) (wire.JoinerView, error) {
 	pos, err := queuePosition(tx, r)
 	if err != nil {
-		return JoinerView{}, err
+		return wire.JoinerView{}, err
 	}
-	v := JoinerView{JoinID: r.JoinID, State: r.State, Reason: r.Reason, Role: r.Role, Release: r.Release,
+	v := wire.JoinerView{JoinID: r.JoinID, State: r.State, Reason: r.Reason, Role: r.Role, Release: r.Release,
 		KeyFingerprint: r.KeyPin, QueuePosition: pos, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
-	if r.State == StateNeedsUpgrade {
+	if r.State == wire.StateNeedsUpgrade {
 		v.Upgrade = r.Upgrade
 	}
 	if inTurn(r.State) {
 		d, err := loadDelivery(tx, r.JoinID)
 		if err != nil {
-			return JoinerView{}, err
+			return wire.JoinerView{}, err
 		}
 		d.Bundle.Nodes = withBoot(d.Bundle.Nodes, boot)
 		v.Delivery = d
 	}
 	members, err := installingMembers(tx, r)
 	if err != nil {
-		return JoinerView{}, err
+		return wire.JoinerView{}, err
 	}
-	if v.WaitingFor = waitingFor(r, members); r.State == StateInstalling {
+	if v.WaitingFor = waitingFor(r, members); r.State == wire.StateInstalling {
 		v.Generation = r.Generation
 	}
 	return v, nil
 }
 
-func operatorView(r record, pos int, members []cluster.Member) OperatorView {
+func operatorView(r record, pos int, members []cluster.Member) wire.OperatorView {
 	facts := r.Facts
 	if len(facts) == 0 {
 		facts = json.RawMessage("{}")
 	}
-	v := OperatorView{JoinID: r.JoinID, State: r.State, Reason: r.Reason, Role: r.Role, Release: r.Release,
+	v := wire.OperatorView{JoinID: r.JoinID, State: r.State, Reason: r.Reason, Role: r.Role, Release: r.Release,
 		KeyFingerprint: r.KeyPin, QueuePosition: pos, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Hostname: r.Hostname, MgmtIP: r.MgmtIP, MachineID: r.MachineID, SelfUpgrade: r.SelfUpgrade, Facts: facts,
 		TokenID: r.TokenID, Assignment: r.Assignment, ApprovedBy: r.ApprovedBy, ApprovedAt: r.ApprovedAt, Generation: r.Generation,
 		WaitingFor: waitingFor(r, members)}
-	if r.State == StateNeedsUpgrade {
+	if r.State == wire.StateNeedsUpgrade {
 		v.Upgrade = r.Upgrade
 	}
 	switch {
 	case r.MgmtIPSource != "":
 		v.MgmtIPSource = r.MgmtIPSource
 	case r.Assignment != nil && r.Assignment.MgmtIP != "" && r.Assignment.MgmtIP != r.MgmtIP:
-		v.MgmtIPSource = MgmtIPFromOperator // approved by an earlier build
+		v.MgmtIPSource = wire.MgmtIPFromOperator // approved by an earlier build
 	case r.MgmtIP != "" || r.Assignment != nil:
-		v.MgmtIPSource = MgmtIPFromJoiner
+		v.MgmtIPSource = wire.MgmtIPFromJoiner
 	}
 	return v
 }
 
-func operatorViewTx(tx *store.Tx, r record) (OperatorView, error) {
+func operatorViewTx(tx *store.Tx, r record) (wire.OperatorView, error) {
 	pos, err := queuePosition(tx, r)
 	if err != nil {
-		return OperatorView{}, err
+		return wire.OperatorView{}, err
 	}
 	members, err := installingMembers(tx, r)
 	return operatorView(r, pos, members), err
 }
 
 // loadDelivery opens the sealed delivery of an in-turn join.
-func loadDelivery(tx *store.Tx, joinID string) (*Delivery, error) {
+func loadDelivery(tx *store.Tx, joinID string) (*wire.Delivery, error) {
 	raw, found, err := bucketDeliveries.GetSealed(tx, joinID)
 	if err != nil {
 		return nil, err
@@ -101,7 +102,7 @@ func loadDelivery(tx *store.Tx, joinID string) (*Delivery, error) {
 	if !found {
 		return nil, fmt.Errorf("join %s is in its turn but its delivery is missing from the store", joinID)
 	}
-	var d Delivery
+	var d wire.Delivery
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return nil, fmt.Errorf("join %s: decode delivery: %w", joinID, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"stratum/store"
+	"stratum/wire"
 )
 
 // MaxWait caps a long-poll hold (SPEC 4.3: S above 60 is taken as 60).
@@ -13,8 +14,8 @@ const MaxWait = 60 * time.Second
 
 // View answers the joiner's view of its registration. Another key gets
 // exactly what an unknown id gets: existence is not revealed.
-func (s *Service) View(keyPin, joinID string) (JoinerView, error) {
-	var out JoinerView
+func (s *Service) View(keyPin, joinID string) (wire.JoinerView, error) {
+	var out wire.JoinerView
 	err := s.view(func(tx *store.Tx) error {
 		r, found, err := getRecord(tx, joinID)
 		if err != nil {
@@ -40,7 +41,7 @@ func (s *Service) View(keyPin, joinID string) (JoinerView, error) {
 //
 // The waiter holds no goroutine of its own: it selects on the
 // registration's broadcast channel, one timer and ctx.
-func (s *Service) Wait(ctx context.Context, keyPin, joinID, lastState string, wait time.Duration) (JoinerView, error) {
+func (s *Service) Wait(ctx context.Context, keyPin, joinID, lastState string, wait time.Duration) (wire.JoinerView, error) {
 	wait = min(wait, MaxWait)
 	// Subscribe before reading, so a change committed between the read
 	// and the select still wakes this waiter.
@@ -50,8 +51,8 @@ func (s *Service) Wait(ctx context.Context, keyPin, joinID, lastState string, wa
 	if err != nil || lastState == "" || first.State != lastState || wait <= 0 {
 		return first, err
 	}
-	read := func() (JoinerView, error) { return s.View(keyPin, joinID) }
-	return hold(ctx, s.hub, sub, wait, read, func(v JoinerView) bool { return v.State != first.State })
+	read := func() (wire.JoinerView, error) { return s.View(keyPin, joinID) }
+	return hold(ctx, s.hub, sub, wait, read, func(v wire.JoinerView) bool { return v.State != first.State })
 }
 
 // hold is a long-poll's wait after its first read: until a wake of sub

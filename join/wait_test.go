@@ -8,19 +8,20 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/wire"
 )
 
 func TestWaitAnswersAtOnce(t *testing.T) {
 	e := newEnv(t)
 	v := e.pending("a")
-	for _, last := range []string{"", StateApproved} {
+	for _, last := range []string{"", wire.StateApproved} {
 		start := time.Now()
 		got, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, last, 60*time.Second)
-		if err != nil || got.State != StatePending || time.Since(start) > time.Second {
+		if err != nil || got.State != wire.StatePending || time.Since(start) > time.Second {
 			t.Errorf("lastState %q: %s %v after %v", last, got.State, err, time.Since(start))
 		}
 	}
-	_, err := e.svc.Wait(context.Background(), keyPin("b"), v.JoinID, StatePending, time.Second)
+	_, err := e.svc.Wait(context.Background(), keyPin("b"), v.JoinID, wire.StatePending, time.Second)
 	wantCode(t, err, apierr.NotFound)
 	if n := e.svc.Hub().watched(); n != 0 {
 		t.Errorf("%d topics left behind", n)
@@ -31,9 +32,9 @@ func TestWaitHoldsThenAnswers(t *testing.T) {
 	e := newEnv(t)
 	v := e.pending("a")
 	start := time.Now()
-	got, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, StatePending, 100*time.Millisecond)
+	got, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, wire.StatePending, 100*time.Millisecond)
 	el := time.Since(start)
-	if err != nil || got.State != StatePending {
+	if err != nil || got.State != wire.StatePending {
 		t.Fatalf("%s %v", got.State, err)
 	}
 	if el < 100*time.Millisecond || el > time.Second {
@@ -42,7 +43,7 @@ func TestWaitHoldsThenAnswers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	if got, err := e.svc.Wait(ctx, keyPin("a"), v.JoinID, StatePending, 60*time.Second); err != nil || got.State != StatePending || time.Since(start) > time.Second {
+	if got, err := e.svc.Wait(ctx, keyPin("a"), v.JoinID, wire.StatePending, 60*time.Second); err != nil || got.State != wire.StatePending || time.Since(start) > time.Second {
 		t.Errorf("ctx end: %s %v after %v", got.State, err, time.Since(start))
 	}
 }
@@ -60,7 +61,7 @@ func TestThousandWaiters(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, StatePending, 60*time.Second)
+			got, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, wire.StatePending, 60*time.Second)
 			if err != nil {
 				t.Error(err)
 			}
@@ -80,7 +81,7 @@ func TestThousandWaiters(t *testing.T) {
 	}
 	close(states)
 	for s := range states {
-		if s != StateRejected {
+		if s != wire.StateRejected {
 			t.Fatalf("a waiter answered %s", s)
 		}
 	}
@@ -98,8 +99,8 @@ func TestHubCloseReleasesWaiters(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, StatePending, 60*time.Second)
-			if err != nil || got.State != StatePending {
+			got, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, wire.StatePending, 60*time.Second)
+			if err != nil || got.State != wire.StatePending {
 				t.Errorf("released with %s %v", got.State, err)
 			}
 		}()
@@ -113,7 +114,7 @@ func TestHubCloseReleasesWaiters(t *testing.T) {
 	}
 	// Later waits answer at once.
 	start = time.Now()
-	if _, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, StatePending, 60*time.Second); err != nil || time.Since(start) > time.Second {
+	if _, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, wire.StatePending, 60*time.Second); err != nil || time.Since(start) > time.Second {
 		t.Errorf("wait after close: %v after %v", err, time.Since(start))
 	}
 }
