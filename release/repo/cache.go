@@ -44,8 +44,20 @@ type cacheEntry struct {
 	// b is nil until the unit is filled; once set it never changes.
 	b    []byte
 	done chan struct{} // closed when filled or abandoned
+	// slab is the buffer b is part of (the units read in one system call).
+	slab *slab
 	// prev and next link filled entries in LRU order.
 	prev, next *cacheEntry
+}
+
+// slab is one buffer read from disk, of which several units in the cache
+// may be slices: it stays in memory while any of them is cached, so the
+// cache counts its whole size from its first unit filled to its last
+// evicted (a slab kept alive by one unit is counted whole, and the cache
+// never holds more than its size).
+type slab struct {
+	size int64
+	live int // its units in the cache
 }
 
 // newChunkCache returns a cache of at most max bytes; nil (no cache)
@@ -80,24 +92,29 @@ func (c *chunkCache) get(k chunkKey) (b []byte, e *cacheEntry, owner bool) {
 	}
 }
 
-// fill stores the verified bytes of a claimed entry and wakes its
-// waiters; the least recently used entries go to make room.
-func (c *chunkCache) fill(e *cacheEntry, b []byte) {
+// fill stores the verified bytes of a claimed entry, a slice of s, and
+// wakes its waiters; the least recently used entries go to make room.
+func (c *chunkCache) fill(e *cacheEntry, b []byte, s *slab) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.b = b
 	close(e.done)
-	if int64(len(b)) > c.max {
+	if s.size > c.max {
 		delete(c.entries, e.key)
 		return
 	}
+	e.slab = s
 	c.pushFront(e)
-	c.used += int64(len(b))
+	if s.live++; s.live == 1 {
+		c.used += s.size
+	}
 	for c.used > c.max {
 		old := c.lru.prev
 		c.unlink(old)
 		delete(c.entries, old.key)
-		c.used -= int64(len(old.b))
+		if old.slab.live--; old.slab.live == 0 {
+			c.used -= old.slab.size
+		}
 	}
 }
 

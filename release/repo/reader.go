@@ -263,26 +263,37 @@ func (rd *Reader) units(first, last int64) (_ [][]byte, done func(), _ error) {
 			waiting[i] = e
 		}
 	}
-	// Claimed units are read and filled (or given up) one at a time, before
-	// anything is waited for: a reader waiting for a unit gets it as soon
-	// as it is verified, and a reader never waits while holding a claim,
-	// so two readers never wait on each other.
+	// Claimed units are read and filled (or given up) a few at a time
+	// (slabUnits, one system call), before anything is waited for: a
+	// reader waiting for a unit gets it soon after it is verified, and a
+	// reader never waits while holding a claim, so two readers never wait
+	// on each other.
 	bad := len(out) // the first unit that failed
 	var err error
-	for i, e := range claimed {
-		if e == nil {
+	for i := 0; i < len(out); {
+		if claimed[i] == nil {
+			i++
 			continue
 		}
+		j := i + 1
+		for j < len(out) && j-i < slabUnits && claimed[j] != nil {
+			j++
+		}
 		if err == nil {
-			if _, err = rd.readUnits(first+int64(i), out[i:i+1]); err != nil {
-				bad = i
+			var n int
+			if n, err = rd.readUnits(first+int64(i), out[i:j]); err != nil {
+				bad = i + n
 			}
 		}
-		if i < bad {
-			c.fill(e, out[i])
-		} else {
-			c.abandon(e)
+		s := &slab{size: rd.runBytes(first+int64(i), j-i)}
+		for k := i; k < j; k++ {
+			if k < bad {
+				c.fill(claimed[k], out[k], s)
+			} else {
+				c.abandon(claimed[k])
+			}
 		}
+		i = j
 	}
 	for i := 0; i < bad; i++ {
 		e := waiting[i]
@@ -304,11 +315,23 @@ func (rd *Reader) units(first, last int64) (_ [][]byte, done func(), _ error) {
 	return out[:bad], done, err
 }
 
-// readUnits reads units first, first+1, ... into fresh buffers (out[i]
-// gets unit first+i) and checks each against the index, stopping at the
-// first that fails; n units were verified. The buffers are new because
-// they may go into the cache, which hands them to other readers: a
-// buffer is never reused.
+// slabUnits is how many claimed units a cached read reads in one system
+// call, into one buffer (a slab, which the cache counts whole while any
+// of its units is cached): 64 KiB, a 16th of the system calls of reading
+// 16 KiB units one by one, and little held for a unit kept alone.
+const slabUnits = 4
+
+// runBytes is the size of units [first, first+n) of the file.
+func (rd *Reader) runBytes(first int64, n int) int64 {
+	start := first * rd.unit
+	return max(0, min(int64(n)*rd.unit, rd.fi.Size-start))
+}
+
+// readUnits reads units first, first+1, ... into one fresh buffer (out[i]
+// gets unit first+i, a slice of it) and checks each against the index,
+// stopping at the first that fails; n units were verified. The buffer is
+// new because its units may go into the cache, which hands them to other
+// readers: a buffer is never reused.
 func (rd *Reader) readUnits(first int64, out [][]byte) (n int, err error) {
 	return rd.readUnitsInto(first, out, nil)
 }
@@ -324,7 +347,7 @@ func (rd *Reader) readUnitsInto(first int64, out [][]byte, buf *[]byte) (n int, 
 	// One read for the run (16 KiB units made one system call each a
 	// large share of a download's cost); each unit is its own slice of it.
 	start := first * rd.unit
-	runLen := min(int64(len(out))*rd.unit, size-start)
+	runLen := rd.runBytes(first, len(out))
 	var run []byte
 	if buf == nil {
 		run = make([]byte, runLen)
@@ -338,7 +361,8 @@ func (rd *Reader) readUnitsInto(first int64, out [][]byte, buf *[]byte) (n int, 
 	for i := range out {
 		u := first + int64(i)
 		off := u * rd.unit
-		b := run[off-start : min(off-start+rd.unit, int64(len(run)))]
+		lo, hi := off-start, min(off-start+rd.unit, int64(len(run)))
+		b := run[lo:hi:hi] // a unit's slice never reaches into the next
 		if int64(got) < off-start+int64(len(b)) {
 			err := rerr
 			if err == nil {
