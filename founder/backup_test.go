@@ -17,6 +17,7 @@ import (
 
 	"stratum/backup"
 	"stratum/cluster"
+	"stratum/internal/stratumtest"
 	"stratum/tpm/tpmtest"
 )
 
@@ -162,9 +163,9 @@ func TestBackupRestore(t *testing.T) {
 // request that would leak the key or that it does not understand gets a
 // 400 and no snapshot.
 func TestControlBackupRequests(t *testing.T) {
-	f := startFounder(t, nil, nil)
+	f := stratumtest.ServeDev(t, "")
 	_, aliceKey := identityFile(t)
-	sock := f.dir.ControlSocket()
+	sock := DataDir(f.Dir).ControlSocket()
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)

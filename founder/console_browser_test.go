@@ -3,7 +3,6 @@ package founder
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"image"
 	"image/png"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"stratum/internal/stratumtest"
 	"stratum/ui"
 	"stratum/wire"
 )
@@ -214,16 +214,17 @@ func (b *browser) waitState(joinID string, states ...string) {
 // IAM gate on the approve button, and a non-blank screenshot of each page
 // (kept in $STRATUM_CONSOLE_SHOTS when set, for docs/console/).
 func TestConsoleInBrowser(t *testing.T) {
-	f := startFounder(t, nil, nil)
-	b := newBrowser(t, f.api)
+	f := stratumtest.ServeDev(t, "")
+	op := f.Operator(t)
+	b := newBrowser(t, "https://"+f.API)
 	shots := os.Getenv("STRATUM_CONSOLE_SHOTS")
 	if shots == "" {
 		shots = t.TempDir()
 	}
 
 	// A page path loads directly and asks for a login.
-	b.do("open the joins page", chromedp.Navigate(f.api+"/ui/joins"), chromedp.WaitVisible(chromedp.CSS(`input[name=email]`)))
-	email, password := f.credentials()
+	b.do("open the joins page", chromedp.Navigate("https://"+f.API+"/ui/joins"), chromedp.WaitVisible(chromedp.CSS(`input[name=email]`)))
+	email, password := f.Credentials(t)
 	b.do("fill in the login form", chromedp.SendKeys(chromedp.CSS(`input[name=email]`), email), chromedp.SendKeys(chromedp.CSS(`input[name=password]`), "wrong password"))
 	b.screenshot(shots, "login")
 	b.do("a wrong password is refused", chromedp.Click(chromedp.CSS(`button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`.login .form-error`)))
@@ -231,8 +232,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-live=on]`)))
 
 	// A real joiner key registers over TLS; its row appears without a reload.
-	token := f.joinToken("worker", 5)
-	j1 := f.newJoiner()
+	token := joinToken(t, op, "worker", 5)
+	j1 := f.Joiner(t, nil)
 	registered := time.Now()
 	v1 := registerMachine(t, j1, token, "lab-r2-07", "192.0.2.31")
 	b.within(2*time.Second, "the new registration's row", chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID)+` [data-action=approve]`)))
@@ -271,7 +272,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	var got wire.OperatorView
-	f.admin("GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)
+	op.Must(t, "GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)
 	if got.State != wire.StatePending {
 		t.Fatalf("an invalid approval changed the state to %s", got.State)
 	}
@@ -284,20 +285,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`textarea[name=labels]`), "topology.rack=r2"),
 		chromedp.Click(chromedp.CSS(`[data-action=submit-approve]`)))
 	b.waitState(v1.JoinID, wire.StateApproved, wire.StateDelivering)
-	f.admin("GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)
+	op.Must(t, "GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)
 	if got.Assignment == nil || got.Assignment.NodeID != "n-console1" || got.Assignment.Labels["topology.rack"] != "r2" {
 		t.Fatalf("the approval reached the API as %+v", got.Assignment)
 	}
 
 	// A rejection with a reason reaches the API.
-	j2 := f.newJoiner()
+	j2 := f.Joiner(t, nil)
 	v2 := registerMachine(t, j2, token, "lab-r3-02", "192.0.2.32")
 	const reason = "wrong rack: this one belongs to lab-3"
 	b.within(5*time.Second, "reject the second registration",
 		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=reject]`)),
 		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject]`)),
 		chromedp.WaitVisible(chromedp.CSS(row(v2.JoinID)+` [data-field-error=reason]`)))
-	f.admin("GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
+	op.Must(t, "GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
 	if got.State != wire.StatePending {
 		t.Fatalf("a rejection without a reason changed the state to %s", got.State)
 	}
@@ -305,20 +306,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(row(v2.JoinID)+` textarea[name=reason]`), reason),
 		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject]`)),
 		chromedp.WaitVisible(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject][data-confirm=yes]`)))
-	f.admin("GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
+	op.Must(t, "GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
 	if got.State != wire.StatePending {
 		t.Fatalf("a rejection before its confirmation changed the state to %s", got.State)
 	}
 	b.within(5*time.Second, "confirm the rejection",
 		chromedp.Click(chromedp.CSS(row(v2.JoinID)+` [data-action=submit-reject]`)))
 	b.waitState(v2.JoinID, wire.StateRejected)
-	f.admin("GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
+	op.Must(t, "GET", "/v1/admin/join/registrations/"+v2.JoinID, nil, 200, &got)
 	if got.State != wire.StateRejected || got.Reason != reason {
 		t.Fatalf("the rejection reached the API as %s %q", got.State, got.Reason)
 	}
 
 	// A third machine waits, so the pages have something pending to show.
-	j3 := f.newJoiner()
+	j3 := f.Joiner(t, nil)
 	v3 := registerMachine(t, j3, token, "lab-r2-08", "192.0.2.33")
 	b.within(2*time.Second, "the third registration's row", chromedp.WaitVisible(chromedp.CSS(row(v3.JoinID))))
 
@@ -345,9 +346,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	recorded := recordRelease(t, f, "n-console1", rec)
 
 	// A release imported from a path on the founder, through the form.
-	tree, _, _ := signedTree(t, f.dir, "0.2.0")
+	tree := trustedTree(t, f, "0.2.0", 1<<20).Dir
 	b.do("import a release",
-		chromedp.Navigate(f.api+"/ui/releases"),
+		chromedp.Navigate("https://"+f.API+"/ui/releases"),
 		chromedp.SendKeys(chromedp.CSS(`input[name=path]`), tree),
 		chromedp.Click(chromedp.CSS(`[data-action=import-release]`)))
 	b.within(20*time.Second, "the imported release's row", chromedp.WaitVisible(chromedp.CSS(`tr[data-release="0.2.0"]`)))
@@ -365,7 +366,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	for _, width := range []int64{390, 800} {
 		b.do(fmt.Sprintf("a %d px wide window", width), chromedp.EmulateViewport(width, 844))
 		for _, p := range pages {
-			b.do(fmt.Sprintf("open /ui/%s at %d px", p.page, width), chromedp.Navigate(f.api+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+			b.do(fmt.Sprintf("open /ui/%s at %d px", p.page, width), chromedp.Navigate("https://"+f.API+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
 			if sw, cw := b.number(`document.documentElement.scrollWidth`), b.number(`document.documentElement.clientWidth`); sw > cw {
 				t.Errorf("/ui/%s at %d px scrolls sideways: the page is %v px wide", p.page, width, sw)
 			}
@@ -376,7 +377,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	b.do("back to a desktop window", chromedp.EmulateViewport(1440, 900))
 	for _, p := range pages {
-		b.do("open /ui/"+p.page, chromedp.Navigate(f.api+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+		b.do("open /ui/"+p.page, chromedp.Navigate("https://"+f.API+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
 		b.screenshot(shots, p.page)
 		// A member that has not applied the generation is highlighted,
 		// under its hostname.
@@ -401,7 +402,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	// Cancel the join under way, with a reason.
-	b.do("back to the joins page", chromedp.Navigate(f.api+"/ui/joins"), chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID))))
+	b.do("back to the joins page", chromedp.Navigate("https://"+f.API+"/ui/joins"), chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID))))
 	b.waitState(v1.JoinID, wire.StateDelivering)
 	b.within(5*time.Second, "cancel the delivering join",
 		chromedp.Click(chromedp.CSS(row(v1.JoinID)+` [data-action=cancel]`)),
@@ -410,7 +411,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID)+` [data-action=submit-cancel][data-confirm=yes]`)),
 		chromedp.Click(chromedp.CSS(row(v1.JoinID)+` [data-action=submit-cancel]`)))
 	b.waitState(v1.JoinID, wire.StateFailed)
-	f.admin("GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)
+	op.Must(t, "GET", "/v1/admin/join/registrations/"+v1.JoinID, nil, 200, &got)
 	if got.State != wire.StateFailed || got.Reason != "cabling fault" {
 		t.Errorf("the cancellation reached the API as %s %q", got.State, got.Reason)
 	}
@@ -418,16 +419,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	// A stalled install names the member it waits for (SPEC 17): j4's
 	// node joins (nobody to wait for), then j5's install waits for it, as
 	// it has no agent to apply the new generation.
-	j4, j5 := f.newJoiner(), f.newJoiner()
+	j4, j5 := f.Joiner(t, nil), f.Joiner(t, nil)
 	v4 := registerMachine(t, j4, token, "lab-r4-01", "192.0.2.34")
-	f.admin("POST", "/v1/admin/join/registrations/"+v4.JoinID+"/approve", map[string]any{"nodeId": "n-console4"}, 200, nil)
+	op.Must(t, "POST", "/v1/admin/join/registrations/"+v4.JoinID+"/approve", map[string]any{"nodeId": "n-console4"}, 200, nil)
 	for _, phase := range []string{"installing", "done"} {
-		j4.do(t, "POST", "/v1/join/registrations/"+v4.JoinID+"/progress", map[string]string{"phase": phase}, 200, nil)
+		j4.Must(t, "POST", "/v1/join/registrations/"+v4.JoinID+"/progress", map[string]string{"phase": phase}, 200, nil)
 	}
 	v5 := registerMachine(t, j5, token, "lab-r4-02", "192.0.2.35")
-	f.admin("POST", "/v1/admin/join/registrations/"+v5.JoinID+"/approve", map[string]any{"nodeId": "n-console5"}, 200, nil)
+	op.Must(t, "POST", "/v1/admin/join/registrations/"+v5.JoinID+"/approve", map[string]any{"nodeId": "n-console5"}, 200, nil)
 	for _, phase := range []string{"installing", "done"} {
-		j5.do(t, "POST", "/v1/join/registrations/"+v5.JoinID+"/progress", map[string]string{"phase": phase}, 200, nil)
+		j5.Must(t, "POST", "/v1/join/registrations/"+v5.JoinID+"/progress", map[string]string{"phase": phase}, 200, nil)
 	}
 	b.waitState(v5.JoinID, wire.StateInstalling)
 	b.within(5*time.Second, "the stalled install names n-console4",
@@ -439,14 +440,14 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// A token without join:ApproveNodeJoin sees no approve button, and the
 	// API refuses it all the same.
-	reader := f.apiToken("join:List*", "join:Get*")
+	reader := apiToken(t, op, "join:List*", "join:Get*")
 	b.do("sign in with a read-only token",
 		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`sessionStorage.setItem('stratum.session', JSON.stringify({token: %q}))`, reader)),
-		chromedp.Navigate(f.api+"/ui/joins"), chromedp.WaitVisible(chromedp.CSS(row(v3.JoinID))))
+		chromedp.Navigate("https://"+f.API+"/ui/joins"), chromedp.WaitVisible(chromedp.CSS(row(v3.JoinID))))
 	if b.eval(fmt.Sprintf(`!!document.querySelector(%q)`, row(v3.JoinID)+` [data-action=approve]`)) {
 		t.Error("a token without join:ApproveNodeJoin is offered the approve button")
 	}
-	if e := call(t, f.adminCli, "POST", f.api+"/v1/admin/join/registrations/"+v3.JoinID+"/approve", reader, map[string]any{}, 403, nil); !strings.Contains(e.Message, "join:ApproveNodeJoin") {
+	if e := op.As(reader).Must(t, "POST", "/v1/admin/join/registrations/"+v3.JoinID+"/approve", map[string]any{}, 403, nil); !strings.Contains(e.Message, "join:ApproveNodeJoin") {
 		t.Errorf("the refusal does not name the action: %q", e.Message)
 	}
 	b.checkNoProblems()
@@ -454,7 +455,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 // registerMachine registers j as a joiner does, with the facts an
 // operator compares before approving.
-func registerMachine(t *testing.T, j *joinerKey, token, hostname, mgmt string) wire.JoinerView {
+func registerMachine(t *testing.T, j *stratumtest.Client, token, hostname, mgmt string) wire.JoinerView {
 	t.Helper()
 	facts := map[string]any{
 		"arch": "amd64", "os": "linux", "cpus": 16, "memoryBytes": 64 << 30, "kernel": "6.1.0-28-amd64",
@@ -464,23 +465,19 @@ func registerMachine(t *testing.T, j *joinerKey, token, hostname, mgmt string) w
 		"tpm":   true,
 	}
 	var v wire.JoinerView
-	j.do(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "hostname": hostname, "mgmtIp": mgmt, "facts": facts}, 201, &v)
+	j.Must(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "hostname": hostname, "mgmtIp": mgmt, "facts": facts}, 201, &v)
 	return v
 }
 
 // recordRelease records a node's release with the admin's token. Where
 // the founder accepts records only from a node in its join's later
 // states, the release set simply shows the node unrecorded.
-func recordRelease(t *testing.T, f *testFounder, nodeID string, rec map[string]any) (accepted bool) {
+func recordRelease(t *testing.T, f *stratumtest.Founder, nodeID string, rec map[string]any) (accepted bool) {
 	t.Helper()
-	body, _ := json.Marshal(rec)
-	req, _ := http.NewRequest("PUT", f.api+"/v1/cluster/nodes/"+nodeID+"/release", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+f.token)
-	resp, err := f.adminCli.Do(req)
+	status, _, err := f.Operator(t).Raw("PUT", "/v1/cluster/nodes/"+nodeID+"/release", rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	t.Logf("recording %s's release: %s", nodeID, resp.Status)
-	return resp.StatusCode == http.StatusNoContent
+	t.Logf("recording %s's release: %d", nodeID, status)
+	return status == http.StatusNoContent
 }

@@ -15,6 +15,7 @@ import (
 
 	"stratum/cluster"
 	"stratum/crypto"
+	"stratum/internal/stratumtest"
 	"stratum/store"
 	"stratum/tpm"
 	"stratum/tpm/tpmtest"
@@ -340,17 +341,17 @@ func TestServeDevInitWithTPM(t *testing.T) {
 			t.Error("the recovery key reached the log")
 		}
 	})
-	f := startFounder(t, nil, func(o *Options) {
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true, Serve: serveIn(func(o *Options) {
 		o.Keys = KeySource{TPM: sock}
 		o.Out = &out
 		o.Log = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	})})
 	m := regexp.MustCompile(`recovery key:\s+(stratum-rk1-\S+)`).FindStringSubmatch(out.String())
 	if m == nil {
 		t.Fatalf("no recovery key in the output: %q", out.String())
 	}
 	shown = m[1][len("stratum-rk1-"):]
-	if _, err := os.Stat(f.dir.DataKey()); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(DataDir(f.Dir).DataKey()); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal("serve --dev --tpm wrote a plain data.key")
 	}
 }

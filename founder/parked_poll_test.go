@@ -3,15 +3,15 @@ package founder
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
+	"os"
 	"runtime"
-	"stratum/wire"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"stratum/internal/stratumtest"
+	"stratum/wire"
 )
 
 // TestParkedLongPollsHoldNoGoroutine: held long-polls are parked on their
@@ -20,23 +20,25 @@ import (
 // answered with Connection: close and the request id when the state
 // changes, and every one still held is answered at shutdown.
 func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
-	f := startFounder(t, nil, nil)
+	// In this process: the test counts the founder's goroutines.
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true, Serve: serveIn(nil)})
+	op := f.Operator(t)
 	const polls = 40
-	token := f.joinToken("worker", polls)
+	token := joinToken(t, op, "worker", polls)
 	type poller struct {
-		j  *joinerKey
+		j  *stratumtest.Client
 		id string
 	}
 	var ps []poller
 	for range polls {
-		j := f.newJoiner()
+		j := f.Joiner(t, nil)
 		v, _ := register(t, j, token, "0.1.0", fmt.Sprintf("192.0.2.%d", 10+len(ps)), 201)
 		ps = append(ps, poller{j, v.JoinID})
 	}
 	// Idle keep-alive connections of the registrations hold goroutines of
 	// their own: close them before counting.
 	for _, p := range ps {
-		p.j.client.CloseIdleConnections()
+		p.j.HTTP.CloseIdleConnections()
 	}
 	time.Sleep(200 * time.Millisecond)
 	before := runtime.NumGoroutine()
@@ -53,8 +55,8 @@ func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequest("GET", p.j.base+"/v1/join/registrations/"+p.id+"?wait=60&state=pending", nil)
-			resp, err := p.j.client.Do(req)
+			req, _ := http.NewRequest("GET", p.j.Base+"/v1/join/registrations/"+p.id+"?wait=60&state=pending", nil)
+			resp, err := p.j.HTTP.Do(req)
 			if err != nil {
 				t.Errorf("poll: %v", err)
 				return
@@ -68,10 +70,10 @@ func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
 	// The test's own client goroutines are 2+ per poll (its request and its
 	// connection's reader and writer); the founder's must not be.
 	deadline := time.Now().Add(10 * time.Second)
-	for f.waiters() < polls && time.Now().Before(deadline) {
+	for waiters(t, f) < polls && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := f.waiters(); n != polls {
+	if n := waiters(t, f); n != polls {
 		t.Fatalf("%d polls parked, want %d", n, polls)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -84,7 +86,7 @@ func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
 	}
 
 	// A state change answers its poll at once.
-	f.admin("POST", "/v1/admin/join/registrations/"+ps[0].id+"/reject", map[string]any{"reason": "test"}, 200, nil)
+	op.Must(t, "POST", "/v1/admin/join/registrations/"+ps[0].id+"/reject", map[string]any{"reason": "test"}, 200, nil)
 	select {
 	case a := <-answers:
 		if a.status != 200 || a.state != string(wire.StateRejected) || !a.close || len(a.rid) != 16 {
@@ -94,7 +96,7 @@ func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
 		t.Fatal("the rejection did not answer its parked poll")
 	}
 	// Shutdown answers every one still parked with its current view.
-	f.shutdown()
+	f.Stop(os.Interrupt, 20*time.Second)
 	wg.Wait()
 	close(answers)
 	n := 0
@@ -110,19 +112,15 @@ func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
 }
 
 // waiters reads the founder's stratum_join_waiters gauge.
-func (f *testFounder) waiters() int {
-	resp, err := f.adminCli.Get(f.api + "/metrics")
+func waiters(t *testing.T, f *stratumtest.Founder) int {
+	t.Helper()
+	m, err := f.Metrics()
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "stratum_join_waiters "); ok {
-			n, _ := strconv.ParseFloat(v, 64)
-			return int(n)
-		}
+	n, ok := m["stratum_join_waiters"]
+	if !ok {
+		t.Fatal("no stratum_join_waiters in /metrics")
 	}
-	f.t.Fatal("no stratum_join_waiters in /metrics")
-	return 0
+	return int(n)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"stratum/hostrecord"
+	"stratum/internal/stratumtest"
 	"stratum/releaseset"
 	"stratum/store"
 )
@@ -14,7 +15,8 @@ import (
 // knows, its host binaries with the build they should be (its own), and
 // the host's os-release and kernel through the agent's collectors.
 func TestOwnRecord(t *testing.T) {
-	f := startFounder(t, nil, nil)
+	// In this process: its build is commit abcdef12.
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true, Serve: serveIn(nil)})
 	set := ownRecord(t, f)
 	rec := set.Nodes[0].Release
 	cp := rec.ControlPlane
@@ -47,7 +49,7 @@ func TestOwnRecordPackages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := startFounder(t, nil, func(o *Options) { o.Packages = specs })
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true, Serve: serveIn(func(o *Options) { o.Packages = specs })})
 	pk := ownRecord(t, f).Nodes[0].Release.Packages
 	if len(pk) != 1 || pk[0].Component != "base" || pk[0].Version == "" {
 		t.Fatalf("the founder's packages: %+v", pk)
@@ -55,12 +57,12 @@ func TestOwnRecordPackages(t *testing.T) {
 }
 
 // ownRecord waits until the founder recorded its own release.
-func ownRecord(t *testing.T, f *testFounder) releaseset.Set {
+func ownRecord(t *testing.T, f *stratumtest.Founder) releaseset.Set {
 	t.Helper()
 	var set releaseset.Set
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		f.admin("GET", "/v1/admin/upgrades/release", nil, 200, &set)
+		f.Operator(t).Must(t, "GET", "/v1/admin/upgrades/release", nil, 200, &set)
 		if len(set.Nodes) > 0 && set.Nodes[0].Recorded || time.Now().After(deadline) {
 			break
 		}

@@ -12,7 +12,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/cluster"
-	"stratum/release"
+	"stratum/internal/stratumtest"
 	"stratum/release/releasetest"
 	"stratum/release/repo"
 	"stratum/wire"
@@ -29,39 +29,40 @@ func TestTrust08_FairReleaseSlots(t *testing.T) {
 	cfg := cluster.DevDefaults()
 	cfg.ClusterRelease = "0.2.0"
 	limits := repo.ReadLimits{Window: 500 * time.Millisecond, MaxRead: 2500 * time.Millisecond}
-	f := startFounder(t, &cfg, func(o *Options) { o.ReleaseReads = limits })
+	dir := t.TempDir()
+	if _, err := Init(DataDir(dir), cfg, true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// In this process: the read limits are shortened through Options.
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Dev: true, Serve: serveIn(func(o *Options) { o.ReleaseReads = limits })})
+	op := f.Operator(t)
 
 	// A release whose blob is far larger than what socket buffers hold,
 	// so a reader that stops reading really stalls the founder's writes.
-	tree, blobPath := releasetest.MakeTree(t, 32<<20)
-	keyFile, pubFile, _ := releasetest.Key(t, t.TempDir(), "k")
-	if _, err := release.Sign(tree, keyFile, "0.2.0", []string{"0.1.0"}); err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := os.ReadFile(pubFile)
-	os.WriteFile(filepath.Join(f.dir.ReleaseKeys(), "k.pub"), pub, 0o644)
-	f.admin("POST", "/v1/admin/releases", map[string]string{"path": tree}, 201, nil)
+	rt := trustedTree(t, f, "0.2.0", 32<<20)
+	tree, blobPath := rt.Dir, rt.Blob
+	op.Must(t, "POST", "/v1/admin/releases", map[string]string{"path": tree}, 201, nil)
 	blob, _ := os.ReadFile(filepath.Join(tree, blobPath))
 
-	token := f.joinToken("worker", 3)
-	needsUpgrade := func(mgmt string) (*joinerKey, string) {
-		j := f.newJoiner()
+	token := joinToken(t, op, "worker", 3)
+	needsUpgrade := func(mgmt string) (*stratumtest.Client, string) {
+		j := f.Joiner(t, nil)
 		// A reader that does not read then really holds its slot.
-		j.client.Transport.(*http.Transport).DialContext = releasetest.StallingDialer()
+		j.HTTP.Transport.(*http.Transport).DialContext = releasetest.StallingDialer()
 		var v wire.JoinerView
-		j.do(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "selfUpgrade": true, "hostname": "h", "mgmtIp": mgmt}, 201, &v)
+		j.Must(t, "POST", "/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "selfUpgrade": true, "hostname": "h", "mgmtIp": mgmt}, 201, &v)
 		if v.State != wire.StateNeedsUpgrade {
 			t.Fatalf("registration %s, want needs-upgrade", v.State)
 		}
-		return j, f.join + "/v1/join/registrations/" + v.JoinID + "/release/" + blobPath
+		return j, "https://" + f.Join + "/v1/join/registrations/" + v.JoinID + "/release/" + blobPath
 	}
-	get := func(j *joinerKey, url, rangeHdr string) *http.Response {
+	get := func(j *stratumtest.Client, url, rangeHdr string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest("GET", url, nil)
 		if rangeHdr != "" {
 			req.Header.Set("Range", rangeHdr)
 		}
-		resp, err := j.client.Do(req)
+		resp, err := j.HTTP.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,12 +3,11 @@ package founder
 import (
 	"crypto/tls"
 	"encoding/json"
-	"net/http"
 	"slices"
 	"testing"
-	"time"
 
 	"stratum/apierr"
+	"stratum/internal/stratumtest"
 	"stratum/wire"
 )
 
@@ -19,30 +18,31 @@ import (
 // and an unknown key. Each must be 400 INVALID_INPUT naming the key by
 // its path, and change nothing (no audit event is written).
 func TestTrust09_OneStrictDecoder(t *testing.T) {
-	f := startFounder(t, nil, nil)
-	token := f.joinToken("worker", 10)
+	f := stratumtest.ServeDev(t, "")
+	op := f.Operator(t)
+	token := joinToken(t, op, "worker", 10)
 
 	// A registration that was approved and delivered: its node leaf
 	// speaks for a member, and it reports installing (a real member).
-	member, v, node, nodeCli := f.deliveredJoin(t, token, "192.0.2.61")
-	member.do(t, "POST", "/v1/join/registrations/"+v.JoinID+"/progress", map[string]string{"phase": "installing"}, 200, nil)
+	member, v, node, nodeCli := deliveredJoin(t, f, token, "192.0.2.61")
+	member.Must(t, "POST", "/v1/join/registrations/"+v.JoinID+"/progress", map[string]string{"phase": "installing"}, 200, nil)
 
 	// A pending registration, for approve, reject and cancel.
-	pending := f.newJoiner()
+	pending := f.Joiner(t, nil)
 	p, _ := register(t, pending, token, "0.1.0", "192.0.2.62", 201)
 	adminReq := func(method, path string, body json.RawMessage) *apierr.Error {
-		return call(t, f.adminCli, method, f.api+path, f.token, body, 400, nil)
+		return op.Must(t, method, path, body, 400, nil)
 	}
 	nodeReq := func(method, path string, body json.RawMessage) *apierr.Error {
-		return call(t, nodeCli, method, f.api+path, "", body, 400, nil)
+		return nodeCli.Must(t, method, path, body, 400, nil)
 	}
-	joinerReq := func(j *joinerKey) func(method, path string, body json.RawMessage) *apierr.Error {
+	joinerReq := func(j *stratumtest.Client) func(method, path string, body json.RawMessage) *apierr.Error {
 		return func(method, path string, body json.RawMessage) *apierr.Error {
-			return j.do(t, method, path, body, 400, nil)
+			return j.Must(t, method, path, body, 400, nil)
 		}
 	}
 	anonymous := func(method, path string, body json.RawMessage) *apierr.Error {
-		return call(t, f.adminCli, method, f.api+path, "", body, 400, nil)
+		return f.AdminClient().Must(t, method, path, body, 400, nil)
 	}
 
 	// Each endpoint has three bodies: duplicate, case variant, unknown;
@@ -89,7 +89,7 @@ func TestTrust09_OneStrictDecoder(t *testing.T) {
 			{`{"path":"/srv/a","path":"/srv/b"}`, "path"},
 			{`{"path":"/srv/a","Path":"/srv/b"}`, "Path"},
 			{`{"path":"/srv/a","keys":"/tmp"}`, "keys"}}},
-		{"registration", "POST", "/v1/join/registrations", joinerReq(f.newJoiner()), [3]attack{
+		{"registration", "POST", "/v1/join/registrations", joinerReq(f.Joiner(t, nil)), [3]attack{
 			{`{"token":"` + token + `","release":"0.1.0","hostname":"h","hostname":"other"}`, "hostname"},
 			{`{"token":"` + token + `","release":"0.1.0","hostname":"h","mgmtIP":"192.0.2.70"}`, "mgmtIP"},
 			{`{"token":"` + token + `","release":"0.1.0","hostname":"h","facts":{},"role":"postgres"}`, "role"}}},
@@ -101,7 +101,7 @@ func TestTrust09_OneStrictDecoder(t *testing.T) {
 
 	auditLen := func() int {
 		var out struct{ Events []json.RawMessage }
-		f.admin("GET", "/v1/admin/audit?limit=1000", nil, 200, &out)
+		op.Must(t, "GET", "/v1/admin/audit?limit=1000", nil, 200, &out)
 		return len(out.Events)
 	}
 	before := auditLen()
@@ -126,7 +126,7 @@ func TestTrust09_OneStrictDecoder(t *testing.T) {
 	// The pending registration is still pending: approve, reject and
 	// cancel bodies were refused before anything was done.
 	var pv struct{ State string }
-	pending.do(t, "GET", "/v1/join/registrations/"+p.JoinID, nil, 200, &pv)
+	pending.Must(t, "GET", "/v1/join/registrations/"+p.JoinID, nil, 200, &pv)
 	if pv.State != "pending" {
 		t.Errorf("the attacked registration is %s, want pending", pv.State)
 	}
@@ -135,19 +135,19 @@ func TestTrust09_OneStrictDecoder(t *testing.T) {
 // deliveredJoin registers a joiner on token, approves it and fetches its
 // delivery: it returns the joiner, its view, its node id and a client
 // presenting its node leaf.
-func (f *testFounder) deliveredJoin(t *testing.T, token, mgmt string) (*joinerKey, wire.JoinerView, string, *http.Client) {
+func deliveredJoin(t *testing.T, f *stratumtest.Founder, token, mgmt string) (*stratumtest.Client, wire.JoinerView, string, *stratumtest.Client) {
 	t.Helper()
-	j := f.newJoiner()
+	j := f.Joiner(t, nil)
 	v, _ := register(t, j, token, "0.1.0", mgmt, 201)
-	f.admin("POST", "/v1/admin/join/registrations/"+v.JoinID+"/approve", map[string]any{}, 200, nil)
+	f.Operator(t).Must(t, "POST", "/v1/admin/join/registrations/"+v.JoinID+"/approve", map[string]any{}, 200, nil)
 	var d struct {
 		Delivery struct {
 			Bundle struct{ NodeCert, NodeKey, CABundle string }
 		}
 	}
-	j.do(t, "GET", "/v1/join/registrations/"+v.JoinID, nil, 200, &d)
+	j.Must(t, "GET", "/v1/join/registrations/"+v.JoinID, nil, 200, &d)
 	b := d.Delivery.Bundle
 	node := checkLeaf(t, b.CABundle, b.NodeCert, b.NodeKey, mgmt)
 	pair, _ := tls.X509KeyPair([]byte(b.NodeCert), []byte(b.NodeKey))
-	return j, v, node, &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.caPool, Certificates: []tls.Certificate{pair}}}}
+	return j, v, node, f.Node(t, pair)
 }

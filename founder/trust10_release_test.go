@@ -2,37 +2,20 @@ package founder
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"stratum/apierr"
-	"stratum/release"
+	"stratum/internal/stratumtest"
 	"stratum/release/releasetest"
 	"stratum/release/repo"
 )
 
-// trustedTree writes a release tree of rel signed by a new key that the
-// founder trusts.
-func trustedTree(t *testing.T, f *testFounder, rel string, blobSize int) string {
-	t.Helper()
-	tree, _ := releasetest.MakeTree(t, blobSize)
-	keyFile, pubFile, id := releasetest.Key(t, t.TempDir(), "k")
-	if _, err := release.Sign(tree, keyFile, rel, []string{"0.1.0"}); err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := os.ReadFile(pubFile)
-	if err := os.WriteFile(filepath.Join(f.dir.ReleaseKeys(), id[:16]+".pub"), pub, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return tree
-}
-
-func (f *testFounder) imported(t *testing.T) []repo.Imported {
+// imported lists the founder's imported releases.
+func imported(t *testing.T, op *stratumtest.Client) []repo.Imported {
 	t.Helper()
 	var out struct{ Releases []repo.Imported }
-	f.admin("GET", "/v1/admin/releases", nil, 200, &out)
+	op.Must(t, "GET", "/v1/admin/releases", nil, 200, &out)
 	return out.Releases
 }
 
@@ -42,10 +25,11 @@ func (f *testFounder) imported(t *testing.T) []repo.Imported {
 // it, audited with the content it replaced and who asked; the same
 // content imports again without it (the repair of a corrupt file).
 func TestTrust10_ReimportOtherContent(t *testing.T) {
-	f := startFounder(t, nil, nil)
-	first := trustedTree(t, f, "0.3.0", 1<<20)
-	f.admin("POST", "/v1/admin/releases", map[string]any{"path": first}, 201, nil)
-	before := f.imported(t)
+	f := stratumtest.ServeDev(t, "")
+	op := f.Operator(t)
+	first := trustedTree(t, f, "0.3.0", 1<<20).Dir
+	op.Must(t, "POST", "/v1/admin/releases", map[string]any{"path": first}, 201, nil)
+	before := imported(t, op)
 	events := func() []struct {
 		Kind, Actor string
 		Data        map[string]string
@@ -56,28 +40,28 @@ func TestTrust10_ReimportOtherContent(t *testing.T) {
 				Data        map[string]string
 			}
 		}
-		f.admin("GET", "/v1/admin/audit?limit=1000", nil, 200, &out)
+		op.Must(t, "GET", "/v1/admin/audit?limit=1000", nil, 200, &out)
 		return out.Events
 	}
 	auditBefore := len(events())
 
-	other := trustedTree(t, f, "0.3.0", 1<<20+1)
+	other := trustedTree(t, f, "0.3.0", 1<<20+1).Dir
 	for _, body := range []map[string]any{{"path": other}, {"path": other, "replace": false}} {
-		e := f.admin("POST", "/v1/admin/releases", body, 409, nil)
+		e := op.Must(t, "POST", "/v1/admin/releases", body, 409, nil)
 		if e.Code != apierr.Conflict || !strings.Contains(e.Message, `"replace": true`) {
 			t.Fatalf("other content under 0.3.0: %+v", e)
 		}
 	}
-	if after := f.imported(t); len(after) != 1 || after[0].ImportID != before[0].ImportID || after[0].ManifestSHA256 != before[0].ManifestSHA256 {
+	if after := imported(t, op); len(after) != 1 || after[0].ImportID != before[0].ImportID || after[0].ManifestSHA256 != before[0].ManifestSHA256 {
 		t.Fatalf("a refused import changed the release: %+v", after)
 	}
 	if n := len(events()); n != auditBefore {
 		t.Fatalf("a refused import wrote %d audit events", n-auditBefore)
 	}
 
-	f.admin("POST", "/v1/admin/releases", map[string]any{"path": first}, 201, nil) // same content: no replace needed
-	f.admin("POST", "/v1/admin/releases", map[string]any{"path": other, "replace": true}, 201, nil)
-	after := f.imported(t)
+	op.Must(t, "POST", "/v1/admin/releases", map[string]any{"path": first}, 201, nil) // same content: no replace needed
+	op.Must(t, "POST", "/v1/admin/releases", map[string]any{"path": other, "replace": true}, 201, nil)
+	after := imported(t, op)
 	if len(after) != 1 || after[0].ManifestSHA256 == before[0].ManifestSHA256 {
 		t.Fatalf("replace did not replace: %+v", after)
 	}
@@ -94,12 +78,13 @@ func TestTrust10_ReimportOtherContent(t *testing.T) {
 // directory, a FIFO or a link out: every answer is the same 400 (code,
 // message, fields), so none tells what exists; none hangs.
 func TestTrust10_ImportPathNoOracle(t *testing.T) {
-	f := startFounder(t, nil, nil)
+	f := stratumtest.ServeDev(t, "")
+	op := f.Operator(t)
 	trustedTree(t, f, "0.3.0", 1) // the founder trusts a release key
-	probes := append(releasetest.UnreadableSources(t, t.TempDir()), "/etc/shadow", "/etc", "/proc/self", string(f.dir))
+	probes := append(releasetest.UnreadableSources(t, t.TempDir()), "/etc/shadow", "/etc", "/proc/self", string(DataDir(f.Dir)))
 	var first []byte
 	for _, p := range probes {
-		e := f.admin("POST", "/v1/admin/releases", map[string]string{"path": p}, 400, nil)
+		e := op.Must(t, "POST", "/v1/admin/releases", map[string]string{"path": p}, 400, nil)
 		got, _ := json.Marshal(e)
 		if first == nil {
 			first = got
@@ -111,7 +96,7 @@ func TestTrust10_ImportPathNoOracle(t *testing.T) {
 			t.Errorf("%s answers %s, another path %s: the answers tell them apart", p, got, first)
 		}
 	}
-	if list := f.imported(t); len(list) != 0 {
+	if list := imported(t, op); len(list) != 0 {
 		t.Fatalf("probes imported %v", list)
 	}
 }

@@ -32,6 +32,14 @@ func (f *Founder) Admin(t testing.TB) *Client {
 	return f.Login(t, email, password)
 }
 
+// As is a copy of c that sends token instead of its own (none when
+// empty): another caller of the same listener.
+func (c *Client) As(token string) *Client {
+	d := *c
+	d.Token = token
+	return &d
+}
+
 // Login logs in and returns the session token.
 func (c *Client) Login(t testing.TB, email, password string) string {
 	t.Helper()

@@ -14,6 +14,7 @@ type ReleaseTree struct {
 	Dir     string // the tree
 	Blob    string // manifest path of its large file
 	PubFile string // the signer's public key (NAME.pub)
+	KeyID   string // the signer's key id
 }
 
 // SignedReleaseTree writes a release tree whose blob has blobSize bytes
@@ -21,15 +22,16 @@ type ReleaseTree struct {
 func SignedReleaseTree(t testing.TB, rel string, upgradesFrom []string, blobSize int) ReleaseTree {
 	t.Helper()
 	dir, blob := releasetest.MakeTree(t, blobSize)
-	keyFile, pubFile, _ := releasetest.Key(t, t.TempDir(), "release")
+	keyFile, pubFile, id := releasetest.Key(t, t.TempDir(), "release")
 	if _, err := release.Sign(dir, keyFile, rel, upgradesFrom); err != nil {
 		t.Fatal(err)
 	}
-	return ReleaseTree{Dir: dir, Blob: blob, PubFile: pubFile}
+	return ReleaseTree{Dir: dir, Blob: blob, PubFile: pubFile, KeyID: id}
 }
 
 // Trust puts the tree's public key in the founder data directory's
-// release keys, so the founder imports the tree.
+// release keys, named by its key id (the keys of other trees stay), so
+// the founder imports the tree.
 func (r ReleaseTree) Trust(t testing.TB, dataDir string) {
 	t.Helper()
 	pub, err := os.ReadFile(r.PubFile)
@@ -40,7 +42,7 @@ func (r ReleaseTree) Trust(t testing.TB, dataDir string) {
 	if err := os.MkdirAll(keys, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(keys, filepath.Base(r.PubFile)), pub, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(keys, r.KeyID[:16]+".pub"), pub, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -81,9 +81,21 @@ func (f *Founder) Joiner(t testing.TB, key *JoinerKey) *Client {
 	if key == nil {
 		key = NewJoinerKey(t)
 	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.Pool, Certificates: []tls.Certificate{key.Cert}, MinVersion: tls.VersionTLS12}}
+	return f.presenting(t, key.Cert, f.Join)
+}
+
+// Node is a client of f's admin API presenting a node's transport leaf
+// (the pair of its delivery's nodeCert and nodeKey), as its agent does.
+func (f *Founder) Node(t testing.TB, leaf tls.Certificate) *Client {
+	t.Helper()
+	return f.presenting(t, leaf, f.API)
+}
+
+// presenting is a client of hostPort trusting f's CA and presenting cert.
+func (f *Founder) presenting(t testing.TB, cert tls.Certificate, hostPort string) *Client {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.Pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &Client{HTTP: &http.Client{Timeout: time.Minute, Transport: tr}, Base: "https://" + f.Join}
+	return &Client{HTTP: &http.Client{Timeout: time.Minute, Transport: tr}, Base: "https://" + hostPort}
 }
 
 // Register posts req as the joiner c and wants status (201 for a new
