@@ -62,6 +62,7 @@ type Mirror struct {
 	ctx      context.Context
 	shutdown context.CancelCauseFunc
 	indexes  indexCache
+	files    openFiles   // the files being read, shared by their readers
 	cache    *chunkCache // nil: none
 
 	corrupt   atomic.Uint64
@@ -108,6 +109,7 @@ func (m *Mirror) Close() {
 	m.closeOnce.Do(func() {
 		close(m.done)
 		m.shutdown(errShutdown)
+		m.files.closeAll()
 	})
 }
 

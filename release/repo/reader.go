@@ -91,6 +91,7 @@ type Reader struct {
 	m        *Mirror
 	fi       *FileInfo
 	holder   string
+	h        *handle // the open file, shared with other readers of it
 	f        *os.File
 	unit     int64  // the verification unit, SubChunkSize or ChunkSize
 	sums     []byte // the SHA-256 of each unit, concatenated
@@ -116,15 +117,16 @@ func (m *Mirror) Open(holder string, fi *FileInfo) (*Reader, error) {
 	if err := m.acquire(holder); err != nil {
 		return nil, err
 	}
-	f, err := m.openFile(fi)
+	key := fi.index.ImportID + "\x00" + fileKey(fi.Release, fi.Path)
+	h, err := m.files.take(key, func() (*os.File, error) { return m.openFile(fi) })
 	if err != nil {
 		m.release(holder)
 		return nil, m.broken(fi, err)
 	}
 	m.reads.Add(1)
 	start := time.Now()
-	rd := &Reader{m: m, fi: fi, holder: holder, f: f, unit: ChunkSize, sums: fi.index.Chunks,
-		key:      fi.index.ImportID + "\x00" + fileKey(fi.Release, fi.Path),
+	rd := &Reader{m: m, fi: fi, holder: holder, h: h, f: h.f, unit: ChunkSize, sums: fi.index.Chunks,
+		key:      key,
 		deadline: start.Add(m.limits.MaxRead), closed: make(chan struct{})}
 	if subs := fi.index.subs.Load(); subs != nil {
 		rd.unit, rd.sums = SubChunkSize, *subs
@@ -410,7 +412,7 @@ func (rd *Reader) Close() error {
 		close(rd.closed)
 		rd.stopWatch()
 		rd.cancel(nil)
-		rd.f.Close()
+		rd.m.files.put(rd.h)
 		rd.m.release(rd.holder)
 	})
 	return nil
@@ -449,6 +451,8 @@ func transient(err error) bool {
 // bytes), logged and counted, and the joiner is told RELEASE_CORRUPT.
 func (m *Mirror) broken(fi *FileInfo, cause error) error {
 	rel, path := fi.Release, fi.Path
+	// Whatever the cause, the next read opens the file again.
+	m.files.drop(fi.index.ImportID + "\x00" + fileKey(rel, path))
 	if transient(cause) || isIOError(cause) || errors.Is(cause, store.ErrUnavailable) {
 		// Also the founder's own disk (filling its cache) or its
 		// database: not the release's fault.

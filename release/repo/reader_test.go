@@ -161,3 +161,53 @@ func BenchmarkWholeRead(b *testing.B) {
 		})
 	}
 }
+
+// TestSharedHandle: readers of one file share its open handle, which
+// changes nothing of what is verified: a byte flipped on disk after the
+// handle was opened is caught through it, the handle is then retired (the
+// next read opens the file again), and the mirror's Close closes what its
+// readers leave open.
+func TestSharedHandle(t *testing.T) {
+	m, blob, data, _ := importedMirror(t, 2*ChunkSize, 4, -1)
+	fi, err := m.Stat("0.6.0", blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd1, err := m.Open("a", fi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd2, err := m.Open("b", fi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd1.h != rd2.h {
+		t.Fatal("two readers of one file opened it twice")
+	}
+	p := make([]byte, len(data))
+	if n, err := rd1.ReadAt(p, 0); n != len(data) || err != nil || !bytes.Equal(p, data) {
+		t.Fatalf("first read: %d %v", n, err)
+	}
+	rd1.Close()
+	releasetest.FlipByte(t, filepath.Join(m.dir, "0.6.0", filepath.FromSlash(blob)), ChunkSize+5)
+	if _, err := rd2.ReadAt(p, 0); apierr.CodeOf(err) != apierr.ReleaseCorrupt {
+		t.Fatalf("a byte flipped under the shared handle: %v, want RELEASE_CORRUPT", err)
+	}
+	old := rd2.h
+	rd2.Close()
+	if _, err := old.f.Stat(); err == nil {
+		t.Fatal("the handle of a failed read is still open after its last reader")
+	}
+	rd3, err := m.Open("c", fi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd3.h == old {
+		t.Fatal("a reader after the failure got the retired handle")
+	}
+	m.Close()
+	rd3.Close()
+	if _, err := rd3.h.f.Stat(); err == nil {
+		t.Fatal("a handle is still open after the mirror and its readers closed")
+	}
+}
