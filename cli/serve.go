@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,6 +49,7 @@ func newServeCmd() *cobra.Command {
 	allowPublic := fs.Bool("allow-public-connect", false, "serve on a PostgreSQL database every role of the server may connect to (warned at every start)")
 	acceptRollback := fs.Bool("accept-audit-rollback", false, "start once although the store's audit chain ends below this founder's high-water mark (an older backup restored on purpose; audited)")
 	packages := fs.String("packages", "", "the founder host's packages to record, as an agent does: component=name1|name2,... or bare names")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of this founder to FILE, from start to exit")
 	var bao openbao.Settings
 	fs.StringVar(&bao.Addr, "openbao-addr", "", "the cluster's OpenBao (https://HOST:8200); overrides the cluster file's openbao.addr")
 	fs.StringVar(&bao.CAFile, "openbao-ca-file", "", "PEM CA bundle of the OpenBao server; overrides openbao.caFile")
@@ -59,6 +62,13 @@ func newServeCmd() *cobra.Command {
 		specs, err := hostrecord.ParsePackages(*packages)
 		if err != nil {
 			return usagef("--packages: %w", err)
+		}
+		if *cpuProfile != "" {
+			stop, err := startCPUProfile(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
 		}
 		return founder.Serve(cmd.Context(), founder.Options{
 			Data: founder.DataDir(*data), Keys: ks, Store: *dsn, Dev: *dev, ConfigFile: *config,
@@ -99,4 +109,19 @@ func newLogger(level, format string) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// startCPUProfile samples this process's CPU into path (mode 0600) until
+// the returned stop is called: where a founder's CPU goes under real load
+// (go tool pprof -top stratum FILE).
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
