@@ -27,7 +27,9 @@ import (
 //
 // The founder's CPU while idle (measured for registerIdle before the run)
 // is taken off, pro rata of the run's length; both figures are printed.
-// STRATUM_REG_COUNT sets how many registrations (default 3,000).
+// STRATUM_REG_COUNT sets how many registrations (default 3,000);
+// REGISTER_PROFILE=FILE has the founder child write its CPU profile there
+// (go tool pprof -top FILE).
 const registerIdle = 5 * time.Second
 
 func BenchmarkRegisterCPU(b *testing.B) {
@@ -42,7 +44,17 @@ func BenchmarkRegisterCPU(b *testing.B) {
 		// founder.Serve in this process, the clients' stacks beside it.
 		f = lpServeInProcess(b)
 	} else {
-		f = lpStartFounder(b, filepath.Join(b.TempDir(), "data"), "founder.log")
+		dir := filepath.Join(b.TempDir(), "data")
+		o := stratumtest.FounderOptions{Dir: dir, Dev: true, LogFile: filepath.Join(filepath.Dir(dir), "founder.log")}
+		if p := os.Getenv("REGISTER_PROFILE"); p != "" {
+			// The child's own CPU profile, start to exit (serve --cpu-profile).
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			o.Args = []string{"--cpu-profile", abs}
+		}
+		f = stratumtest.StartFounder(b, o)
 		defer lpStop(b, f)
 	}
 	tokens := lpTokens(b, f, count)
