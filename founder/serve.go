@@ -2,7 +2,6 @@ package founder
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -215,11 +214,11 @@ func (f *Founder) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	apiLn, err := tls.Listen("tcp", o.APIAddr, adminTLS(cert, f.ca))
+	apiLn, err := listenTLS(o.APIAddr, adminTLS(cert, f.ca))
 	if err != nil {
 		return fmt.Errorf("admin API listener: %w", err)
 	}
-	joinLn, err := tls.Listen("tcp", o.JoinAddr, joinTLS(cert))
+	joinLn, err := listenTLS(o.JoinAddr, joinTLS(cert))
 	if err != nil {
 		apiLn.Close()
 		return fmt.Errorf("join listener: %w", err)

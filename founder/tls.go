@@ -1,9 +1,11 @@
 package founder
 
 import (
+	"context"
 	"crypto/tls"
 	"net"
 	"net/url"
+	"syscall"
 	"time"
 
 	"stratum/crypto"
@@ -31,9 +33,13 @@ func serverCertificate(ca *crypto.CA, clusterID, hostname, mgmtIP string, now ti
 // joinTLS requires a client certificate of any issuer: the joiner's key
 // pin is its identity, and the handshake proves it holds the key. TLS 1.3
 // only (SPEC 10.10): every joiner is this build's client, so nothing
-// older needs to be spoken.
+// older needs to be spoken. No session tickets: no joiner or agent
+// resumes a session (each registration is a fresh connection from a
+// fresh key), so a ticket sealed and sent after every handshake would
+// be CPU and a write for nothing.
 func joinTLS(cert tls.Certificate) *tls.Config {
-	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAnyClientCert, MinVersion: tls.VersionTLS13}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAnyClientCert, MinVersion: tls.VersionTLS13,
+		SessionTicketsDisabled: true}
 }
 
 // adminTLS accepts bearer tokens, and client certificates issued by the
@@ -54,4 +60,47 @@ var aeadSuites = []uint16{
 	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
 	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
 	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
+// TCP keepalive of the listeners' connections: Go's defaults (probe after
+// 15 s idle, every 15 s, 9 probes), so a peer that vanished mid-request is
+// noticed.
+const (
+	keepAliveIdle     = 15 * time.Second
+	keepAliveInterval = 15 * time.Second
+	keepAliveCount    = 9
+)
+
+// listenTLS listens on addr with keepalive set once on the listening
+// socket: Linux copies SO_KEEPALIVE and the TCP_KEEP* values into every
+// accepted socket, where Go would otherwise set them again with four
+// setsockopt calls per connection (each registration is one).
+func listenTLS(addr string, cfg *tls.Config) (net.Listener, error) {
+	lc := net.ListenConfig{
+		KeepAlive: -1, // set on the listener below, inherited
+		Control: func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				for _, o := range []struct{ level, opt, v int }{
+					{syscall.SOL_SOCKET, syscall.SO_KEEPALIVE, 1},
+					{syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE, int(keepAliveIdle / time.Second)},
+					{syscall.IPPROTO_TCP, syscall.TCP_KEEPINTVL, int(keepAliveInterval / time.Second)},
+					{syscall.IPPROTO_TCP, syscall.TCP_KEEPCNT, keepAliveCount},
+				} {
+					if serr == nil {
+						serr = syscall.SetsockoptInt(int(fd), o.level, o.opt, o.v)
+					}
+				}
+			})
+			if err != nil {
+				return err
+			}
+			return serr
+		},
+	}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return tls.NewListener(ln, cfg), nil
 }

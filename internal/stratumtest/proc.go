@@ -27,30 +27,36 @@ func (f *Founder) pid() int {
 // its exit status after; an in-process founder's is this whole process's
 // (its clients' included).
 func (f *Founder) CPU() time.Duration {
+	user, sys := f.CPUTimes()
+	return user + sys
+}
+
+// CPUTimes is CPU split into user and system (kernel) time.
+func (f *Founder) CPUTimes() (user, sys time.Duration) {
 	if f.cmd == nil {
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 	}
 	select {
 	case <-f.exited:
 		ps := f.cmd.ProcessState
-		return ps.UserTime() + ps.SystemTime()
+		return ps.UserTime(), ps.SystemTime()
 	default:
 	}
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", f.pid()))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	// The fields after the command name, which is in parentheses.
 	_, rest, _ := bytes.Cut(raw, []byte(") "))
 	p := strings.Fields(string(rest))
 	if len(p) < 13 {
-		return 0
+		return 0, 0
 	}
 	utime, _ := strconv.ParseInt(p[11], 10, 64)
 	stime, _ := strconv.ParseInt(p[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return time.Duration(utime) * 10 * time.Millisecond, time.Duration(stime) * 10 * time.Millisecond
 }
 
 // Mem is a process's resident memory from /proc/PID/status, in KiB.

@@ -1,0 +1,147 @@
+package founder
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"math/big"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"stratum/crypto"
+)
+
+// TestListenTLSKeepAliveInherited: an accepted connection carries the
+// keepalive set on the listening socket (Linux copies it), so the
+// listeners keep probing vanished peers without setting it per accept.
+func TestListenTLSKeepAliveInherited(t *testing.T) {
+	cert := testServerCert(t)
+	ln, err := listenTLS("127.0.0.1:0", joinTLS(cert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err == nil {
+			defer c.Close()
+			_, _ = io.Copy(io.Discard, c)
+		}
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	raw, err := c.(*tls.Conn).NetConn().(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		level, opt int
+		want       int
+	}{
+		{"SO_KEEPALIVE", syscall.SOL_SOCKET, syscall.SO_KEEPALIVE, 1},
+		{"TCP_KEEPIDLE", syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE, int(keepAliveIdle / time.Second)},
+		{"TCP_KEEPINTVL", syscall.IPPROTO_TCP, syscall.TCP_KEEPINTVL, int(keepAliveInterval / time.Second)},
+		{"TCP_KEEPCNT", syscall.IPPROTO_TCP, syscall.TCP_KEEPCNT, keepAliveCount},
+	} {
+		var got int
+		var gerr error
+		if err := raw.Control(func(fd uintptr) { got, gerr = syscall.GetsockoptInt(int(fd), tc.level, tc.opt) }); err != nil {
+			t.Fatal(err)
+		}
+		if gerr != nil || got != tc.want {
+			t.Errorf("%s on the accepted socket = %d (%v), want %d", tc.name, got, gerr, tc.want)
+		}
+	}
+}
+
+// TestJoinTLSNoSessionTickets: the join listener issues no session
+// ticket (no joiner resumes; sealing one per handshake is waste), while
+// the admin listener still does (browsers resume).
+func TestJoinTLSNoSessionTickets(t *testing.T) {
+	cert := testServerCert(t)
+	ca, err := crypto.NewCA("cl-tls00001", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		cfg    *tls.Config
+		ticket bool
+	}{
+		{"join", joinTLS(cert), false},
+		{"admin", adminTLS(cert, ca), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := listenTLS("127.0.0.1:0", tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				_, _ = c.Write([]byte("x"))
+				_, _ = io.Copy(io.Discard, c)
+			}()
+			cache := tls.NewLRUClientSessionCache(4)
+			c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true, ClientSessionCache: cache,
+				Certificates: []tls.Certificate{testClientCert(t)}, MinVersion: tls.VersionTLS13})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			// Tickets follow the handshake: reading the first byte reads them.
+			if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+				t.Fatal(err)
+			}
+			_, got := cache.Get(ln.Addr().String())
+			if !got {
+				_, got = cache.Get("127.0.0.1")
+			}
+			if got != tc.ticket {
+				t.Errorf("session ticket received = %v, want %v", got, tc.ticket)
+			}
+		})
+	}
+}
+
+func testServerCert(t *testing.T) tls.Certificate {
+	t.Helper()
+	ca, err := crypto.NewCA("cl-tls00001", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := serverCertificate(ca, "cl-tls00001", "localhost", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+// testClientCert is a self-signed ed25519 client certificate, as a
+// joiner presents.
+func testClientCert(t *testing.T) tls.Certificate {
+	t.Helper()
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
