@@ -1,9 +1,11 @@
 package join
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"stratum/apierr"
@@ -148,5 +150,56 @@ func TestDecodeRegisterRequest(t *testing.T) {
 				t.Errorf("fields %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestRegisterRefusedInSharedBatch: registrations refused inside a group
+// commit (a release the cluster does not admit, a management address that
+// is the founder's) are answered with their refusal, write nothing, and
+// leave the good registrations of the same batch created.
+func TestRegisterRefusedInSharedBatch(t *testing.T) {
+	e := newEnv(t)
+	const n = 24
+	tok := e.token("worker", n)
+	type result struct {
+		created bool
+		err     error
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := wire.RegisterRequest{Token: tok, Release: clusterRelease, Hostname: fmt.Sprintf("lab-%d", i), MgmtIP: fmt.Sprintf("198.51.100.%d", 10+i)}
+			switch i % 3 {
+			case 1:
+				req.Release = "0.7.0" // newer than the cluster: RELEASE_MISMATCH
+			case 2:
+				req.MgmtIP = "0.0.0.0" // no host's address: INVALID_INPUT
+			}
+			_, created, err := e.svc.Register(keyPin(fmt.Sprint("k", i)), req)
+			results[i] = result{created, err}
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		switch i % 3 {
+		case 0:
+			if r.err != nil || !r.created {
+				t.Errorf("good registration %d: created=%v err=%v", i, r.created, r.err)
+			}
+		case 1:
+			wantCode(t, r.err, apierr.ReleaseMismatch)
+		case 2:
+			wantCode(t, r.err, apierr.InvalidInput)
+		}
+	}
+	list, _ := e.svc.ListTokens()
+	if list[0].UsesLeft != n-n/3 {
+		t.Errorf("token usesLeft %d, want %d (only the good registrations spend it)", list[0].UsesLeft, n-n/3)
+	}
+	if regs, _ := e.svc.List(""); len(regs) != n/3 {
+		t.Errorf("%d registrations stored, want %d", len(regs), n/3)
 	}
 }

@@ -23,8 +23,12 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 		return wire.JoinerView{}, false, err
 	}
 	actor := keyActor(keyPin)
+	// refused is a refusal found in the batch before anything was
+	// written: answered by assignment, not as the call's error, since a
+	// failing call makes bbolt run the whole batch again.
+	var refused error
 	err = s.batch(func(t *txn) error {
-		view, created = wire.JoinerView{}, false
+		view, created, refused = wire.JoinerView{}, false, nil
 		if prev := bucketKeys.Get(t.Tx, keyPin); prev != nil {
 			r, found, err := t.getRecord(string(prev))
 			if err != nil {
@@ -42,16 +46,19 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 		// cluster's release, which only a token holder may learn.
 		tok, err := redeemable(t.Tx, req.Token, t.now)
 		if err != nil {
-			return err
+			refused = err
+			return nil
 		}
 		// After the token: which addresses are refused tells what the
 		// founder and its VIPs answer on.
 		if err := s.checkMgmtAddr(t.Tx, req.MgmtIP, apierr.InvalidInput); err != nil {
-			return err
+			refused = err
+			return nil
 		}
 		state, upgrade, err := s.releaseRule(t.Tx, req.Release, req.SelfUpgrade)
 		if err != nil {
-			return err // the token is not spent: nothing was written
+			refused = err // the token is not spent: nothing was written
+			return nil
 		}
 		joinID, err := unusedKey(t.Tx, bucketRegistrations, "j-", 8)
 		if err != nil {
@@ -80,26 +87,23 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 		view, err = joinerView(t.Tx, r, s.cfg.Boot)
 		return err
 	})
+	if err == nil && refused != nil {
+		return wire.JoinerView{}, false, refused
+	}
 	return view, created, err
 }
 
-// precheck refuses, in a read-only transaction, what Register would
-// refuse for a new key (an unusable token, a management address that
-// cannot go into a certificate, a release the cluster does not admit): a call that fails inside a write batch makes bbolt run the
-// whole batch again, so a flood of bad tokens must not get that far. The
-// batch checks again; this only keeps the common refusals out of it.
+// precheck refuses, in a read-only transaction, a new key's unusable
+// token, so that a flood of requests without a valid token never reaches
+// a write batch (each batch is a commit and an fsync). What only a token
+// holder can get wrong (the management address, the release) is checked
+// in the batch alone, where a refusal is answered without failing it.
 func (s *Service) precheck(keyPin string, req wire.RegisterRequest) error {
 	return s.view(func(tx *store.Tx) error {
 		if prev := bucketKeys.Get(tx, keyPin); prev != nil {
 			return nil // an open or final registration: Register decides
 		}
-		if _, err := redeemable(tx, req.Token, s.now().UTC()); err != nil {
-			return err
-		}
-		if err := s.checkMgmtAddr(tx, req.MgmtIP, apierr.InvalidInput); err != nil {
-			return err
-		}
-		_, _, err := s.releaseRule(tx, req.Release, req.SelfUpgrade)
+		_, err := redeemable(tx, req.Token, s.now().UTC())
 		return err
 	})
 }
