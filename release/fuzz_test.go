@@ -1,8 +1,9 @@
-package release
+package release_test
 
 import (
 	"bytes"
 	"path"
+	"stratum/release"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,7 @@ func FuzzValidPath(f *testing.F) {
 		f.Add(p)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
-		if ValidPath(p) != nil {
+		if release.ValidPath(p) != nil {
 			return
 		}
 		if path.Clean(p) != p || path.IsAbs(p) || strings.ContainsAny(p, "\\\x00") || p == "." {
@@ -39,12 +40,12 @@ func FuzzParseManifest(f *testing.F) {
 	f.Add([]byte(`{"schemaVersion":1}`))
 	f.Add([]byte(`{"schemaVersion":1,"schemaVersion":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := ParseManifest(b)
+		m, err := release.ParseManifest(b)
 		if err != nil {
 			return
 		}
 		for _, fl := range m.Files {
-			if ValidPath(fl.Path) != nil || fl.Size < 0 || len(fl.SHA256) != 64 {
+			if release.ValidPath(fl.Path) != nil || fl.Size < 0 || len(fl.SHA256) != 64 {
 				t.Fatalf("accepted bad file %+v", fl)
 			}
 		}
@@ -53,7 +54,7 @@ func FuzzParseManifest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m2, err := ParseManifest(out)
+		m2, err := release.ParseManifest(out)
 		if err != nil {
 			t.Fatalf("re-encoded manifest does not parse: %v\n%s", err, out)
 		}
@@ -71,7 +72,7 @@ func FuzzParseSignatures(f *testing.F) {
 	f.Add([]byte(`{"signatures":[]}`))
 	f.Add([]byte(`{"signatures":null,"signatures":[]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := ParseSignatures(b)
+		s, err := release.ParseSignatures(b)
 		if err != nil {
 			return
 		}
@@ -79,12 +80,12 @@ func FuzzParseSignatures(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ParseSignatures(out); err != nil {
+		if _, err := release.ParseSignatures(out); err != nil {
 			t.Fatalf("re-encoded signatures do not parse: %v\n%s", err, out)
 		}
 		// Verifying against any keyring must not panic.
 		pub := make([]byte, 32)
-		k, _ := NewKeyring(1, pub)
+		k, _ := release.NewKeyring(1, pub)
 		k.VerifyManifest([]byte("{}"), b)
 	})
 }

@@ -1,8 +1,10 @@
-package release
+package release_test
 
 import (
 	"cmp"
 	"slices"
+	"stratum/release"
+	"stratum/release/releasetest"
 	"strings"
 	"testing"
 
@@ -32,13 +34,13 @@ func itoa(n int) string {
 
 func TestParseManifest(t *testing.T) {
 	good := fileJSON("os/a", 1, goodHash)
-	if _, err := ParseManifest([]byte(manifestJSON(good))); err != nil {
+	if _, err := release.ParseManifest([]byte(manifestJSON(good))); err != nil {
 		t.Fatalf("good manifest: %v", err)
 	}
 	sys := func(s string) string {
 		return strings.Replace(manifestJSON(good+","+fileJSON("sysext/x.raw", 2, goodHash)), `"sysext":[]`, `"sysext":[`+s+`]`, 1)
 	}
-	if _, err := ParseManifest([]byte(sys(`{"name":"x","version":"1","path":"sysext/x.raw","rootHash":"abcd"}`))); err != nil {
+	if _, err := release.ParseManifest([]byte(sys(`{"name":"x","version":"1","path":"sysext/x.raw","rootHash":"abcd"}`))); err != nil {
 		t.Fatalf("good sysext: %v", err)
 	}
 	cases := []struct {
@@ -65,7 +67,7 @@ func TestParseManifest(t *testing.T) {
 		{"backslash", manifestJSON(fileJSON(`os\\a`, 1, goodHash)), "backslash"},
 		{"NUL", manifestJSON(fileJSON(`os/\u0000`, 1, goodHash)), "NUL"},
 		{"empty path", manifestJSON(fileJSON("", 1, goodHash)), "empty path"},
-		{"payload listed", manifestJSON(fileJSON(ManifestPath, 1, goodHash)), "payload file"},
+		{"payload listed", manifestJSON(fileJSON(release.ManifestPath, 1, goodHash)), "payload file"},
 		{"duplicate path", manifestJSON(good + "," + good), "os/a listed twice"},
 		{"file and dir", manifestJSON(good + "," + fileJSON("os/a/b", 1, goodHash)), "both as a file and as a directory"},
 		{"negative size", manifestJSON(fileJSON("os/a", -1, goodHash)), "negative size"},
@@ -80,8 +82,8 @@ func TestParseManifest(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseManifest([]byte(c.doc))
-			mustContain(t, err, c.want)
+			_, err := release.ParseManifest([]byte(c.doc))
+			releasetest.MustContain(t, err, c.want)
 		})
 	}
 }
@@ -90,11 +92,11 @@ func TestParseSignatures(t *testing.T) {
 	id := strings.Repeat("ab", 32)
 	sig := strings.Repeat("A", 86) + "=="
 	good := `{"signatures":[{"keyId":"` + id + `","algorithm":"ed25519","signature":"` + sig + `"}]}`
-	if _, err := ParseSignatures([]byte(good)); err != nil {
+	if _, err := release.ParseSignatures([]byte(good)); err != nil {
 		t.Fatal(err)
 	}
 	other := `{"signatures":[{"keyId":"` + id + `","algorithm":"ml-dsa-65","signature":"AAAA"}]}`
-	if _, err := ParseSignatures([]byte(other)); err != nil {
+	if _, err := release.ParseSignatures([]byte(other)); err != nil {
 		t.Fatalf("another algorithm must parse (and not count): %v", err)
 	}
 	cases := []struct{ name, doc, want string }{
@@ -108,21 +110,21 @@ func TestParseSignatures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseSignatures([]byte(c.doc))
-			mustContain(t, err, c.want)
+			_, err := release.ParseSignatures([]byte(c.doc))
+			releasetest.MustContain(t, err, c.want)
 		})
 	}
 }
 
 func TestValidPath(t *testing.T) {
 	for _, p := range []string{"a", "os/blobs/sha256/ab", "payload/manifest.json", "a..b", ".hidden", "x/...", "é/ü"} {
-		if err := ValidPath(p); err != nil {
+		if err := release.ValidPath(p); err != nil {
 			t.Errorf("ValidPath(%q) = %v", p, err)
 		}
 	}
 	for _, p := range []string{"", "/", "/a", "..", "../a", "a/..", "a/../b", ".", "./a", "a/.", "a//b", "a/", `a\b`, "a\x00b",
 		"a\nb", "\xff", strings.Repeat("a", 256), strings.Repeat("a/", 600) + "a"} {
-		if err := ValidPath(p); err == nil {
+		if err := release.ValidPath(p); err == nil {
 			t.Errorf("ValidPath(%q) accepted", p)
 		}
 	}
