@@ -77,109 +77,112 @@ func pgExec(t *testing.T, dsn, sql string, args ...any) {
 // the member is not listed; each is audited, counted in the metric, and
 // named by `stratum audit verify`.
 func TestTrust16_2_ForgedRecordsGrantNothing(t *testing.T) {
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			dsn := be.dsn(t)
-			dir := t.TempDir()
-			f := startOn(t, dir, dsn)
-			email, password := credentials(t, dir)
-			admin := f.Login(t, email, password).Token
+	eachBackend(t, func(t *testing.T, o onBackend) {
+		f, dir, dsn, email, password := o.f, o.dir, o.dsn, o.email, o.password
+		admin := f.Login(t, email, password).Token
 
-			now := time.Now().UTC()
-			bearer := "sat1.tok-forged01.chosen-secret-of-the-intruder"
-			apiToken, _ := json.Marshal(map[string]any{
-				"tokenId": "tok-forged01", "name": "forged", "kind": "api", "subject": email,
-				"policy": iam.AdminPolicy(),
-				"hash":   crypto.HashToken(bearer), "createdAt": now, "expiresAt": now.Add(time.Hour),
-			})
-			joinToken := "sjt1.jt-forged01.chosen-join-secret"
-			joinRec, _ := json.Marshal(map[string]any{
-				"tokenId": "jt-forged01", "hash": crypto.HashToken(joinToken), "role": "control-plane",
-				"uses": 100, "usesLeft": 100, "createdBy": email, "createdAt": now, "expiresAt": now.Add(time.Hour),
-			})
-			member, _ := json.Marshal(map[string]any{"nodeId": "n-forged01", "role": "control-plane", "state": "active", "mgmtIp": "192.0.2.99", "order": 9})
-			rows := []forgedRow{{"iam-tokens", "tok-forged01", string(apiToken)}, {"join-tokens", "jt-forged01", string(joinRec)}, {"members", "n-forged01", string(member)}}
-
-			// An unknown join token's answer, to compare the forged one with.
-			j := newJoinerClient(t, f.Dir+"/ca.pem")
-			register := func(token string) (int, []byte) {
-				return j.do(t, "POST", "https://"+f.Join+"/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "hostname": "forged-1", "mgmtIp": "192.0.2.98"})
-			}
-			unknownStatus, unknownBody := register("sjt1.jt-nosuch01.whatever")
-			if unknownStatus == 201 {
-				t.Fatalf("an unknown join token registered: %s", unknownBody)
-			}
-
-			if dsn == "" {
-				f.Stop(os.Interrupt, 20*time.Second)
-				forgeRows(t, dir, dsn, rows)
-				f = startOn(t, dir, dsn)
-				admin = f.Login(t, email, password).Token
-				j = newJoinerClient(t, f.Dir+"/ca.pem")
-			} else {
-				forgeRows(t, dir, dsn, rows)
-			}
-
-			// The forged bearer: 401 on every door it tries.
-			for _, path := range []string{"/v1/admin/audit", "/v1/admin/cluster/members", "/v1/iam/tokens"} {
-				if status, body, err := call(f, "GET", path, bearer, nil); err != nil || status != 401 {
-					t.Errorf("GET %s with the forged token: %d %s %v, want 401", path, status, body, err)
-				}
-			}
-			// The forged join token is refused as an unknown one.
-			if status, body := register(joinToken); status != unknownStatus {
-				t.Errorf("register with the forged join token: %d %s, want %d as for an unknown token", status, body, unknownStatus)
-			}
-			// The forged member is not a member.
-			status, body, err := call(f, "GET", "/v1/admin/cluster/members", admin, nil)
-			if err != nil || status != 200 || !strings.Contains(string(body), nodeID(t, f, admin)) {
-				t.Fatalf("members: %d %s %v", status, body, err)
-			}
-			if strings.Contains(string(body), "n-forged01") {
-				t.Errorf("the forged member is listed: %s", body)
-			}
-
-			// Audited once each, counted in the metric.
-			want := []string{"iam-tokens/tok-forged01", "join-tokens/jt-forged01", "members/n-forged01"}
-			var subjects []string
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-				subjects = rejectedSubjects(t, f, admin)
-				if len(subjects) >= len(want) {
-					break
-				}
-			}
-			for _, w := range want {
-				n := 0
-				for _, s := range subjects {
-					if s == w {
-						n++
-					}
-				}
-				if n != 1 {
-					t.Errorf("%s audited %d times, want once (events for %v)", w, n, subjects)
-				}
-			}
-			if n := rejectedMetric(t, f); n < float64(len(want)) {
-				t.Errorf("stratum_store_records_rejected_total = %v, want >= %d", n, len(want))
-			}
-
-			// audit verify names every forged record.
-			args := []string{"audit", "verify", "--data", dir}
-			if dsn != "" {
-				args = append(args, "--store", dsn)
-			}
-			r := stratum(t, args...)
-			out := r.stdout + r.stderr
-			if r.code != 4 { // a trust failure
-				t.Errorf("audit verify of a store holding forged records exits %d, want 4: %q", r.code, out)
-			}
-			for _, k := range []string{`iam-tokens/"tok-forged01"`, `join-tokens/"jt-forged01"`, `members/"n-forged01"`} {
-				if !strings.Contains(out, k) {
-					t.Errorf("audit verify does not name %s: %q", k, out)
-				}
-			}
+		now := time.Now().UTC()
+		bearer := "sat1.tok-forged01.chosen-secret-of-the-intruder"
+		apiToken := forgedAPIToken("tok-forged01", email, bearer, now)
+		joinToken := "sjt1.jt-forged01.chosen-join-secret"
+		joinRec, _ := json.Marshal(map[string]any{
+			"tokenId": "jt-forged01", "hash": crypto.HashToken(joinToken), "role": "control-plane",
+			"uses": 100, "usesLeft": 100, "createdBy": email, "createdAt": now, "expiresAt": now.Add(time.Hour),
 		})
-	}
+		member, _ := json.Marshal(map[string]any{"nodeId": "n-forged01", "role": "control-plane", "state": "active", "mgmtIp": "192.0.2.99", "order": 9})
+		rows := []forgedRow{{"iam-tokens", "tok-forged01", string(apiToken)}, {"join-tokens", "jt-forged01", string(joinRec)}, {"members", "n-forged01", string(member)}}
+
+		// An unknown join token's answer, to compare the forged one with.
+		j := newJoinerClient(t, f.Dir+"/ca.pem")
+		register := func(token string) (int, []byte) {
+			return j.do(t, "POST", "https://"+f.Join+"/v1/join/registrations", map[string]any{"token": token, "release": "0.1.0", "hostname": "forged-1", "mgmtIp": "192.0.2.98"})
+		}
+		unknownStatus, unknownBody := register("sjt1.jt-nosuch01.whatever")
+		if unknownStatus == 201 {
+			t.Fatalf("an unknown join token registered: %s", unknownBody)
+		}
+
+		if dsn == "" {
+			f.Stop(os.Interrupt, 20*time.Second)
+			forgeRows(t, dir, dsn, rows)
+			f = startOn(t, dir, dsn)
+			admin = f.Login(t, email, password).Token
+			j = newJoinerClient(t, f.Dir+"/ca.pem")
+		} else {
+			forgeRows(t, dir, dsn, rows)
+		}
+
+		// The forged bearer: 401 on every door it tries.
+		for _, path := range []string{"/v1/admin/audit", "/v1/admin/cluster/members", "/v1/iam/tokens"} {
+			if status, body, err := call(f, "GET", path, bearer, nil); err != nil || status != 401 {
+				t.Errorf("GET %s with the forged token: %d %s %v, want 401", path, status, body, err)
+			}
+		}
+		// The forged join token is refused as an unknown one.
+		if status, body := register(joinToken); status != unknownStatus {
+			t.Errorf("register with the forged join token: %d %s, want %d as for an unknown token", status, body, unknownStatus)
+		}
+		// The forged member is not a member.
+		status, body, err := call(f, "GET", "/v1/admin/cluster/members", admin, nil)
+		if err != nil || status != 200 || !strings.Contains(string(body), nodeID(t, f, admin)) {
+			t.Fatalf("members: %d %s %v", status, body, err)
+		}
+		if strings.Contains(string(body), "n-forged01") {
+			t.Errorf("the forged member is listed: %s", body)
+		}
+
+		// Audited once each, counted in the metric.
+		want := []string{"iam-tokens/tok-forged01", "join-tokens/jt-forged01", "members/n-forged01"}
+		var subjects []string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			subjects = rejectedSubjects(t, f, admin)
+			if len(subjects) >= len(want) {
+				break
+			}
+		}
+		for _, w := range want {
+			n := 0
+			for _, s := range subjects {
+				if s == w {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%s audited %d times, want once (events for %v)", w, n, subjects)
+			}
+		}
+		if n := rejectedMetric(t, f); n < float64(len(want)) {
+			t.Errorf("stratum_store_records_rejected_total = %v, want >= %d", n, len(want))
+		}
+
+		// audit verify names every forged record.
+		args := []string{"audit", "verify", "--data", dir}
+		if dsn != "" {
+			args = append(args, "--store", dsn)
+		}
+		r := stratum(t, args...)
+		out := r.stdout + r.stderr
+		if r.code != 4 { // a trust failure
+			t.Errorf("audit verify of a store holding forged records exits %d, want 4: %q", r.code, out)
+		}
+		for _, k := range []string{`iam-tokens/"tok-forged01"`, `join-tokens/"jt-forged01"`, `members/"n-forged01"`} {
+			if !strings.Contains(out, k) {
+				t.Errorf("audit verify does not name %s: %q", k, out)
+			}
+		}
+	})
+}
+
+// forgedAPIToken is the row of an API token id with an admin policy for
+// subject and the hash of bearer, as an intruder writing the store
+// without the data key makes it.
+func forgedAPIToken(id, subject, bearer string, now time.Time) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"tokenId": id, "name": "forged", "kind": "api", "subject": subject,
+		"policy": iam.AdminPolicy(),
+		"hash":   crypto.HashToken(bearer), "createdAt": now, "expiresAt": now.Add(time.Hour),
+	})
+	return b
 }
 
 // nodeID is the founder's own node id (the first member).
@@ -235,57 +238,48 @@ func rejectedMetric(t *testing.T, f *stratumtest.Founder) float64 {
 // audit high-water mark, outside the store, records the level), so the
 // row stays unsigned and the bearer gets nothing.
 func TestTrust16_2_SchemaSetBackSignsNothing(t *testing.T) {
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			dsn := be.dsn(t)
-			dir := t.TempDir()
-			f := startOn(t, dir, dsn)
-			email, _ := credentials(t, dir)
-			f.Stop(os.Interrupt, 20*time.Second)
+	eachBackend(t, func(t *testing.T, o onBackend) {
+		f, dir, dsn, email := o.f, o.dir, o.dsn, o.email
+		f.Stop(os.Interrupt, 20*time.Second)
 
-			now := time.Now().UTC()
-			bearer := "sat1.tok-setback01.chosen-secret-of-the-intruder"
-			apiToken, _ := json.Marshal(map[string]any{
-				"tokenId": "tok-setback01", "name": "forged", "kind": "api", "subject": email,
-				"policy": iam.AdminPolicy(),
-				"hash":   crypto.HashToken(bearer), "createdAt": now, "expiresAt": now.Add(time.Hour),
-			})
-			if dsn == "" {
-				boltEdit(t, dir, stratumtest.StripRecordMACs)
-			} else {
-				pgExec(t, dsn, `UPDATE stratum_kv SET value = substring(value from 37) WHERE substring(value from 1 for 4) = '\x00736d01'::bytea`)
-				pgExec(t, dsn, "DELETE FROM stratum_kv WHERE bucket = 'meta' AND key = $1", []byte("recordsAuthenticated"))
-			}
-			setSchema(t, dir, dsn, migrationBefore(t, "authenticated records"))
-			forgeRows(t, dir, dsn, []forgedRow{{"iam-tokens", "tok-setback01", string(apiToken)}})
+		now := time.Now().UTC()
+		bearer := "sat1.tok-setback01.chosen-secret-of-the-intruder"
+		apiToken := forgedAPIToken("tok-setback01", email, bearer, now)
+		if dsn == "" {
+			boltEdit(t, dir, stratumtest.StripRecordMACs)
+		} else {
+			pgExec(t, dsn, `UPDATE stratum_kv SET value = substring(value from 37) WHERE substring(value from 1 for 4) = '\x00736d01'::bytea`)
+			pgExec(t, dsn, "DELETE FROM stratum_kv WHERE bucket = 'meta' AND key = $1", []byte("recordsAuthenticated"))
+		}
+		setSchema(t, dir, dsn, migrationBefore(t, "authenticated records"))
+		forgeRows(t, dir, dsn, []forgedRow{{"iam-tokens", "tok-setback01", string(apiToken)}})
 
-			g, err := stratumtest.Spawn(stratumtest.FounderOptions{Dir: dir, Dev: true, Args: serveStore(dsn)})
-			if err == nil {
-				defer g.Kill()
-				status, body, _ := call(g, "GET", "/v1/iam/tokens", bearer, nil)
-				t.Fatalf("a founder started on a store whose level was set back; the forged bearer got %d %s", status, body)
+		g, err := stratumtest.Spawn(stratumtest.FounderOptions{Dir: dir, Dev: true, Args: serveStore(dsn)})
+		if err == nil {
+			defer g.Kill()
+			status, body, _ := call(g, "GET", "/v1/iam/tokens", bearer, nil)
+			t.Fatalf("a founder started on a store whose level was set back; the forged bearer got %d %s", status, body)
+		}
+		if !strings.Contains(err.Error(), "set back") || !strings.Contains(err.Error(), "--accept-audit-rollback") {
+			t.Errorf("start refused with %v, want the level set back and the flag named", err)
+		}
+		// Nor does moving the store to PostgreSQL sign it.
+		if dsn == "" {
+			r := stratum(t, "migrate", "--data", dir, "--to", pgtest.DSN(t))
+			if r.code == 0 || !strings.Contains(r.stderr, "set back") {
+				t.Errorf("migrate of the set-back store = %d %q %q, want a refusal naming the level set back", r.code, r.stdout, r.stderr)
 			}
-			if !strings.Contains(err.Error(), "set back") || !strings.Contains(err.Error(), "--accept-audit-rollback") {
-				t.Errorf("start refused with %v, want the level set back and the flag named", err)
-			}
-			// Nor does moving the store to PostgreSQL sign it.
-			if dsn == "" {
-				r := stratum(t, "migrate", "--data", dir, "--to", pgtest.DSN(t))
-				if r.code == 0 || !strings.Contains(r.stderr, "set back") {
-					t.Errorf("migrate of the set-back store = %d %q %q, want a refusal naming the level set back", r.code, r.stdout, r.stderr)
+		}
+		// Nothing was migrated: the forged row carries no MAC.
+		if dsn == "" {
+			boltEdit(t, dir, func(tx *bolt.Tx) error {
+				if _, ok := store.RecordPayload(tx.Bucket([]byte("iam-tokens")).Get([]byte("tok-setback01"))); ok {
+					t.Error("the refused start signed the forged row")
 				}
-			}
-			// Nothing was migrated: the forged row carries no MAC.
-			if dsn == "" {
-				boltEdit(t, dir, func(tx *bolt.Tx) error {
-					if _, ok := store.RecordPayload(tx.Bucket([]byte("iam-tokens")).Get([]byte("tok-setback01"))); ok {
-						t.Error("the refused start signed the forged row")
-					}
-					return nil
-				})
-			}
-		})
-	}
+				return nil
+			})
+		}
+	})
 }
 
 // serveStore is the serve flag naming dsn (none for bbolt).
@@ -303,50 +297,45 @@ func serveStore(dsn string) []string {
 // fix a session of an absent account kept its policy and lost the
 // must-change flag (every action); a session now needs its account.
 func TestTrust16_2_RejectedUserEndsItsSessions(t *testing.T) {
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			dsn := be.dsn(t)
-			dir := t.TempDir()
-			f := startOn(t, dir, dsn)
-			email, password := credentials(t, dir)
+	eachBackend(t, func(t *testing.T, o onBackend) {
+		f, dir, dsn, email, password := o.f, o.dir, o.dsn, o.email, o.password
+		f.Stop(os.Interrupt, 20*time.Second)
+
+		// The account must change its password (set with the data
+		// key, as the 16.1 migration does).
+		markMustChange(t, dir, dsn, email, password)
+
+		f = startOn(t, dir, dsn)
+		status, body, err := call(f, "POST", "/v1/auth/login", "", map[string]any{"email": email, "password": password})
+		var sess struct {
+			Token              string
+			MustChangePassword bool
+		}
+		if err != nil || status != 200 || json.Unmarshal(body, &sess) != nil || !sess.MustChangePassword {
+			t.Fatalf("login: %d %s %v, want 200 with mustChangePassword", status, body, err)
+		}
+		if status, body, _ := call(f, "GET", "/v1/iam/tokens", sess.Token, nil); status != 403 {
+			t.Fatalf("GET /v1/iam/tokens before the change: %d %s, want 403", status, body)
+		}
+
+		// The attack: the account's row rewritten without the data key.
+		forged, _ := json.Marshal(map[string]any{"email": strings.ToLower(email), "passwordHash": "x", "mustChangePassword": false})
+		if dsn == "" {
 			f.Stop(os.Interrupt, 20*time.Second)
-
-			// The account must change its password (set with the data
-			// key, as the 16.1 migration does).
-			markMustChange(t, dir, dsn, email, password)
-
+			forgeRows(t, dir, dsn, []forgedRow{{"iam-users", strings.ToLower(email), string(forged)}})
 			f = startOn(t, dir, dsn)
-			status, body, err := call(f, "POST", "/v1/auth/login", "", map[string]any{"email": email, "password": password})
-			var sess struct {
-				Token              string
-				MustChangePassword bool
+		} else {
+			pgExec(t, dsn, "UPDATE stratum_kv SET value = $1 WHERE bucket = 'iam-users' AND key = $2", forged, []byte(strings.ToLower(email)))
+		}
+		for _, p := range []string{"/v1/iam/tokens", "/v1/admin/join/registrations", "/v1/auth/self"} {
+			if status, body, _ := call(f, "GET", p, sess.Token, nil); status < 400 {
+				t.Errorf("GET %s with the session of an account whose row fails its MAC: %d %s, want a refusal", p, status, body)
 			}
-			if err != nil || status != 200 || json.Unmarshal(body, &sess) != nil || !sess.MustChangePassword {
-				t.Fatalf("login: %d %s %v, want 200 with mustChangePassword", status, body, err)
-			}
-			if status, body, _ := call(f, "GET", "/v1/iam/tokens", sess.Token, nil); status != 403 {
-				t.Fatalf("GET /v1/iam/tokens before the change: %d %s, want 403", status, body)
-			}
-
-			// The attack: the account's row rewritten without the data key.
-			forged, _ := json.Marshal(map[string]any{"email": strings.ToLower(email), "passwordHash": "x", "mustChangePassword": false})
-			if dsn == "" {
-				f.Stop(os.Interrupt, 20*time.Second)
-				forgeRows(t, dir, dsn, []forgedRow{{"iam-users", strings.ToLower(email), string(forged)}})
-				f = startOn(t, dir, dsn)
-			} else {
-				pgExec(t, dsn, "UPDATE stratum_kv SET value = $1 WHERE bucket = 'iam-users' AND key = $2", forged, []byte(strings.ToLower(email)))
-			}
-			for _, p := range []string{"/v1/iam/tokens", "/v1/admin/join/registrations", "/v1/auth/self"} {
-				if status, body, _ := call(f, "GET", p, sess.Token, nil); status < 400 {
-					t.Errorf("GET %s with the session of an account whose row fails its MAC: %d %s, want a refusal", p, status, body)
-				}
-			}
-			if status, body, _ := call(f, "POST", "/v1/admin/join/tokens", sess.Token, map[string]any{"role": "worker"}); status < 400 {
-				t.Errorf("a join token from that session: %d %s", status, body)
-			}
-		})
-	}
+		}
+		if status, body, _ := call(f, "POST", "/v1/admin/join/tokens", sess.Token, map[string]any{"role": "worker"}); status < 400 {
+			t.Errorf("a join token from that session: %d %s", status, body)
+		}
+	})
 }
 
 // TestTrust16_2_RejectedAdmissionReleaseAdmitsNobody: the operator raised
@@ -356,64 +345,59 @@ func TestTrust16_2_RejectedUserEndsItsSessions(t *testing.T) {
 // cluster's first release, 0.1.0: a joiner on 0.1.0 registered (201).
 // Now nobody is admitted until the operator sets it again.
 func TestTrust16_2_RejectedAdmissionReleaseAdmitsNobody(t *testing.T) {
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			dsn := be.dsn(t)
-			dir := t.TempDir()
-			f := startOn(t, dir, dsn)
-			email, password := credentials(t, dir)
-			admin := f.Login(t, email, password).Token
-			setRelease := func(rel string) {
-				t.Helper()
-				if status, body, err := call(f, "PUT", "/v1/admin/cluster/release", admin, map[string]any{"release": rel}); err != nil || status != 200 {
-					t.Fatalf("set the admission release to %s: %d %s %v", rel, status, body, err)
-				}
+	eachBackend(t, func(t *testing.T, o onBackend) {
+		f, dir, dsn, email, password := o.f, o.dir, o.dsn, o.email, o.password
+		admin := f.Login(t, email, password).Token
+		setRelease := func(rel string) {
+			t.Helper()
+			if status, body, err := call(f, "PUT", "/v1/admin/cluster/release", admin, map[string]any{"release": rel}); err != nil || status != 200 {
+				t.Fatalf("set the admission release to %s: %d %s %v", rel, status, body, err)
 			}
-			// The join tokens are made first: making one needs the
-			// admission release too.
-			var tokens []string
-			for range 4 {
-				status, body, err := call(f, "POST", "/v1/admin/join/tokens", admin, map[string]any{"role": "worker"})
-				var tok struct{ Token string }
-				if err != nil || status != 201 || json.Unmarshal(body, &tok) != nil {
-					t.Fatalf("join token: %d %s %v", status, body, err)
-				}
-				tokens = append(tokens, tok.Token)
+		}
+		// The join tokens are made first: making one needs the
+		// admission release too.
+		var tokens []string
+		for range 4 {
+			status, body, err := call(f, "POST", "/v1/admin/join/tokens", admin, map[string]any{"role": "worker"})
+			var tok struct{ Token string }
+			if err != nil || status != 201 || json.Unmarshal(body, &tok) != nil {
+				t.Fatalf("join token: %d %s %v", status, body, err)
 			}
-			register := func(release, ip string) (int, []byte) {
-				t.Helper()
-				tok := tokens[0]
-				tokens = tokens[1:]
-				j := newJoinerClient(t, f.Dir+"/ca.pem")
-				return j.do(t, "POST", "https://"+f.Join+"/v1/join/registrations", map[string]any{"token": tok, "release": release, "hostname": "old-1", "mgmtIp": ip})
-			}
-			setRelease("0.2.0")
-			if status, body := register("0.1.0", "192.0.2.61"); status != 409 {
-				t.Fatalf("a 0.1.0 joiner with admission 0.2.0: %d %s, want 409", status, body)
-			}
+			tokens = append(tokens, tok.Token)
+		}
+		register := func(release, ip string) (int, []byte) {
+			t.Helper()
+			tok := tokens[0]
+			tokens = tokens[1:]
+			j := newJoinerClient(t, f.Dir+"/ca.pem")
+			return j.do(t, "POST", "https://"+f.Join+"/v1/join/registrations", map[string]any{"token": tok, "release": release, "hostname": "old-1", "mgmtIp": ip})
+		}
+		setRelease("0.2.0")
+		if status, body := register("0.1.0", "192.0.2.61"); status != 409 {
+			t.Fatalf("a 0.1.0 joiner with admission 0.2.0: %d %s, want 409", status, body)
+		}
 
-			forged := []forgedRow{{"cluster", "admission-release", "0.1.0"}}
-			if dsn == "" {
-				f.Stop(os.Interrupt, 20*time.Second)
-				forgeRows(t, dir, dsn, forged)
-				f = startOn(t, dir, dsn)
-				admin = f.Login(t, email, password).Token
-			} else {
-				pgExec(t, dsn, "UPDATE stratum_kv SET value = $1 WHERE bucket = 'cluster' AND key = $2", []byte("0.1.0"), []byte("admission-release"))
-			}
-			if status, body := register("0.1.0", "192.0.2.62"); status == 201 || status < 400 {
-				t.Fatalf("a 0.1.0 joiner after the admission release's row was broken: %d %s, want a refusal", status, body)
-			}
-			// The operator sets it again; 0.1.0 is refused as before.
-			setRelease("0.2.0")
-			if status, body := register("0.1.0", "192.0.2.63"); status != 409 {
-				t.Errorf("a 0.1.0 joiner once the operator set 0.2.0 again: %d %s, want 409", status, body)
-			}
-			if status, body := register("0.2.0", "192.0.2.64"); status != 201 {
-				t.Errorf("a 0.2.0 joiner: %d %s, want 201", status, body)
-			}
-		})
-	}
+		forged := []forgedRow{{"cluster", "admission-release", "0.1.0"}}
+		if dsn == "" {
+			f.Stop(os.Interrupt, 20*time.Second)
+			forgeRows(t, dir, dsn, forged)
+			f = startOn(t, dir, dsn)
+			admin = f.Login(t, email, password).Token
+		} else {
+			pgExec(t, dsn, "UPDATE stratum_kv SET value = $1 WHERE bucket = 'cluster' AND key = $2", []byte("0.1.0"), []byte("admission-release"))
+		}
+		if status, body := register("0.1.0", "192.0.2.62"); status == 201 || status < 400 {
+			t.Fatalf("a 0.1.0 joiner after the admission release's row was broken: %d %s, want a refusal", status, body)
+		}
+		// The operator sets it again; 0.1.0 is refused as before.
+		setRelease("0.2.0")
+		if status, body := register("0.1.0", "192.0.2.63"); status != 409 {
+			t.Errorf("a 0.1.0 joiner once the operator set 0.2.0 again: %d %s, want 409", status, body)
+		}
+		if status, body := register("0.2.0", "192.0.2.64"); status != 201 {
+			t.Errorf("a 0.2.0 joiner: %d %s, want 201", status, body)
+		}
+	})
 }
 
 // TestTrust16_1_MustChangeHoldsAPITokens: an account marked "must change
