@@ -46,34 +46,42 @@ type fixture struct {
 	requestIDs map[string]bool
 }
 
-func newFixture(t *testing.T, mod func(*store.DB, *httpapi.Deps)) *fixture {
-	t.Helper()
+// devStore opens a store in a new temporary directory (closed when the
+// test ends) holding a dev cluster initialized at now and its bootstrap
+// admin.
+func devStore(tb testing.TB, now time.Time) (*store.DB, cluster.Identity, cluster.Secrets, *crypto.CA) {
+	tb.Helper()
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw)
 	key, err := crypto.NewDataKey(raw)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	db, err := store.Open(filepath.Join(t.TempDir(), "stratum.db"), key)
+	db, err := store.Open(filepath.Join(tb.TempDir(), "stratum.db"), key)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	now := time.Now()
+	tb.Cleanup(func() { db.Close() })
 	var id cluster.Identity
 	var sec cluster.Secrets
 	var ca *crypto.CA
 	err = db.Update(func(tx *store.Tx) error {
 		var err error
-		id, sec, ca, err = cluster.Init(tx, cluster.DevDefaults(), true, now)
-		if err != nil {
+		if id, sec, ca, err = cluster.Init(tx, cluster.DevDefaults(), true, now); err != nil {
 			return err
 		}
 		return iam.CreateBootstrapAdmin(tx, id.AdminEmail, sec.AdminPassword, now)
 	})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return db, id, sec, ca
+}
+
+func newFixture(t *testing.T, mod func(*store.DB, *httpapi.Deps)) *fixture {
+	t.Helper()
+	now := time.Now()
+	db, id, sec, ca := devStore(t, now)
 	d := storeDeps(db)
 	d.Build = buildinfo.Info{Version: "v9.9.9-test", Commit: "abc1234"}
 	d.ClusterRelease = func() string { return id.ClusterRelease }

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -13,13 +12,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"stratum/apierr"
 	"stratum/buildinfo"
-	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/httpapi"
 	"stratum/iam"
@@ -27,7 +24,6 @@ import (
 	"stratum/release"
 	"stratum/release/repo"
 	"stratum/releaseset"
-	"stratum/store"
 	"stratum/wire"
 )
 
@@ -60,31 +56,8 @@ type bodyRoute struct {
 // or the JSON error envelope with a known code whose status it carries;
 // never INTERNAL / 500.
 func FuzzHTTPBodies(f *testing.F) {
-	raw := make([]byte, 32)
-	_, _ = rand.Read(raw)
-	key, err := crypto.NewDataKey(raw)
-	if err != nil {
-		f.Fatal(err)
-	}
-	db, err := store.Open(filepath.Join(f.TempDir(), "stratum.db"), key)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { db.Close() })
 	now := time.Now()
-	var id cluster.Identity
-	var sec cluster.Secrets
-	var ca *crypto.CA
-	err = db.Update(func(tx *store.Tx) error {
-		var err error
-		if id, sec, ca, err = cluster.Init(tx, cluster.DevDefaults(), true, now); err != nil {
-			return err
-		}
-		return iam.CreateBootstrapAdmin(tx, id.AdminEmail, sec.AdminPassword, now)
-	})
-	if err != nil {
-		f.Fatal(err)
-	}
+	db, id, sec, ca := devStore(f, now)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	joins, err := join.New(join.Config{DB: db, Now: time.Now, JoinAddr: "127.0.0.1:8443", Logger: quiet})
 	if err != nil {
