@@ -1,30 +1,20 @@
 package founder
 
 import (
-	"bytes"
 	"context"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"stratum/crypto"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 // TestScheduleRunsLoops: a loop runs at start and on each tick, a later
 // loop only from its first tick, a leased loop where the lease is held
 // (a bbolt founder's always is), and none after the founder stops.
 func TestScheduleRunsLoops(t *testing.T) {
-	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := storetest.Temp(t)
 	f := &Founder{db: db}
 	var now, later, leased atomic.Int32
 	ctx, cancel := context.WithCancel(context.Background())

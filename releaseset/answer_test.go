@@ -3,15 +3,14 @@ package releaseset_test
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	membership "stratum/cluster"
-	"stratum/crypto"
 	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 // TestAnswerEqualsDescribe checks the cached answer against the pure
@@ -28,19 +27,11 @@ func TestStreamedAnswerEqualsDescribe(t *testing.T) {
 }
 
 func testAnswerEqualsDescribe(t *testing.T) {
-	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := storetest.Temp(t)
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	var founder string
-	err = db.Update(func(tx *store.Tx) error {
+	err := db.Update(func(tx *store.Tx) error {
 		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, now)
 		founder = id.FounderNodeID
 		return err

@@ -1,14 +1,13 @@
 package releaseset
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
 	membership "stratum/cluster"
-	"stratum/crypto"
 	"stratum/internal/pgtest"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 // twoReplicas is a cluster on a fresh database opened twice, with a
@@ -16,15 +15,7 @@ import (
 func twoReplicas(t *testing.T) (a, b *Service, dbA, dbB *store.DB, founder, dsn string) {
 	t.Helper()
 	dsn = pgtest.DSN(t)
-	key, _ := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
-	open := func() *store.DB {
-		db, err := store.Open(dsn, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	open := func() *store.DB { return storetest.Open(t, dsn) }
 	dbA, dbB = open(), open()
 	if err := dbA.Update(func(tx *store.Tx) error {
 		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, time.Now())

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	membership "stratum/cluster"
-	"stratum/crypto"
 	"stratum/internal/pgtest"
 	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -20,18 +20,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // the other's answer at once, though each keeps its own cache.
 func TestRecordSeenByTheOtherReplica(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	open := func() *store.DB {
-		db, err := store.Open(dsn, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	open := func() *store.DB { return storetest.Open(t, dsn) }
 	dbA, dbB := open(), open()
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	var founder string

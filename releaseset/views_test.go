@@ -4,17 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"stratum/apierr"
 	membership "stratum/cluster"
-	"stratum/crypto"
 	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 // TestViewsMatchTheWholeAnswer checks ?view=summary and the pages against
@@ -35,18 +34,10 @@ func TestViewsMatchTheWholeAnswer(t *testing.T) {
 }
 
 func testViews(t *testing.T) {
-	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := storetest.Temp(t)
 	now := releasesettest.RecordedAt
 	var founder string
-	err = db.Update(func(tx *store.Tx) error {
+	err := db.Update(func(tx *store.Tx) error {
 		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, now)
 		founder = id.FounderNodeID
 		for i := 1; i <= 11; i++ {
@@ -202,18 +193,10 @@ func testViews(t *testing.T) {
 // the record.
 func TestLargeSetBuiltInBackground(t *testing.T) {
 	defer releaseset.SetBackgroundBuildMembers(2)()
-	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := storetest.Temp(t)
 	now := releasesettest.RecordedAt
 	var founder string
-	err = db.Update(func(tx *store.Tx) error {
+	err := db.Update(func(tx *store.Tx) error {
 		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, now)
 		founder = id.FounderNodeID
 		if err == nil {

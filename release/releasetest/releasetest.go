@@ -4,7 +4,6 @@
 package releasetest
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -20,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"stratum/crypto"
 	"stratum/release"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 // Key makes a key pair NAME.key/NAME.pub in dir and returns the private
@@ -113,17 +112,7 @@ func SignedTree(t testing.TB, blobSize int, rel string) (dir, blobPath, pubFile 
 // OpenDB opens a store in a new data directory, closed when the test ends.
 func OpenDB(t testing.TB) (*store.DB, string) {
 	t.Helper()
-	dataDir := t.TempDir()
-	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(filepath.Join(dataDir, "stratum.db"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db, dataDir
+	return storetest.Temp(t)
 }
 
 // FlipByte inverts one byte of a file, making it writable first when it

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"stratum/apierr"
-	"stratum/crypto"
 	"stratum/internal/pgtest"
 	"stratum/release/releasetest"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -22,16 +22,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // replica opens the shared database with its own data directory.
 func replica(t *testing.T, dsn string) (*store.DB, string) {
 	t.Helper()
-	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(dsn, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db, t.TempDir()
+	return storetest.Open(t, dsn), t.TempDir()
 }
 
 func readAll(t *testing.T, m *Mirror, rel, p string) ([]byte, error) {

@@ -1,0 +1,43 @@
+// Package storetest opens temporary stores for the tests of the packages
+// above the store. It is imported by tests only.
+package storetest
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+
+	"stratum/crypto"
+	"stratum/store"
+)
+
+// Key is the fixed data key of the stores Open opens: a store opened
+// twice (two replicas of one database) reads what the other wrote.
+func Key(tb testing.TB) *crypto.DataKey {
+	tb.Helper()
+	key, err := crypto.NewDataKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
+// Open opens the store at target (a bbolt file or a PostgreSQL DSN)
+// under Key; it is closed when the test ends.
+func Open(tb testing.TB, target string) *store.DB {
+	tb.Helper()
+	db, err := store.Open(target, Key(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Temp opens a bbolt store in a new temporary data directory; it returns
+// the store and the directory.
+func Temp(tb testing.TB) (*store.DB, string) {
+	tb.Helper()
+	dir := tb.TempDir()
+	return Open(tb, filepath.Join(dir, "stratum.db")), dir
+}
