@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -196,6 +197,11 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 	runtime.ReadMemStats(&ms)
 	b.Logf("memory: RssAnon %d MiB above the start, Go heap in use %d MiB, RssFile %d MiB (the store's mapped file)",
 		anon>>20, ms.HeapInuse>>20, procStatus(os.Getpid(), "RssFile")>>20)
+	if path := os.Getenv("RELEASESET_SCALE_HEAPPROFILE"); path != "" {
+		if err := writeHeapProfile(path); err != nil {
+			b.Fatal(err)
+		}
+	}
 
 	lat := map[string][]time.Duration{}
 	var zbytes int
@@ -274,4 +280,18 @@ func newTLSServer(b *testing.B, h http.Handler) *httptest.Server {
 	srv.StartTLS()
 	b.Cleanup(srv.Close)
 	return srv
+}
+
+// writeHeapProfile writes what the heap holds now to path
+// (RELEASESET_SCALE_HEAPPROFILE: what the founder keeps per node).
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

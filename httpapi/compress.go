@@ -75,6 +75,18 @@ func writeAnswer(w http.ResponseWriter, r *http.Request, ans *releaseset.Answer)
 		_, err := ans.WriteTo(w)
 		return err
 	}
+	// A page made in zstd is sent as made; other codings are compressed
+	// once per answer.
+	if body, size, ok := ans.Encoded(enc); ok {
+		h.Set("Content-Encoding", enc)
+		h.Set("Content-Length", strconv.Itoa(size))
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodHead {
+			return nil
+		}
+		_, err := body.WriteTo(w)
+		return err
+	}
 	body, err := ans.Derived(enc, func(dst io.Writer, src io.WriterTo) error { return compressTo(enc, dst, src) })
 	if err != nil {
 		return err

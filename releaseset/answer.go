@@ -29,6 +29,11 @@ type Answer struct {
 	// large to hold encoded).
 	stream func(w io.Writer) error
 	size   int
+	// zstdParts, when set, are the answer in the zstd coding, made
+	// without compressing (a page: its records' kept frames between raw
+	// frames); zstdSize is their length.
+	zstdParts [][]byte
+	zstdSize  int
 
 	mu      sync.Mutex
 	derived map[string]*derivedForm
@@ -47,24 +52,34 @@ func (a *Answer) Size() int { return a.size }
 // thousands of ~11 KB fragments written one by one cost a TLS record
 // flush and a system call each.
 func (a *Answer) WriteTo(w io.Writer) (int64, error) {
-	bw := bufio.NewWriterSize(w, 256<<10)
-	var n int64
 	if a.parts == nil && a.stream != nil {
+		bw := writerPool.Get().(*bufio.Writer)
+		bw.Reset(w)
+		defer func() {
+			bw.Reset(nil)
+			writerPool.Put(bw)
+		}()
 		cw := &countingWriter{w: bw}
 		if err := a.stream(cw); err != nil {
 			return cw.n, err
 		}
 		return cw.n, bw.Flush()
 	}
-	for _, p := range a.parts {
-		m, err := bw.Write(p)
-		n += int64(m)
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, bw.Flush()
+	return writeParts(w, a.parts)
 }
+
+// Encoded returns the answer in the content coding enc when it was made
+// in that coding (a page in zstd), with its length: nothing to compress.
+func (a *Answer) Encoded(enc string) (body io.WriterTo, size int, ok bool) {
+	if enc != "zstd" || a.zstdParts == nil {
+		return nil, 0, false
+	}
+	return partsWriter(a.zstdParts), a.zstdSize, true
+}
+
+type partsWriter [][]byte
+
+func (p partsWriter) WriteTo(w io.Writer) (int64, error) { return writeParts(w, p) }
 
 // Derived returns the form of the answer that derive makes from the
 // identity bytes (a compressed encoding), making it once per Answer;

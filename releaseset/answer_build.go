@@ -42,8 +42,9 @@ type view struct {
 	running []string
 	behind  []bool
 
-	indexOnce sync.Once
-	index     map[string]int
+	// index is each member's place in ids, for pages (made with the
+	// view: at 100,000 members it is milliseconds no reader should wait).
+	index map[string]int
 
 	mu        sync.Mutex
 	full      *Answer
@@ -124,6 +125,10 @@ func (s *Service) build(now time.Time, generation uint64, members []string, vers
 	}
 	s.mu.RUnlock()
 
+	v.index = make(map[string]int, len(ids))
+	for i, id := range ids {
+		v.index[id] = i
+	}
 	sum := make([]summaryNode, len(ids))
 	until := now.Add(RecentWindow)
 	for i, id := range ids {
@@ -241,12 +246,6 @@ func (s *Service) Page(after string, limit int) (*Answer, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.indexOnce.Do(func() {
-		v.index = make(map[string]int, len(v.ids))
-		for i, id := range v.ids {
-			v.index[id] = i
-		}
-	})
 	from := 0
 	if after != "" {
 		i, ok := v.index[after]
@@ -271,12 +270,14 @@ func (s *Service) Page(after string, limit int) (*Answer, error) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.pageBytes+a.size <= pageBudget {
+	// A page holds its own bytes (~100 a node) and shares the records'
+	// frames; what its identity or gzip coding makes is counted too.
+	if own := a.zstdSize + a.size/8; v.pageBytes+own <= pageBudget {
 		if v.pages == nil {
 			v.pages = map[string]*Answer{}
 		}
 		v.pages[key] = a
-		v.pageBytes += a.size
+		v.pageBytes += own
 	}
 	return a, nil
 }
@@ -439,7 +440,10 @@ func (s *Service) streamFull(v *view, head []byte) (*Answer, error) {
 
 // encodePage encodes nodes from..to-1 of v, with a strong ETag made from
 // what the page shows: the head and, for each node, its id, stale flag,
-// shown release and record.
+// shown release and record. Its zstd coding is made without compressing
+// anything: each record's kept frame, and between them raw frames of the
+// bytes around the records (a page's own JSON, ~100 bytes a node). Its
+// identity coding decodes the frames as it is written.
 func (s *Service) encodePage(v *view, from, to int) (*Answer, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -448,35 +452,98 @@ func (s *Service) encodePage(v *view, from, to int) (*Answer, error) {
 		return nil, err
 	}
 	h := sha256.New()
-	b := bytes.TrimSuffix(buf.Bytes(), []byte("}\n"))
-	h.Write(b)
-	b = append(b, `,"nodes":[`...)
+	head := bytes.TrimSuffix(buf.Bytes(), []byte("}\n"))
+	h.Write(head)
+	// glue holds the page's bytes between the records, one piece per
+	// gap: ends[k] is where piece k ends. Piece k comes before record k.
+	glue := append(head, `,"nodes":[`...)
+	var ends []int
+	var recs []int // the nodes whose records the pieces precede
+	var one [3]byte
 	for i := from; i < to; i++ {
 		if i > from {
-			b = append(b, ',')
+			glue = append(glue, ',')
 		}
-		var err error
-		if b, err = s.fragment(b, v, i); err != nil {
+		prefix, err := encodeNode(Node{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]})
+		if err != nil {
 			return nil, err
 		}
+		if v.has[i] {
+			// prefix ends with "}\n" (release, the last field, omitted).
+			glue = append(glue, prefix[:len(prefix)-2]...)
+			glue = append(glue, `,"release":`...)
+			ends = append(ends, len(glue))
+			recs = append(recs, i)
+			glue = append(glue, "}\n"...)
+		} else {
+			glue = append(glue, prefix...)
+		}
 		h.Write([]byte(v.ids[i]))
-		h.Write([]byte{0, boolByte(v.has[i]), boolByte(v.stale[i])})
+		one = [3]byte{0, boolByte(v.has[i]), boolByte(v.stale[i])}
+		h.Write(one[:])
 		h.Write([]byte(v.running[i]))
-		h.Write([]byte{0})
-		h.Write(v.recs[i].release)
+		h.Write(one[:1])
+		h.Write(v.recs[i].tag[:])
 	}
-	b = append(b, ']')
+	glue = append(glue, ']')
 	if to < len(v.ids) {
 		next, err := json.Marshal(v.ids[to-1])
 		if err != nil {
 			return nil, err
 		}
-		b = append(b, `,"next":`...)
-		b = append(b, next...)
+		glue = append(glue, `,"next":`...)
+		glue = append(glue, next...)
 		h.Write(next)
 	}
-	b = append(b, "}\n"...)
-	return &Answer{ETag: `"rsp-` + instanceTag + "-" + hex.EncodeToString(h.Sum(nil)[:12]) + `"`, parts: [][]byte{b}, size: len(b)}, nil
+	glue = append(glue, "}\n"...)
+	ends = append(ends, len(glue))
+
+	// The identity parts and the zstd parts, piece by piece.
+	pieces := make([][]byte, len(ends))
+	rawSize := 0
+	for k, end := range ends {
+		lo := 0
+		if k > 0 {
+			lo = ends[k-1]
+		}
+		pieces[k] = glue[lo:end:end]
+		rawSize += rawFrameSize(end - lo)
+	}
+	raw := make([]byte, 0, rawSize)
+	a := &Answer{ETag: `"rsp-` + instanceTag + "-" + hex.EncodeToString(h.Sum(nil)[:12]) + `"`,
+		zstdParts: make([][]byte, 0, 2*len(pieces))}
+	a.size = len(glue)
+	for k, p := range pieces {
+		lo := len(raw)
+		raw = appendRawFrame(raw, p)
+		a.zstdParts = append(a.zstdParts, raw[lo:len(raw):len(raw)])
+		a.zstdSize += len(raw) - lo
+		if k < len(recs) {
+			c := v.recs[recs[k]]
+			a.zstdParts = append(a.zstdParts, c.release)
+			a.zstdSize += len(c.release)
+			a.size += c.plain
+		}
+	}
+	a.stream = func(w io.Writer) error {
+		var rel []byte
+		for k, p := range pieces {
+			if _, err := w.Write(p); err != nil {
+				return err
+			}
+			if k < len(recs) {
+				var err error
+				if rel, err = s.appendRelease(rel[:0], v.recs[recs[k]]); err != nil {
+					return err
+				}
+				if _, err := w.Write(rel); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return a, nil
 }
 
 // sameBytes: a and b are the same kept slice (records loaded from the

@@ -2,8 +2,10 @@ package releaseset
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -12,50 +14,46 @@ import (
 // cachedRecord is what the service keeps of one node's last record: its
 // facts for the summary and its release's JSON, compressed, for nodes[].
 // At 100,000 nodes the decoded records did not fit in a gigabyte; the
-// facts share their strings and the JSON, compressed against a dictionary
-// (the first record the service kept: records differ little), takes a few
-// hundred bytes a node. It carries the commit sequence of its record, so
-// commit hooks that run out of order never put an older record over a
-// newer one.
+// facts share their strings and the JSON is one zstd frame of its own
+// (no dictionary), so a page of nodes[] asked for in zstd is these frames
+// sent as they are, between small uncompressed frames of what the page
+// says around them (zstd frames concatenate): a page costs no
+// compression and no decompression. It carries the commit sequence of
+// its record, so commit hooks that run out of order never put an older
+// record over a newer one.
 type cachedRecord struct {
 	seq        uint64
 	running    string
 	recordedAt time.Time
 	facts      *facts
 	// release is the release object's JSON as nodes[] writes it
-	// (encodeNode), compressed by the service's codec; plain is its length.
+	// (encodeNode), one zstd frame; plain is its length.
 	release []byte
 	plain   int
+	// tag identifies release's bytes in a page's ETag.
+	tag [16]byte
 }
 
-// recordCodec compresses records' JSON against one dictionary, fixed for
-// the life of the service.
+// recordCodec compresses records' JSON, each into a frame of its own.
 type recordCodec struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder
 }
 
-func newRecordCodec(dict []byte) (*recordCodec, error) {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderDictRaw(1, dict), zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true))
+// codec is the one record codec: encoders and decoders keep no state
+// between EncodeAll/DecodeAll calls.
+var codec = func() *recordCodec {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
+		zstd.WithZeroFrames(true), zstd.WithSingleSegment(true))
 	if err != nil {
-		return nil, err
+		panic(err)
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderDictRaw(1, dict), zstd.WithDecoderConcurrency(0))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
 	if err != nil {
-		return nil, err
+		panic(err)
 	}
-	return &recordCodec{enc: enc, dec: dec}, nil
-}
-
-// codecFor returns the service's codec, made from sample when there is
-// none yet.
-func (s *Service) codecFor(sample []byte) (*recordCodec, error) {
-	s.codecOnce.Do(func() {
-		s.codec, s.codecErr = newRecordCodec(bytes.Clone(sample))
-	})
-	return s.codec, s.codecErr
-}
+	return &recordCodec{enc: enc, dec: dec}
+}()
 
 // encodeRelease is rec's JSON exactly as encodeNode writes it inside a
 // node (no HTML escaping), without a trailing newline.
@@ -75,27 +73,24 @@ func (s *Service) cache(node string, st Stored, seq uint64) (cachedRecord, error
 	if err != nil {
 		return cachedRecord{}, err
 	}
-	codec, err := s.codecFor(plain)
-	if err != nil {
-		return cachedRecord{}, err
-	}
-	return cachedRecord{
+	frame := codec.enc.EncodeAll(plain, make([]byte, 0, len(plain)/3))
+	c := cachedRecord{
 		seq:        seq,
 		running:    s.intern.string(st.RunningRelease),
 		recordedAt: st.Release.RecordedAt,
 		facts:      factsOf(node, &st.Release, &s.intern),
-		release:    codec.enc.EncodeAll(plain, make([]byte, 0, len(plain)/8)),
+		release:    slices.Clip(frame),
 		plain:      len(plain),
-	}, nil
+	}
+	sum := sha256.Sum256(frame)
+	copy(c.tag[:], sum[:])
+	return c, nil
 }
 
 // appendRelease appends c's release JSON to dst.
 func (s *Service) appendRelease(dst []byte, c cachedRecord) ([]byte, error) {
-	if s.codec == nil {
-		return nil, fmt.Errorf("release set: no record codec")
-	}
 	n := len(dst)
-	out, err := s.codec.dec.DecodeAll(c.release, dst)
+	out, err := codec.dec.DecodeAll(c.release, dst)
 	if err == nil && len(out)-n != c.plain {
 		err = fmt.Errorf("release set: a kept record decodes to %d bytes, want %d", len(out)-n, c.plain)
 	}

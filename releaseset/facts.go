@@ -1,6 +1,7 @@
 package releaseset
 
 import (
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -43,6 +44,11 @@ func factsOf(id string, rec *Record, in *interner) *facts {
 		f.pkgs = append(f.pkgs, pkgFact{in.string(p.Component), in.value(packageValue(rec, p.Component))})
 	}
 	slices.SortFunc(f.pkgs, func(a, b pkgFact) int { return strings.Compare(a.component, b.component) })
+	// Most nodes have the same values: they share one list of each.
+	if in != nil {
+		f.fixed = internList(in, &in.fixed, f.fixed, func(h *maphash.Hash, v fieldValue) { h.WriteString(v.value) })
+		f.pkgs = internList(in, &in.pkgs, f.pkgs, func(h *maphash.Hash, p pkgFact) { h.WriteString(p.component); h.WriteString(p.value.value) })
+	}
 	f.drift = appendPinDrift(appendHostDrift(nil, id, rec), id, rec)
 	return f
 }
@@ -139,9 +145,55 @@ func skewOfFacts(nodes []*summaryNode) []Skew {
 type interner struct {
 	mu sync.Mutex
 	m  map[string]string
+	// fixed and pkgs share equal lists of facts between nodes.
+	fixed, pkgs lists
+	seed        maphash.Seed
+	seeded      bool
+}
+
+// lists are the shared lists of one kind, by hash; n counts their
+// elements, at most listLimit (records are bounded, not trusted).
+type lists struct {
+	m map[uint64][]any
+	n int
+}
+
+// internList returns the list equal to l that in already holds, else
+// keeps l (up to listLimit elements in all) and returns it. Lists are never
+// changed once made.
+func internList[T comparable](in *interner, ls *lists, l []T, hash func(*maphash.Hash, T)) []T {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.seeded {
+		in.seed, in.seeded = maphash.MakeSeed(), true
+	}
+	var h maphash.Hash
+	h.SetSeed(in.seed)
+	for _, v := range l {
+		hash(&h, v)
+		h.WriteByte(0)
+	}
+	sum := h.Sum64()
+	for _, c := range ls.m[sum] {
+		if c := c.([]T); slices.Equal(c, l) {
+			return c
+		}
+	}
+	if ls.n+len(l) <= listLimit {
+		if ls.m == nil {
+			ls.m = map[uint64][]any{}
+		}
+		l = slices.Clip(l)
+		ls.m[sum] = append(ls.m[sum], l)
+		ls.n += len(l)
+	}
+	return l
 }
 
 const internLimit = 1 << 18
+
+// listLimit bounds the elements of the lists an interner shares.
+const listLimit = 1 << 20
 
 func (in *interner) string(s string) string {
 	if in == nil {

@@ -54,12 +54,8 @@ type Service struct {
 	// rebuilding: a view is being built in the background (large sets).
 	rebuilding atomic.Bool
 
-	// codec compresses the kept records' JSON; intern shares the strings
-	// of their facts.
-	codecOnce sync.Once
-	codec     *recordCodec
-	codecErr  error
-	intern    interner
+	// intern shares the strings of the kept records' facts.
+	intern interner
 }
 
 // Record stores nodeID's release, stamping recordedAt. A node that is not

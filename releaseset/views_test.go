@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"stratum/apierr"
 	membership "stratum/cluster"
@@ -125,6 +128,7 @@ func testViews(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := read(pa)
+			pageInZstd(t, pa)
 			var nodes []json.RawMessage
 			if err := json.Unmarshal(p["nodes"], &nodes); err != nil {
 				t.Fatal(err)
@@ -186,6 +190,42 @@ func testViews(t *testing.T) {
 		}
 	}
 }
+
+// pageInZstd fails unless a's zstd coding, made of the records' kept
+// frames without compressing, decodes to its identity bytes, by the
+// decoder the CLI uses and by the zstd command (the reference
+// implementation) when it is installed.
+func pageInZstd(t *testing.T, a *releaseset.Answer) {
+	t.Helper()
+	var plain, coded bytes.Buffer
+	if _, err := a.WriteTo(&plain); err != nil {
+		t.Fatal(err)
+	}
+	body, size, ok := a.Encoded("zstd")
+	if !ok {
+		t.Fatal("a page has no zstd coding of its own")
+	}
+	if _, err := body.WriteTo(&coded); err != nil {
+		t.Fatal(err)
+	}
+	if coded.Len() != size || plain.Len() != a.Size() {
+		t.Fatalf("zstd: %d bytes, Size says %d; identity %d, Size says %d", coded.Len(), size, plain.Len(), a.Size())
+	}
+	got, err := zstdDecoder.DecodeAll(coded.Bytes(), nil)
+	if err != nil || !bytes.Equal(got, plain.Bytes()) {
+		t.Fatalf("zstd page decodes to %d bytes (%v), identity is %d", len(got), err, plain.Len())
+	}
+	if zstdCmd, err := exec.LookPath("zstd"); err == nil {
+		cmd := exec.Command(zstdCmd, "-d", "-c")
+		cmd.Stdin = bytes.NewReader(coded.Bytes())
+		out, err := cmd.Output()
+		if err != nil || !bytes.Equal(out, plain.Bytes()) {
+			t.Fatalf("zstd -d: %v, %d bytes, identity is %d", err, len(out), plain.Len())
+		}
+	}
+}
+
+var zstdDecoder, _ = zstd.NewReader(nil)
 
 // TestLargeSetBuiltInBackground: from backgroundBuildMembers members a
 // reader never waits for a build: after a record it gets the last view

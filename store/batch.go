@@ -2,7 +2,8 @@ package store
 
 // Batch runs fn in a read-write transaction that it may share with other
 // concurrent Batch calls: one commit, one fsync for all of them (group
-// commit, bbolt's DB.Batch). It returns, like Update, only once fn's
+// commit: a call that finds no commit running starts one at once, calls
+// arriving meanwhile share the next). It returns, like Update, only once fn's
 // writes are durable, and then runs fn's OnCommit hooks and delivers its
 // notes. On PostgreSQL it is Update (the server commits concurrent
 // writers' WAL together by itself).
@@ -11,7 +12,7 @@ package store
 // retried without it; a failing fn is retried alone), so fn must only
 // write through tx and hand results out by assignment, as Update's
 // callers already do. Use it on paths that many clients hit at once
-// (registrations); a lone Batch waits up to bbolt's MaxBatchDelay.
+// (registrations, release records); a lone Batch does not wait.
 func (db *DB) Batch(fn func(tx *Tx) error) error {
 	return db.write(db.be.batch, fn)
 }

@@ -13,8 +13,9 @@ import (
 
 // boltBackend is the embedded default: one file, fsync on every commit.
 type boltBackend struct {
-	db   *bolt.DB
-	path string
+	db    *bolt.DB
+	path  string
+	group *groupCommit
 }
 
 func openBolt(path string, readOnly bool) (*boltBackend, error) {
@@ -45,7 +46,7 @@ func openBolt(path string, readOnly bool) (*boltBackend, error) {
 	}
 	// Every commit is fsynced: acknowledged writes must survive kill -9.
 	b.NoSync = false
-	return &boltBackend{db: b, path: path}, nil
+	return &boltBackend{db: b, path: path, group: &groupCommit{db: b}}, nil
 }
 
 func (b *boltBackend) update(fn func(kv) error) error {
@@ -53,7 +54,7 @@ func (b *boltBackend) update(fn func(kv) error) error {
 }
 
 func (b *boltBackend) batch(fn func(kv) error) error {
-	return b.db.Batch(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+	return b.group.do(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
 }
 
 func (b *boltBackend) view(fn func(kv) error) error {

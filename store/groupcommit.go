@@ -1,0 +1,104 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// groupCommit runs concurrent Batch calls on bbolt in shared read-write
+// transactions, one commit and one fsync for each group. A call that
+// finds no commit running starts one at once; calls that arrive while a
+// commit runs wait for it and share the next. bbolt's own DB.Batch waits
+// up to MaxBatchDelay (10 ms) for a batch to fill: with 32 clients each
+// waiting on its commit, that delay, not the CPU, bounded how many
+// records a second the founder took.
+//
+// Failures keep DB.Batch's contract: a call whose fn fails (or panics) is
+// taken out and run alone in its own transaction, in its own goroutine
+// (so its error, or its panic, is its own), and the others are committed
+// again without it.
+type groupCommit struct {
+	db *bolt.DB
+
+	mu      sync.Mutex
+	pending []*groupCall
+	running bool
+}
+
+type groupCall struct {
+	fn   func(*bolt.Tx) error
+	done chan error
+}
+
+// errRunAlone tells a call to run its fn in a transaction of its own.
+var errRunAlone = errors.New("store: run the call alone")
+
+func (g *groupCommit) do(fn func(*bolt.Tx) error) error {
+	c := &groupCall{fn: fn, done: make(chan error, 1)}
+	g.mu.Lock()
+	g.pending = append(g.pending, c)
+	if !g.running {
+		g.running = true
+		go g.run()
+	}
+	g.mu.Unlock()
+	err := <-c.done
+	if err == errRunAlone {
+		return g.db.Update(fn)
+	}
+	return err
+}
+
+// run commits the pending calls, group after group, until none wait.
+func (g *groupCommit) run() {
+	for {
+		g.mu.Lock()
+		calls := g.pending
+		g.pending = nil
+		if len(calls) == 0 {
+			g.running = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		g.commit(calls)
+	}
+}
+
+func (g *groupCommit) commit(calls []*groupCall) {
+	for len(calls) > 0 {
+		failed := -1
+		err := g.db.Update(func(tx *bolt.Tx) error {
+			for i, c := range calls {
+				if err := safelyCall(c.fn, tx); err != nil {
+					failed = i
+					return err
+				}
+			}
+			return nil
+		})
+		if failed >= 0 {
+			calls[failed].done <- errRunAlone
+			calls = append(calls[:failed:failed], calls[failed+1:]...)
+			continue
+		}
+		for _, c := range calls {
+			c.done <- err
+		}
+		return
+	}
+}
+
+// safelyCall is fn(tx), a panic turned into an error (the call then runs
+// alone, where the panic is its caller's).
+func safelyCall(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("store: panic in a batched transaction: %v", p)
+		}
+	}()
+	return fn(tx)
+}
