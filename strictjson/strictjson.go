@@ -90,8 +90,10 @@ func DecodeChecked[P ~[]Problem](b []byte, v any, what string, check func() P) e
 		return &Error{Message: "the request body is empty; a JSON object is expected", Problems: []Problem{{Field: "", Message: "required"}}}
 	}
 	var fields Problems
-	if err := decode(b, reflect.ValueOf(v), &fields); err != nil {
-		return &Error{Message: "the request body is not valid JSON", Problems: []Problem{{Field: "", Message: err.Error()}}}
+	if !decodeFast(b, reflect.ValueOf(v)) {
+		if err := decode(b, reflect.ValueOf(v), &fields); err != nil {
+			return &Error{Message: "the request body is not valid JSON", Problems: []Problem{{Field: "", Message: err.Error()}}}
+		}
 	}
 	if check != nil {
 		fields = append(fields, withoutCovered(Problems(check()), fields)...)
@@ -120,6 +122,28 @@ func Check[P ~[]Problem](b []byte, t reflect.Type, fields *P) error {
 	*fields = append(*fields, found...)
 	return err
 }
+
+// decodeFast fills ptr's target from b on the fast path (fast.go) when
+// the target is zero and b has no problem at all; otherwise it leaves the
+// target as it was and reports false.
+func decodeFast(b []byte, ptr reflect.Value) bool {
+	if ptr.Kind() != reflect.Pointer || ptr.IsNil() || !fastPath {
+		return false
+	}
+	v := ptr.Elem()
+	p := planOf(v.Type())
+	if p == nil || !v.IsZero() {
+		return false
+	}
+	if fastDecode(b, v, p) {
+		return true
+	}
+	v.SetZero()
+	return false
+}
+
+// fastPath is off only in tests that compare the two paths.
+var fastPath = true
 
 // decode fills ptr's target from b.
 func decode(b []byte, ptr reflect.Value, fields *Problems) error {

@@ -1,0 +1,14 @@
+package strictjson
+
+import "reflect"
+
+// DecodeFastOnly is the fast path alone: whether it decoded b into v.
+func DecodeFastOnly(b []byte, v any) bool { return decodeFast(b, reflect.ValueOf(v)) }
+
+// DecodeFullOnly is the full decoder alone: the problems it finds while
+// decoding b into v, and its error for a document that is not JSON.
+func DecodeFullOnly(b []byte, v any) (Problems, error) {
+	var fields Problems
+	err := decode(b, reflect.ValueOf(v), &fields)
+	return fields, err
+}

@@ -1,0 +1,464 @@
+package strictjson
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// The fast path decodes a document that has no problem at all, which is
+// nearly every document a client sends (an agent's 11 KB release record
+// on every change): one pass over the bytes, following a plan made once
+// per type, with no tokenizer, no path and no key sets. It gives up
+// (false) at the first thing it does not take exactly as the full
+// decoder would: a problem of any kind, an escape in a string, invalid
+// UTF-8, deep nesting, a type it has no plan for. The full decoder then
+// decodes the document from the start and names every problem, with the
+// same messages as before. So the fast path needs only to be right about
+// what it accepts: the value it decodes is the one the full decoder
+// would, and the full decoder would find no problem (FuzzFastPath checks
+// both against the full decoder).
+
+// plan is how the fast path decodes one type.
+type plan struct {
+	kind planKind
+	typ  reflect.Type
+	bits int   // numbers: their size
+	elem *plan // pointers and slices
+	// Structs: each JSON name (promoted fields included) and its field.
+	fields map[string]planField
+}
+
+type planKind uint8
+
+const (
+	planString planKind = iota
+	planBool
+	planInt
+	planUint
+	planFloat
+	planTime
+	planPointer
+	planSlice
+	planStruct
+)
+
+type planField struct {
+	index  []int
+	plan   *plan
+	ignore bool
+	bit    uint64 // this field's bit in a set of the keys seen
+}
+
+var plans sync.Map // reflect.Type -> *plan, nil when the type has none
+
+// planOf is t's plan, nil when the fast path does not decode t.
+func planOf(t reflect.Type) *plan {
+	if p, ok := plans.Load(t); ok {
+		return p.(*plan)
+	}
+	p := makePlan(t, map[reflect.Type]*plan{})
+	plans.Store(t, p)
+	return p
+}
+
+// makePlan makes t's plan; making holds the plans being made (types
+// that contain themselves).
+func makePlan(t reflect.Type, making map[reflect.Type]*plan) *plan {
+	if p, ok := making[t]; ok {
+		return p
+	}
+	if t == timeType {
+		return &plan{kind: planTime, typ: t}
+	}
+	p := &plan{typ: t}
+	if t.Kind() == reflect.Pointer {
+		p.kind = planPointer
+		making[t] = p
+		if p.elem = makePlan(t.Elem(), making); p.elem == nil {
+			return nil
+		}
+		return p
+	}
+	if opaque(t) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.String:
+		p.kind = planString
+	case reflect.Bool:
+		p.kind = planBool
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		p.kind, p.bits = planInt, t.Bits()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		p.kind, p.bits = planUint, t.Bits()
+	case reflect.Float32, reflect.Float64:
+		p.kind, p.bits = planFloat, t.Bits()
+	case reflect.Slice:
+		p.kind = planSlice
+		making[t] = p
+		if p.elem = makePlan(t.Elem(), making); p.elem == nil {
+			return nil
+		}
+	case reflect.Struct:
+		p.kind = planStruct
+		making[t] = p
+		known := structFields(t)
+		if len(known) > 64 {
+			return nil
+		}
+		p.fields = make(map[string]planField, len(known))
+		lower := map[string]bool{}
+		bit := uint64(1)
+		for name, f := range known {
+			// Two names equal but for case: the full decoder judges
+			// which one clashes.
+			if l := strings.ToLower(name); lower[l] {
+				return nil
+			} else {
+				lower[l] = true
+			}
+			pf := planField{index: f.index, ignore: f.ignore, bit: bit}
+			bit <<= 1
+			if !f.ignore {
+				ft := t.FieldByIndex(f.index).Type
+				if pf.plan = makePlan(ft, making); pf.plan == nil {
+					return nil
+				}
+			}
+			p.fields[name] = pf
+		}
+		// A promoted field through a pointer to an embedded struct:
+		// left to the full decoder.
+		for _, f := range p.fields {
+			if len(f.index) > 1 {
+				return nil
+			}
+		}
+	default:
+		return nil
+	}
+	return p
+}
+
+// fastDecode decodes b into v, settable and zero, and reports whether it
+// did; when it did not, v may hold part of the document.
+func fastDecode(b []byte, v reflect.Value, p *plan) bool {
+	d := fastDecoder{b: b}
+	if !d.value(v, p, 0) {
+		return false
+	}
+	d.space()
+	return d.i == len(d.b)
+}
+
+type fastDecoder struct {
+	b []byte
+	i int
+}
+
+// maxFastDepth bounds nesting on the fast path (the full decoder takes
+// deeper documents).
+const maxFastDepth = 256
+
+func (d *fastDecoder) space() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek is the next byte after white space, 0 at the end.
+func (d *fastDecoder) peek() byte {
+	d.space()
+	if d.i < len(d.b) {
+		return d.b[d.i]
+	}
+	return 0
+}
+
+// literal consumes word (null, true, false) at d.i.
+func (d *fastDecoder) literal(word string) bool {
+	if len(d.b)-d.i < len(word) || string(d.b[d.i:d.i+len(word)]) != word {
+		return false
+	}
+	d.i += len(word)
+	return true
+}
+
+// str reads a string at d.i (its opening quote) and returns its content:
+// only strings without escapes, control characters or invalid UTF-8.
+func (d *fastDecoder) str() ([]byte, bool) {
+	start := d.i + 1
+	ascii := true
+	for j := start; j < len(d.b); j++ {
+		c := d.b[j]
+		switch {
+		case c == '"':
+			s := d.b[start:j]
+			if !ascii && !utf8.Valid(s) {
+				return nil, false
+			}
+			d.i = j + 1
+			return s, true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		case c >= 0x80:
+			ascii = false
+		}
+	}
+	return nil, false
+}
+
+// number reads a number at d.i, as JSON writes one.
+func (d *fastDecoder) number() ([]byte, bool) {
+	b, j := d.b, d.i
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case j < len(b) && b[j] >= '1' && b[j] <= '9':
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+	default:
+		return nil, false
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		k := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		if j == k {
+			return nil, false
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		k := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		if j == k {
+			return nil, false
+		}
+	}
+	raw := b[d.i:j]
+	d.i = j
+	return raw, true
+}
+
+// value decodes the next value into v following p.
+func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
+	if depth > maxFastDepth {
+		return false
+	}
+	c := d.peek()
+	if c == 'n' {
+		return d.literal("null") // null: absent
+	}
+	switch p.kind {
+	case planPointer:
+		if v.IsNil() {
+			v.Set(reflect.New(p.typ.Elem()))
+		}
+		return d.value(v.Elem(), p.elem, depth)
+	case planString:
+		if c != '"' {
+			return false
+		}
+		s, ok := d.str()
+		if ok {
+			v.SetString(string(s))
+		}
+		return ok
+	case planBool:
+		switch c {
+		case 't':
+			v.SetBool(true)
+			return d.literal("true")
+		case 'f':
+			v.SetBool(false)
+			return d.literal("false")
+		}
+		return false
+	case planInt, planUint, planFloat:
+		if c != '-' && (c < '0' || c > '9') {
+			return false
+		}
+		raw, ok := d.number()
+		if !ok {
+			return false
+		}
+		switch p.kind {
+		case planInt:
+			n, err := strconv.ParseInt(string(raw), 10, p.bits)
+			v.SetInt(n)
+			return err == nil
+		case planUint:
+			n, err := strconv.ParseUint(string(raw), 10, p.bits)
+			v.SetUint(n)
+			return err == nil
+		}
+		f, err := strconv.ParseFloat(string(raw), p.bits)
+		v.SetFloat(f)
+		return err == nil
+	case planTime:
+		if c != '"' {
+			return false
+		}
+		s, ok := d.str()
+		var tm time.Time
+		if !ok || tm.UnmarshalText(s) != nil {
+			return false
+		}
+		tm = tm.UTC()
+		if y := tm.Year(); y < 0 || y > 9999 {
+			return false
+		}
+		*v.Addr().Interface().(*time.Time) = tm
+		return true
+	case planSlice:
+		if c != '[' {
+			return false
+		}
+		d.i++
+		if d.peek() == ']' {
+			d.i++
+			return true // an empty array leaves v nil
+		}
+		v.Set(reflect.MakeSlice(p.typ, 0, 4))
+		for n := 0; ; n++ {
+			v.Grow(1)
+			v.SetLen(n + 1)
+			if !d.value(v.Index(n), p.elem, depth+1) {
+				return false
+			}
+			switch d.peek() {
+			case ',':
+				d.i++
+			case ']':
+				d.i++
+				return true
+			default:
+				return false
+			}
+		}
+	case planStruct:
+		if c != '{' {
+			return false
+		}
+		d.i++
+		if d.peek() == '}' {
+			d.i++
+			return true
+		}
+		var seen uint64
+		for {
+			if d.peek() != '"' {
+				return false
+			}
+			key, ok := d.str()
+			if !ok {
+				return false
+			}
+			f, known := p.fields[string(key)]
+			if !known || seen&f.bit != 0 {
+				return false
+			}
+			seen |= f.bit
+			if d.peek() != ':' {
+				return false
+			}
+			d.i++
+			if f.ignore {
+				ok = d.skip(depth + 1)
+			} else {
+				ok = d.value(v.Field(f.index[0]), f.plan, depth+1)
+			}
+			if !ok {
+				return false
+			}
+			switch d.peek() {
+			case ',':
+				d.i++
+			case '}':
+				d.i++
+				return true
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// skip reads any value (a field never read), checking that it is JSON.
+func (d *fastDecoder) skip(depth int) bool {
+	if depth > maxFastDepth {
+		return false
+	}
+	switch c := d.peek(); c {
+	case 'n':
+		return d.literal("null")
+	case 't':
+		return d.literal("true")
+	case 'f':
+		return d.literal("false")
+	case '"':
+		_, ok := d.str()
+		return ok
+	case '[', '{':
+		d.i++
+		end := byte(']')
+		if c == '{' {
+			end = '}'
+		}
+		if d.peek() == end {
+			d.i++
+			return true
+		}
+		for {
+			if c == '{' {
+				if d.peek() != '"' {
+					return false
+				}
+				if _, ok := d.str(); !ok || d.peek() != ':' {
+					return false
+				}
+				d.i++
+			}
+			if !d.skip(depth + 1) {
+				return false
+			}
+			switch d.peek() {
+			case ',':
+				d.i++
+			case end:
+				d.i++
+				return true
+			default:
+				return false
+			}
+		}
+	default:
+		if c == '-' || c >= '0' && c <= '9' {
+			_, ok := d.number()
+			return ok
+		}
+	}
+	return false
+}
