@@ -18,6 +18,7 @@ import (
 type openFiles struct {
 	mu      sync.Mutex
 	entries map[string]*handle // by file key (import ID NUL release NUL path)
+	readers map[string]int     // readers of each file now, by file key
 	closed  bool
 }
 
@@ -46,6 +47,7 @@ func (o *openFiles) take(key string, open func() (*os.File, error)) (*handle, er
 	o.mu.Lock()
 	if h := o.entries[key]; h != nil && !h.retired && now.Sub(h.opened) < handleTTL {
 		h.refs++
+		o.readers[key]++
 		o.mu.Unlock()
 		return h, nil
 	}
@@ -57,6 +59,10 @@ func (o *openFiles) take(key string, open func() (*os.File, error)) (*handle, er
 	h := &handle{f: f, key: key, opened: now, refs: 1}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.readers == nil {
+		o.readers = map[string]int{}
+	}
+	o.readers[key]++
 	if o.closed {
 		h.retired = true
 		return h, nil
@@ -76,10 +82,20 @@ func (o *openFiles) take(key string, open func() (*os.File, error)) (*handle, er
 func (o *openFiles) put(h *handle) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.readers[h.key]--; o.readers[h.key] <= 0 {
+		delete(o.readers, h.key)
+	}
 	h.refs--
 	if h.refs == 0 && h.retired {
 		h.f.Close()
 	}
+}
+
+// alone reports whether one reader (the caller) reads the file at key.
+func (o *openFiles) alone(key string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.readers[key] <= 1
 }
 
 // drop retires the handle on the file at key: the next reader opens it

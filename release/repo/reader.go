@@ -180,8 +180,13 @@ func (rd *Reader) Verified(start, end int64) iter.Seq2[[]byte, error] {
 			return true
 		}
 		step := max(1, pipelineBytes/rd.unit)
+		// A read longer than the cache would only evict its own units
+		// before anyone used them while no other reader reads the file:
+		// it then reads past the cache (scan resistance), as without one.
+		long := rd.m.cache != nil && end-start > rd.m.cache.max
+		cached := func() bool { return rd.m.cache != nil && (!long || !rd.m.files.alone(rd.key)) }
 		if last-first <= step {
-			units, done, err := rd.units(first, last)
+			units, done, err := rd.units(first, last, cached())
 			if emit(first, units) && err != nil {
 				yield(nil, err)
 			}
@@ -200,7 +205,7 @@ func (rd *Reader) Verified(start, end int64) iter.Seq2[[]byte, error] {
 		wg.Go(func() {
 			defer close(ahead)
 			for n := first; n < last; n += step {
-				units, done, err := rd.units(n, min(n+step, last))
+				units, done, err := rd.units(n, min(n+step, last), cached())
 				select {
 				case ahead <- verified{n, units, err, done}:
 				case <-stop:
@@ -231,12 +236,13 @@ func (rd *Reader) Verified(start, end int64) iter.Seq2[[]byte, error] {
 // units returns the verified bytes of units [first, last), one slice
 // each: from the cache when they are there (or being read by another
 // reader, which is waited for), else read and hashed here and added to
-// it. On a failure it returns the units verified before the first that
-// failed, and the error. done is called once the bytes are sent: without
-// a cache they are read into a pooled buffer (a fresh 64 KiB buffer per
+// it; with cached false (no cache, or a long read alone on its file),
+// read and hashed past the cache. On a failure it returns the units
+// verified before the first that failed, and the error. done is called
+// once the bytes are sent: past the cache they are read into a pooled buffer (a fresh 64 KiB buffer per
 // range, and the collector behind it, was a fifth of a small range's
 // cost), which done gives back.
-func (rd *Reader) units(first, last int64) (_ [][]byte, done func(), _ error) {
+func (rd *Reader) units(first, last int64, cached bool) (_ [][]byte, done func(), _ error) {
 	done = func() {}
 	if rd.m.closed() {
 		return nil, done, shuttingDown()
@@ -246,7 +252,7 @@ func (rd *Reader) units(first, last int64) (_ [][]byte, done func(), _ error) {
 	}
 	out := make([][]byte, last-first)
 	c := rd.m.cache
-	if c == nil {
+	if !cached {
 		buf := runBuffers.Get().(*[]byte)
 		n, err := rd.readUnitsInto(first, out, buf)
 		return out[:n], func() { runBuffers.Put(buf) }, err
@@ -265,8 +271,8 @@ func (rd *Reader) units(first, last int64) (_ [][]byte, done func(), _ error) {
 			waiting[i] = e
 		}
 	}
-	// Claimed units are read and filled (or given up) a few at a time
-	// (slabUnits, one system call), before anything is waited for: a
+	// Claimed units are read and filled (or given up) a run at a time (up
+	// to slabUnits, one system call), before anything is waited for: a
 	// reader waiting for a unit gets it soon after it is verified, and a
 	// reader never waits while holding a claim, so two readers never wait
 	// on each other.
@@ -317,11 +323,11 @@ func (rd *Reader) units(first, last int64) (_ [][]byte, done func(), _ error) {
 	return out[:bad], done, err
 }
 
-// slabUnits is how many claimed units a cached read reads in one system
-// call, into one buffer (a slab, which the cache counts whole while any
-// of its units is cached): 64 KiB, a 16th of the system calls of reading
-// 16 KiB units one by one, and little held for a unit kept alone.
-const slabUnits = 4
+// slabUnits is how many claimed units a cached read reads at most in one
+// system call, into one buffer (a slab, which the cache counts whole
+// while any of its units is cached): a pipelined step's, as a read
+// without the cache does, instead of one call per 16 KiB unit.
+const slabUnits = pipelineBytes / SubChunkSize
 
 // runBytes is the size of units [first, first+n) of the file.
 func (rd *Reader) runBytes(first int64, n int) int64 {

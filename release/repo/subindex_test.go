@@ -399,3 +399,39 @@ func TestSubSumIsBLAKE3(t *testing.T) {
 		}
 	}
 }
+
+// TestLongLoneReadPassesTheCache: a read longer than the cache, alone on
+// its file, reads past it (it would only evict its own units), still
+// verifying every unit; a short read, or a long one while another reader
+// reads the file, goes through the cache.
+func TestLongLoneReadPassesTheCache(t *testing.T) {
+	m, blob, data, _ := importedMirror(t, 3*ChunkSize, 4, ChunkSize)
+	if got, err := readRange(t, m, blob, 0, int64(len(data))); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("lone whole read: %d bytes, %v", len(got), err)
+	}
+	if m.CacheBytes() != 0 || m.CacheMisses() != uint64(len(data)/SubChunkSize) {
+		t.Fatalf("a lone read longer than the cache left %d bytes in it (%d units read)", m.CacheBytes(), m.CacheMisses())
+	}
+	if got, err := readRange(t, m, blob, 5*SubChunkSize, 64<<10); err != nil || !bytes.Equal(got, data[5*SubChunkSize:5*SubChunkSize+64<<10]) {
+		t.Fatalf("range: %v", err)
+	}
+	if m.CacheBytes() != 64<<10 {
+		t.Fatalf("a 64 KiB range left %d bytes in the cache, want 64 KiB", m.CacheBytes())
+	}
+	other, err := openReader(t, m, blob) // a second reader of the file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if got, err := readRange(t, m, blob, 0, int64(len(data))); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("whole read beside another reader: %v", err)
+	}
+	if m.CacheBytes() != ChunkSize {
+		t.Fatalf("a long read beside another reader left %d bytes in the cache, want it full (%d)", m.CacheBytes(), ChunkSize)
+	}
+	releasetest.FlipByte(t, filepath.Join(m.dir, "0.6.0", filepath.FromSlash(blob)), 10)
+	other.Close()
+	if _, err := readRange(t, m, blob, 0, int64(len(data))); apierr.CodeOf(err) != apierr.ReleaseCorrupt {
+		t.Fatalf("lone read over a flipped byte: %v, want RELEASE_CORRUPT", err)
+	}
+}
