@@ -2,7 +2,7 @@ package crypto
 
 import (
 	"bytes"
-	"crypto/ecdsa"
+	stdcrypto "crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -51,6 +51,12 @@ func TestCAIssueLeaf(t *testing.T) {
 			not:    []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		},
 		{
+			name:   "founder join listener: Ed25519",
+			req:    LeafRequest{CommonName: "stratum founder", DNSNames: []string{"localhost"}, Server: true, Validity: 90 * 24 * time.Hour, Ed25519: true},
+			usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			not:    []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		},
+		{
 			name:   "client only",
 			req:    LeafRequest{CommonName: "n-client01", Client: true, Validity: time.Hour},
 			usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
@@ -87,7 +93,12 @@ func TestCAIssueLeaf(t *testing.T) {
 			if !c.NotBefore.Before(now) {
 				t.Errorf("NotBefore %v is not before now (clock skew)", c.NotBefore)
 			}
-			if !leaf.Key.PublicKey.Equal(c.PublicKey) {
+			if want := map[bool]x509.PublicKeyAlgorithm{false: x509.ECDSA, true: x509.Ed25519}[tc.req.Ed25519]; c.PublicKeyAlgorithm != want {
+				t.Errorf("key algorithm %v, want %v", c.PublicKeyAlgorithm, want)
+			}
+			if !leaf.Key.Public().(interface {
+				Equal(stdcrypto.PublicKey) bool
+			}).Equal(c.PublicKey) {
 				t.Error("the leaf key does not match the certificate")
 			}
 			parsed, err := ParseCertPEM(leaf.CertPEM)
@@ -95,7 +106,9 @@ func TestCAIssueLeaf(t *testing.T) {
 				t.Errorf("CertPEM does not hold the certificate: %v", err)
 			}
 			k, err := ParseKeyPEM(leaf.KeyPEM)
-			if err != nil || !k.Public().(*ecdsa.PublicKey).Equal(c.PublicKey) {
+			if err != nil || !k.Public().(interface {
+				Equal(stdcrypto.PublicKey) bool
+			}).Equal(c.PublicKey) {
 				t.Errorf("KeyPEM does not hold the key: %v", err)
 			}
 			for _, u := range tc.usages {

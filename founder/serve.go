@@ -210,7 +210,11 @@ func (f *Founder) run(ctx context.Context) error {
 		mgmt = m.MgmtIP
 		return nil
 	})
-	cert, err := serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, time.Now())
+	cert, err := serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, false, time.Now())
+	if err != nil {
+		return err
+	}
+	joinCert, err := serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, true, time.Now())
 	if err != nil {
 		return err
 	}
@@ -218,7 +222,7 @@ func (f *Founder) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("admin API listener: %w", err)
 	}
-	joinLn, err := listenTLS(o.JoinAddr, joinTLS(cert))
+	joinLn, err := listenTLS(o.JoinAddr, joinTLS(joinCert))
 	if err != nil {
 		apiLn.Close()
 		return fmt.Errorf("join listener: %w", err)

@@ -11,10 +11,14 @@ import (
 	"stratum/crypto"
 )
 
-// serverCertificate issues the listeners' certificate from the cluster CA
+// serverCertificate issues a listener's certificate from the cluster CA
 // at each start: the names a client may dial the founder by, and the
-// founder URI SAN by which joiners and agents tell it from a member.
-func serverCertificate(ca *crypto.CA, clusterID, hostname, mgmtIP string, now time.Time) (tls.Certificate, error) {
+// founder URI SAN by which joiners and agents tell it from a member. The
+// join listener's has an Ed25519 key (ed): only this build's joiners and
+// agents reach it, and signing each registration's handshake with it
+// costs about half an ECDSA P-256 signature; the admin listener's stays
+// P-256, which browsers accept.
+func serverCertificate(ca *crypto.CA, clusterID, hostname, mgmtIP string, ed bool, now time.Time) (tls.Certificate, error) {
 	dns := []string{"localhost"}
 	if hostname != "" && hostname != "localhost" {
 		dns = append(dns, hostname)
@@ -23,7 +27,7 @@ func serverCertificate(ca *crypto.CA, clusterID, hostname, mgmtIP string, now ti
 	if ip := net.ParseIP(mgmtIP); ip != nil && !ip.IsLoopback() {
 		ips = append(ips, ip)
 	}
-	leaf, err := ca.Issue(crypto.LeafRequest{CommonName: "stratum founder", DNSNames: dns, IPs: ips, URIs: []*url.URL{crypto.FounderURI(clusterID)}, Server: true, Validity: 90 * 24 * time.Hour}, now)
+	leaf, err := ca.Issue(crypto.LeafRequest{CommonName: "stratum founder", DNSNames: dns, IPs: ips, URIs: []*url.URL{crypto.FounderURI(clusterID)}, Server: true, Validity: 90 * 24 * time.Hour, Ed25519: ed}, now)
 	if err != nil {
 		return tls.Certificate{}, err
 	}

@@ -122,7 +122,7 @@ func testServerCert(t *testing.T) tls.Certificate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := serverCertificate(ca, "cl-tls00001", "localhost", "", time.Now())
+	cert, err := serverCertificate(ca, "cl-tls00001", "localhost", "", true, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,4 +144,40 @@ func testClientCert(t *testing.T) tls.Certificate {
 		t.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestServerCertificateKeys: the join listener's leaf is Ed25519 (a
+// cheaper handshake signature per registration), the admin listener's
+// ECDSA P-256 (browsers); both carry the CA after the leaf, where a
+// joiner looks for its pin.
+func TestServerCertificateKeys(t *testing.T) {
+	ca, err := crypto.NewCA("cl-tls00001", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		ed   bool
+		want x509.PublicKeyAlgorithm
+	}{{"join", true, x509.Ed25519}, {"admin", false, x509.ECDSA}} {
+		cert, err := serverCertificate(ca, "cl-tls00001", "localhost", "", tc.ed, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := x509.ParseCertificate(cert.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if leaf.PublicKeyAlgorithm != tc.want {
+			t.Errorf("%s leaf key %v, want %v", tc.name, leaf.PublicKeyAlgorithm, tc.want)
+		}
+		chain := []*x509.Certificate{leaf}
+		if len(cert.Certificate) == 2 {
+			c, _ := x509.ParseCertificate(cert.Certificate[1])
+			chain = append(chain, c)
+		}
+		if err := crypto.VerifyFounder(chain, ca.Pin(), "cl-tls00001", time.Now()); err != nil {
+			t.Errorf("%s chain: %v", tc.name, err)
+		}
+	}
 }
