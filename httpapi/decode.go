@@ -20,6 +20,16 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, apierr.New(apierr.PayloadTooLarge, "the request body is over its limit of %d bytes", limit)
 	}
+	if n := r.ContentLength; n >= 0 {
+		// The length is known (net/http ends the body there): read it
+		// into one buffer of its size, not a slice grown and copied
+		// five times for an 11 KB record.
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, apierr.New(apierr.InvalidInput, "the request body could not be read")
+		}
+		return b, nil
+	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, apierr.New(apierr.InvalidInput, "the request body could not be read")

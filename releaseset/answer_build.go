@@ -396,6 +396,23 @@ func (s *Service) encodeFull(v *view) (*Answer, error) {
 	for _, p := range a.parts {
 		a.size += len(p)
 	}
+	// The answer is held as one run of bytes, so a GET is one write the
+	// TLS layer cuts into records, with no copy; the kept entries point
+	// into it (the last answer's bytes are freed with its view).
+	whole := make([]byte, 0, a.size)
+	for k, p := range a.parts {
+		lo := len(whole)
+		whole = append(whole, p...)
+		// parts are head, then entry, comma, entry, ...: entry i is part 2i+1.
+		if k%2 == 1 && k < len(a.parts)-1 {
+			id := v.ids[k/2]
+			if f, ok := s.fragments[id]; ok {
+				f.b = whole[lo:len(whole):len(whole)]
+				s.fragments[id] = f
+			}
+		}
+	}
+	a.parts = [][]byte{whole}
 	return a, nil
 }
 

@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"slices"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -55,11 +55,10 @@ var codec = func() *recordCodec {
 	return &recordCodec{enc: enc, dec: dec}
 }()
 
-// encodeRelease is rec's JSON exactly as encodeNode writes it inside a
-// node (no HTML escaping), without a trailing newline.
-func encodeRelease(rec *Record) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+// encodeRelease appends rec's JSON to buf exactly as encodeNode writes
+// it inside a node (no HTML escaping), without a trailing newline.
+func encodeRelease(buf *bytes.Buffer, rec *Record) ([]byte, error) {
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(rec); err != nil {
 		return nil, err
@@ -67,22 +66,34 @@ func encodeRelease(rec *Record) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
+// scratch holds a record's JSON and frame while it is kept: only the
+// frame, copied to its size, stays.
+type scratch struct {
+	plain bytes.Buffer
+	frame []byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{frame: make([]byte, 0, 16<<10)} }}
+
 // cache makes node's cachedRecord of st.
 func (s *Service) cache(node string, st Stored, seq uint64) (cachedRecord, error) {
-	plain, err := encodeRelease(&st.Release)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	sc.plain.Reset()
+	plain, err := encodeRelease(&sc.plain, &st.Release)
 	if err != nil {
 		return cachedRecord{}, err
 	}
-	frame := codec.enc.EncodeAll(plain, make([]byte, 0, len(plain)/3))
+	sc.frame = codec.enc.EncodeAll(plain, sc.frame[:0])
 	c := cachedRecord{
 		seq:        seq,
 		running:    s.intern.string(st.RunningRelease),
 		recordedAt: st.Release.RecordedAt,
 		facts:      factsOf(node, &st.Release, &s.intern),
-		release:    slices.Clip(frame),
+		release:    bytes.Clone(sc.frame),
 		plain:      len(plain),
 	}
-	sum := sha256.Sum256(frame)
+	sum := sha256.Sum256(c.release)
 	copy(c.tag[:], sum[:])
 	return c, nil
 }
