@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"stratum/apierr"
-	"stratum/crypto"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 const fullConfig = `
@@ -308,15 +308,7 @@ func TestValidNodeIDAndIP(t *testing.T) {
 
 func openStore(t *testing.T) *store.DB {
 	t.Helper()
-	key, err := crypto.LoadOrCreateDataKey(filepath.Join(t.TempDir(), "data.key"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(filepath.Join(t.TempDir(), "stratum.db"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, _ := storetest.Temp(t)
 	return db
 }
 

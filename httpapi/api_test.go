@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -19,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"stratum/store/storetest"
 	"stratum/wire"
 
 	"stratum/apierr"
@@ -51,21 +50,11 @@ type fixture struct {
 // admin.
 func devStore(tb testing.TB, now time.Time) (*store.DB, cluster.Identity, cluster.Secrets, *crypto.CA) {
 	tb.Helper()
-	raw := make([]byte, 32)
-	_, _ = rand.Read(raw)
-	key, err := crypto.NewDataKey(raw)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	db, err := store.Open(filepath.Join(tb.TempDir(), "stratum.db"), key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
+	db, _ := storetest.Temp(tb)
 	var id cluster.Identity
 	var sec cluster.Secrets
 	var ca *crypto.CA
-	err = db.Update(func(tx *store.Tx) error {
+	err := db.Update(func(tx *store.Tx) error {
 		var err error
 		if id, sec, ca, err = cluster.Init(tx, cluster.DevDefaults(), true, now); err != nil {
 			return err

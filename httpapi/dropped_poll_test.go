@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"bufio"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -11,17 +10,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/httpapi"
 	"stratum/iam"
 	"stratum/join"
-	"stratum/store"
 	"stratum/wire"
 )
 
@@ -31,24 +27,8 @@ import (
 // registration's next poll is held, not refused with 429 (review
 // finding: it was 429 for up to a minute).
 func TestTrust10_DroppedPollGivesItsHoldBack(t *testing.T) {
-	raw := make([]byte, 32)
-	_, _ = rand.Read(raw)
-	key, _ := crypto.NewDataKey(raw)
-	db, err := store.Open(filepath.Join(t.TempDir(), "stratum.db"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	now := time.Now()
-	var id cluster.Identity
-	var ca *crypto.CA
-	if err := db.Update(func(tx *store.Tx) error {
-		var err error
-		id, _, ca, err = cluster.Init(tx, cluster.DevDefaults(), true, now)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	db, id, _, ca := devStore(t, now)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	joins, err := join.New(join.Config{DB: db, Now: time.Now, JoinAddr: "127.0.0.1:8443", Logger: quiet})
 	if err != nil {

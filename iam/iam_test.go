@@ -2,7 +2,6 @@ package iam
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"stratum/apierr"
 	"stratum/crypto"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 func issuesOf(t *testing.T, err error) []apierr.Issue {
@@ -255,15 +255,7 @@ func TestAllows(t *testing.T) {
 
 func openStore(t *testing.T) *store.DB {
 	t.Helper()
-	key, err := crypto.LoadOrCreateDataKey(filepath.Join(t.TempDir(), "data.key"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(filepath.Join(t.TempDir(), "stratum.db"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, _ := storetest.Temp(t)
 	return db
 }
 

@@ -1,7 +1,6 @@
 package join
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"stratum/crypto"
 	"stratum/iam"
 	"stratum/store"
+	"stratum/store/storetest"
 	"stratum/wire"
 )
 
@@ -62,21 +62,8 @@ type option func(*Config)
 // cluster whose founder binds storage and declares a rack.
 func newEnv(t *testing.T, opts ...option) *env {
 	t.Helper()
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
-		t.Fatal(err)
-	}
-	key, err := crypto.NewDataKey(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "stratum.db")
-	db, err := store.Open(path, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, db: db, path: path, clock: &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, admin: iam.Principal{Subject: "admin@cloud.internal"}}
-	t.Cleanup(func() { db.Close() })
+	db, dir := storetest.Temp(t)
+	e := &env{t: t, db: db, path: filepath.Join(dir, "stratum.db"), clock: &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, admin: iam.Principal{Subject: "admin@cloud.internal"}}
 	dns := []string{"192.0.2.53"}
 	cfg := cluster.Config{
 		ParentDomain: "stratum.example.com", Region: "lab-1", ClusterRelease: clusterRelease, AdminEmail: "admin@cloud.internal",
@@ -86,7 +73,7 @@ func newEnv(t *testing.T, opts ...option) *env {
 			Labels:   map[string]string{"topology.rack": "r1"}},
 		VIPs: cluster.VIPs{API: "192.0.2.240", Postgres: "192.0.2.241", OpenBao: "192.0.2.242"},
 	}
-	err = db.Update(func(tx *store.Tx) error {
+	err := db.Update(func(tx *store.Tx) error {
 		var err error
 		e.id, e.sec, e.ca, err = cluster.Init(tx, cfg, true, e.clock.Now())
 		return err

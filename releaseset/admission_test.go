@@ -2,14 +2,13 @@ package releaseset
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"stratum/apierr"
 	membership "stratum/cluster"
-	"stratum/crypto"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 type admissionEnv struct {
@@ -21,17 +20,10 @@ type admissionEnv struct {
 
 func newAdmissionEnv(t *testing.T, members ...membership.Member) *admissionEnv {
 	t.Helper()
-	key, err := crypto.LoadOrCreateDataKey(filepath.Join(t.TempDir(), "data.key"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(filepath.Join(t.TempDir(), "stratum.db"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, _ := storetest.Temp(t)
 	e := &admissionEnv{t: t, db: db, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	// The founder holds 0.3.0 and 0.4.0 (imported and verified).
+	var err error
 	held := func(*store.Tx) ([]string, error) { return []string{"0.4.0", "0.3.0", "0.1.0"}, nil }
 	if e.svc, err = New(Config{DB: db, Now: func() time.Time { return e.now }, Node: "n-founder1", Held: held}); err != nil {
 		t.Fatal(err)
