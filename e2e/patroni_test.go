@@ -61,7 +61,7 @@ func TestPatroniFailover(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the first joiner did not end joined within 60 s:\n%s", nodeOut)
 	}
-	nodeID := nodeIDOf(t, node)
+	nodeID := stratumtest.NodeID(t, node)
 	agentOut, agentDone := startAgent(t, a, b, node, "127.0.0.5")
 
 	// A real joiner given both founders registers now and long-polls
@@ -247,21 +247,6 @@ func freePortOn(t *testing.T, ip string) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func nodeIDOf(t *testing.T, root string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "etc/stratum/node.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "nodeId: "); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	t.Fatalf("no nodeId in node.yaml:\n%s", b)
-	return ""
 }
 
 // recordedAt is when the release set last heard from node.

@@ -313,7 +313,7 @@ func TestTrust16_7_ForgedNoteFreezesNothing(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the joiner did not end joined within 60 s:\n%s", out)
 	}
-	node := nodeIDOf(t, nodeRoot)
+	node := stratumtest.NodeID(t, nodeRoot)
 	agentOut, _ := startAgent(t, a, b, nodeRoot, "127.0.0.6")
 	for deadline := time.Now().Add(20 * time.Second); recordedAt(t, a, admin, node).IsZero() || recordedAt(t, b, admin, node).IsZero(); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {

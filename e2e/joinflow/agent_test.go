@@ -30,7 +30,7 @@ func TestAgent(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(rootA, "etc/stratum/release")); err != nil || string(b) != "0.1.0\n" {
 		t.Fatalf("the joiner's etc/stratum/release: %q %v", b, err)
 	}
-	nodeA := nodeIDOf(t, rootA)
+	nodeA := stratumtest.NodeID(t, rootA)
 
 	agent := stratumtest.StartAgent(t, "https://"+f.API, rootA, "--listen", "127.0.0.2:"+strconv.Itoa(agentPort), "--interval", "2s", "--packages", "base=base-files")
 	started := time.Now()
@@ -105,7 +105,7 @@ func TestAgent(t *testing.T) {
 	waitFor(t, 10*time.Second, "node-a ready", func() bool { s, ms := bootOf(nodeA); return s == "ready" && ms > 0 })
 	_, bootMs := bootOf(nodeA)
 	t.Logf("%s ready after %v (lastBootMs %d); generation %d applied by every member", nodeA, time.Since(started).Round(time.Millisecond), bootMs, members.Generation)
-	waitFor(t, 10*time.Second, "node-b unreachable", func() bool { s, _ := bootOf(nodeIDOf(t, rootB)); return s == "unreachable" })
+	waitFor(t, 10*time.Second, "node-b unreachable", func() bool { s, _ := bootOf(stratumtest.NodeID(t, rootB)); return s == "unreachable" })
 	bundle, _ := os.ReadFile(filepath.Join(rootB, "etc/stratum/bundle.json"))
 	if !bytes.Contains(bundle, []byte(`"bootState": "ready"`)) {
 		t.Errorf("node-b's bundle carries no ready peer:\n%s", bundle)
@@ -186,20 +186,6 @@ func (j *runningJoin) wait(t *testing.T, f *stratumtest.Founder, limit time.Dura
 		t.Fatalf("join %s did not finish:\n%s", j.name, j.out.String())
 	}
 	return j.root
-}
-
-func nodeIDOf(t *testing.T, root string) string {
-	b, err := os.ReadFile(filepath.Join(root, "etc/stratum/node.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "nodeId: "); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	t.Fatalf("no nodeId in node.yaml:\n%s", b)
-	return ""
 }
 
 func freePort(t *testing.T, ip string) int {

@@ -59,7 +59,7 @@ func TestOpenBao_RootTokenRefusedUntilConvergeThenNodeToken(t *testing.T) {
 		t.Fatalf("converge: %s", out)
 	}
 	root := j.wait(t, f, 60*time.Second)
-	nodeID := nodeIDOf(t, root)
+	nodeID := stratumtest.NodeID(t, root)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

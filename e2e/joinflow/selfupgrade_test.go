@@ -32,8 +32,6 @@ const blobSize = 48 << 20
 func releaseTree(t *testing.T, work string) (tree, keys string) {
 	t.Helper()
 	tree = filepath.Join(work, "tree")
-	keys = filepath.Join(work, "keys")
-	os.MkdirAll(keys, 0o700)
 	blob := make([]byte, blobSize)
 	rand.Read(blob)
 	sum := sha256.Sum256(blob)
@@ -44,14 +42,12 @@ func releaseTree(t *testing.T, work string) (tree, keys string) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(tree, "sysext", "stratum-ovs_3.5.3.raw"), []byte("sysext image"), 0o644)
-	mustRun(t, "release", "keygen", "--out", filepath.Join(keys, "release"))
-	mustRun(t, "release", "sign", "--key", filepath.Join(keys, "release.key"), "--release", "0.2.0", "--upgrades-from", "0.1.0", tree)
+	keys = filepath.Join(work, "keys")
+	rk := stratumtest.NewReleaseKey(t, keys)
+	mustRun(t, "release", "sign", "--key", rk.Key, "--release", "0.2.0", "--upgrades-from", "0.1.0", tree)
 	mustRun(t, "release", "verify", "--keys", keys, tree)
 	// The verifying side holds public keys only.
-	pub := filepath.Join(work, "pub")
-	os.MkdirAll(pub, 0o755)
-	copyFile(t, filepath.Join(keys, "release.pub"), filepath.Join(pub, "release.pub"))
-	return tree, pub
+	return tree, rk.CopyPub(t, filepath.Join(work, "pub"))
 }
 
 func copyFile(t *testing.T, from, to string) {

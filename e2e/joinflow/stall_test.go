@@ -17,7 +17,7 @@ import (
 func TestStallNamesTheMember(t *testing.T) {
 	work := t.TempDir()
 	f := stratumtest.Serve(t, filepath.Join(work, "founder"), "--dev", "--probe-startupz=false")
-	holder := nodeIDOf(t, joinNode(t, f, work, "node-a", "127.0.0.2"))
+	holder := stratumtest.NodeID(t, joinNode(t, f, work, "node-a", "127.0.0.2"))
 
 	var tok struct{ Token string }
 	f.Operator(t).Must(t, "POST", "/v1/admin/join/tokens", map[string]any{"role": "worker"}, 201, &tok)

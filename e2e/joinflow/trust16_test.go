@@ -99,18 +99,12 @@ func TestTrust16_6_AdmissionRisesOnlyToAHeldRelease(t *testing.T) {
 // signed upgradesFrom leaves out the joiner's release.
 func TestTrust16_8_NoDowngradeByBuildMetadata(t *testing.T) {
 	work := t.TempDir()
-	keys := filepath.Join(work, "keys")
-	if err := os.MkdirAll(keys, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, "release", "keygen", "--out", filepath.Join(keys, "release"))
-	pub := filepath.Join(work, "pub")
-	os.MkdirAll(pub, 0o755)
-	copyFile(t, filepath.Join(keys, "release.pub"), filepath.Join(pub, "release.pub"))
+	rk := stratumtest.NewReleaseKey(t, filepath.Join(work, "keys"))
+	pub := rk.CopyPub(t, filepath.Join(work, "pub"))
 	tree := filepath.Join(work, "tree")
 	os.MkdirAll(filepath.Join(tree, "sysext"), 0o755)
 	os.WriteFile(filepath.Join(tree, "sysext", "x.raw"), []byte("sysext image"), 0o644)
-	mustRun(t, "release", "sign", "--key", filepath.Join(keys, "release.key"), "--release", "0.3.0+old", tree)
+	mustRun(t, "release", "sign", "--key", rk.Key, "--release", "0.3.0+old", tree)
 	for _, from := range []string{"0.3.0", "0.2.9"} {
 		ff := impostor(t, map[string]string{"from": from, "to": "0.3.0+old"}, tree)
 		code, out, hookRan := joinAgainst(t, ff, "0.3.0", pub)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"stratum/internal/stratumtest"
 	"stratum/internal/stratumtest/fakefounder"
 )
 
@@ -50,14 +51,8 @@ func joinAgainst(t *testing.T, ff *fakefounder.Founder, rel, keys string) (int, 
 // joiner refuses each, exits 4, and runs no hook.
 func TestTrust04_JoinerRefusesDowngrade(t *testing.T) {
 	work := t.TempDir()
-	keys := filepath.Join(work, "keys")
-	if err := os.MkdirAll(keys, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, "release", "keygen", "--out", filepath.Join(keys, "release"))
-	pub := filepath.Join(work, "pub")
-	os.MkdirAll(pub, 0o755)
-	copyFile(t, filepath.Join(keys, "release.pub"), filepath.Join(pub, "release.pub"))
+	rk := stratumtest.NewReleaseKey(t, filepath.Join(work, "keys"))
+	pub := rk.CopyPub(t, filepath.Join(work, "pub"))
 
 	for _, offer := range []map[string]string{{"from": "0.3.0", "to": "0.2.0"}, {"from": "0.3.0", "to": "0.3.0"}} {
 		ff := impostor(t, offer, "")
@@ -74,7 +69,7 @@ func TestTrust04_JoinerRefusesDowngrade(t *testing.T) {
 	tree := filepath.Join(work, "tree")
 	os.MkdirAll(filepath.Join(tree, "sysext"), 0o755)
 	os.WriteFile(filepath.Join(tree, "sysext", "x.raw"), []byte("sysext image"), 0o644)
-	mustRun(t, "release", "sign", "--key", filepath.Join(keys, "release.key"), "--release", "0.4.0", "--upgrades-from", "0.1.0", tree)
+	mustRun(t, "release", "sign", "--key", rk.Key, "--release", "0.4.0", "--upgrades-from", "0.1.0", tree)
 	ff := impostor(t, map[string]string{"from": "0.3.0", "to": "0.4.0"}, tree)
 	code, out, hookRan := joinAgainst(t, ff, "0.3.0", pub)
 	if code != 4 || hookRan || !strings.Contains(out, "upgrades only from 0.1.0") {

@@ -46,3 +46,43 @@ func (r ReleaseTree) Trust(t testing.TB, dataDir string) {
 		t.Fatal(err)
 	}
 }
+
+// ReleaseKey is a release signing key made by the binary, as an
+// operator makes one (`stratum release keygen`).
+type ReleaseKey struct {
+	Key, Pub string // the private and the public key file
+}
+
+// NewReleaseKey makes the key dir/release (dir is created, 0700).
+func NewReleaseKey(t testing.TB, dir string) ReleaseKey {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	MustRun(t, "release", "keygen", "--out", filepath.Join(dir, "release"))
+	return ReleaseKey{Key: filepath.Join(dir, "release.key"), Pub: filepath.Join(dir, "release.pub")}
+}
+
+// CopyPub copies the public key into dir (created) as release.pub, the
+// keys a verifier holds, and returns dir.
+func (k ReleaseKey) CopyPub(t testing.TB, dir string) string {
+	t.Helper()
+	pub, err := os.ReadFile(k.Pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release.pub"), pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Trust puts the public key in the founder data directory's release
+// keys.
+func (k ReleaseKey) Trust(t testing.TB, dataDir string) {
+	t.Helper()
+	k.CopyPub(t, filepath.Join(dataDir, "release-keys"))
+}

@@ -4,7 +4,10 @@ import (
 	"crypto/tls"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,4 +152,29 @@ func (a *Agent) Exited() <-chan struct{} { return a.exited }
 func (a *Agent) Kill() {
 	_ = a.cmd.Process.Kill()
 	<-a.exited
+}
+
+// NodeID is the node id a joined node's root names in its
+// etc/stratum/node.yaml.
+func NodeID(t testing.TB, root string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "etc/stratum/node.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := NodeIDOf(string(b))
+	if id == "" {
+		t.Fatalf("no nodeId in node.yaml:\n%s", b)
+	}
+	return id
+}
+
+// NodeIDOf is the nodeId of a node.yaml ("" when it names none).
+func NodeIDOf(nodeYAML string) string {
+	for line := range strings.SplitSeq(nodeYAML, "\n") {
+		if v, ok := strings.CutPrefix(line, "nodeId:"); ok {
+			return strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+	}
+	return ""
 }

@@ -232,12 +232,8 @@ func setup(t *testing.T) *env {
 	for p, b := range e.files {
 		writeFile(t, filepath.Join(tree, p), b, 0o644)
 	}
-	keys := filepath.Join(work, "keys")
-	if err := os.MkdirAll(keys, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, "release", "keygen", "--out", filepath.Join(keys, "release"))
-	mustRun(t, "release", "sign", "--key", filepath.Join(keys, "release.key"), "--release", clusterRelease, "--upgrades-from", "0.1.0", tree)
+	rk := stratumtest.NewReleaseKey(t, filepath.Join(work, "keys"))
+	mustRun(t, "release", "sign", "--key", rk.Key, "--release", clusterRelease, "--upgrades-from", "0.1.0", tree)
 	step("release signed")
 
 	// The founder: a cluster on 0.2.0 that trusts the key, the tree imported.
@@ -246,14 +242,11 @@ func setup(t *testing.T) *env {
 	writeFile(t, cfg, []byte("parentDomain: stratum.example.com\nregion: lab-1\nclusterRelease: "+clusterRelease+"\ndnsUpstreamServers: []\n"), 0o600)
 	mustRun(t, "init", "--data", dir, "--config", cfg)
 	step("initialized")
-	pub, err := os.ReadFile(filepath.Join(keys, "release.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "release-keys", "release.pub"), pub, 0o644)
+	rk.Trust(t, dir)
 	mustRun(t, "release", "import", "--data", dir, tree)
 	step("release imported")
 	e.relDir = filepath.Join(dir, "releases", clusterRelease)
+	var err error
 	if e.manifest, err = os.ReadFile(filepath.Join(e.relDir, "payload", "manifest.json")); err != nil {
 		t.Fatal(err)
 	}

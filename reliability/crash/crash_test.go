@@ -105,35 +105,21 @@ func (h *harness) setup(mb int) {
 	t := h.t
 	h.work = writableTempDir(t)
 	h.dir = filepath.Join(h.work, "data")
-	keys := filepath.Join(h.work, "keys")
-	if err := os.MkdirAll(keys, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	mustStratum(t, "release", "keygen", "--out", filepath.Join(keys, "release"))
+	rk := stratumtest.NewReleaseKey(t, filepath.Join(h.work, "keys"))
 	var wg sync.WaitGroup
 	for i, name := range []string{"tree-a", "tree-b"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h.trees[i] = makeReleaseTree(t, filepath.Join(h.work, name), "0.2.0", "0.1.0", filepath.Join(keys, "release.key"), mb<<20)
+			h.trees[i] = makeReleaseTree(t, filepath.Join(h.work, name), "0.2.0", "0.1.0", rk.Key, mb<<20)
 		}()
 	}
 	wg.Wait()
 	if h.trees[0] == nil || h.trees[1] == nil {
 		t.FailNow()
 	}
-	cfg := filepath.Join(h.work, "cluster.yaml")
-	if err := os.WriteFile(cfg, []byte("parentDomain: crash.example.com\nregion: lab-1\nclusterRelease: 0.2.0\ndnsUpstreamServers: []\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	mustStratum(t, append([]string{"init", "--data", h.dir, "--config", cfg}, h.storeArgs()...)...)
-	pub, err := os.ReadFile(filepath.Join(keys, "release.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(h.dir, "release-keys", "release.pub"), pub, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mustStratum(t, append([]string{"init", "--data", h.dir, "--config", writeConfig(t, h.work)}, h.storeArgs()...)...)
+	rk.Trust(t, h.dir)
 	h.pickAddrs()
 	h.restart()
 	t.Cleanup(func() {
@@ -141,22 +127,7 @@ func (h *harness) setup(mb int) {
 			h.f.Kill()
 		}
 	})
-	pool, err := caPool(h.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.admin = httpClient(pool, nil, true)
-	email, password, err := stratumtest.ReadCredentials(h.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var login struct {
-		Token string `json:"token"`
-	}
-	// The session is an acknowledged write too: it is used across every
-	// restart (logins are rate limited).
-	h.mustAdmin("POST", "/v1/auth/login", map[string]string{"email": email, "password": password}, 200, &login)
-	h.session = login.Token
+	h.login()
 	var set releaseSetView
 	h.mustAdmin("GET", "/v1/admin/upgrades/release", nil, 200, &set)
 	h.founderNode = set.Node
@@ -189,6 +160,14 @@ func (h *harness) setup(mb int) {
 	st, _ := os.Stat(filepath.Join(h.dir, "stratum.db"))
 	t.Logf("setup: import of %d MiB took %v; a live backup of the %d-byte store streamed for %v", mb, took.Round(time.Millisecond), st.Size(), h.backupDur.Round(time.Millisecond))
 	h.verify(nil)
+}
+
+// login makes h.admin trust the founder's CA and logs the bootstrap
+// admin in. The session is an acknowledged write too: it is used across
+// every restart (logins are rate limited).
+func (h *harness) login() {
+	h.admin = httpClient(h.f.Pool, nil, true)
+	h.session = h.f.Operator(h.t).Token
 }
 
 // pickAddrs chooses the fixed addresses the founder comes back on.

@@ -49,25 +49,11 @@ func TestDiskFull(t *testing.T) {
 			_ = exec.Command("umount", "-l", mnt).Run()
 		}
 	})
-	keys := filepath.Join(work, "keys")
-	if err := os.MkdirAll(keys, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	mustStratum(t, "release", "keygen", "--out", filepath.Join(keys, "release"))
-	tree := makeReleaseTree(t, filepath.Join(work, "tree"), "0.2.0", "0.1.0", filepath.Join(keys, "release.key"), 16<<20)
-	cfg := filepath.Join(work, "cluster.yaml")
-	if err := os.WriteFile(cfg, []byte("parentDomain: crash.example.com\nregion: lab-1\nclusterRelease: 0.2.0\ndnsUpstreamServers: []\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rk := stratumtest.NewReleaseKey(t, filepath.Join(work, "keys"))
+	tree := makeReleaseTree(t, filepath.Join(work, "tree"), "0.2.0", "0.1.0", rk.Key, 16<<20)
 	dir := filepath.Join(mnt, "data")
-	mustStratum(t, "init", "--data", dir, "--config", cfg)
-	pub, err := os.ReadFile(filepath.Join(keys, "release.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "release-keys", "release.pub"), pub, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mustStratum(t, "init", "--data", dir, "--config", writeConfig(t, work))
+	rk.Trust(t, dir)
 	api, err := freeAddr()
 	if err != nil {
 		t.Fatal(err)
@@ -79,20 +65,10 @@ func TestDiskFull(t *testing.T) {
 	if f, err = startServe(dir, api, join); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := caPool(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := httpClient(pool, nil, true)
+	admin := httpClient(f.Pool, nil, true)
 	admin.Timeout = 30 * time.Second // a write that hangs on a full disk fails the test
 	ctx := context.Background()
-	email, password, err := stratumtest.ReadCredentials(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var login struct{ Token string }
-	mustCall(t, ctx, admin, "POST", "https://"+api+"/v1/auth/login", "", map[string]string{"email": email, "password": password}, 200, &login)
-	session := login.Token
+	session := f.Operator(t).Token
 
 	// failed checks an answer to a write the full disk refused.
 	failures := map[string]int{}
@@ -151,7 +127,7 @@ func TestDiskFull(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		joiner := httpClient(pool, []tls.Certificate{key.cert}, false)
+		joiner := httpClient(f.Pool, []tls.Certificate{key.cert}, false)
 		joiner.Timeout = 30 * time.Second
 		st, raw, hdr, err := call(ctx, joiner, "POST", "https://"+join+"/v1/join/registrations", "", map[string]any{
 			"token": tok.Token, "release": "0.2.0", "hostname": fmt.Sprintf("full-%d", i), "mgmtIp": fmt.Sprintf("10.9.%d.%d", i/256, i%256), "facts": facts}, nil)

@@ -10,12 +10,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"stratum/internal/stratumtest"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"stratum/internal/stratumtest"
 )
 
 // TestImportCrashWindows rebuilds, on disk, exactly what a SIGKILL leaves
@@ -34,28 +33,14 @@ import (
 func TestImportCrashWindows(t *testing.T) {
 	t.Parallel()
 	work := writableTempDir(t)
-	keys := filepath.Join(work, "keys")
-	if err := os.MkdirAll(keys, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	mustStratum(t, "release", "keygen", "--out", filepath.Join(keys, "release"))
-	a := makeReleaseTree(t, filepath.Join(work, "tree-a"), "0.2.0", "0.1.0", filepath.Join(keys, "release.key"), 4<<20)
-	b := makeReleaseTree(t, filepath.Join(work, "tree-b"), "0.2.0", "0.1.0", filepath.Join(keys, "release.key"), 4<<20)
-	cfg := filepath.Join(work, "cluster.yaml")
-	if err := os.WriteFile(cfg, []byte("parentDomain: crash.example.com\nregion: lab-1\nclusterRelease: 0.2.0\ndnsUpstreamServers: []\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rk := stratumtest.NewReleaseKey(t, filepath.Join(work, "keys"))
+	a := makeReleaseTree(t, filepath.Join(work, "tree-a"), "0.2.0", "0.1.0", rk.Key, 4<<20)
+	b := makeReleaseTree(t, filepath.Join(work, "tree-b"), "0.2.0", "0.1.0", rk.Key, 4<<20)
 
 	// One cluster with tree A imported; each case starts from a copy.
 	base := filepath.Join(work, "base")
-	mustStratum(t, "init", "--data", base, "--config", cfg)
-	pub, err := os.ReadFile(filepath.Join(keys, "release.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(base, "release-keys", "release.pub"), pub, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mustStratum(t, "init", "--data", base, "--config", writeConfig(t, work))
+	rk.Trust(t, base)
 	mustStratum(t, "release", "import", "--data", base, a.dir)
 
 	for _, sc := range []struct {
@@ -104,22 +89,13 @@ func TestImportCrashWindows(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Kill()
-			pool, err := caPool(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			admin := httpClient(pool, nil, true)
+			admin := httpClient(p.Pool, nil, true)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			email, password, err := stratumtest.ReadCredentials(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var login struct{ Token string }
-			mustCall(t, ctx, admin, "POST", "https://"+api+"/v1/auth/login", "", map[string]string{"email": email, "password": password}, 200, &login)
+			session := p.Operator(t).Token
 
 			var list struct{ Releases []releaseView }
-			mustCall(t, ctx, admin, "GET", "https://"+api+"/v1/admin/releases", login.Token, nil, 200, &list)
+			mustCall(t, ctx, admin, "GET", "https://"+api+"/v1/admin/releases", session, nil, 200, &list)
 			if len(list.Releases) != 1 || list.Releases[0].ManifestSHA256 != a.manifestSum {
 				t.Fatalf("releases after the restart: %+v, want 0.2.0 as first imported (manifest %s)", list.Releases, short(a.manifestSum))
 			}
@@ -131,12 +107,12 @@ func TestImportCrashWindows(t *testing.T) {
 
 			// A joiner told to upgrade reads the listed release.
 			var tok struct{ Token string }
-			mustCall(t, ctx, admin, "POST", "https://"+api+"/v1/admin/join/tokens", login.Token, map[string]any{"role": "worker"}, 201, &tok)
+			mustCall(t, ctx, admin, "POST", "https://"+api+"/v1/admin/join/tokens", session, map[string]any{"role": "worker"}, 201, &tok)
 			key, err := newJoinerKey()
 			if err != nil {
 				t.Fatal(err)
 			}
-			joiner := httpClient(pool, []tls.Certificate{key.cert}, false)
+			joiner := httpClient(p.Pool, []tls.Certificate{key.cert}, false)
 			var reg joinerView
 			mustCall(t, ctx, joiner, "POST", "https://"+join+"/v1/join/registrations", "", map[string]any{"token": tok.Token, "release": "0.1.0", "selfUpgrade": true, "hostname": "lab-9", "mgmtIp": "192.0.2.9"}, 201, &reg)
 			st, raw, _, err := call(ctx, joiner, "GET", "https://"+join+"/v1/join/registrations/"+reg.JoinID+"/release/"+a.blobPath, "", nil, map[string]string{"Range": "bytes=0-65535"})
@@ -149,16 +125,16 @@ func TestImportCrashWindows(t *testing.T) {
 				t.Errorf("the listed release's blob served bytes that are not the signed ones")
 			}
 			var after struct{ Releases []releaseView }
-			mustCall(t, ctx, admin, "GET", "https://"+api+"/v1/admin/releases", login.Token, nil, 200, &after)
+			mustCall(t, ctx, admin, "GET", "https://"+api+"/v1/admin/releases", session, nil, 200, &after)
 			if len(after.Releases) == 1 && len(after.Releases[0].Corrupt) > 0 {
 				t.Errorf("release 0.2.0 is now marked corrupt (%v) until re-imported, though no file was damaged", after.Releases[0].Corrupt)
 			}
 
 			// The next import succeeds and leaves nothing behind.
 			var imp map[string]any
-			mustCall(t, ctx, admin, "POST", "https://"+api+"/v1/admin/releases", login.Token, map[string]any{"path": b.dir, "replace": true}, 201, &imp)
+			mustCall(t, ctx, admin, "POST", "https://"+api+"/v1/admin/releases", session, map[string]any{"path": b.dir, "replace": true}, 201, &imp)
 			var final struct{ Releases []releaseView }
-			mustCall(t, ctx, admin, "GET", "https://"+api+"/v1/admin/releases", login.Token, nil, 200, &final)
+			mustCall(t, ctx, admin, "GET", "https://"+api+"/v1/admin/releases", session, nil, 200, &final)
 			if len(final.Releases) != 1 || final.Releases[0].ManifestSHA256 != b.manifestSum || len(final.Releases[0].Corrupt) > 0 {
 				t.Errorf("after re-importing tree B: %+v", final.Releases)
 			}

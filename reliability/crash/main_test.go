@@ -89,17 +89,14 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// caPool trusts only the cluster CA in dir/ca.pem.
-func caPool(dir string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
-	if err != nil {
-		return nil, err
+// writeConfig writes dir/cluster.yaml: a cluster on release 0.2.0.
+func writeConfig(t testing.TB, dir string) string {
+	t.Helper()
+	cfg := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(cfg, []byte("parentDomain: crash.example.com\nregion: lab-1\nclusterRelease: 0.2.0\ndnsUpstreamServers: []\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s/ca.pem holds no certificate", dir)
-	}
-	return pool, nil
+	return cfg
 }
 
 func httpClient(pool *x509.CertPool, certs []tls.Certificate, keepAlive bool) *http.Client {

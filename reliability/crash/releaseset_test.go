@@ -3,13 +3,10 @@ package crash
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
-
-	"stratum/internal/stratumtest"
 )
 
 // TestReleaseSetConcurrentRecords: concurrent records of one node commit
@@ -37,18 +34,7 @@ func TestReleaseSetConcurrentRecords(t *testing.T) {
 			h.f.Kill()
 		}
 	})
-	pool, err := caPool(h.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.admin = httpClient(pool, nil, true)
-	email, password, err := stratumtest.ReadCredentials(h.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var login struct{ Token string }
-	h.mustAdmin("POST", "/v1/auth/login", map[string]string{"email": email, "password": password}, 200, &login)
-	h.session = login.Token
+	h.login()
 	var set releaseSetView
 	h.mustAdmin("GET", "/v1/admin/upgrades/release", nil, 200, &set)
 	node := set.Node
@@ -111,13 +97,4 @@ func TestReleaseSetConcurrentRecords(t *testing.T) {
 		}
 	}
 	t.Logf("%d bursts of %d concurrent records, %d answered a record the store had replaced", bursts, width, stale)
-}
-
-func writeConfig(t *testing.T, dir string) string {
-	t.Helper()
-	cfg := filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(cfg, []byte("parentDomain: crash.example.com\nregion: lab-1\nclusterRelease: 0.2.0\ndnsUpstreamServers: []\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return cfg
 }

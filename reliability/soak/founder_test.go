@@ -64,16 +64,9 @@ func releaseTree(t *testing.T, work string) (tree, pubDir string) {
 	if err := os.WriteFile(filepath.Join(tree, "sysext", "stratum-ovs.raw"), blob(64<<10+17), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, "release", "keygen", "--out", filepath.Join(keys, "release"))
-	mustRun(t, "release", "sign", "--key", filepath.Join(keys, "release.key"), "--release", clusterRelease, "--upgrades-from", olderRelease, tree)
-	pub, err := os.ReadFile(filepath.Join(keys, "release.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(pubDir, "release.pub"), pub, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return tree, pubDir
+	rk := stratumtest.NewReleaseKey(t, keys)
+	mustRun(t, "release", "sign", "--key", rk.Key, "--release", clusterRelease, "--upgrades-from", olderRelease, tree)
+	return tree, rk.CopyPub(t, pubDir)
 }
 
 // initFounder creates a cluster on clusterRelease that trusts pubDir's key
@@ -86,13 +79,7 @@ func initFounder(t *testing.T, work, tree, pubDir string) string {
 		t.Fatal(err)
 	}
 	mustRun(t, "init", "--data", dir, "--config", cfg)
-	pub, err := os.ReadFile(filepath.Join(pubDir, "release.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "release-keys", "release.pub"), pub, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	stratumtest.ReleaseKey{Pub: filepath.Join(pubDir, "release.pub")}.Trust(t, dir)
 	if out := mustRun(t, "release", "import", "--data", dir, tree); !strings.Contains(out, clusterRelease) {
 		t.Fatalf("import output does not name the release: %s", out)
 	}

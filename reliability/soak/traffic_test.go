@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -398,7 +397,7 @@ func (j *joiner) turn(v view) string {
 	// members the bundle lists, as on a real node. A peer that joined in
 	// the very commit that gave this join its turn may not have announced
 	// itself yet: wait for it rather than take a stale list.
-	me := nodeIDOf(d.NodeYAML)
+	me := stratumtest.NodeIDOf(d.NodeYAML)
 	var agents []*agent
 	for _, nd := range d.Bundle.Nodes {
 		if nd.NodeID == me || nd.NodeID == s.founder {
@@ -522,15 +521,6 @@ func (j *joiner) pollUntilNot(state string, v *view) bool {
 		}
 	}
 	return true
-}
-
-func nodeIDOf(nodeYAML string) string {
-	for _, line := range strings.Split(nodeYAML, "\n") {
-		if v, ok := strings.CutPrefix(line, "nodeId:"); ok {
-			return strings.Trim(strings.TrimSpace(v), `"'`)
-		}
-	}
-	return ""
 }
 
 // probeOther asks for another live joiner's registration and release with
