@@ -13,6 +13,7 @@ import (
 	"stratum/buildinfo"
 	"stratum/founder"
 	"stratum/hostrecord"
+	"stratum/internal/gcfloor"
 	"stratum/openbao"
 	"stratum/release/repo"
 )
@@ -63,6 +64,9 @@ func newServeCmd() *cobra.Command {
 		if err != nil {
 			return usagef("--packages: %w", err)
 		}
+		// The founder's idle heap is a few MiB: without a floor it would
+		// collect every few dozen registrations.
+		defer gcfloor.Keep(gcfloor.DefaultFloor)()
 		if *cpuProfile != "" {
 			stop, err := startCPUProfile(*cpuProfile)
 			if err != nil {
