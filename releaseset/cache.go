@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"stratum/internal/fastjson"
 )
 
 // cachedRecord is what the service keeps of one node's last record: its
@@ -55,9 +57,13 @@ var codec = func() *recordCodec {
 	return &recordCodec{enc: enc, dec: dec}
 }()
 
-// encodeRelease appends rec's JSON to buf exactly as encodeNode writes
+// encodeRelease appends rec's JSON to dst exactly as encodeNode writes
 // it inside a node (no HTML escaping), without a trailing newline.
-func encodeRelease(buf *bytes.Buffer, rec *Record) ([]byte, error) {
+func encodeRelease(dst []byte, rec *Record) ([]byte, error) {
+	if b, ok, err := fastjson.Append(dst, rec); ok {
+		return b, err
+	}
+	buf := bytes.NewBuffer(dst)
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(rec); err != nil {
@@ -68,22 +74,19 @@ func encodeRelease(buf *bytes.Buffer, rec *Record) ([]byte, error) {
 
 // scratch holds a record's JSON and frame while it is kept: only the
 // frame, copied to its size, stays.
-type scratch struct {
-	plain bytes.Buffer
-	frame []byte
-}
+type scratch struct{ plain, frame []byte }
 
-var scratchPool = sync.Pool{New: func() any { return &scratch{frame: make([]byte, 0, 16<<10)} }}
+var scratchPool = sync.Pool{New: func() any { return &scratch{plain: make([]byte, 0, 16<<10), frame: make([]byte, 0, 16<<10)} }}
 
 // cache makes node's cachedRecord of st.
 func (s *Service) cache(node string, st Stored, seq uint64) (cachedRecord, error) {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	sc.plain.Reset()
-	plain, err := encodeRelease(&sc.plain, &st.Release)
+	plain, err := encodeRelease(sc.plain[:0], &st.Release)
 	if err != nil {
 		return cachedRecord{}, err
 	}
+	sc.plain = plain
 	sc.frame = codec.enc.EncodeAll(plain, sc.frame[:0])
 	c := cachedRecord{
 		seq:        seq,
