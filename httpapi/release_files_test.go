@@ -26,6 +26,7 @@ import (
 	"stratum/release/releasetest"
 	"stratum/release/repo"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 // releaseHandler serves GET /r/<release>/<path> the way the join
@@ -105,19 +106,6 @@ func (f *fixture) reimport(t testing.TB) {
 // onDisk is the imported copy of the blob.
 func (f *fixture) onDisk() string {
 	return filepath.Join(f.dataDir, "releases", "0.6.0", filepath.FromSlash(f.blob))
-}
-
-func auditKinds(t *testing.T, db *store.DB) []string {
-	t.Helper()
-	evs, err := db.AuditEvents(0, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kinds []string
-	for _, e := range evs {
-		kinds = append(kinds, e.Kind+":"+e.Subject)
-	}
-	return kinds
 }
 
 func (f *fixture) url(path string) string { return f.ts.URL + "/r/0.6.0/" + path }
@@ -509,7 +497,7 @@ func testServeCorrupt(t *testing.T, http2 bool) {
 	if len(r.Corrupt) != 1 || r.Corrupt[0] != f.blob {
 		t.Fatalf("corrupt files %v", r.Corrupt)
 	}
-	if kinds := strings.Join(auditKinds(t, f.db), ","); kinds != "release.imported:0.6.0,release.corrupt:0.6.0" {
+	if kinds := strings.Join(storetest.AuditKinds(t, f.db), ","); kinds != "release.imported:0.6.0,release.corrupt:0.6.0" {
 		t.Fatalf("audit %s", kinds)
 	}
 

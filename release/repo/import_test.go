@@ -16,6 +16,7 @@ import (
 	"stratum/release"
 	"stratum/release/releasetest"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 // releasesLeft lists what is in dataDir/releases: after a failed import
@@ -31,19 +32,6 @@ func releasesLeft(t *testing.T, dataDir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
-}
-
-func auditKinds(t *testing.T, db *store.DB) []string {
-	t.Helper()
-	evs, err := db.AuditEvents(0, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kinds []string
-	for _, e := range evs {
-		kinds = append(kinds, e.Kind+":"+e.Subject)
-	}
-	return kinds
 }
 
 func TestImport(t *testing.T) {
@@ -107,7 +95,7 @@ func TestImport(t *testing.T) {
 	if fi == nil || fi.Size != 5*ChunkSize+123 || len(fi.Chunks) != 6*32 {
 		t.Fatalf("chunk index of %s: size %d, %d chunk bytes", blob, fi.Size, len(fi.Chunks))
 	}
-	if kinds := auditKinds(t, db); strings.Join(kinds, ",") != "release.imported:0.6.0" {
+	if kinds := storetest.AuditKinds(t, db); strings.Join(kinds, ",") != "release.imported:0.6.0" {
 		t.Fatalf("audit %v", kinds)
 	}
 
@@ -189,7 +177,7 @@ func TestImportFailureLeavesNothing(t *testing.T) {
 			if list, _ := listReleases(db, nil); len(list) != 0 {
 				t.Fatalf("failed import left records %v", list)
 			}
-			if kinds := auditKinds(t, db); len(kinds) != 0 {
+			if kinds := storetest.AuditKinds(t, db); len(kinds) != 0 {
 				t.Fatalf("failed import audited %v", kinds)
 			}
 		})
@@ -267,7 +255,7 @@ func TestImportOtherContentConflicts(t *testing.T) {
 	if left := releasesLeft(t, dataDir); len(left) != 1 {
 		t.Fatalf("a refused import left %v", left)
 	}
-	if kinds := auditKinds(t, db); len(kinds) != 1 {
+	if kinds := storetest.AuditKinds(t, db); len(kinds) != 1 {
 		t.Fatalf("a refused import was audited: %v", kinds)
 	}
 

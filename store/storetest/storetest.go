@@ -41,3 +41,17 @@ func Temp(tb testing.TB) (*store.DB, string) {
 	dir := tb.TempDir()
 	return Open(tb, filepath.Join(dir, "stratum.db")), dir
 }
+
+// AuditKinds is "kind:subject" of each of db's first 1000 audit events.
+func AuditKinds(tb testing.TB, db *store.DB) []string {
+	tb.Helper()
+	evs, err := db.AuditEvents(0, 1000)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind+":"+e.Subject)
+	}
+	return kinds
+}
