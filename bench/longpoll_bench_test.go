@@ -76,7 +76,7 @@ func BenchmarkLongPoll10k(b *testing.B) {
 	benchStart := time.Now()
 
 	// 1. Registration, on founder A.
-	fa := lpStartFounder(b, dir, "founder-a.log")
+	fa := stratumtest.StartFounder(b, stratumtest.FounderOptions{Dir: dir, Dev: true, LogFile: filepath.Join(filepath.Dir(dir), "founder-a.log")})
 	tokens := lpTokens(b, fa, lpWaiters)
 	keysStart := time.Now()
 	joiners, err := lpNewJoiners(lpWaiters, fa.Pool)
@@ -96,7 +96,7 @@ func BenchmarkLongPoll10k(b *testing.B) {
 	stopA := lpStop(b, fa)
 
 	// 2. Founder B on the same data.
-	fb := lpStartFounder(b, dir, "founder-b.log")
+	fb := stratumtest.StartFounder(b, stratumtest.FounderOptions{Dir: dir, Dev: true, LogFile: filepath.Join(filepath.Dir(dir), "founder-b.log")})
 	time.Sleep(2 * time.Second) // let start-up settle
 	m0, p0 := lpMetricsOf(b, fb), lpMem(b, fb)
 
@@ -421,12 +421,6 @@ func lpRange(ds []time.Duration) string {
 func lpSelfRSS() int64 {
 	m, _ := stratumtest.ProcMem(os.Getpid())
 	return m.RSS
-}
-
-// lpStartFounder runs `stratum serve --dev` on dir (the harness's child
-// founder), its output in the file logName beside dir.
-func lpStartFounder(b *testing.B, dir, logName string) *stratumtest.Founder {
-	return stratumtest.StartFounder(b, stratumtest.FounderOptions{Dir: dir, Dev: true, LogFile: filepath.Join(filepath.Dir(dir), logName)})
 }
 
 // lpTokens creates the join tokens for n registrations, lpTokenUses each.

@@ -30,7 +30,7 @@ func BenchmarkRegistrations(b *testing.B) {
 		count = n
 	}
 	const workers = 64
-	f := lpServeInProcess(b)
+	f := stratumtest.StartFounder(b, stratumtest.FounderOptions{Dev: true, Serve: serveInProcess})
 	tokens := lpTokens(b, f, count)
 	joiners, err := lpNewJoiners(count, f.Pool)
 	if err != nil {
@@ -57,16 +57,14 @@ func BenchmarkRegistrations(b *testing.B) {
 	b.ReportMetric(rate, "registrations/s")
 }
 
-// lpServeInProcess runs founder.Serve (what `stratum serve --dev` runs) in
-// this process, through the harness's in-process mode, until the
-// benchmark ends; its CPU is this process's. Its log is discarded, as a
-// child's costs nothing here.
-func lpServeInProcess(b *testing.B) *stratumtest.Founder {
-	return stratumtest.StartFounder(b, stratumtest.FounderOptions{Dev: true, Serve: func(ctx context.Context, p stratumtest.InProcess) error {
-		return founder.Serve(ctx, founder.Options{
-			Data: founder.DataDir(p.Dir), Dev: p.Dev, APIAddr: p.APIAddr, JoinAddr: p.JoinAddr, Ready: p.Ready,
-			Build: buildinfo.Info{Version: "bench", Commit: "bench"},
-			Log:   slog.New(slog.DiscardHandler), Out: io.Discard,
-		})
-	}})
+// serveInProcess is founder.Serve (what `stratum serve --dev` runs) for
+// the harness's in-process mode: the founder runs in this process until
+// the benchmark ends, and its CPU is this process's. Its log is
+// discarded, as a child's costs nothing here.
+func serveInProcess(ctx context.Context, p stratumtest.InProcess) error {
+	return founder.Serve(ctx, founder.Options{
+		Data: founder.DataDir(p.Dir), Dev: p.Dev, APIAddr: p.APIAddr, JoinAddr: p.JoinAddr, Ready: p.Ready,
+		Build: buildinfo.Info{Version: "bench", Commit: "bench"},
+		Log:   slog.New(slog.DiscardHandler), Out: io.Discard,
+	})
 }

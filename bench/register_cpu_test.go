@@ -42,7 +42,7 @@ func BenchmarkRegisterCPU(b *testing.B) {
 	if os.Getenv("REGISTER_INPROCESS") == "1" {
 		// For a CPU profile (-cpuprofile) of the founder's code: the same
 		// founder.Serve in this process, the clients' stacks beside it.
-		f = lpServeInProcess(b)
+		f = stratumtest.StartFounder(b, stratumtest.FounderOptions{Dev: true, Serve: serveInProcess})
 	} else {
 		dir := filepath.Join(b.TempDir(), "data")
 		o := stratumtest.FounderOptions{Dir: dir, Dev: true, LogFile: filepath.Join(filepath.Dir(dir), "founder.log")}

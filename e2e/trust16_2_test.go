@@ -105,7 +105,7 @@ func TestTrust16_2_ForgedRecordsGrantNothing(t *testing.T) {
 		if dsn == "" {
 			f.Stop(os.Interrupt, 20*time.Second)
 			forgeRows(t, dir, dsn, rows)
-			f = startOn(t, dir, dsn)
+			f = stratumtest.ServeDev(t, dir, serveStore(dsn)...)
 			admin = f.Login(t, email, password).Token
 			j = newJoinerClient(t, f.Dir+"/ca.pem")
 		} else {
@@ -282,14 +282,6 @@ func TestTrust16_2_SchemaSetBackSignsNothing(t *testing.T) {
 	})
 }
 
-// serveStore is the serve flag naming dsn (none for bbolt).
-func serveStore(dsn string) []string {
-	if dsn == "" {
-		return nil
-	}
-	return []string{"--store", dsn}
-}
-
 // TestTrust16_2_RejectedUserEndsItsSessions: an account that must change
 // its password (SPEC 16.1) has a session that may only change it. The
 // intruder who can write the store cannot forge the account, but it can
@@ -305,7 +297,7 @@ func TestTrust16_2_RejectedUserEndsItsSessions(t *testing.T) {
 		// key, as the 16.1 migration does).
 		markMustChange(t, dir, dsn, email, password)
 
-		f = startOn(t, dir, dsn)
+		f = stratumtest.ServeDev(t, dir, serveStore(dsn)...)
 		status, body, err := call(f, "POST", "/v1/auth/login", "", map[string]any{"email": email, "password": password})
 		var sess struct {
 			Token              string
@@ -323,7 +315,7 @@ func TestTrust16_2_RejectedUserEndsItsSessions(t *testing.T) {
 		if dsn == "" {
 			f.Stop(os.Interrupt, 20*time.Second)
 			forgeRows(t, dir, dsn, []forgedRow{{"iam-users", strings.ToLower(email), string(forged)}})
-			f = startOn(t, dir, dsn)
+			f = stratumtest.ServeDev(t, dir, serveStore(dsn)...)
 		} else {
 			pgExec(t, dsn, "UPDATE stratum_kv SET value = $1 WHERE bucket = 'iam-users' AND key = $2", forged, []byte(strings.ToLower(email)))
 		}
@@ -381,7 +373,7 @@ func TestTrust16_2_RejectedAdmissionReleaseAdmitsNobody(t *testing.T) {
 		if dsn == "" {
 			f.Stop(os.Interrupt, 20*time.Second)
 			forgeRows(t, dir, dsn, forged)
-			f = startOn(t, dir, dsn)
+			f = stratumtest.ServeDev(t, dir, serveStore(dsn)...)
 			admin = f.Login(t, email, password).Token
 		} else {
 			pgExec(t, dsn, "UPDATE stratum_kv SET value = $1 WHERE bucket = 'cluster' AND key = $2", []byte("0.1.0"), []byte("admission-release"))
@@ -408,7 +400,7 @@ func TestTrust16_2_RejectedAdmissionReleaseAdmitsNobody(t *testing.T) {
 // it.
 func TestTrust16_1_MustChangeHoldsAPITokens(t *testing.T) {
 	dir := t.TempDir()
-	f := startOn(t, dir, "")
+	f := stratumtest.ServeDev(t, dir)
 	email, password := credentials(t, dir)
 	admin := f.Login(t, email, password).Token
 	status, body, err := call(f, "POST", "/v1/iam/tokens", admin, map[string]any{"name": "minted-while-known", "policy": iam.AdminPolicy()})
@@ -419,7 +411,7 @@ func TestTrust16_1_MustChangeHoldsAPITokens(t *testing.T) {
 	f.Stop(os.Interrupt, 20*time.Second)
 	markMustChange(t, dir, "", email, password)
 
-	f = startOn(t, dir, "")
+	f = stratumtest.ServeDev(t, dir)
 	for _, p := range []string{"/v1/iam/tokens", "/v1/admin/join/registrations"} {
 		status, body, _ := call(f, "GET", p, tok.Token, nil)
 		var e struct{ Details map[string]any }
@@ -449,7 +441,7 @@ func TestTrust16_1_MustChangeHoldsAPITokens(t *testing.T) {
 // audited). The mark is sealed now: the forged one is not believed.
 func TestTrust16_2_RejectionAuditCannotBeSilenced(t *testing.T) {
 	dir := t.TempDir()
-	f := startOn(t, dir, "")
+	f := stratumtest.ServeDev(t, dir)
 	email, password := credentials(t, dir)
 	f.Stop(os.Interrupt, 20*time.Second)
 
@@ -465,7 +457,7 @@ func TestTrust16_2_RejectionAuditCannotBeSilenced(t *testing.T) {
 		{"meta", "rejected/iam-tokens/" + hex.EncodeToString([]byte("tok-quiet01")), string(sum[:])},
 	})
 
-	f = startOn(t, dir, "")
+	f = stratumtest.ServeDev(t, dir)
 	if status, body, _ := call(f, "GET", "/v1/iam/tokens", bearer, nil); status != 401 {
 		t.Fatalf("the forged bearer: %d %s, want 401", status, body)
 	}

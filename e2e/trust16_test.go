@@ -41,27 +41,26 @@ type onBackend struct {
 	email, password string
 }
 
+// serveStore is the flag of serve (and init) naming the store dsn (none for
+// the bbolt file).
+func serveStore(dsn string) []string {
+	if dsn == "" {
+		return nil
+	}
+	return []string{"--store", dsn}
+}
+
 // eachBackend runs test once per store backend, each on a new --dev
 // founder.
 func eachBackend(t *testing.T, test func(t *testing.T, o onBackend)) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			o := onBackend{dsn: be.dsn(t), dir: t.TempDir()}
-			o.f = startOn(t, o.dir, o.dsn)
+			o.f = stratumtest.ServeDev(t, o.dir, serveStore(o.dsn)...)
 			o.email, o.password = credentials(t, o.dir)
 			test(t, o)
 		})
 	}
-}
-
-// startOn serves a --dev founder on dir with its state on dsn (bbolt
-// when empty).
-func startOn(t *testing.T, dir, dsn string, extra ...string) *stratumtest.Founder {
-	t.Helper()
-	if dsn != "" {
-		extra = append([]string{"--store", dsn}, extra...)
-	}
-	return stratumtest.ServeDev(t, dir, extra...)
 }
 
 // lab joins nodes to a founder as their joiners would, keeping each
@@ -229,7 +228,7 @@ func TestTrust16_1_ApplianceLoginNeverDelivered(t *testing.T) {
 		if err := stratumtest.ForgetAuditHWM(dir); err != nil {
 			t.Fatal(err)
 		}
-		g := startOn(t, dir, dsn)
+		g := stratumtest.ServeDev(t, dir, serveStore(dsn)...)
 		status, body, err := call(g, "POST", "/v1/auth/login", "", map[string]any{"email": email, "password": clusterAdmin})
 		var sess struct {
 			Token              string

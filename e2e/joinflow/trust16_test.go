@@ -22,24 +22,6 @@ var storeBackends = []struct {
 	{"postgres", func(t *testing.T) string { return pgtest.DSN(t) }},
 }
 
-// trustFounderOn is trustFounder with its state on dsn (the bbolt file
-// when empty).
-func trustFounderOn(t *testing.T, rel, dsn string) *stratumtest.Founder {
-	t.Helper()
-	if dsn == "" {
-		return trustFounder(t, rel)
-	}
-	work := t.TempDir()
-	dir := filepath.Join(work, "founder")
-	cfg := filepath.Join(work, "cluster.yaml")
-	yaml := "parentDomain: stratum.example.com\nregion: lab-1\nclusterRelease: " + rel + "\ndnsUpstreamServers: []\nvips:\n  api: " + apiVIP + "\n"
-	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, "init", "--data", dir, "--config", cfg, "--store", dsn)
-	return stratumtest.Serve(t, dir, "--store", dsn)
-}
-
 func admission(t *testing.T, f *stratumtest.Founder) string {
 	t.Helper()
 	v, _ := versionView(t, f, f.Operator(t).Token)["admissionRelease"].(string)

@@ -22,8 +22,16 @@ import (
 )
 
 // trustFounder initializes a cluster on release rel with the API VIP
-// 192.0.2.200 and serves it (not --dev: loopback is refused).
+// 192.0.2.200 and serves it (not --dev: loopback is refused) with extra
+// flags.
 func trustFounder(t *testing.T, rel string, extra ...string) *stratumtest.Founder {
+	t.Helper()
+	return trustFounderOn(t, rel, "", extra...)
+}
+
+// trustFounderOn is trustFounder with its state on dsn (the bbolt file
+// when empty).
+func trustFounderOn(t *testing.T, rel, dsn string, extra ...string) *stratumtest.Founder {
 	t.Helper()
 	work := t.TempDir()
 	dir := filepath.Join(work, "founder")
@@ -32,8 +40,12 @@ func trustFounder(t *testing.T, rel string, extra ...string) *stratumtest.Founde
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, "init", "--data", dir, "--config", cfg)
-	return stratumtest.Serve(t, dir, extra...)
+	var store []string
+	if dsn != "" {
+		store = []string{"--store", dsn}
+	}
+	mustRun(t, append([]string{"init", "--data", dir, "--config", cfg}, store...)...)
+	return stratumtest.Serve(t, dir, append(store, extra...)...)
 }
 
 const apiVIP = "192.0.2.200"
