@@ -12,6 +12,7 @@ import (
 
 	"stratum/release/releasetest"
 	"stratum/release/repo"
+	"stratum/store/storetest"
 )
 
 // BenchmarkServe measures one client downloading the 64 MiB blob over
@@ -20,7 +21,7 @@ import (
 func BenchmarkServe(b *testing.B) {
 	src, blob, pub := releasetest.SignedTree(b, 64<<20, "0.6.0")
 	keys := releasetest.Keyring(b, 1, pub)
-	db, dataDir := releasetest.OpenDB(b)
+	db, dataDir := storetest.Temp(b)
 	m, err := repo.New(repo.Config{DB: db, DataDir: dataDir, Keys: keys})
 	if err != nil {
 		b.Fatal(err)

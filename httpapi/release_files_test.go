@@ -72,7 +72,7 @@ func newFixtureWith(t testing.TB, blobSize int, http2 bool, cfg repo.Config) *fi
 	var pub string
 	f.src, f.blob, pub = releasetest.SignedTree(t, blobSize, "0.6.0")
 	f.keys = releasetest.Keyring(t, 1, pub)
-	f.db, f.dataDir = releasetest.OpenDB(t)
+	f.db, f.dataDir = storetest.Temp(t)
 	var err error
 	cfg.DB, cfg.DataDir, cfg.Keys, cfg.Log = f.db, f.dataDir, f.keys, slog.New(slog.NewTextHandler(t.Output(), nil))
 	if f.mirror, err = repo.New(cfg); err != nil {

@@ -15,6 +15,7 @@ import (
 	"stratum/apierr"
 	"stratum/release/releasetest"
 	"stratum/release/repo"
+	"stratum/store/storetest"
 )
 
 func FuzzParseRange(f *testing.F) {
@@ -83,7 +84,7 @@ func FuzzETagHeaders(f *testing.F) {
 func FuzzServeHeaders(f *testing.F) {
 	src, blob, pub := releasetest.SignedTree(f, 2*repo.ChunkSize+5, "0.6.0")
 	keys := releasetest.Keyring(f, 1, pub)
-	db, dataDir := releasetest.OpenDB(f)
+	db, dataDir := storetest.Temp(f)
 	m, err := repo.New(repo.Config{DB: db, DataDir: dataDir, Keys: keys, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatal(err)

@@ -20,8 +20,6 @@ import (
 	"time"
 
 	"stratum/release"
-	"stratum/store"
-	"stratum/store/storetest"
 )
 
 // Key makes a key pair NAME.key/NAME.pub in dir and returns the private
@@ -107,12 +105,6 @@ func SignedTree(t testing.TB, blobSize int, rel string) (dir, blobPath, pubFile 
 		t.Fatal(err)
 	}
 	return dir, blobPath, pubFile
-}
-
-// OpenDB opens a store in a new data directory, closed when the test ends.
-func OpenDB(t testing.TB) (*store.DB, string) {
-	t.Helper()
-	return storetest.Temp(t)
 }
 
 // FlipByte inverts one byte of a file, making it writable first when it

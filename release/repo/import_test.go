@@ -37,7 +37,7 @@ func releasesLeft(t *testing.T, dataDir string) []string {
 func TestImport(t *testing.T) {
 	src, blob, pub := releasetest.SignedTree(t, 5*ChunkSize+123, "0.6.0")
 	keys := releasetest.Keyring(t, 1, pub)
-	db, dataDir := releasetest.OpenDB(t)
+	db, dataDir := storetest.Temp(t)
 
 	var calls int
 	var lastDone, lastTotal int64
@@ -167,7 +167,7 @@ func TestImportFailureLeavesNothing(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			src, blob, pub := releasetest.SignedTree(t, 4*ChunkSize, "0.6.0")
 			keys := releasetest.Keyring(t, 1, pub)
-			db, dataDir := releasetest.OpenDB(t)
+			db, dataDir := storetest.Temp(t)
 			c.damage(t, src, blob)
 			_, err := importTree(context.Background(), db, dataDir, src, keys, ImportOptions{})
 			releasetest.MustContain(t, err, c.wants...)
@@ -189,7 +189,7 @@ func TestImportFailureLeavesNothing(t *testing.T) {
 func TestImportCommitFailure(t *testing.T) {
 	src, _, pub := releasetest.SignedTree(t, 2*ChunkSize, "0.6.0")
 	keys := releasetest.Keyring(t, 1, pub)
-	db, dataDir := releasetest.OpenDB(t)
+	db, dataDir := storetest.Temp(t)
 	if _, err := importTree(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestImportCommitFailure(t *testing.T) {
 func TestImportCleansStale(t *testing.T) {
 	src, _, pub := releasetest.SignedTree(t, 1000, "0.6.0")
 	keys := releasetest.Keyring(t, 1, pub)
-	db, dataDir := releasetest.OpenDB(t)
+	db, dataDir := storetest.Temp(t)
 	rel := filepath.Join(dataDir, "releases")
 	os.MkdirAll(filepath.Join(rel, ".import-0.6.0-123", "os"), 0o555)
 	os.MkdirAll(filepath.Join(rel, ".old-0.5.0-abcdef0123456789", "os"), 0o755)
@@ -232,7 +232,7 @@ func TestImportCleansStale(t *testing.T) {
 func TestImportOtherContentConflicts(t *testing.T) {
 	src, _, pub := releasetest.SignedTree(t, 2*ChunkSize, "0.6.0")
 	keyring := releasetest.Keyring(t, 1, pub)
-	db, dataDir := releasetest.OpenDB(t)
+	db, dataDir := storetest.Temp(t)
 	ctx := context.Background()
 	if _, err := importTree(ctx, db, dataDir, src, keyring, ImportOptions{Actor: "user:a"}); err != nil {
 		t.Fatal(err)
@@ -280,7 +280,7 @@ func TestImportOtherContentConflicts(t *testing.T) {
 // wrong with the source (missing, a file, a FIFO, no payload, a payload
 // that is a directory, a FIFO or a link out) gets one answer, at once.
 func TestImportSourceNoOracle(t *testing.T) {
-	db, dataDir := releasetest.OpenDB(t)
+	db, dataDir := storetest.Temp(t)
 	_, pubFile, _ := releasetest.Key(t, t.TempDir(), "k")
 	keyring := releasetest.Keyring(t, 1, pubFile)
 	sources := releasetest.UnreadableSources(t, t.TempDir())

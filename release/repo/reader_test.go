@@ -13,6 +13,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/release/releasetest"
+	"stratum/store/storetest"
 )
 
 // importedMirror imports a release whose blob has blobSize bytes and
@@ -22,7 +23,7 @@ func importedMirror(t testing.TB, blobSize, concurrency int, cacheBytes int64) (
 	t.Helper()
 	src, blob, pub := releasetest.SignedTree(t, blobSize, "0.6.0")
 	keys := releasetest.Keyring(t, 1, pub)
-	db, dataDir := releasetest.OpenDB(t)
+	db, dataDir := storetest.Temp(t)
 	reimport = func() {
 		if _, err := importTree(context.Background(), db, dataDir, src, keys, ImportOptions{}); err != nil {
 			t.Fatal(err)

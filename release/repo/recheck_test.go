@@ -13,6 +13,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/release/releasetest"
+	"stratum/store/storetest"
 )
 
 // SPEC 18: after a restore without the release files, or with a file
@@ -20,7 +21,7 @@ import (
 // missing or corrupt, never verified; a joiner is told to retry while the
 // check runs, then RELEASE_CORRUPT.
 func TestRecheckMarksMissingAndCorrupt(t *testing.T) {
-	db, dataDir := releasetest.OpenDB(t)
+	db, dataDir := storetest.Temp(t)
 	for _, rel := range []string{"0.6.0", "0.7.0", "0.8.0"} {
 		src, _, pub := releasetest.SignedTree(t, ChunkSize+5, rel)
 		if _, err := importTree(context.Background(), db, dataDir, src, releasetest.Keyring(t, 1, pub), ImportOptions{}); err != nil {

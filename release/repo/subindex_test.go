@@ -17,6 +17,7 @@ import (
 	"stratum/release"
 	"stratum/release/releasetest"
 	"stratum/store"
+	"stratum/store/storetest"
 )
 
 // readers numbers the holders of openReader's reads: each its own
@@ -172,7 +173,7 @@ func TestCacheAfterReimport(t *testing.T) {
 	}
 	oldSrc, oldData := tree(2)
 	newSrc, newData := tree(9)
-	db, dataDir := releasetest.OpenDB(t)
+	db, dataDir := storetest.Temp(t)
 	if _, err := importTree(context.Background(), db, dataDir, oldSrc, keys, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"stratum/apierr"
 	"stratum/release"
 	"stratum/release/releasetest"
+	"stratum/store/storetest"
 )
 
 // tarOf writes a tar stream of the given entries, in order.
@@ -56,7 +57,7 @@ func tarOf(t testing.TB, entries ...tarEntry) []byte {
 func TestImportTar(t *testing.T) {
 	src, blob, pub := releasetest.SignedTree(t, 3*ChunkSize+5, "0.7.0")
 	keys := releasetest.Keyring(t, 1, pub)
-	db, dataDir := releasetest.OpenDB(t)
+	db, dataDir := storetest.Temp(t)
 	var stream bytes.Buffer
 	var sent int64
 	if _, err := release.WriteTar(&stream, src, func(n int64) { sent += n }); err != nil {
@@ -123,7 +124,7 @@ func TestImportTarRefusals(t *testing.T) {
 		{"over the entry limit", good.Bytes(), keys, UploadLimits{MaxBytes: 1 << 40, MaxFiles: 3}, apierr.PayloadTooLarge, "entries"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			db, dataDir := releasetest.OpenDB(t)
+			db, dataDir := storetest.Temp(t)
 			_, err := importTar(context.Background(), db, dataDir, bytes.NewReader(tc.stream), tc.keys, tc.limits, ImportOptions{Actor: "test"})
 			if err == nil {
 				t.Fatal("imported")
