@@ -95,8 +95,8 @@ var mirrorVariants = []struct{ name, cacheBytes string }{{"nocache", "-1"}, {"ca
 // repetition gives it nothing). The founder
 // runs in a child process (this test binary again, TestMirrorFounderServer)
 // so that its CPU is read from /proc like nginx's, apart from the
-// clients'; MIRROR_FOUNDER_CPUPROFILE=FILE has the child write a CPU
-// profile, MIRROR_CASES=range64k (comma-separated) runs only the cases
+// clients'; MIRROR_FOUNDER_CPUPROFILE=FILE has each child write a CPU
+// profile (FILE.nocache, FILE.cache), MIRROR_CASES=range64k (comma-separated) runs only the cases
 // named, MIRROR_CACHE_BYTES=N gives the founder a cache of N bytes (-1:
 // none) instead of the default. nginx comes from Debian's package (bench/nginx.sh install,
 // which the benchmark runs when nginx is missing; without root it cannot,
@@ -118,7 +118,7 @@ func BenchmarkMirrorVsNginx(b *testing.B) {
 	e := newMirrorEnv(b, nginx)
 	for b.Loop() {
 		for _, v := range mirrorVariants {
-			stop := e.startFounder(b, v.cacheBytes)
+			stop := e.startFounder(b, v.name, v.cacheBytes)
 			samples := e.measure(b)
 			stop()
 			e.report(b, v.name, samples)
@@ -300,9 +300,10 @@ func mirrorMakeWritable(dir string) {
 // startFounder runs the founder's side in a child process: this test
 // binary again, running TestMirrorFounderServer. It stops when its stdin
 // is closed, at the end of the benchmark.
-// startFounder starts the founder's child with a cache of cacheBytes
-// (empty: the default; -1: none); stop ends it.
-func (e *mirrorEnv) startFounder(b *testing.B, cacheBytes string) (stop func()) {
+// startFounder starts the founder's child of variant (nocache, cache)
+// with a cache of cacheBytes (empty: the default; -1: none); stop ends
+// it. Its CPU profile, if asked for, is MIRROR_FOUNDER_CPUPROFILE.variant.
+func (e *mirrorEnv) startFounder(b *testing.B, variant, cacheBytes string) (stop func()) {
 	dataDir, certFile, keyFile, work := e.dataDir, e.certFile, e.keyFile, e.work
 	exe, err := os.Executable()
 	if err != nil {
@@ -318,7 +319,7 @@ func (e *mirrorEnv) startFounder(b *testing.B, cacheBytes string) (stop func()) 
 		if err != nil {
 			b.Fatal(err)
 		}
-		args = append(args, "-test.cpuprofile="+abs)
+		args = append(args, "-test.cpuprofile="+abs+"."+variant)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(exe, args...)

@@ -14,7 +14,7 @@ var (
 	// index cache (indexcache.go), hence raw.
 	bucketFiles   = store.NewRawBucket("release-files", store.Authenticated(), store.Remembered()) // release NUL path -> fileIndex
 	bucketCorrupt = store.NewBucket[corruptMark]("release-corrupt")                                // release NUL path -> corruptMark
-	bucketSubs    = store.NewBucket[subIndex]("release-subchunks")                                 // release NUL path -> subIndex
+	bucketSubs    = store.NewRawBucket("release-subchunks")                                        // release NUL path -> subIndex
 	// bucketContent holds file content in a shared store (shared.go):
 	// import id NUL path NUL chunk number (8 bytes, big-endian) -> chunk.
 	bucketContent = store.NewRawBucket("release-content")

@@ -243,9 +243,10 @@ func TestUpgradeIndexes(t *testing.T) {
 	rec, _, _ := getRelease(db, "0.6.0", nil)
 	imported := map[string][]byte{}
 	err := db.Update(func(tx *store.Tx) error {
-		if err := bucketSubs.ForEach(tx, func(k string, si subIndex) error {
+		if err := bucketSubs.Keys(tx, func(k string) error {
+			si, _, err := getSubRecord(tx, k)
 			imported[k] = si.Sums
-			return nil
+			return err
 		}); err != nil {
 			return err
 		}
@@ -277,7 +278,7 @@ func TestUpgradeIndexes(t *testing.T) {
 	}
 	err = db.View(func(tx *store.Tx) error {
 		for k, want := range imported {
-			si, found, err := bucketSubs.Get(tx, k)
+			si, found, err := getSubRecord(tx, k)
 			switch {
 			case err != nil:
 				return err
@@ -347,7 +348,7 @@ func TestOlderSubIndexIsUpgraded(t *testing.T) {
 		olderSums = append(olderSums, s[:]...)
 	}
 	if err := db.Update(func(tx *store.Tx) error {
-		return bucketSubs.Put(tx, key, subIndex{ImportID: rec.ImportID, Sums: olderSums})
+		return putSubRecord(tx, key, subIndex{ImportID: rec.ImportID, Sums: olderSums})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +367,7 @@ func TestOlderSubIndexIsUpgraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var si subIndex
-	if err := db.View(func(tx *store.Tx) (err error) { si, _, err = bucketSubs.Get(tx, key); return err }); err != nil {
+	if err := db.View(func(tx *store.Tx) (err error) { si, _, err = getSubRecord(tx, key); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if si.Hash != subHash || int64(len(si.Sums)) != (int64(len(data))+SubChunkSize-1)/SubChunkSize*32 {
