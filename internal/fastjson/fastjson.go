@@ -1,6 +1,6 @@
-// Package fastjson encodes values exactly as encoding/json does with
-// HTML escaping off (json.Encoder.SetEscapeHTML(false), without the
-// trailing newline), for the plain types it has a plan for: structs of
+// Package fastjson encodes values exactly as encoding/json does (Append:
+// json.Encoder with SetEscapeHTML(false), without the trailing newline;
+// AppendHTML: json.Marshal), for the plain types it has a plan for: structs of
 // strings, booleans, integers, time.Time, pointers and slices of those.
 // It follows a plan made once per type instead of encoding/json's
 // reflection on every value; a node's 11 KB release record, kept on
@@ -26,7 +26,12 @@ import (
 
 // Append appends v's encoding to dst; ok is false when v's type has no
 // plan (dst is then returned as it was given).
-func Append(dst []byte, v any) (out []byte, ok bool, err error) {
+func Append(dst []byte, v any) (out []byte, ok bool, err error) { return appendValue(dst, v, false) }
+
+// AppendHTML is Append with HTML escaping on: json.Marshal's bytes.
+func AppendHTML(dst []byte, v any) (out []byte, ok bool, err error) { return appendValue(dst, v, true) }
+
+func appendValue(dst []byte, v any, html bool) (out []byte, ok bool, err error) {
 	rv := reflect.ValueOf(v)
 	if !rv.IsValid() {
 		return dst, false, nil
@@ -36,7 +41,7 @@ func Append(dst []byte, v any) (out []byte, ok bool, err error) {
 		return dst, false, nil
 	}
 	n := len(dst)
-	out, err = p.append(dst, rv)
+	out, err = p.append(dst, rv, html)
 	if err != nil {
 		return dst[:n], true, err
 	}
@@ -182,10 +187,10 @@ func plainKey(s string) bool {
 	return true
 }
 
-func (p *plan) append(dst []byte, v reflect.Value) ([]byte, error) {
+func (p *plan) append(dst []byte, v reflect.Value, html bool) ([]byte, error) {
 	switch p.kind {
 	case kString:
-		return appendString(dst, v.String())
+		return appendString(dst, v.String(), html)
 	case kBool:
 		if v.Bool() {
 			return append(dst, "true"...), nil
@@ -205,7 +210,7 @@ func (p *plan) append(dst []byte, v reflect.Value) ([]byte, error) {
 		if v.IsNil() {
 			return append(dst, "null"...), nil
 		}
-		return p.elem.append(dst, v.Elem())
+		return p.elem.append(dst, v.Elem(), html)
 	case kSlice:
 		if v.IsNil() {
 			return append(dst, "null"...), nil
@@ -216,7 +221,7 @@ func (p *plan) append(dst []byte, v reflect.Value) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = p.elem.append(dst, v.Index(i)); err != nil {
+			if dst, err = p.elem.append(dst, v.Index(i), html); err != nil {
 				return dst, err
 			}
 		}
@@ -235,7 +240,7 @@ func (p *plan) append(dst []byte, v reflect.Value) ([]byte, error) {
 			first = false
 			dst = append(dst, f.key...)
 			var err error
-			if dst, err = f.plan.append(dst, fv); err != nil {
+			if dst, err = f.plan.append(dst, fv, html); err != nil {
 				return dst, err
 			}
 		}
@@ -265,10 +270,10 @@ func empty(k kind, v reflect.Value) bool {
 
 // appendString writes s quoted; a string that needs any escaping is
 // encoding/json's to write.
-func appendString(dst []byte, s string) ([]byte, error) {
+func appendString(dst []byte, s string, html bool) ([]byte, error) {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
-			return appendStringSlow(dst, s)
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || html && (c == '<' || c == '>' || c == '&') {
+			return appendStringSlow(dst, s, html)
 		}
 	}
 	dst = append(dst, '"')
@@ -276,16 +281,16 @@ func appendString(dst []byte, s string) ([]byte, error) {
 	return append(dst, '"'), nil
 }
 
-func appendStringSlow(dst []byte, s string) ([]byte, error) {
+func appendStringSlow(dst []byte, s string, html bool) ([]byte, error) {
 	// Valid UTF-8 without escapes is still plain (é, ü, ...).
-	if utf8.ValidString(s) && !strings.ContainsAny(s, "\"\\\u2028\u2029") && !hasControl(s) {
+	if utf8.ValidString(s) && !strings.ContainsAny(s, "\"\\\u2028\u2029") && !hasControl(s) && !(html && strings.ContainsAny(s, "<>&")) {
 		dst = append(dst, '"')
 		dst = append(dst, s...)
 		return append(dst, '"'), nil
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	enc.SetEscapeHTML(html)
 	if err := enc.Encode(s); err != nil {
 		return dst, err
 	}

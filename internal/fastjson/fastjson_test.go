@@ -36,6 +36,11 @@ func same(t *testing.T, v any) {
 	if err == nil && !bytes.Equal(got, append([]byte("prefix"), want...)) {
 		t.Fatalf("%T:\n got %s\nwant %s", v, got, want)
 	}
+	want, werr = json.Marshal(v)
+	got, _, err = fastjson.AppendHTML(nil, v)
+	if (err != nil) != (werr != nil) || err == nil && !bytes.Equal(got, want) {
+		t.Fatalf("%T with HTML escaping:\n got %s %v\nwant %s %v", v, got, err, want, werr)
+	}
 }
 
 // kinds has a field of every kind with a plan.
