@@ -1,6 +1,7 @@
-// Package releasetest builds signed release trees and imports them into a
-// temporary store, for the tests of the packages that read releases. It
-// is imported by tests only.
+// Package releasetest builds signed release trees (and the readers and
+// checks their tests share), for the tests of the packages that read
+// releases; storetest opens the store they import into. It is imported
+// by tests only.
 package releasetest
 
 import (
