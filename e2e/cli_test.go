@@ -3,19 +3,12 @@ package e2e
 import (
 	"archive/tar"
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -23,6 +16,7 @@ import (
 
 	"stratum/cli"
 	"stratum/internal/stratumtest"
+	"stratum/wire"
 )
 
 // cliEnv is the environment of an operator logged in to f with stratum
@@ -259,24 +253,9 @@ func testResourceOutputs(t *testing.T, cmds []*cobra.Command) {
 // listener and returns the join id.
 func register(t *testing.T, f *stratumtest.Founder, token, mgmt string) string {
 	t.Helper()
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "joiner"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, priv.Public(), priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.Pool, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}}}}}
-	body, _ := json.Marshal(map[string]any{"token": token, "release": "0.1.0", "hostname": "node-" + strings.ReplaceAll(mgmt, ".", "-"), "mgmtIp": mgmt})
-	resp, err := c.Post("https://"+f.Join+"/v1/join/registrations", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var v struct {
-		JoinID string `json:"joinId"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 201 || v.JoinID == "" {
-		t.Fatalf("register: %d %v %v", resp.StatusCode, v, err)
+	v := f.Joiner(t, nil).Register(t, wire.RegisterRequest{Token: token, Release: "0.1.0", Hostname: "node-" + strings.ReplaceAll(mgmt, ".", "-"), MgmtIP: mgmt}, 201)
+	if v.JoinID == "" {
+		t.Fatalf("register: no join id: %+v", v)
 	}
 	return v.JoinID
 }

@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -284,19 +280,14 @@ type joinerClient struct{ c *http.Client }
 
 func newJoinerClient(t *testing.T, caFile string) *joinerClient {
 	t.Helper()
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "joiner"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, priv.Public(), priv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := stratumtest.NewJoinerKey(t)
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}}}}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{key.Cert}}}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &joinerClient{c: &http.Client{Timeout: 60 * time.Second, Transport: tr}}
 }

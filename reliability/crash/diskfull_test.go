@@ -123,11 +123,11 @@ func TestDiskFull(t *testing.T) {
 	full := false
 	start := time.Now()
 	for i := 0; i < 2000 && time.Since(start) < 3*time.Minute; i++ {
-		key, err := newJoinerKey()
+		key, err := stratumtest.MakeJoinerKey()
 		if err != nil {
 			t.Fatal(err)
 		}
-		joiner := httpClient(f.Pool, []tls.Certificate{key.cert}, false)
+		joiner := httpClient(f.Pool, []tls.Certificate{key.Cert}, false)
 		joiner.Timeout = 30 * time.Second
 		st, raw, hdr, err := call(ctx, joiner, "POST", "https://"+join+"/v1/join/registrations", "", map[string]any{
 			"token": tok.Token, "release": "0.2.0", "hostname": fmt.Sprintf("full-%d", i), "mgmtIp": fmt.Sprintf("10.9.%d.%d", i/256, i%256), "facts": facts}, nil)

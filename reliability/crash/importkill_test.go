@@ -108,11 +108,11 @@ func TestImportCrashWindows(t *testing.T) {
 			// A joiner told to upgrade reads the listed release.
 			var tok struct{ Token string }
 			mustCall(t, ctx, admin, "POST", "https://"+api+"/v1/admin/join/tokens", session, map[string]any{"role": "worker"}, 201, &tok)
-			key, err := newJoinerKey()
+			key, err := stratumtest.MakeJoinerKey()
 			if err != nil {
 				t.Fatal(err)
 			}
-			joiner := httpClient(p.Pool, []tls.Certificate{key.cert}, false)
+			joiner := httpClient(p.Pool, []tls.Certificate{key.Cert}, false)
 			var reg joinerView
 			mustCall(t, ctx, joiner, "POST", "https://"+join+"/v1/join/registrations", "", map[string]any{"token": tok.Token, "release": "0.1.0", "selfUpgrade": true, "hostname": "lab-9", "mgmtIp": "192.0.2.9"}, 201, &reg)
 			st, raw, _, err := call(ctx, joiner, "GET", "https://"+join+"/v1/join/registrations/"+reg.JoinID+"/release/"+a.blobPath, "", nil, map[string]string{"Range": "bytes=0-65535"})

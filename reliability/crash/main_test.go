@@ -107,21 +107,6 @@ func httpClient(pool *x509.CertPool, certs []tls.Certificate, keepAlive bool) *h
 	}}
 }
 
-// joinerKey is a joiner's identity: an ed25519 key in a self-signed
-// certificate, and its pin as the founder computes it.
-type joinerKey struct {
-	cert tls.Certificate
-	pin  string
-}
-
-func newJoinerKey() (joinerKey, error) {
-	k, err := stratumtest.MakeJoinerKey()
-	if err != nil {
-		return joinerKey{}, err
-	}
-	return joinerKey{cert: k.Cert, pin: k.Pin}, nil
-}
-
 // envelope is the error body (SPEC section 2).
 type envelope struct {
 	Code    string `json:"code"`

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"stratum/internal/stratumtest"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +41,7 @@ func (t *jtoken) avail() int { return t.uses - t.redeemed - t.inflight }
 // reg is one joiner and its registration.
 type reg struct {
 	id       string
-	key      joinerKey
+	key      *stratumtest.JoinerKey
 	client   *http.Client // join listener, pinned to key
 	tokenID  string
 	token    string

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"stratum/internal/stratumtest"
 	"sync"
 	"time"
 )
@@ -116,7 +117,7 @@ func (h *harness) createJoinToken(ctx context.Context) (*jtoken, bool) {
 // register redeems a token with a fresh key: 201 is acknowledged; no
 // answer leaves the key in pendingKeys for the next restart to adopt.
 func (h *harness) register(ctx context.Context, release string) (*reg, bool) {
-	key, err := newJoinerKey()
+	key, err := stratumtest.MakeJoinerKey()
 	if err != nil {
 		h.t.Error(err)
 		return nil, false
@@ -143,9 +144,9 @@ func (h *harness) register(ctx context.Context, release string) (*reg, bool) {
 	r := &reg{key: key, tokenID: tok.id, token: tok.secret, release: release,
 		ip: fmt.Sprintf("10.%d.%d.%d", 100+h.ipSeq/65536, h.ipSeq/256%256, h.ipSeq%256), hostname: fmt.Sprintf("crash-%d", h.ipSeq),
 		sent: map[string]bool{}}
-	r.client = httpClient(h.pool(), []tls.Certificate{key.cert}, false)
+	r.client = httpClient(h.pool(), []tls.Certificate{key.Cert}, false)
 	tok.inflight++
-	h.pendingKeys[key.pin] = r
+	h.pendingKeys[key.Pin] = r
 	h.mu.Unlock()
 
 	st, raw, _, err := h.joinCall(ctx, r, "POST", "/v1/join/registrations", r.body(), nil)
@@ -156,7 +157,7 @@ func (h *harness) register(ctx context.Context, release string) (*reg, bool) {
 		tok.inflight++ // outcome unknown until the restart
 		return nil, false
 	}
-	delete(h.pendingKeys, key.pin)
+	delete(h.pendingKeys, key.Pin)
 	if st != http.StatusCreated {
 		h.mu.Unlock()
 		h.unexpected("register", st, raw)
