@@ -46,7 +46,10 @@ func Authenticated() Option { return func(s *bucketSpec) { s.authenticated = tru
 // checked again, since the check of the same bytes under the same bucket,
 // key and data key gives the same answer. A large record read on every
 // request (a release file's chunk index) then costs a comparison instead
-// of an HMAC over it; any change to its bytes is checked as before.
+// of an HMAC over it; any change to its bytes is checked as before. What
+// a read of such a bucket returns is the store's own copy of the record:
+// valid after the transaction, never written, the same slice for as long
+// as the record is unchanged (a caller may compare it by identity).
 func Remembered() Option { return func(s *bucketSpec) { s.remembered = true } }
 
 // Bucket is a declared bucket whose values are JSON-encoded T.

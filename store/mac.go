@@ -317,10 +317,11 @@ func (m *macs) recall(bucket, key string, stored []byte) []byte {
 	return nil
 }
 
-// remember keeps a copy of stored, whose MAC just verified for bucket/key.
-func (m *macs) remember(bucket, key string, stored []byte) {
+// remember keeps a copy of stored, whose MAC just verified for bucket/key,
+// and returns the copy's payload (as recall does; nil while MACs are off).
+func (m *macs) remember(bucket, key string, stored []byte) []byte {
 	if m.legacy.Load() || len(stored) < recordHeader {
-		return
+		return nil
 	}
 	kept := bytes.Clone(stored)
 	m.verifiedMu.Lock()
@@ -329,4 +330,5 @@ func (m *macs) remember(bucket, key string, stored []byte) {
 		m.verified = map[string][]byte{}
 	}
 	m.verified[bucket+"\x00"+key] = kept
+	return kept[recordHeader:len(kept):len(kept)]
 }

@@ -174,6 +174,14 @@ func TestContractRememberedRecords(t *testing.T) {
 		if v := read("index"); v != "v2" {
 			t.Fatalf("a changed record reads %q", v)
 		}
+		// What a read returns is the store's own copy, the same slice while
+		// the record is unchanged, usable after the transaction.
+		var first, again []byte
+		_ = db.View(func(tx *Tx) error { first = authTestMem.Get(tx, "index"); return nil })
+		_ = db.View(func(tx *Tx) error { again = authTestMem.Get(tx, "index"); return nil })
+		if string(first) != "v2" || &first[0] != &again[0] {
+			t.Fatalf("two reads of an unchanged remembered record: %q and %q, not one copy", first, again)
+		}
 		if n := db.RejectedRecords(); n != 2 {
 			t.Errorf("RejectedRecords() = %d, want 2 (the forgery, the moved copy)", n)
 		}

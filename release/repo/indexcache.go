@@ -40,8 +40,11 @@ func (c *indexCache) decode(key string, raw []byte) (*fileIndex, error) {
 	if c.entries == nil || len(c.entries) >= maxCachedIndexes {
 		c.entries = map[string]cachedIndex{}
 	}
-	// raw is only valid inside the transaction: keep a copy.
-	c.entries[key] = cachedIndex{raw: append([]byte(nil), raw...), fi: fi}
+	// raw is the store's own copy of the record (bucketFiles is
+	// store.Remembered): kept as it is, the next read of the unchanged
+	// record returns the same slice, which bytes.Equal compares by
+	// identity instead of over a large index's 43 KB.
+	c.entries[key] = cachedIndex{raw: raw, fi: fi}
 	c.mu.Unlock()
 	return fi, nil
 }
