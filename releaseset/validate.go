@@ -38,11 +38,11 @@ func validateRecord(f *apierr.Fields, r *Record, at string) {
 		validateHostBinaries(f, h, at+".hostBinaries")
 	}
 	for i, e := range r.Extensions {
-		validateExtension(f, e, index(at+".extensions", i))
+		validateExtension(f, e, elem{at + ".extensions", i})
 	}
-	components := map[string]int{}
+	components := make(map[string]int, len(r.Packages))
 	for i, p := range r.Packages {
-		validatePackage(f, p, index(at+".packages", i))
+		validatePackage(f, p, elem{at + ".packages", i})
 		if first, dup := components[p.Component]; dup && p.Component != "" {
 			f.Add(index(at+".packages", i)+".component",
 				"component %q is already listed at packages[%d]; a node lists one package per component", p.Component, first)
@@ -51,13 +51,13 @@ func validateRecord(f *apierr.Fields, r *Record, at string) {
 		}
 	}
 	for i, p := range r.Pins {
-		validatePin(f, p, index(at+".pins", i))
+		validatePin(f, p, elem{at + ".pins", i})
 	}
 	for i, u := range r.Unpinned {
-		validateUnpinned(f, u, index(at+".unpinned", i))
+		validateUnpinned(f, u, elem{at + ".unpinned", i})
 	}
 	for i, p := range r.Payloads {
-		validatePayload(f, p, index(at+".payloads", i))
+		validatePayload(f, p, elem{at + ".payloads", i})
 	}
 	if r.Stored != nil {
 		validateStorage(f, r.Stored, at+".stored")
@@ -90,51 +90,67 @@ func validateHostBinaries(f *apierr.Fields, h *HostBinaries, at string) {
 	}
 }
 
-func validateExtension(f *apierr.Fields, e Extension, at string) {
+// elem is the path of a list's element; its fields' paths are written
+// out only for a problem (a path per value was most of a large record's
+// checking).
+type elem struct {
+	list string
+	i    int
+}
+
+func (e elem) at(field string) string { return index(e.list, e.i) + "." + field }
+
+func validateExtension(f *apierr.Fields, e Extension, el elem) {
 	if e.Name == "" {
-		f.Add(at+".name", "is required")
+		f.Add(el.at("name"), "is required")
 	}
-	if e.Release != "" {
-		checkRelease(f, at+".release", e.Release)
+	if e.Release != "" && semver.Valid(e.Release) != nil {
+		checkRelease(f, el.at("release"), e.Release)
 	}
 	if e.RootHash != "" && !isHex(e.RootHash, 2, 128) {
-		f.Add(at+".rootHash", "must be a dm-verity root hash in lowercase hex")
+		f.Add(el.at("rootHash"), "must be a dm-verity root hash in lowercase hex")
 	}
 }
 
-func validatePackage(f *apierr.Fields, p Package, at string) {
+func validatePackage(f *apierr.Fields, p Package, el elem) {
 	for _, kv := range [...][2]string{{"component", p.Component}, {"name", p.Name}, {"version", p.Version}} {
 		if kv[1] == "" {
-			f.Add(at+"."+kv[0], "is required")
+			f.Add(el.at(kv[0]), "is required")
 		}
 	}
 }
 
-func validatePin(f *apierr.Fields, p Pin, at string) {
+func validatePin(f *apierr.Fields, p Pin, el elem) {
 	if p.Name == "" {
-		f.Add(at+".name", "is required")
+		f.Add(el.at("name"), "is required")
 	}
 	switch p.State {
 	case PinCurrent, PinDiffers, PinAbsent, PinSelf:
 	case "":
-		f.Add(at+".state", "is required: current, differs, absent or self")
+		f.Add(el.at("state"), "is required: current, differs, absent or self")
 	default:
-		f.Add(at+".state", "must be current, differs, absent or self, not %q", p.State)
+		f.Add(el.at("state"), "must be current, differs, absent or self, not %q", p.State)
 	}
-	checkCount(f, at+".containers", p.Containers)
+	if p.Containers < 0 {
+		checkCount(f, el.at("containers"), p.Containers)
+	}
 }
 
-func validateUnpinned(f *apierr.Fields, u Unpinned, at string) {
+func validateUnpinned(f *apierr.Fields, u Unpinned, el elem) {
 	if u.Image == "" {
-		f.Add(at+".image", "is required")
+		f.Add(el.at("image"), "is required")
 	}
-	checkCount(f, at+".containers", u.Containers)
+	if u.Containers < 0 {
+		checkCount(f, el.at("containers"), u.Containers)
+	}
 }
 
-func validatePayload(f *apierr.Fields, p Payload, at string) {
-	checkRelease(f, at+".release", p.Release)
+func validatePayload(f *apierr.Fields, p Payload, el elem) {
+	if p.Release == "" || semver.Valid(p.Release) != nil {
+		checkRelease(f, el.at("release"), p.Release)
+	}
 	if !isHex(p.SHA256, 64, 64) {
-		f.Add(at+".sha256", "must be 64 lowercase hex digits")
+		f.Add(el.at("sha256"), "must be 64 lowercase hex digits")
 	}
 }
 

@@ -1,6 +1,7 @@
 package strictjson
 
 import (
+	"encoding/binary"
 	"reflect"
 	"strconv"
 	"strings"
@@ -198,7 +199,16 @@ func (d *fastDecoder) literal(word string) bool {
 func (d *fastDecoder) str() ([]byte, bool) {
 	start := d.i + 1
 	ascii := true
-	for j := start; j < len(d.b); j++ {
+	j := start
+	// Eight bytes at a time while none is a quote, a backslash, a
+	// control character or past ASCII (most of a record is digests).
+	for ; j+8 <= len(d.b); j += 8 {
+		x := binary.LittleEndian.Uint64(d.b[j:])
+		if (hasLess(x, 0x20)|hasZero(x^(lsb*'"'))|hasZero(x^(lsb*'\\')))&msb != 0 || x&msb != 0 {
+			break
+		}
+	}
+	for ; j < len(d.b); j++ {
 		c := d.b[j]
 		switch {
 		case c == '"':
@@ -216,6 +226,19 @@ func (d *fastDecoder) str() ([]byte, bool) {
 	}
 	return nil, false
 }
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// hasZero: some byte of x is 0 (exact when no byte of x is past 0x7f,
+// which the caller checks as well).
+func hasZero(x uint64) uint64 { return (x - lsb) &^ x & msb }
+
+// hasLess: some byte of x is below n (n <= 0x80; exact for bytes up to
+// 0x7f).
+func hasLess(x, n uint64) uint64 { return (x - lsb*n) &^ x & msb }
 
 // number reads a number at d.i, as JSON writes one.
 func (d *fastDecoder) number() ([]byte, bool) {
