@@ -169,11 +169,14 @@ func (rd *Reader) Verified(start, end int64) iter.Seq2[[]byte, error] {
 			return
 		}
 		first, last := start/rd.unit, (end-1)/rd.unit+1
-		emit := func(n int64, units [][]byte) bool {
-			for i, b := range units {
-				off := (n + int64(i)) * rd.unit
+		// emit yields the part of [start, end) in pieces, which follow
+		// each other in the file from unit n on.
+		emit := func(n int64, pieces [][]byte) bool {
+			off := n * rd.unit
+			for _, b := range pieces {
 				lo, hi := max(start, off)-off, min(end, off+int64(len(b)))-off
-				if !yield(b[lo:hi], nil) {
+				off += int64(len(b))
+				if lo < hi && !yield(b[lo:hi], nil) {
 					return false
 				}
 			}
@@ -233,15 +236,17 @@ func (rd *Reader) Verified(start, end int64) iter.Seq2[[]byte, error] {
 	}
 }
 
-// units returns the verified bytes of units [first, last), one slice
-// each: from the cache when they are there (or being read by another
-// reader, which is waited for), else read and hashed here and added to
-// it; with cached false (no cache, or a long read alone on its file),
-// read and hashed past the cache. On a failure it returns the units
-// verified before the first that failed, and the error. done is called
-// once the bytes are sent: past the cache they are read into a pooled buffer (a fresh 64 KiB buffer per
-// range, and the collector behind it, was a fifth of a small range's
-// cost), which done gives back.
+// units returns the verified bytes of units [first, last), in pieces
+// that follow each other in the file (one slice per unit, or one for a
+// run read past the cache): from the cache when they are there (or being
+// read by another reader, which is waited for), else read and hashed
+// here and added to it; with cached false (no cache, or a long read alone
+// on its file), read and hashed past the cache. On a failure it returns
+// the bytes verified before the first unit that failed, and the error.
+// done is called once the bytes are sent: past the cache they are read
+// into a pooled buffer (a fresh 64 KiB buffer per range, and the
+// collector behind it, was a fifth of a small range's cost), which done
+// gives back.
 func (rd *Reader) units(first, last int64, cached bool) (_ [][]byte, done func(), _ error) {
 	done = func() {}
 	if rd.m.closed() {
@@ -253,9 +258,16 @@ func (rd *Reader) units(first, last int64, cached bool) (_ [][]byte, done func()
 	out := make([][]byte, last-first)
 	c := rd.m.cache
 	if !cached {
+		// The verified units are one run of the buffer: handed on as one
+		// piece (a 64 KiB range is then one write to TLS, in full
+		// records, not one per unit).
 		buf := runBuffers.Get().(*[]byte)
 		n, err := rd.readUnitsInto(first, out, buf)
-		return out[:n], func() { runBuffers.Put(buf) }, err
+		verified := 0
+		for _, b := range out[:n] {
+			verified += len(b)
+		}
+		return [][]byte{(*buf)[:verified]}, func() { runBuffers.Put(buf) }, err
 	}
 	claimed := make([]*cacheEntry, len(out))
 	waiting := make([]*cacheEntry, len(out))
