@@ -156,10 +156,18 @@ type auditKeeper struct {
 	// failing: the last write failed (a full disk); the writer retries
 	// every hwmRetry until one succeeds, and logs only the changes.
 	failing bool
+	// writes counts the file's replacements.
+	writes int
 }
 
 // hwmRetry is how soon a failed write of the mark is tried again.
 var hwmRetry = 5 * time.Second
+
+// hwmSpacing is the least time between two writes of the mark while the
+// chain advances: the mark may trail the store by that much (a trailing
+// mark is accepted at start; only a store below it is refused), and stop
+// writes the last one.
+var hwmSpacing = 100 * time.Millisecond
 
 // noSpace is a write the file system refused for want of space: a full
 // disk the operator will free, not a broken founder.
@@ -303,8 +311,18 @@ func (k *auditKeeper) run() {
 		case <-retry:
 		}
 		retry = nil
+		before := k.written
 		if !k.flush() {
 			retry = time.After(hwmRetry)
+			continue
+		}
+		if k.written != before {
+			// Commits in the next hwmSpacing share one write: a burst of
+			// registrations commits dozens of times a second, and each
+			// write replaces and fsyncs the file (and, with --tpm,
+			// increments the TPM's counter). A kick meanwhile waits in
+			// the channel; stop's close is seen after the pause.
+			time.Sleep(hwmSpacing)
 		}
 	}
 }
@@ -357,6 +375,7 @@ func (k *auditKeeper) write(m store.AuditMark) error {
 		k.count = v
 	}
 	k.written = m.Seq
+	k.writes++
 	return nil
 }
 

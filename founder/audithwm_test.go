@@ -2,6 +2,7 @@ package founder
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -118,5 +119,28 @@ func TestAuditHWMCatchesUp(t *testing.T) {
 	k.stop()
 	if m, _, err := d.readAuditHWM(key); err != nil || m.Seq != 5 {
 		t.Fatalf("the mark went back: %+v %v", m, err)
+	}
+}
+
+// TestAuditHWMSpacesWrites: a burst of commits is one write per
+// hwmSpacing, not one per commit, and stop still leaves the last mark.
+func TestAuditHWMSpacesWrites(t *testing.T) {
+	defer func(d time.Duration) { hwmSpacing = d }(hwmSpacing)
+	hwmSpacing = 200 * time.Millisecond
+	d := DataDir(t.TempDir())
+	key, _ := crypto.GenerateDataKey()
+	k := &auditKeeper{d: d, key: key, log: slog.New(slog.DiscardHandler), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	go k.run()
+	const n = 40
+	for i := uint64(1); i <= n; i++ {
+		k.advance(store.AuditMark{Seq: i, Head: fmt.Sprint("h", i)})
+		time.Sleep(5 * time.Millisecond)
+	}
+	k.stop()
+	if k.writes > 4 {
+		t.Errorf("%d writes of the mark for %d commits in %v, want at most 4 (one per %v and the last at stop)", k.writes, n, n*5*time.Millisecond, hwmSpacing)
+	}
+	if m, _, err := d.readAuditHWM(key); err != nil || m.Seq != n || m.Head != fmt.Sprint("h", n) {
+		t.Fatalf("the mark after stop: %+v %v, want seq %d", m, err, n)
 	}
 }
