@@ -203,14 +203,15 @@ func fromSource(t testing.TB, f *stratumtest.Founder, ip string) *http.Client {
 	return c
 }
 
-func loginFrom(t *testing.T, c *http.Client, api, email, password string) (int, http.Header) {
-	t.Helper()
+// loginFrom posts a login with c (a client bound to one source address)
+// and returns the status and headers (status 0 when no answer came).
+func loginFrom(c *http.Client, api, email, password string) (int, http.Header) {
 	b, _ := json.Marshal(map[string]string{"email": email, "password": password})
 	req, _ := http.NewRequestWithContext(context.Background(), "POST", "https://"+api+"/v1/auth/login", strings.NewReader(string(b)))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil
 	}
 	resp.Body.Close()
 	return resp.StatusCode, resp.Header
@@ -343,7 +344,7 @@ func TestTrust06_LoginLimitedPerSourceAndAccount(t *testing.T) {
 	var last int
 	var hdr http.Header
 	for i := 0; i < 6; i++ {
-		last, hdr = loginFrom(t, one, f.API, "nobody@stratum.local", "guess")
+		last, hdr = loginFrom(one, f.API, "nobody@stratum.local", "guess")
 	}
 	if last != 429 || hdr.Get("Retry-After") == "" {
 		t.Fatalf("sixth attempt from one source = %d (Retry-After %q), want 429 with Retry-After", last, hdr.Get("Retry-After"))
@@ -353,15 +354,15 @@ func TestTrust06_LoginLimitedPerSourceAndAccount(t *testing.T) {
 	// but never lock it for a source that has not failed (SPEC 16.5).
 	for i := 0; i < 10; i++ {
 		c := fromSource(t, f, fmt.Sprintf("127.0.1.%d", i+1))
-		if status, _ := loginFrom(t, c, f.API, email, "guess-"+fmt.Sprint(i)); status != 401 {
+		if status, _ := loginFrom(c, f.API, email, "guess-"+fmt.Sprint(i)); status != 401 {
 			t.Fatalf("failure %d = %d, want 401", i, status)
 		}
 	}
 	fresh := fromSource(t, f, "127.0.2.1")
-	if status, _ := loginFrom(t, fresh, f.API, email, password); status != 200 {
+	if status, _ := loginFrom(fresh, f.API, email, password); status != 200 {
 		t.Fatalf("right password from a fresh source after ten failures for the account = %d, want 200", status)
 	}
-	if status, _ := loginFrom(t, fromSource(t, f, "127.0.2.2"), f.API, "other@stratum.local", "guess"); status != 401 {
+	if status, _ := loginFrom(fromSource(t, f, "127.0.2.2"), f.API, "other@stratum.local", "guess"); status != 401 {
 		t.Errorf("another account from a fresh source = %d, want 401 (not limited)", status)
 	}
 }

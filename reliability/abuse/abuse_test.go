@@ -252,19 +252,10 @@ func setup(t *testing.T) *env {
 	}
 
 	e.f = stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dir, Args: []string{"--release-concurrency", fmt.Sprint(concurrency)}})
-	ca, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.pool = x509.NewCertPool()
-	if !e.pool.AppendCertsFromPEM(ca) {
-		t.Fatal("ca.pem holds no certificate")
-	}
+	e.pool = e.f.Pool
 	e.plain = e.client(clientOpts{timeout: 30 * time.Second})
-	e.email, e.pass = credentials(t, dir)
-	var login struct{ Token string }
-	e.mustJSON(t, do(e.plain, "POST", e.apiURL("/v1/auth/login"), nil, map[string]string{"email": e.email, "password": e.pass}), 200, &login)
-	e.admin = login.Token
+	e.email, e.pass = e.f.Credentials(t)
+	e.admin = e.f.Operator(t).Token
 	step("founder started, admin logged in")
 
 	// Registrations: two needs-upgrade readers, one pending long-poller.
@@ -395,26 +386,6 @@ func (e *env) goroutines(t *testing.T) int {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return least
-}
-
-func credentials(t *testing.T, dir string) (email, password string) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "bootstrap-credentials.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "email="); ok {
-			email = v
-		}
-		if v, ok := strings.CutPrefix(line, "password="); ok {
-			password = v
-		}
-	}
-	if email == "" || password == "" {
-		t.Fatalf("bootstrap-credentials.txt = %q", b)
-	}
-	return email, password
 }
 
 func randomBytes(t *testing.T, n int) []byte {
