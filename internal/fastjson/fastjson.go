@@ -19,7 +19,9 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -41,7 +43,11 @@ func appendValue(dst []byte, v any, html bool) (out []byte, ok bool, err error) 
 		return dst, false, nil
 	}
 	n := len(dst)
+	if hint := int(p.size.Load()); cap(dst)-n < hint {
+		dst = slices.Grow(dst, hint+hint/8)
+	}
 	out, err = p.append(dst, rv, html)
+	p.size.Store(int64(len(out) - n))
 	if err != nil {
 		return dst[:n], true, err
 	}
@@ -62,6 +68,10 @@ const (
 )
 
 type plan struct {
+	// size is the length of the last value encoded from the top of this
+	// plan: the next one's first guess, so its bytes are not grown and
+	// copied a few times.
+	size   atomic.Int64
 	kind   kind
 	elem   *plan
 	fields []field
@@ -271,7 +281,21 @@ func empty(k kind, v reflect.Value) bool {
 // appendString writes s quoted; a string that needs any escaping is
 // encoding/json's to write.
 func appendString(dst []byte, s string, html bool) ([]byte, error) {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	// Eight bytes at a time while none needs a look (most of a record
+	// is digests and names).
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		m := x&msb | hasLess(x, 0x20) | hasZero(x^(lsb*'"')) | hasZero(x^(lsb*'\\'))
+		if html {
+			m |= hasZero(x^(lsb*'<')) | hasZero(x^(lsb*'>')) | hasZero(x^(lsb*'&'))
+		}
+		if m != 0 {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || html && (c == '<' || c == '>' || c == '&') {
 			return appendStringSlow(dst, s, html)
 		}
@@ -296,6 +320,18 @@ func appendStringSlow(dst []byte, s string, html bool) ([]byte, error) {
 	}
 	return append(dst, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...), nil
 }
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// hasZero: some byte of x is 0 (exact when no byte is past 0x7f, which
+// the caller checks too).
+func hasZero(x uint64) uint64 { return (x - lsb) &^ x & msb }
+
+// hasLess: some byte of x is below n (n <= 0x80).
+func hasLess(x, n uint64) uint64 { return (x - lsb*n) &^ x & msb }
 
 func hasControl(s string) bool {
 	for i := 0; i < len(s); i++ {
