@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -12,13 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"stratum/buildinfo"
 	"stratum/crypto"
 	"stratum/internal/stratumtest/fakefounder"
+	"stratum/internal/syncbuf"
 )
 
 const (
@@ -52,20 +51,8 @@ func node(t *testing.T, ca *crypto.CA, nodeID string) string {
 	return root
 }
 
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // startAgent runs the agent on root against api until the test ends.
-func startAgent(t *testing.T, root, api string, interval time.Duration, logs *lockedBuf, mods ...func(*Config)) (addr string, stop func()) {
+func startAgent(t *testing.T, root, api string, interval time.Duration, logs *syncbuf.Buffer, mods ...func(*Config)) (addr string, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
@@ -118,7 +105,7 @@ func TestAgent(t *testing.T) {
 	ca, _ := crypto.NewCA(testCluster, time.Now())
 	f := fakefounder.New(t, fakefounder.Options{CA: ca, ClusterID: testCluster})
 	root := node(t, ca, testNode)
-	var logs lockedBuf
+	var logs syncbuf.Buffer
 	addr, _ := startAgent(t, root, f.URL(), time.Hour, &logs)
 
 	waitFor(t, "a first record and generation 3 applied", func() bool {
@@ -220,7 +207,7 @@ func TestAgentTrustsOnlyTheFounder(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := fakefounder.New(t, o)
-			var logs lockedBuf
+			var logs syncbuf.Buffer
 			startAgent(t, node(t, ca, testNode), f.URL(), time.Hour, &logs)
 			waitFor(t, "the refusal logged", func() bool { return strings.Contains(logs.String(), "trust=true") })
 			if recs, applied := f.Sent(); len(recs)+len(applied) != 0 {
@@ -283,7 +270,7 @@ func TestMalformedPinsFile(t *testing.T) {
 	root := node(t, ca, testNode)
 	pins := filepath.Join(root, "pins.json")
 	os.WriteFile(pins, []byte(`{"pins":[{"name":"ovn"`), 0o644)
-	var logs lockedBuf
+	var logs syncbuf.Buffer
 	startAgent(t, root, f.URL(), time.Hour, &logs, func(c *Config) { c.PinsFile = pins })
 	waitFor(t, "a record", func() bool { recs, _ := f.Sent(); return len(recs) > 0 })
 	time.Sleep(time.Second) // about five more reads of the host

@@ -9,6 +9,7 @@ import (
 	"stratum/agent/unit"
 	"stratum/crypto"
 	"stratum/internal/stratumtest/fakefounder"
+	"stratum/internal/syncbuf"
 )
 
 // TestInstallAgent: the joiner writes the release it joined on for the
@@ -18,7 +19,7 @@ func TestInstallAgent(t *testing.T) {
 	f := fakefounder.New(t, fakefounder.Options{})
 	delivery, _ := f.Delivery(t, "n-abc12def", "unseal-"+crypto.RandomHex(8))
 	f.AcceptOn("registered", delivery)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := testConfig(t, f, &out)
 	cfg.InsecureStoreUnsealKey = true
 	cfg.InstallAgent = true

@@ -7,6 +7,7 @@ import (
 
 	"stratum/crypto"
 	"stratum/internal/stratumtest/fakefounder"
+	"stratum/internal/syncbuf"
 )
 
 // Given several founders, the joiner moves past one that does not answer
@@ -22,7 +23,7 @@ func TestFailsOverToTheNextFounder(t *testing.T) {
 	}
 	dead := l.Addr().String()
 	l.Close()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := testConfig(t, f, &out)
 	cfg.Founder = dead + "," + f.Addr()
 	cfg.InsecureStoreUnsealKey = true

@@ -1,12 +1,10 @@
 package joiner
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,24 +30,6 @@ func testConfig(t *testing.T, f *fakefounder.Founder, out io.Writer) Config {
 		backoffMax:  200 * time.Millisecond,
 		stallAfter:  5 * time.Second,
 	}
-}
-
-// syncBuffer is an io.Writer safe for the joiner and the test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // runJoiner runs the joiner with a deadline, so a hang fails the test.

@@ -10,6 +10,7 @@ import (
 
 	"stratum/apiclient"
 	"stratum/internal/stratumtest/fakefounder"
+	"stratum/internal/syncbuf"
 	"stratum/wire"
 )
 
@@ -60,7 +61,7 @@ func TestEachRefusalHintsOnce(t *testing.T) {
 // admits as the example; asking the founder registers nothing.
 func TestUnknownReleaseNamesTheFlag(t *testing.T) {
 	f := fakefounder.New(t, fakefounder.Options{})
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := testConfig(t, f, &out)
 	cfg.Release = ""
 	err := runJoiner(t, cfg)
@@ -90,7 +91,7 @@ func TestReleaseRecordedByARun(t *testing.T) {
 			go f.Set(r.ID, wire.StateRejected, func(r *fakefounder.Reg) { r.Reason = "test" })
 		}
 	}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := testConfig(t, f, &out)
 	if err := runJoiner(t, cfg); ExitCode(err) != ExitRejected {
 		t.Fatalf("first run: %v", err)

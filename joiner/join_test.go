@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"stratum/internal/stratumtest/fakefounder"
+	"stratum/internal/syncbuf"
 	"stratum/wire"
 
 	"stratum/apierr"
@@ -28,7 +29,7 @@ func TestPinMismatchRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := testConfig(t, f, &out)
 	cfg.CAPin = other.Pin()
 	start := time.Now()
@@ -84,7 +85,7 @@ func TestJoinWithTPM(t *testing.T) {
 	unseal := "unseal-" + crypto.RandomHex(24)
 	delivery, sec := f.Delivery(t, "n-abc12def", unseal)
 	f.AcceptOn("registered", delivery)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := testConfig(t, f, &out)
 	cfg.TPMPath = sock
 	if err := runJoiner(t, cfg); err != nil {
@@ -191,7 +192,7 @@ func TestJoinWithTPM(t *testing.T) {
 	// The state dir: identity 0600, state 0600; a rerun finds the join
 	// done without registering again.
 	checkModes(t, cfg.StateDir, map[string]fs.FileMode{identityFile: 0o600, stateFile: 0o600})
-	var out2 syncBuffer
+	var out2 syncbuf.Buffer
 	cfg.Out = &out2
 	before := len(f.Registers)
 	if err := runJoiner(t, cfg); err != nil {
@@ -212,7 +213,7 @@ func TestNoTPMFailsAndReports(t *testing.T) {
 			f.ApproveAndDeliver(r, delivery)
 		}
 	}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := testConfig(t, f, &out)
 	err := runJoiner(t, cfg)
 	if !errors.Is(err, ErrFailed) || ExitCode(err) != ExitFailed {
@@ -245,7 +246,7 @@ func TestNoTPMInsecureFlag(t *testing.T) {
 	unseal := "unseal-" + crypto.RandomHex(24)
 	delivery, _ := f.Delivery(t, "n-abc12def", unseal)
 	f.AcceptOn("registered", delivery)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := testConfig(t, f, &out)
 	cfg.InsecureStoreUnsealKey = true
 	if err := runJoiner(t, cfg); err != nil {
@@ -269,7 +270,7 @@ func TestRejectedAfterRetriedRegistration(t *testing.T) {
 			}()
 		}
 	}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := testConfig(t, f, &out)
 	start := time.Now()
 	err := runJoiner(t, cfg)
@@ -290,7 +291,7 @@ func TestRejectedAfterRetriedRegistration(t *testing.T) {
 
 func TestBadTokenEndsTheRun(t *testing.T) {
 	f := fakefounder.New(t, fakefounder.Options{})
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := testConfig(t, f, &out)
 	cfg.Token = "sjt1.nope.nope"
 	err := runJoiner(t, cfg)
@@ -311,7 +312,7 @@ func TestBadTokenEndsTheRun(t *testing.T) {
 
 func TestReleaseMismatchWithoutSelfUpgrade(t *testing.T) {
 	f := fakefounder.New(t, fakefounder.Options{})
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := testConfig(t, f, &out)
 	cfg.Release = "0.5.0"
 	err := runJoiner(t, cfg)
@@ -383,7 +384,7 @@ func TestRestartDuringInstall(t *testing.T) {
 	f.RefuseDone = 1
 	delivery, sec := f.Delivery(t, "n-abc12def", "")
 	f.AcceptOn("registered", delivery)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := testConfig(t, f, &out)
 	if err := runJoiner(t, cfg); err == nil || !strings.Contains(err.Error(), "done refused by the test") || ExitCode(err) != 1 {
 		t.Fatalf("first run: %v", err)
@@ -392,7 +393,7 @@ func TestRestartDuringInstall(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cfg.Root, "etc/stratum/secrets/postgres-password"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out2 syncBuffer
+	var out2 syncbuf.Buffer
 	cfg.Out = &out2
 	if err := runJoiner(t, cfg); err != nil {
 		t.Fatalf("rerun: %v\n%s", err, out2.String())

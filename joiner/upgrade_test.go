@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"stratum/internal/stratumtest/fakefounder"
+	"stratum/internal/syncbuf"
 	"stratum/release"
 )
 
@@ -94,7 +95,7 @@ func hookScript(t *testing.T, out, tail string) string {
 // upgradeConfig is a joiner on 0.5.0 with self-upgrade, against a founder
 // on 0.6.0 serving fx, which approves, delivers and joins after the
 // re-registration.
-func upgradeConfig(t *testing.T, f *fakefounder.Founder, fx *releaseFixture, hook string, out *syncBuffer) Config {
+func upgradeConfig(t *testing.T, f *fakefounder.Founder, fx *releaseFixture, hook string, out *syncbuf.Buffer) Config {
 	t.Helper()
 	f.ReleaseDir = fx.dir
 	delivery, _ := f.Delivery(t, "n-abc12def", "")
@@ -114,7 +115,7 @@ func TestSelfUpgrade(t *testing.T) {
 	f.BusyOnce[fx.small] = true
 	f.CutOnce[fx.big] = cut
 	hookOut := t.TempDir()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := upgradeConfig(t, f, fx, hookScript(t, hookOut, `cp -r "$1" "`+hookOut+`/tree-copy"; exit 0`), &out)
 	if err := runJoiner(t, cfg); err != nil {
 		t.Fatalf("join: %v\n%s", err, out.String())
@@ -188,7 +189,7 @@ func TestUpgradeUnknownKeyRefused(t *testing.T) {
 	fx := makeRelease(t, "0.6.0")
 	other := makeRelease(t, "0.6.0") // its trusted dir holds another key
 	hookOut := t.TempDir()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := upgradeConfig(t, f, fx, hookScript(t, hookOut, "exit 0"), &out)
 	cfg.ReleaseKeys = other.trusted
 	err := runJoiner(t, cfg)
@@ -215,7 +216,7 @@ func TestUpgradeTamperedFileRefused(t *testing.T) {
 	fx := makeRelease(t, "0.6.0")
 	f.Tamper[fx.big] = true
 	hookOut := t.TempDir()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := upgradeConfig(t, f, fx, hookScript(t, hookOut, "exit 0"), &out)
 	err := runJoiner(t, cfg)
 	if err == nil || !strings.Contains(err.Error(), fx.big) || !strings.Contains(err.Error(), "fails verification") {
@@ -246,7 +247,7 @@ func TestUpgradeAfterHookFailure(t *testing.T) {
 	f := fakefounder.New(t, fakefounder.Options{})
 	fx := makeRelease(t, "0.6.0")
 	hookOut := t.TempDir()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := upgradeConfig(t, f, fx, hookScript(t, hookOut, "echo 'bootc: no space left on device' >&2; exit 7"), &out)
 	err := runJoiner(t, cfg)
 	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "exit status 7") {
@@ -270,7 +271,7 @@ func TestUpgradeAfterHookFailure(t *testing.T) {
 	}
 
 	cfg.UpgradeHook = hookScript(t, hookOut, "exit 0")
-	var out2 syncBuffer
+	var out2 syncbuf.Buffer
 	cfg.Out = &out2
 	if err := runJoiner(t, cfg); err != nil {
 		t.Fatalf("rerun: %v\n%s", err, out2.String())
@@ -296,13 +297,13 @@ func TestUpgradeHookRebooted(t *testing.T) {
 	f := fakefounder.New(t, fakefounder.Options{})
 	fx := makeRelease(t, "0.6.0")
 	hookOut := t.TempDir()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := upgradeConfig(t, f, fx, hookScript(t, hookOut, `echo "$2" > "$STRATUM_JOIN_RELEASE_FILE"; kill -9 $$`), &out)
 	if err := runJoiner(t, cfg); err == nil {
 		t.Fatal("a hook killed mid-way reported success")
 	}
 	cfg.UpgradeHook = hookScript(t, hookOut, "echo 'must not run again' >&2; exit 1")
-	var out2 syncBuffer
+	var out2 syncbuf.Buffer
 	cfg.Out = &out2
 	if err := runJoiner(t, cfg); err != nil {
 		t.Fatalf("after the reboot: %v\n%s", err, out2.String())
@@ -324,7 +325,7 @@ func TestUpgradeFromMirror(t *testing.T) {
 	t.Cleanup(mirror.Close)
 	f.Source = mirror.URL + "/stratum/0.6.0"
 	hookOut := t.TempDir()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := upgradeConfig(t, f, fx, hookScript(t, hookOut, "exit 0"), &out)
 	cfg.mirrorHTTP = mirror.Client()
 	if err := runJoiner(t, cfg); err != nil {

@@ -10,7 +10,6 @@
 package baotest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,8 +19,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"stratum/internal/syncbuf"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -63,27 +62,8 @@ type Server struct {
 	// RootToken is its root token.
 	RootToken string
 	cmd       *exec.Cmd
-	out       lockedBuffer
+	out       syncbuf.Buffer
 	exited    chan struct{}
-}
-
-// lockedBuffer is the server's output, written by exec's copiers while
-// waitReady may read it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Start runs a dev server for t, or skips t when the binary is absent.

@@ -2,7 +2,6 @@ package stratumtest
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -16,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"stratum/internal/syncbuf"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,8 +68,8 @@ type Founder struct {
 		c *Client
 	}
 	cmd      *exec.Cmd
-	stdout   SyncBuffer
-	stderr   SyncBuffer
+	stdout   syncbuf.Buffer
+	stderr   syncbuf.Buffer
 	logFile  string
 	exited   chan struct{}
 	exitCode int
@@ -377,25 +377,6 @@ func ReadCredentials(dataDir string) (email, password string, err error) {
 		return "", "", fmt.Errorf("bootstrap-credentials.txt holds no email= and password= lines")
 	}
 	return email, password, nil
-}
-
-// SyncBuffer collects a child's output while it runs (safe for the
-// child's writer and the test reading it at once).
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Serve runs `stratum serve` on the initialized data directory dir with

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"stratum/internal/syncbuf"
 	"stratum/joiner"
 	"stratum/wire"
 )
@@ -122,7 +123,7 @@ func (c *Client) Approve(t testing.TB, joinID string, a wire.Assignment) wire.Op
 // Agent is a `stratum agent` child process, killed when the test ends.
 type Agent struct {
 	cmd    *exec.Cmd
-	out    SyncBuffer
+	out    syncbuf.Buffer
 	exited chan struct{}
 }
 
