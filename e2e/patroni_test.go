@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"stratum/internal/syncbuf"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,7 +220,7 @@ func roundAll(ds []time.Duration) []time.Duration {
 
 // startAgent runs `stratum agent --api A,B` on a joined node's root,
 // recording every second.
-func startAgent(t *testing.T, a, b *stratumtest.Founder, root, ip string) (*stratumtest.SyncBuffer, chan error) {
+func startAgent(t *testing.T, a, b *stratumtest.Founder, root, ip string) (*syncbuf.Buffer, chan error) {
 	t.Helper()
 	if raw, err := os.ReadFile("/etc/os-release"); err == nil {
 		_ = os.WriteFile(filepath.Join(root, "etc/os-release"), raw, 0o644)
@@ -227,7 +228,7 @@ func startAgent(t *testing.T, a, b *stratumtest.Founder, root, ip string) (*stra
 	cmd := exec.Command(stratumtest.Binary(t), "agent", "--api", "https://"+a.API+",https://"+b.API, "--root", root,
 		"--listen", net.JoinHostPort(ip, strconv.Itoa(freePortOn(t, ip))), "--interval", "1s")
 	cmd.Env = env()
-	out := &stratumtest.SyncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -274,14 +275,14 @@ func recordedAt(t *testing.T, f *stratumtest.Founder, admin, node string) time.T
 
 // startJoiner runs `stratum join --founder A,B` in the background; it
 // returns the node's root.
-func startJoiner(t *testing.T, a, b *stratumtest.Founder, token, caFile, hostname, ip string) (string, *stratumtest.SyncBuffer, chan error) {
+func startJoiner(t *testing.T, a, b *stratumtest.Founder, token, caFile, hostname, ip string) (string, *syncbuf.Buffer, chan error) {
 	t.Helper()
 	work := t.TempDir()
 	cmd := exec.Command(stratumtest.Binary(t), "join", "--founder", a.Join+","+b.Join, "--token", token, "--ca-pin", caPin(t, caFile),
 		"--release", "0.1.0", "--state-dir", filepath.Join(work, "state"), "--root", filepath.Join(work, "root"),
 		"--hostname", hostname, "--mgmt-ip", ip, "--insecure-store-unseal-key")
 	cmd.Env = env()
-	out := &stratumtest.SyncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"stratum/internal/stratumtest"
+	"stratum/internal/syncbuf"
 )
 
 // The README's quick start ("## Trying it"), run as written. Its fenced
@@ -244,7 +245,7 @@ type quickStart struct {
 type session struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
-	out    *stratumtest.SyncBuffer
+	out    *syncbuf.Buffer
 	exited chan struct{}
 }
 
@@ -337,7 +338,7 @@ func (qs *quickStart) session(name string) *session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &session{stdin: w, out: &stratumtest.SyncBuffer{}, exited: make(chan struct{})}
+	s := &session{stdin: w, out: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command("bash", "--noprofile", "--norc")
 	s.cmd.Dir, s.cmd.Env, s.cmd.Stdin = qs.work, qs.env, r
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out

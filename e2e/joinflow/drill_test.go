@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"stratum/internal/syncbuf"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,13 +22,13 @@ import (
 type drillJoiner struct {
 	name string
 	root string
-	out  *stratumtest.SyncBuffer
+	out  *syncbuf.Buffer
 	done chan error
 }
 
 func startDrillJoiner(t *testing.T, work, name, founders, token, pin, mgmtIP string, extra ...string) *drillJoiner {
 	t.Helper()
-	j := &drillJoiner{name: name, root: filepath.Join(work, name), out: &stratumtest.SyncBuffer{}, done: make(chan error, 1)}
+	j := &drillJoiner{name: name, root: filepath.Join(work, name), out: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	args := append([]string{"join", "--founder", founders, "--token", token, "--ca-pin", pin,
 		"--state-dir", filepath.Join(work, name+"-state"), "--root", j.root, "--hostname", name, "--mgmt-ip", mgmtIP,
 		"--tpm", filepath.Join(work, "no-tpm"), "--insecure-store-unseal-key"}, extra...)
@@ -249,12 +250,12 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 
 // startDrillAgent runs `stratum agent` for the node at root, reporting to
 // every founder in apis; its output is returned.
-func startDrillAgent(t *testing.T, root, apis, ip string, port int) *stratumtest.SyncBuffer {
+func startDrillAgent(t *testing.T, root, apis, ip string, port int) *syncbuf.Buffer {
 	t.Helper()
 	copyFile(t, "/etc/os-release", filepath.Join(root, "etc/os-release"))
 	agent := exec.Command(stratumtest.Binary(t), "agent", "--api", apis, "--root", root, "--listen", ip+":"+strconv.Itoa(port), "--interval", "1s")
 	agent.Env = stratumtest.Env()
-	out := &stratumtest.SyncBuffer{}
+	out := &syncbuf.Buffer{}
 	agent.Stdout, agent.Stderr = out, out
 	agent.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := agent.Start(); err != nil {

@@ -3,6 +3,7 @@ package joinflow
 import (
 	"os/exec"
 	"path/filepath"
+	"stratum/internal/syncbuf"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func TestStallNamesTheMember(t *testing.T) {
 		"--state-dir", filepath.Join(work, "b-state"), "--root", filepath.Join(work, "node-b"), "--hostname", "node-b", "--mgmt-ip", "127.0.0.3",
 		"--tpm", filepath.Join(work, "no-tpm"), "--insecure-store-unseal-key")
 	cmd.Env = stratumtest.Env()
-	var out stratumtest.SyncBuffer
+	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
