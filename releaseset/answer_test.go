@@ -26,19 +26,39 @@ func TestStreamedAnswerEqualsDescribe(t *testing.T) {
 	testAnswerEqualsDescribe(t)
 }
 
-func testAnswerEqualsDescribe(t *testing.T) {
+// devSet is a release-set service on clock over a new store holding a
+// dev cluster and members n-00000001 to n-<members>, made at clock();
+// it returns the service, the store and the founder's node id.
+func devSet(t *testing.T, clock func() time.Time, members int) (*releaseset.Service, *store.DB, string) {
+	t.Helper()
 	db, _ := storetest.Temp(t)
-	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
 	var founder string
 	err := db.Update(func(tx *store.Tx) error {
-		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, now)
+		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, clock())
+		if err != nil {
+			return err
+		}
 		founder = id.FounderNodeID
-		return err
+		for i := 1; i <= members; i++ {
+			if _, err := membership.Admit(tx, membership.Member{NodeID: fmt.Sprintf("n-%08d", i), MgmtIP: "192.0.2.1"}, clock()); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	svc, err := releaseset.New(releaseset.Config{DB: db, Now: clock, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, db, founder
+}
+
+func testAnswerEqualsDescribe(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	svc, db, founder := devSet(t, func() time.Time { return now }, 0)
 	admit := func(id string) {
 		t.Helper()
 		if err := db.Update(func(tx *store.Tx) error {
@@ -47,10 +67,6 @@ func testAnswerEqualsDescribe(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	svc, err := releaseset.New(releaseset.Config{DB: db, Now: clock, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}})
-	if err != nil {
-		t.Fatal(err)
 	}
 	record := func(id string, i int) {
 		t.Helper()

@@ -12,11 +12,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"stratum/apierr"
-	membership "stratum/cluster"
 	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
-	"stratum/store"
-	"stratum/store/storetest"
 )
 
 // TestViewsMatchTheWholeAnswer checks ?view=summary and the pages against
@@ -37,26 +34,8 @@ func TestViewsMatchTheWholeAnswer(t *testing.T) {
 }
 
 func testViews(t *testing.T) {
-	db, _ := storetest.Temp(t)
 	now := releasesettest.RecordedAt
-	var founder string
-	err := db.Update(func(tx *store.Tx) error {
-		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, now)
-		founder = id.FounderNodeID
-		for i := 1; i <= 11; i++ {
-			if _, err := membership.Admit(tx, membership.Member{NodeID: fmt.Sprintf("n-%08d", i), MgmtIP: "192.0.2.1"}, now); err != nil {
-				return err
-			}
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := releaseset.New(releaseset.Config{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, _, founder := devSet(t, func() time.Time { return now }, 11)
 	ids := []string{founder}
 	for i := 1; i <= 11; i++ {
 		ids = append(ids, fmt.Sprintf("n-%08d", i))
@@ -233,24 +212,8 @@ var zstdDecoder, _ = zstd.NewReader(nil)
 // the record.
 func TestLargeSetBuiltInBackground(t *testing.T) {
 	defer releaseset.SetBackgroundBuildMembers(2)()
-	db, _ := storetest.Temp(t)
 	now := releasesettest.RecordedAt
-	var founder string
-	err := db.Update(func(tx *store.Tx) error {
-		id, _, _, err := membership.Init(tx, membership.DevDefaults(), true, now)
-		founder = id.FounderNodeID
-		if err == nil {
-			_, err = membership.Admit(tx, membership.Member{NodeID: "n-00000001", MgmtIP: "192.0.2.1"}, now)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := releaseset.New(releaseset.Config{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, _, founder := devSet(t, func() time.Time { return now }, 1)
 	first, err := svc.SummaryAnswer() // no view yet: built now
 	if err != nil {
 		t.Fatal(err)
