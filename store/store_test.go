@@ -563,37 +563,6 @@ func fill(t *testing.T, db *DB) {
 	}
 }
 
-func checkFilled(t *testing.T, db *DB) {
-	t.Helper()
-	err := db.View(func(tx *Tx) error {
-		n := 0
-		if err := Named("items").ForEach(tx, func(string, []byte) error { n++; return nil }); err != nil {
-			return err
-		}
-		if n != 50 {
-			return fmt.Errorf("%d items, want 50", n)
-		}
-		var v map[string]int
-		if found, err := tx.getJSON(Named("items").bucket(), "k042", &v); !found || err != nil || v["i"] != 42 {
-			return fmt.Errorf("items/k042 = %v %v %v", v, found, err)
-		}
-		pt, found, err := Named("secrets").GetSealed(tx, "s")
-		if err != nil || !found || string(pt) != "sealed-secret" {
-			return fmt.Errorf("sealed value after restore: %q %v %v", pt, found, err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := db.VerifyAudit(); n != 1 || err != nil {
-		t.Fatalf("VerifyAudit after restore = %d, %v", n, err)
-	}
-	if db.Schema() != SchemaVersion() {
-		t.Fatalf("schema after restore = %d", db.Schema())
-	}
-}
-
 func TestOpenReadOnlyHasNoKey(t *testing.T) {
 	db, path := openTemp(t, testKey(t))
 	fill(t, db)
@@ -627,12 +596,4 @@ func TestOpenReadOnlyHasNoKey(t *testing.T) {
 	if _, err := OpenReadOnly(filepath.Join(t.TempDir(), "absent.db"), nil); err == nil {
 		t.Fatal("OpenReadOnly of a missing file succeeded (it must not create one)")
 	}
-}
-
-func fileMode(path string) (os.FileMode, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	return st.Mode().Perm(), nil
 }

@@ -76,6 +76,10 @@ func TestFastPathTakesRecords(t *testing.T) {
 	if !strictjson.DecodeFastOnly([]byte(`{"s":"a","l":[{"i":1}],"t":"2026-07-01T12:00:00Z","ign":{}}`), &k) {
 		t.Fatal("the fast path gave up on a plain document of every kind")
 	}
+	// An unexported field is no key: the document's "un" is unknown.
+	if k := (kinds{}); strictjson.DecodeFastOnly([]byte(`{"un":1}`), &k) || k.un != 0 {
+		t.Fatal("the fast path took an unexported field")
+	}
 }
 
 // FuzzFastPath: whatever the fast path decodes, the full decoder decodes

@@ -82,7 +82,7 @@ func TestMatchesEncodingJSON(t *testing.T) {
 		same(t, kinds{S: s, SO: s, Src: wire.HostSource(s), NoTg: s, T: now, PB: &tr, PI: &one, LO: []string{s, ""},
 			L: []kinds{{}, {S: s, PK: &kinds{S: s}}}, LP: []*int{nil, &one}, PT: &now})
 	}
-	same(t, kinds{L: []kinds{}, LP: []*int{}, LO: []string{}})
+	same(t, kinds{L: []kinds{}, LP: []*int{}, LO: []string{}, un: 1}) // un: not encoded
 	if _, ok, _ := fastjson.Append(nil, map[string]int{}); ok {
 		t.Error("a map has a plan")
 	}
