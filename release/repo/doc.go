@@ -27,7 +27,13 @@
 //     position: a re-imported file is never answered from it, and bytes
 //     verified once are sent again without re-hashing (cache.go says why
 //     that is safe). Go's heap may hold up to about twice the cache size
-//     between collections.
+//     between collections. Units read together share one buffer, counted
+//     whole while any of them is cached; a read longer than the cache,
+//     alone on its file, reads past it (it would only evict its own units).
+//   - The catalog and file index records are MAC-checked once per stored
+//     version (store.Remembered), not on every request; readers of a file
+//     share its open handle for a few seconds. Neither changes what is
+//     verified: every byte sent is hashed or was hashed into the cache.
 //   - Re-importing a release with the same manifest replaces it (the way
 //     to repair a file marked corrupt); with another manifest it is a
 //     CONFLICT unless the caller asks to replace it. The new tree is
