@@ -292,7 +292,25 @@ func newJoinerClient(t *testing.T, caFile string) *joinerClient {
 	return &joinerClient{c: &http.Client{Timeout: 60 * time.Second, Transport: tr}}
 }
 
+// do sends body (JSON) to url and returns the status and the answer; no
+// answer is an error of the test.
 func (j *joinerClient) do(t *testing.T, method, url string, body any) (int, []byte) {
+	t.Helper()
+	status, raw, err := j.send(method, url, body)
+	if err != nil {
+		t.Errorf("%s %s: %v", method, url, err)
+	}
+	return status, raw
+}
+
+// try is do without failing the test: a refused or failed request is an
+// answer of a stream, status 0 for no answer.
+func (j *joinerClient) try(method, url string, body any) (int, []byte) {
+	status, raw, _ := j.send(method, url, body)
+	return status, raw
+}
+
+func (j *joinerClient) send(method, url string, body any) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -301,12 +319,11 @@ func (j *joinerClient) do(t *testing.T, method, url string, body any) (int, []by
 	req, _ := http.NewRequest(method, url, rd)
 	resp, err := j.c.Do(req)
 	if err != nil {
-		t.Errorf("%s %s: %v", method, url, err)
-		return 0, nil
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw
+	return resp.StatusCode, raw, nil
 }
 
 // TestMigrateIntoPostgres: a bbolt founder, stopped, is copied into an

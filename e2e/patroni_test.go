@@ -3,9 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -533,22 +531,4 @@ func (s *failoverStream) outage(at time.Time) time.Duration {
 		}
 	}
 	return worst
-}
-
-// try is do without failing the test: a refused or failed request is an
-// answer of the stream, status 0 for no answer.
-func (j *joinerClient) try(method, url string, body any) (int, []byte) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = strings.NewReader(string(b))
-	}
-	req, _ := http.NewRequest(method, url, rd)
-	resp, err := j.c.Do(req)
-	if err != nil {
-		return 0, nil
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw
 }

@@ -172,14 +172,7 @@ func (h *harness) login() {
 
 // pickAddrs chooses the fixed addresses the founder comes back on.
 func (h *harness) pickAddrs() {
-	api, err := freeAddr()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	join, err := freeAddr()
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	api, join := freeAddrs(h.t)
 	h.addrMu.Lock()
 	h.apiAddr, h.joinAddr = api, join
 	h.addrMu.Unlock()

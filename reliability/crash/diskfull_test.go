@@ -54,14 +54,8 @@ func TestDiskFull(t *testing.T) {
 	dir := filepath.Join(mnt, "data")
 	mustStratum(t, "init", "--data", dir, "--config", writeConfig(t, work))
 	rk.Trust(t, dir)
-	api, err := freeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	join, err := freeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, join := freeAddrs(t)
+	var err error
 	if f, err = startServe(dir, api, join); err != nil {
 		t.Fatal(err)
 	}

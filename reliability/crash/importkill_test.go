@@ -76,14 +76,7 @@ func TestImportCrashWindows(t *testing.T) {
 			copyDir(t, base, dir)
 			sc.leave(t, filepath.Join(dir, "releases"))
 
-			api, err := freeAddr()
-			if err != nil {
-				t.Fatal(err)
-			}
-			join, err := freeAddr()
-			if err != nil {
-				t.Fatal(err)
-			}
+			api, join := freeAddrs(t)
 			p, err := startServe(dir, api, join)
 			if err != nil {
 				t.Fatal(err)

@@ -78,15 +78,21 @@ func startServe(dir, apiAddr, joinAddr string, extra ...string) (*proc, error) {
 	return stratumtest.Spawn(stratumtest.FounderOptions{Dir: dir, APIAddr: apiAddr, JoinAddr: joinAddr, Args: extra, StartTimeout: 90 * time.Second})
 }
 
-// freeAddr reserves nothing: it asks the kernel for a free port and
-// closes it, for a founder that must come back on the same address.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freeAddrs picks two free ports on 127.0.0.1 (reserving nothing: each
+// is asked of the kernel and closed), for a founder that must come back
+// on the same addresses.
+func freeAddrs(t testing.TB) (api, join string) {
+	t.Helper()
+	var addrs [2]string
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close() // both open at once: two different ports
+		addrs[i] = ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return addrs[0], addrs[1]
 }
 
 // writeConfig writes dir/cluster.yaml: a cluster on release 0.2.0.
