@@ -61,3 +61,41 @@ func TestBatchGroupCommit(t *testing.T) {
 		return nil
 	})
 }
+
+// TestBatchPanicIsItsCallers: a Batch call whose fn panics panics in its
+// own caller (as with bbolt's Batch), writes nothing, and the calls
+// batched with it still commit.
+func TestBatchPanicIsItsCallers(t *testing.T) {
+	db, _ := openTemp(t, testKey(t))
+	defer db.Close()
+	const n = 16
+	var wg sync.WaitGroup
+	panicked := make([]any, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { panicked[i] = recover() }()
+			errs[i] = db.Batch(func(tx *Tx) error {
+				if err := batchTestBucket.Put(tx, fmt.Sprintf("p%02d", i), []byte("v")); err != nil {
+					return err
+				}
+				if i == 3 {
+					panic("boom")
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	_ = db.View(func(tx *Tx) error {
+		for i := range n {
+			got := batchTestBucket.Get(tx, fmt.Sprintf("p%02d", i)) != nil
+			if (i == 3) != (panicked[i] != nil) || got == (i == 3) || i != 3 && errs[i] != nil {
+				t.Errorf("call %d: panic %v, error %v, written %v", i, panicked[i], errs[i], got)
+			}
+		}
+		return nil
+	})
+}
