@@ -416,8 +416,9 @@ func TestMirrorFounderServer(t *testing.T) {
 	}
 	defer db.Close()
 	// The founder's defaults but for the slots: the cache of verified
-	// chunks is repo.DefaultCacheBytes, as `stratum serve` has it, unless
-	// MIRROR_CACHE_BYTES says otherwise (-1: none).
+	// chunks is repo.DefaultCacheBytes() (an eighth of the memory, 256 MiB
+	// to 2 GiB), as `stratum serve` has it, unless MIRROR_CACHE_BYTES says
+	// otherwise (-1: none).
 	var cacheBytes int64
 	if v := os.Getenv("MIRROR_CACHE_BYTES"); v != "" {
 		if cacheBytes, err = strconv.ParseInt(v, 10, 64); err != nil {

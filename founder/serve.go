@@ -44,7 +44,7 @@ type Options struct {
 	JoinAdvertise      string
 	ReleaseConcurrency int
 	// ReleaseCacheBytes bounds the cache of verified release chunks
-	// (0: repo.DefaultCacheBytes; < 0: no cache).
+	// (0: repo.DefaultCacheBytes(); < 0: no cache).
 	ReleaseCacheBytes int64
 	// ReleaseUploadBytes bounds one release upload's tar stream (0: the
 	// repository's default).

@@ -1,16 +1,15 @@
 package joiner
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 
+	"stratum/internal/hostmem"
 	"stratum/osrelease"
 )
 
@@ -70,7 +69,7 @@ func gatherFacts(root string) map[string]any {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		f["kernel"] = strings.TrimSpace(string(b))
 	}
-	if mem := memTotal(); mem > 0 {
+	if mem := hostmem.Total(); mem > 0 {
 		f["memoryBytes"] = mem
 	}
 	if osr, _ := osrelease.Read(root); osr["PRETTY_NAME"] != "" {
@@ -88,22 +87,4 @@ func gatherFacts(root string) map[string]any {
 		f["addresses"] = addrs
 	}
 	return f
-}
-
-func memTotal() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	sc := bufio.NewScanner(strings.NewReader(string(b)))
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err == nil {
-				return kb * 1024
-			}
-		}
-	}
-	return 0
 }

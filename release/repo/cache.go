@@ -1,9 +1,29 @@
 package repo
 
-import "sync"
+import (
+	"sync"
 
-// DefaultCacheBytes is the default size of the cache of verified chunks.
-const DefaultCacheBytes = 256 << 20
+	"stratum/internal/hostmem"
+)
+
+// The default cache of verified chunks is an eighth of the memory this
+// process may use (the machine's, or its cgroup's limit if lower), within
+// these bounds: a founder whose rack upgrades at once should keep a whole
+// current release image verified in memory, and Go's heap may hold up to
+// about twice the cache between collections.
+const (
+	MinDefaultCacheBytes = 256 << 20
+	MaxDefaultCacheBytes = 2 << 30
+)
+
+// DefaultCacheBytes is the default size of the cache of verified chunks
+// on this machine: an eighth of hostmem.Usable, in whole MiB, at least
+// MinDefaultCacheBytes and at most MaxDefaultCacheBytes.
+func DefaultCacheBytes() int64 { return defaultCacheFor(hostmem.Usable()) }
+
+func defaultCacheFor(usable int64) int64 {
+	return min(max(usable/8&^(1<<20-1), MinDefaultCacheBytes), MaxDefaultCacheBytes)
+}
 
 // chunkCache keeps verified units of imported files in memory, bounded in
 // bytes, least recently used first out, shared by every reader: joiners

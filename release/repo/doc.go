@@ -22,8 +22,11 @@
 //     Imports made before it have theirs computed at start
 //     (UpgradeIndexes), from bytes checked against the chunk index first.
 //     Nothing a joiner sees (manifest, ETag, ranges) changed.
-//   - The cache of verified sub-chunks (serve --release-cache, default
-//     256 MiB) holds the bytes themselves, keyed by import ID, file and
+//   - The cache of verified sub-chunks (serve --release-cache; by
+//     default an eighth of the memory the process may use, the machine's
+//     or its cgroup's limit, at least 256 MiB and at most 2 GiB, so that a
+//     rack upgrading at once is served a whole current image from memory)
+//     holds the bytes themselves, keyed by import ID, file and
 //     position: a re-imported file is never answered from it, and bytes
 //     verified once are sent again without re-hashing (cache.go says why
 //     that is safe). Go's heap may hold up to about twice the cache size

@@ -27,7 +27,7 @@ type mirrorConfig struct {
 	Concurrency int
 	Limits      ReadLimits
 	// CacheBytes bounds the cache of verified chunks shared by all
-	// readers (0: DefaultCacheBytes; < 0: no cache).
+	// readers (0: DefaultCacheBytes(); < 0: no cache).
 	CacheBytes int64
 	Log        *slog.Logger
 	// Checks is the start-up check's state: a release still to be checked
@@ -84,7 +84,7 @@ func newMirror(cfg mirrorConfig) *Mirror {
 		cfg.Log = slog.Default()
 	}
 	if cfg.CacheBytes == 0 {
-		cfg.CacheBytes = DefaultCacheBytes
+		cfg.CacheBytes = DefaultCacheBytes()
 	}
 	ctx, shutdown := context.WithCancelCause(context.Background())
 	return &Mirror{

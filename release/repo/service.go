@@ -31,7 +31,7 @@ type Config struct {
 	Concurrency int
 	Limits      ReadLimits
 	// CacheBytes bounds the cache of verified chunks shared by all
-	// readers (0: DefaultCacheBytes; < 0: no cache).
+	// readers (0: DefaultCacheBytes(); < 0: no cache).
 	CacheBytes int64
 	// UploadLimits bound ImportTar (zero: DefaultUploadLimits).
 	UploadLimits UploadLimits
