@@ -29,6 +29,7 @@ import (
 	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // Sizes, requests and batch sizes of BenchmarkReleaseSet.
@@ -201,7 +202,7 @@ func newFixture(b *testing.B, nodes int) *fixture {
 		err := db.Update(func(tx *store.Tx) error {
 			for i := lo; i < hi; i++ {
 				m := cluster.Member{NodeID: ids[i], Role: roleOf(i), MgmtIP: fmt.Sprintf("10.%d.%d.%d", 16+i/65536, i/256%256, i%256),
-					Networks: map[string]cluster.Network{"storage": {IP: fmt.Sprintf("10.%d.%d.%d", 96+i/65536, i/256%256, i%256), Interface: "vlan90"}},
+					Networks: map[string]wire.Network{"storage": {IP: fmt.Sprintf("10.%d.%d.%d", 96+i/65536, i/256%256, i%256), Interface: "vlan90"}},
 					Labels:   map[string]string{"topology.rack": fmt.Sprintf("r%d", i/40)}}
 				if _, err := cluster.Admit(tx, m, time.Now()); err != nil {
 					return err
@@ -215,7 +216,7 @@ func newFixture(b *testing.B, nodes int) *fixture {
 	}
 	f.admitTook = time.Since(start)
 
-	cp := releaseset.ControlPlane{Version: "v0.2.0", Commit: "4298b2fe"}
+	cp := wire.ControlPlane{Version: "v0.2.0", Commit: "4298b2fe"}
 	schema := db.Schema()
 	cp.SchemaLevel = &schema
 	svc, err := releaseset.New(releaseset.Config{DB: db, Now: time.Now, Node: founderID, ControlPlane: cp})
@@ -352,7 +353,7 @@ func roleOf(i int) string {
 // syntheticRequest is node i's record: mostly the current release, one
 // node in twenty still on the older build (skew), one in twenty with
 // drift, as in a cluster in the middle of an upgrade.
-func syntheticRequest(i int) releaseset.RecordRequest {
+func syntheticRequest(i int) wire.RecordRequest {
 	variant := 0
 	switch i % 20 {
 	case 7:
@@ -364,7 +365,7 @@ func syntheticRequest(i int) releaseset.RecordRequest {
 	if variant == 1 {
 		running = "0.1.0"
 	}
-	return releaseset.RecordRequest{RunningRelease: running, Release: releasesettest.Record(i, variant)}
+	return wire.RecordRequest{RunningRelease: running, Release: releasesettest.Record(i, variant)}
 }
 
 // login is the bootstrap admin's session token, as POST /v1/auth/login

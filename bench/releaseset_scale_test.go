@@ -22,6 +22,7 @@ import (
 	"stratum/httpapi"
 	"stratum/releaseset"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // BenchmarkReleaseSetScale is SPEC section 21's release set at 100,000
@@ -97,7 +98,7 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 	}
 	b.Logf("admitted %d members in %v", nodes, time.Since(start).Round(time.Millisecond))
 
-	cp := releaseset.ControlPlane{Version: "v0.2.0", Commit: "4298b2fe"}
+	cp := wire.ControlPlane{Version: "v0.2.0", Commit: "4298b2fe"}
 	svc, err := releaseset.New(releaseset.Config{DB: db, Now: time.Now, Node: ids[0], ControlPlane: cp})
 	if err != nil {
 		b.Fatal(err)

@@ -12,8 +12,6 @@ import (
 	"stratum/wire"
 
 	"github.com/spf13/cobra"
-
-	"stratum/cluster"
 )
 
 func init() {
@@ -155,10 +153,10 @@ func newJoinsApproveCmd() *cobra.Command {
 			return err
 		}
 		if len(nets) > 0 {
-			a.Networks = map[string]cluster.Network{}
+			a.Networks = map[string]wire.Network{}
 			for class, v := range nets {
 				ip, iface, _ := strings.Cut(v, "@")
-				a.Networks[class] = cluster.Network{IP: ip, Interface: iface}
+				a.Networks[class] = wire.Network{IP: ip, Interface: iface}
 			}
 		}
 		if len(labels) > 0 {

@@ -12,6 +12,7 @@ import (
 	"stratum/apierr"
 	"stratum/store"
 	"stratum/store/storetest"
+	"stratum/wire"
 )
 
 const fullConfig = `
@@ -45,7 +46,7 @@ func TestParseConfigFull(t *testing.T) {
 	if c.DNSUpstreamServers == nil || !reflect.DeepEqual(*c.DNSUpstreamServers, []string{"192.0.2.53"}) {
 		t.Errorf("dnsUpstreamServers = %v", c.DNSUpstreamServers)
 	}
-	if c.Founder.NodeID != "n-founder1" || c.Founder.MgmtIP != "192.0.2.10" || c.Founder.Networks["storage"] != (Network{IP: "10.9.0.10", Interface: "vlan90"}) || c.Founder.Labels["topology.rack"] != "r1" {
+	if c.Founder.NodeID != "n-founder1" || c.Founder.MgmtIP != "192.0.2.10" || c.Founder.Networks["storage"] != (wire.Network{IP: "10.9.0.10", Interface: "vlan90"}) || c.Founder.Labels["topology.rack"] != "r1" {
 		t.Errorf("founder: %+v", c.Founder)
 	}
 	if c.VIPs.API != "192.0.2.240" || c.VIPs.OpenBao != "192.0.2.242" || c.VIPs.Empty() {
@@ -195,8 +196,8 @@ func TestValidateListsEveryProblem(t *testing.T) {
 			name: "everything wrong",
 			cfg: Config{
 				ParentDomain: "ok.example", Region: "r", ClusterRelease: "1.2", AdminEmail: "admin", DNSUpstreamServers: &dns,
-				Founder: FounderConfig{NodeID: "founder", MgmtIP: "nope", Networks: map[string]Network{"storage": {IP: "10.9.0.10/24"}, "backup": {IP: "10.0.0.1"}}, Labels: map[string]string{"topology.az": "a"}},
-				VIPs:    VIPs{API: "192.0.2.1/32", Postgres: "x", OvnNb: "192.0.2.9"},
+				Founder: FounderConfig{NodeID: "founder", MgmtIP: "nope", Networks: map[string]wire.Network{"storage": {IP: "10.9.0.10/24"}, "backup": {IP: "10.0.0.1"}}, Labels: map[string]string{"topology.az": "a"}},
+				VIPs:    wire.VIPs{API: "192.0.2.1/32", Postgres: "x", OvnNb: "192.0.2.9"},
 				Secrets: SecretsConfig{AxdnsdEncryptionKey: "xyz"},
 			},
 			want: []string{"adminEmail", "clusterRelease", "dnsUpstreamServers[1]", "founder.labels.topology.az", "founder.mgmtIp", "founder.networks.backup", "founder.networks.storage.ip", "founder.nodeId", "secrets.axdnsdEncryptionKey", "vips.api", "vips.postgres"},
@@ -227,7 +228,7 @@ func TestValidateListsEveryProblem(t *testing.T) {
 // The same file gives the same report every time (the CLI prints fields in
 // order; golden tests compare them).
 func TestValidateOrderIsStable(t *testing.T) {
-	cfg := Config{ParentDomain: "a.example", Region: "r", VIPs: VIPs{API: "x", Postgres: "y", OpenBao: "z", OvnNb: "w", Vmselect: "v"}}
+	cfg := Config{ParentDomain: "a.example", Region: "r", VIPs: wire.VIPs{API: "x", Postgres: "y", OpenBao: "z", OvnNb: "w", Vmselect: "v"}}
 	first := describeFields(cfg.Validate(false))
 	if len(first) != 5 {
 		t.Fatalf("fields = %v", first)
@@ -243,16 +244,16 @@ func TestValidateNetworksAndLabels(t *testing.T) {
 	type want map[string]string // field -> message substring
 	cases := []struct {
 		name   string
-		nets   map[string]Network
+		nets   map[string]wire.Network
 		labels map[string]string
 		want   want
 	}{
-		{name: "valid", nets: map[string]Network{"storage": {IP: "10.9.0.12", Interface: "vlan90"}, "overlay": {IP: "fd00::12"}}, labels: map[string]string{"topology.rack": "r2", "topology.power": "pdu-a", "example.com/owner": "team-a", "ns/key": "v"}},
-		{name: "CIDR given for an IP", nets: map[string]Network{"storage": {IP: "10.9.0.12/24"}}, want: want{"n.storage.ip": "not a CIDR"}},
-		{name: "not an IP", nets: map[string]Network{"overlay": {IP: "ten.nine"}}, want: want{"n.overlay.ip": "not an IP address"}},
-		{name: "missing IP", nets: map[string]Network{"storage": {Interface: "eth1"}}, want: want{"n.storage.ip": "required"}},
-		{name: "unknown class", nets: map[string]Network{"management": {IP: "10.0.0.1"}}, want: want{"n.management": "unknown traffic class"}},
-		{name: "bad interface", nets: map[string]Network{"storage": {IP: "10.0.0.1", Interface: "a-very-long-interface-name"}}, want: want{"n.storage.interface": "interface"}},
+		{name: "valid", nets: map[string]wire.Network{"storage": {IP: "10.9.0.12", Interface: "vlan90"}, "overlay": {IP: "fd00::12"}}, labels: map[string]string{"topology.rack": "r2", "topology.power": "pdu-a", "example.com/owner": "team-a", "ns/key": "v"}},
+		{name: "CIDR given for an IP", nets: map[string]wire.Network{"storage": {IP: "10.9.0.12/24"}}, want: want{"n.storage.ip": "not a CIDR"}},
+		{name: "not an IP", nets: map[string]wire.Network{"overlay": {IP: "ten.nine"}}, want: want{"n.overlay.ip": "not an IP address"}},
+		{name: "missing IP", nets: map[string]wire.Network{"storage": {Interface: "eth1"}}, want: want{"n.storage.ip": "required"}},
+		{name: "unknown class", nets: map[string]wire.Network{"management": {IP: "10.0.0.1"}}, want: want{"n.management": "unknown traffic class"}},
+		{name: "bad interface", nets: map[string]wire.Network{"storage": {IP: "10.0.0.1", Interface: "a-very-long-interface-name"}}, want: want{"n.storage.interface": "interface"}},
 		{name: "topology.az refused", labels: map[string]string{"topology.az": "az1"}, want: want{"l.topology.az": "az field"}},
 		{name: "other topology key", labels: map[string]string{"topology.zone": "z"}, want: want{"l.topology.zone": "label key"}},
 		{name: "bare key", labels: map[string]string{"owner": "x"}, want: want{"l.owner": "label key"}},
@@ -262,7 +263,7 @@ func TestValidateNetworksAndLabels(t *testing.T) {
 		{name: "value too long", labels: map[string]string{"topology.rack": strings.Repeat("r", 64)}, want: want{"l.topology.rack": "longer than 63"}},
 		{
 			name:   "all at once",
-			nets:   map[string]Network{"storage": {IP: "10.9.0.12/24"}, "bogus": {IP: "1.2.3.4"}},
+			nets:   map[string]wire.Network{"storage": {IP: "10.9.0.12/24"}, "bogus": {IP: "1.2.3.4"}},
 			labels: map[string]string{"topology.az": "a", "ns/key": "ok", "plain": "x"},
 			want:   want{"n.storage.ip": "not a CIDR", "n.bogus": "unknown traffic class", "l.topology.az": "az", "l.plain": "label key"},
 		},

@@ -14,15 +14,16 @@ import (
 	"stratum/apierr"
 	"stratum/openbao"
 	"stratum/semver"
+	"stratum/wire"
 )
 
 // FounderConfig describes member 1.
 type FounderConfig struct {
-	NodeID   string             `yaml:"nodeId"`
-	MgmtIP   string             `yaml:"mgmtIp"`
-	AZ       string             `yaml:"az"`
-	Networks map[string]Network `yaml:"networks"`
-	Labels   map[string]string  `yaml:"labels"`
+	NodeID   string                  `yaml:"nodeId"`
+	MgmtIP   string                  `yaml:"mgmtIp"`
+	AZ       string                  `yaml:"az"`
+	Networks map[string]wire.Network `yaml:"networks"`
+	Labels   map[string]string       `yaml:"labels"`
 }
 
 // SecretsConfig are the cluster secrets a file may give.
@@ -41,7 +42,7 @@ type Config struct {
 	AdminEmail         string        `yaml:"adminEmail"`
 	DNSUpstreamServers *[]string     `yaml:"dnsUpstreamServers"`
 	Founder            FounderConfig `yaml:"founder"`
-	VIPs               VIPs          `yaml:"vips"`
+	VIPs               wire.VIPs     `yaml:"vips"`
 	Secrets            SecretsConfig `yaml:"secrets"`
 	// OpenBao names the cluster's OpenBao and the founder's token file
 	// (SPEC 19); absent: no OpenBao, and no bundle carries its tokens.

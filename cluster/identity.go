@@ -7,6 +7,7 @@ import (
 
 	"stratum/crypto"
 	"stratum/store"
+	"stratum/wire"
 )
 
 const (
@@ -27,7 +28,7 @@ type Identity struct {
 	AdminEmail         string    `json:"adminEmail"`
 	DNSUpstreamServers []string  `json:"dnsUpstreamServers"`
 	FounderNodeID      string    `json:"founderNodeId"`
-	VIPs               VIPs      `json:"vips"`
+	VIPs               wire.VIPs `json:"vips"`
 	CreatedAt          time.Time `json:"createdAt"`
 }
 

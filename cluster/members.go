@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"stratum/store"
+	"stratum/wire"
 )
 
 const keyGeneration = "generation"
@@ -18,16 +19,16 @@ const (
 
 // Member is one node of the cluster.
 type Member struct {
-	NodeID            string             `json:"nodeId"`
-	Role              string             `json:"role"`
-	State             string             `json:"state"`
-	Generation        uint64             `json:"generation"`
-	AppliedGeneration uint64             `json:"appliedGeneration"`
-	MgmtIP            string             `json:"mgmtIp"`
-	AZ                string             `json:"az"`
-	Networks          map[string]Network `json:"networks"`
-	Labels            map[string]string  `json:"labels"`
-	JoinedAt          time.Time          `json:"joinedAt"`
+	NodeID            string                  `json:"nodeId"`
+	Role              string                  `json:"role"`
+	State             string                  `json:"state"`
+	Generation        uint64                  `json:"generation"`
+	AppliedGeneration uint64                  `json:"appliedGeneration"`
+	MgmtIP            string                  `json:"mgmtIp"`
+	AZ                string                  `json:"az"`
+	Networks          map[string]wire.Network `json:"networks"`
+	Labels            map[string]string       `json:"labels"`
+	JoinedAt          time.Time               `json:"joinedAt"`
 	// Hostname is what the machine reported when it registered (the
 	// founder's own at init), so people see names, not only ids.
 	Hostname string `json:"hostname,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"stratum/apierr"
+	"stratum/wire"
 )
 
 var (
@@ -49,7 +50,7 @@ func ValidateIP(f *apierr.Fields, field, s string) {
 }
 
 // ValidateNetworks checks traffic-class bindings.
-func ValidateNetworks(f *apierr.Fields, field string, nets map[string]Network) {
+func ValidateNetworks(f *apierr.Fields, field string, nets map[string]wire.Network) {
 	for _, class := range sortedKeys(nets) {
 		n := nets[class]
 		at := field + "." + class

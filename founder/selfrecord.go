@@ -6,7 +6,7 @@ import (
 
 	"stratum/buildinfo"
 	"stratum/hostrecord"
-	"stratum/releaseset"
+	"stratum/wire"
 )
 
 // hostRecord is the founder's own release as it sees its host: the
@@ -14,7 +14,7 @@ import (
 // and extensions, plus what only the founder knows: its own build as the
 // control plane with every schema level, and its host binaries, which
 // should be that build (want) on a mutable host.
-func (f *Founder) hostRecord(ctx context.Context) releaseset.Record {
+func (f *Founder) hostRecord(ctx context.Context) wire.Record {
 	exe, _ := os.Executable()
 	cp := f.releases.ControlPlane
 	build := buildinfo.Info{Version: cp.Version, Commit: cp.Commit}

@@ -10,6 +10,7 @@ import (
 	"stratum/release/repo"
 	"stratum/releaseset"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // selfRecordEvery is how often the founder records its own release; well
@@ -18,7 +19,7 @@ const selfRecordEvery = 3 * time.Minute
 
 // services builds the domain services once the store is open.
 func (f *Founder) services(ctx context.Context) error {
-	cp := releaseset.ControlPlane{Version: f.opts.Build.Version, Commit: f.opts.Build.Commit}
+	cp := wire.ControlPlane{Version: f.opts.Build.Version, Commit: f.opts.Build.Commit}
 	// This build's newest migration, the oldest level whose control plane
 	// still runs against it, and the level the store actually has.
 	level, compat, db := store.SchemaVersion(), store.CompatSchemaVersion(), f.db.Schema()
@@ -117,7 +118,7 @@ func (f *Founder) recordOwnRelease(ctx context.Context) {
 	rec := f.hostRecord(ctx)
 	// The founder runs what it admits joiners on: once the operator sets
 	// a new admission release, the founder's record follows.
-	req := releaseset.RecordRequest{RunningRelease: f.admissionRelease(), Release: rec}
+	req := wire.RecordRequest{RunningRelease: f.admissionRelease(), Release: rec}
 	if err := f.releases.Record("founder", f.id.FounderNodeID, req); err != nil {
 		f.log.Warn("recording the founder's own release failed", "err", err)
 	}

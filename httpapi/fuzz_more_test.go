@@ -65,7 +65,7 @@ func FuzzHTTPBodies(f *testing.F) {
 	}
 	f.Cleanup(joins.Close)
 	schema := db.Schema()
-	sets, err := releaseset.New(releaseset.Config{DB: db, Now: time.Now, Node: id.FounderNodeID, ControlPlane: releaseset.ControlPlane{Version: "v0.1.0", Commit: "abc1234", SchemaLevel: &schema}})
+	sets, err := releaseset.New(releaseset.Config{DB: db, Now: time.Now, Node: id.FounderNodeID, ControlPlane: wire.ControlPlane{Version: "v0.1.0", Commit: "abc1234", SchemaLevel: &schema}})
 	if err != nil {
 		f.Fatal(err)
 	}

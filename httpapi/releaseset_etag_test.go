@@ -13,6 +13,7 @@ import (
 	"stratum/httpapi"
 	"stratum/releaseset"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // TestReleaseSetETag: every coding of an unchanged set has its own strong
@@ -106,7 +107,7 @@ func TestReleaseSetETag(t *testing.T) {
 	}
 	// The founder is not a member of this bare store, so add nothing: a
 	// new build of the answer still gives a new tag when the records move.
-	if err := svc.Record("test", "n-none", releaseset.RecordRequest{}); err == nil {
+	if err := svc.Record("test", "n-none", wire.RecordRequest{}); err == nil {
 		t.Fatal("a record of a non-member was accepted")
 	}
 	resp, _ := get("identity", tags["identity"])

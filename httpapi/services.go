@@ -83,5 +83,5 @@ type ReleaseSet interface {
 	SummaryAnswer() (*releaseset.Answer, error)
 	Page(after string, limit int) (*releaseset.Answer, error)
 	SetAdmission(actor string, req releaseset.SetAdmissionRequest) (releaseset.AdmissionView, error)
-	Record(actor, nodeID string, req releaseset.RecordRequest) error
+	Record(actor, nodeID string, req wire.RecordRequest) error
 }

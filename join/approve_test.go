@@ -16,7 +16,7 @@ func TestApproveInvalidInput(t *testing.T) {
 	bad := assignment(1)
 	bad.NodeID = "node-1"
 	bad.MgmtIP = "192.0.2.21/24"
-	bad.Networks = map[string]cluster.Network{"storge": {IP: "10.9.0.21"}}
+	bad.Networks = map[string]wire.Network{"storge": {IP: "10.9.0.21"}}
 	before := e.auditCount()
 	_, err := e.svc.Approve(e.admin, v.JoinID, bad)
 	wantCode(t, err, apierr.InvalidInput)
@@ -96,7 +96,7 @@ func TestApproveRefused(t *testing.T) {
 		}, "mgmtIp", "management address of member n-founder1"},
 		{"network ip of a member", func(e *env) (string, wire.Assignment) {
 			a := assignment(1)
-			a.Networks = map[string]cluster.Network{"storage": {IP: "10.9.0.10"}}
+			a.Networks = map[string]wire.Network{"storage": {IP: "10.9.0.10"}}
 			return e.pending("a").JoinID, a
 		}, "networks.storage.ip", "storage address of member n-founder1"},
 		{"mgmt ip is a member's network ip", func(e *env) (string, wire.Assignment) {
@@ -110,7 +110,7 @@ func TestApproveRefused(t *testing.T) {
 			second := e.pending("b")
 			e.approve(second.JoinID, assignment(2)) // waits in the queue
 			a := assignment(3)
-			a.Networks = map[string]cluster.Network{"storage": {IP: "10.9.0.22"}}
+			a.Networks = map[string]wire.Network{"storage": {IP: "10.9.0.22"}}
 			return e.pending("c").JoinID, a
 		}, "networks.storage.ip", "approved join"},
 		{"node id reserved by an approved join", func(e *env) (string, wire.Assignment) {

@@ -44,7 +44,7 @@ func assignmentProblems(a wire.Assignment) apierr.Fields {
 func normalized(a wire.Assignment) wire.Assignment {
 	a.MgmtIP = normalIPOrEmpty(a.MgmtIP)
 	if a.Networks != nil {
-		nets := make(map[string]cluster.Network, len(a.Networks))
+		nets := make(map[string]wire.Network, len(a.Networks))
 		for c, n := range a.Networks {
 			n.IP = normalIPOrEmpty(n.IP)
 			nets[c] = n

@@ -61,7 +61,7 @@ func (c *claims) addrHolder(ip string) (string, bool) {
 	return "", false
 }
 
-func (c *claims) add(who, nodeID, mgmtIP string, nets map[string]cluster.Network) {
+func (c *claims) add(who, nodeID, mgmtIP string, nets map[string]wire.Network) {
 	if _, taken := c.nodes[nodeID]; !taken {
 		c.nodes[nodeID] = who
 	}

@@ -69,9 +69,9 @@ func newEnv(t *testing.T, opts ...option) *env {
 		ParentDomain: "stratum.example.com", Region: "lab-1", ClusterRelease: clusterRelease, AdminEmail: "admin@cloud.internal",
 		DNSUpstreamServers: &dns,
 		Founder: cluster.FounderConfig{NodeID: "n-founder1", MgmtIP: "192.0.2.10",
-			Networks: map[string]cluster.Network{"storage": {IP: "10.9.0.10", Interface: "vlan90"}},
+			Networks: map[string]wire.Network{"storage": {IP: "10.9.0.10", Interface: "vlan90"}},
 			Labels:   map[string]string{"topology.rack": "r1"}},
-		VIPs: cluster.VIPs{API: "192.0.2.240", Postgres: "192.0.2.241", OpenBao: "192.0.2.242"},
+		VIPs: wire.VIPs{API: "192.0.2.240", Postgres: "192.0.2.241", OpenBao: "192.0.2.242"},
 	}
 	err := db.Update(func(tx *store.Tx) error {
 		var err error
@@ -128,7 +128,7 @@ func (e *env) pending(key string) wire.JoinerView {
 func assignment(n int) wire.Assignment {
 	return wire.Assignment{
 		MgmtIP:   "192.0.2." + strconv.Itoa(20+n),
-		Networks: map[string]cluster.Network{"storage": {IP: "10.9.0." + strconv.Itoa(20+n), Interface: "vlan90"}},
+		Networks: map[string]wire.Network{"storage": {IP: "10.9.0." + strconv.Itoa(20+n), Interface: "vlan90"}},
 		Labels:   map[string]string{"topology.rack": "r2"},
 	}
 }

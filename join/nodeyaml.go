@@ -9,16 +9,16 @@ import (
 
 // nodeYAML is the node's node.yaml, from its assignment and the cluster.
 type nodeYAML struct {
-	NodeID       string                     `yaml:"nodeId"`
-	ClusterID    string                     `yaml:"clusterId"`
-	Role         string                     `yaml:"role"`
-	AZ           string                     `yaml:"az"`
-	Mgmt         nodeYAMLMgmt               `yaml:"mgmt"`
-	Networks     map[string]cluster.Network `yaml:"networks"`
-	Labels       map[string]string          `yaml:"labels"`
-	ParentDomain string                     `yaml:"parentDomain"`
-	Region       string                     `yaml:"region"`
-	DNS          nodeYAMLDNS                `yaml:"dns"`
+	NodeID       string                  `yaml:"nodeId"`
+	ClusterID    string                  `yaml:"clusterId"`
+	Role         string                  `yaml:"role"`
+	AZ           string                  `yaml:"az"`
+	Mgmt         nodeYAMLMgmt            `yaml:"mgmt"`
+	Networks     map[string]wire.Network `yaml:"networks"`
+	Labels       map[string]string       `yaml:"labels"`
+	ParentDomain string                  `yaml:"parentDomain"`
+	Region       string                  `yaml:"region"`
+	DNS          nodeYAMLDNS             `yaml:"dns"`
 }
 
 type nodeYAMLMgmt struct {

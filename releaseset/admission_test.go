@@ -9,6 +9,7 @@ import (
 	membership "stratum/cluster"
 	"stratum/store"
 	"stratum/store/storetest"
+	"stratum/wire"
 )
 
 type admissionEnv struct {
@@ -58,7 +59,7 @@ func (e *admissionEnv) admission() string {
 }
 
 func (e *admissionEnv) record(node, rel string) error {
-	return e.svc.Record("node:"+node, node, RecordRequest{RunningRelease: rel})
+	return e.svc.Record("node:"+node, node, wire.RecordRequest{RunningRelease: rel})
 }
 
 func codeOf(err error) apierr.Code {

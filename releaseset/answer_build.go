@@ -13,6 +13,7 @@ import (
 	"stratum/apierr"
 	membership "stratum/cluster"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // Limits of a page of nodes[] (GET ...?limit=N&after=NODEID).
@@ -284,11 +285,11 @@ func (s *Service) Page(after string, limit int) (*Answer, error) {
 
 // answerHead is everything of the answer before nodes[].
 type answerHead struct {
-	Node             string       `json:"node"`
-	ControlPlane     ControlPlane `json:"controlPlane"`
-	RunningRelease   string       `json:"runningRelease"`
-	AdmissionRelease string       `json:"admissionRelease,omitempty"`
-	Summary          Summary      `json:"summary"`
+	Node             string            `json:"node"`
+	ControlPlane     wire.ControlPlane `json:"controlPlane"`
+	RunningRelease   string            `json:"runningRelease"`
+	AdmissionRelease string            `json:"admissionRelease,omitempty"`
+	Summary          Summary           `json:"summary"`
 }
 
 func headOf(s Set) answerHead {
@@ -303,11 +304,11 @@ type summaryHead struct {
 
 // pageHead is what a page says besides its nodes.
 type pageHead struct {
-	Node             string       `json:"node"`
-	ControlPlane     ControlPlane `json:"controlPlane"`
-	RunningRelease   string       `json:"runningRelease"`
-	AdmissionRelease string       `json:"admissionRelease,omitempty"`
-	Members          int          `json:"members"`
+	Node             string            `json:"node"`
+	ControlPlane     wire.ControlPlane `json:"controlPlane"`
+	RunningRelease   string            `json:"runningRelease"`
+	AdmissionRelease string            `json:"admissionRelease,omitempty"`
+	Members          int               `json:"members"`
 }
 
 // fragment appends node i's entry of nodes[] to dst, exactly as

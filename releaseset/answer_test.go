@@ -11,6 +11,7 @@ import (
 	"stratum/releaseset/releasesettest"
 	"stratum/store"
 	"stratum/store/storetest"
+	"stratum/wire"
 )
 
 // TestAnswerEqualsDescribe checks the cached answer against the pure
@@ -49,7 +50,7 @@ func devSet(t *testing.T, clock func() time.Time, members int) (*releaseset.Serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := releaseset.New(releaseset.Config{DB: db, Now: clock, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}})
+	svc, err := releaseset.New(releaseset.Config{DB: db, Now: clock, Node: founder, ControlPlane: wire.ControlPlane{Version: "v1", Commit: "c1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func testAnswerEqualsDescribe(t *testing.T) {
 	record := func(id string, i int) {
 		t.Helper()
 		r := releasesettest.Record(i, i%3)
-		if err := svc.Record("test", id, releaseset.RecordRequest{RunningRelease: fmt.Sprintf("0.%d.0", 2+i%2), Release: r}); err != nil {
+		if err := svc.Record("test", id, wire.RecordRequest{RunningRelease: fmt.Sprintf("0.%d.0", 2+i%2), Release: r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,11 +136,11 @@ func testAnswerEqualsDescribe(t *testing.T) {
 	check("a member removed", true)
 	// A node that records no release shows the cluster's, which moves
 	// when another node records an older one.
-	if err := svc.Record("test", "n-00000004", releaseset.RecordRequest{Release: releasesettest.Record(5, 0)}); err != nil {
+	if err := svc.Record("test", "n-00000004", wire.RecordRequest{Release: releasesettest.Record(5, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	check("a record without a release", true)
-	if err := svc.Record("test", founder, releaseset.RecordRequest{RunningRelease: "0.1.0", Release: releasesettest.Record(0, 0)}); err != nil {
+	if err := svc.Record("test", founder, wire.RecordRequest{RunningRelease: "0.1.0", Release: releasesettest.Record(0, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	check("the cluster's release moved", true)

@@ -1,6 +1,7 @@
 package releaseset
 
 import (
+	"stratum/wire"
 	"testing"
 	"time"
 )
@@ -11,9 +12,9 @@ import (
 func TestBehindAndRoles(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	level := 9
-	cp := &ControlPlane{Version: "v1", Commit: "c1", SchemaLevel: &level}
-	rec := func(withCP bool) Record {
-		r := Record{RecordedAt: now, OS: &OS{PrettyName: "Debian 12", Kernel: "6.1"}, PackageManager: "dpkg"}
+	cp := &wire.ControlPlane{Version: "v1", Commit: "c1", SchemaLevel: &level}
+	rec := func(withCP bool) wire.Record {
+		r := wire.Record{RecordedAt: now, OS: &wire.OS{PrettyName: "Debian 12", Kernel: "6.1"}, PackageManager: "dpkg"}
 		if withCP {
 			r.ControlPlane = cp
 		}

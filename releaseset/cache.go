@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"stratum/internal/fastjson"
+	"stratum/wire"
 )
 
 // cachedRecord is what the service keeps of one node's last record: its
@@ -59,7 +60,7 @@ var codec = func() *recordCodec {
 
 // encodeRelease appends rec's JSON to dst exactly as encodeNode writes
 // it inside a node (no HTML escaping), without a trailing newline.
-func encodeRelease(dst []byte, rec *Record) ([]byte, error) {
+func encodeRelease(dst []byte, rec *wire.Record) ([]byte, error) {
 	if b, ok, err := fastjson.Append(dst, rec); ok {
 		return b, err
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"stratum/semver"
+	"stratum/wire"
 )
 
 // RecentWindow is how old a record may be and still count as recent.
@@ -17,7 +18,7 @@ type Input struct {
 	// Node is the answering node (the founder).
 	Node string
 	// ControlPlane is the answering control plane's own build.
-	ControlPlane ControlPlane
+	ControlPlane wire.ControlPlane
 	// AdmissionRelease is the release joiners are admitted on ("" when
 	// not known): a node running an older one is behind.
 	AdmissionRelease string
@@ -31,7 +32,7 @@ type Input struct {
 // Stored is one node's last record as the store keeps it.
 type Stored struct {
 	RunningRelease string
-	Release        Record
+	Release        wire.Record
 }
 
 // Describe builds the release set. It is pure: the same Input gives the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"stratum/wire"
 	"strings"
 	"testing"
 	"time"
@@ -36,15 +37,15 @@ func describeCases(t *testing.T) []describeCase {
 		{
 			// n-b runs another stratum-os build; n-c is a dnf node.
 			name: "skew-os",
-			in: cluster(baseRecord(), with(func(r *Record) {
+			in: cluster(baseRecord(), with(func(r *wire.Record) {
 				r.OS.ImageVersion, r.OS.PrettyName = "0.2.1", "Stratum OS 0.2.1"
 				r.OS.Kernel = "6.12.0-211.60.1.el10_2.x86_64"
 				r.Bootc.Booted.Digest, r.Bootc.Booted.Version = digest("stratum-os", "0.2.1"), "0.2.1"
-			}), with(func(r *Record) {
+			}), with(func(r *wire.Record) {
 				r.ImageMode, r.Bootc = false, nil
-				r.OS = &OS{PrettyName: "AlmaLinux 10.2 (Purple Lion)", ID: "almalinux", VersionID: "10.2",
+				r.OS = &wire.OS{PrettyName: "AlmaLinux 10.2 (Purple Lion)", ID: "almalinux", VersionID: "10.2",
 					Kernel: "6.12.0-211.56.1.el10_2.x86_64"}
-				r.HostBinaries.Source = SourceControlPlaneImage
+				r.HostBinaries.Source = wire.SourceControlPlaneImage
 			})),
 			recent:  3,
 			running: "0.2.0",
@@ -54,11 +55,11 @@ func describeCases(t *testing.T) []describeCase {
 			// n-b's control plane is an older build with an older schema;
 			// n-c's host binaries are of mixed builds.
 			name: "skew-control-plane",
-			in: cluster(baseRecord(), with(func(r *Record) {
+			in: cluster(baseRecord(), with(func(r *wire.Record) {
 				level := 11
 				r.ControlPlane.Version, r.ControlPlane.Commit, r.ControlPlane.SchemaLevel = "v0.1.0", "1a2b3c4d", &level
-			}), with(func(r *Record) {
-				r.HostBinaries.Commit, r.HostBinaries.Stale = CommitMixed, true
+			}), with(func(r *wire.Record) {
+				r.HostBinaries.Commit, r.HostBinaries.Stale = wire.CommitMixed, true
 			})),
 			recent:  3,
 			running: "0.2.0",
@@ -69,12 +70,12 @@ func describeCases(t *testing.T) []describeCase {
 			// n-b has older openvswitch bits; n-c found its extension but
 			// did not merge it, lacks podman and has frr.
 			name: "skew-packages",
-			in: cluster(baseRecord(), with(func(r *Record) {
+			in: cluster(baseRecord(), with(func(r *wire.Record) {
 				r.Extensions[0].Version = "3.5.1-2.el10s"
 				r.Packages[0].Version = "3.5.1-2.el10s"
-			}), with(func(r *Record) {
+			}), with(func(r *wire.Record) {
 				r.Extensions[0].Merged = false
-				r.Packages = []Package{r.Packages[0], {Component: "frr", Name: "frr", Version: "10.1.1-3.el10"}}
+				r.Packages = []wire.Package{r.Packages[0], {Component: "frr", Name: "frr", Version: "10.1.1-3.el10"}}
 			})),
 			recent:  3,
 			running: "0.2.0",
@@ -84,10 +85,10 @@ func describeCases(t *testing.T) []describeCase {
 		{
 			// n-a's host binaries lag the release; n-b has an OS staged.
 			name: "drift-host",
-			in: cluster(with(func(r *Record) {
-				r.HostBinaries = &HostBinaries{Source: SourceOverlay, Commit: "1a2b3c4d", Stale: true, Want: "4298b2fe"}
-			}), with(func(r *Record) {
-				r.Bootc.Staged = &Deployment{Image: "registry.example.com/stratum-os:0.2.1", Transport: "registry",
+			in: cluster(with(func(r *wire.Record) {
+				r.HostBinaries = &wire.HostBinaries{Source: wire.SourceOverlay, Commit: "1a2b3c4d", Stale: true, Want: "4298b2fe"}
+			}), with(func(r *wire.Record) {
+				r.Bootc.Staged = &wire.Deployment{Image: "registry.example.com/stratum-os:0.2.1", Transport: "registry",
 					Digest: digest("stratum-os", "0.2.1"), Version: "0.2.1", Architecture: "amd64", SoftRebootCapable: ptr(true)}
 			}), baseRecord()),
 			recent:  3,
@@ -101,11 +102,11 @@ func describeCases(t *testing.T) []describeCase {
 			// runs its own control plane build (self) and no nova, which
 			// is not drift either.
 			name: "drift-pin",
-			in: cluster(with(func(r *Record) {
-				r.Pins[1].State, r.Pins[1].Running, r.Pins[1].Containers = PinDiffers, ref("postgres", "0.1.0"), 2
-			}), with(func(r *Record) {
-				r.Unpinned = []Unpinned{{Image: "docker.io/library/busybox:1.36", Containers: 2}, {Image: "quay.io/example/idle:1", Containers: 0}}
-			}), with(func(r *Record) {
+			in: cluster(with(func(r *wire.Record) {
+				r.Pins[1].State, r.Pins[1].Running, r.Pins[1].Containers = wire.PinDiffers, ref("postgres", "0.1.0"), 2
+			}), with(func(r *wire.Record) {
+				r.Unpinned = []wire.Unpinned{{Image: "docker.io/library/busybox:1.36", Containers: 2}, {Image: "quay.io/example/idle:1", Containers: 0}}
+			}), with(func(r *wire.Record) {
 				r.Pins[0].Running = ref("stratum-controlplane", "0.2.0-dev")
 			})),
 			recent:  3,
@@ -130,8 +131,8 @@ func seedCase(t *testing.T) describeCase {
 	// Likewise its extension has a version, which only a merged one has.
 	founder.Extensions[0].Merged = true
 	other := founder
-	other.Bootc = &Bootc{Booted: founder.Bootc.Booted, Rollback: founder.Bootc.Rollback}
-	other.ControlPlane = &ControlPlane{Version: "v0.0.0-1a2b3c4d", Commit: "1a2b3c4d"}
+	other.Bootc = &wire.Bootc{Booted: founder.Bootc.Booted, Rollback: founder.Bootc.Rollback}
+	other.ControlPlane = &wire.ControlPlane{Version: "v0.0.0-1a2b3c4d", Commit: "1a2b3c4d"}
 	return describeCase{
 		name: "seed-example",
 		in: Input{
@@ -155,7 +156,7 @@ func seedCase(t *testing.T) describeCase {
 func driftReportCase() describeCase {
 	a := baseRecord()
 	a.RecordedAt = testNow.Add(-RecentWindow)
-	b := with(func(r *Record) {
+	b := with(func(r *wire.Record) {
 		r.RecordedAt = testNow.Add(-RecentWindow - time.Second)
 		r.ControlPlane.Version, r.ControlPlane.Commit = "v0.1.0", "1a2b3c4d"
 		r.Bootc.Staged = r.Bootc.Booted
@@ -300,7 +301,7 @@ func TestDescribeNeverRecorded(t *testing.T) {
 
 func TestSkewValueOrderAndDisplay(t *testing.T) {
 	// Two OS builds share a version label; the majority comes first.
-	rebuilt := with(func(r *Record) { r.Bootc.Booted.Digest = digest("stratum-os", "0.2.0", "rebuilt") })
+	rebuilt := with(func(r *wire.Record) { r.Bootc.Booted.Digest = digest("stratum-os", "0.2.0", "rebuilt") })
 	s := Describe(cluster(rebuilt, baseRecord(), baseRecord()))
 	if len(s.Summary.Skew) != 1 {
 		t.Fatalf("skew %+v, want os only", s.Summary.Skew)
@@ -313,7 +314,7 @@ func TestSkewValueOrderAndDisplay(t *testing.T) {
 		t.Errorf("displays %q and %q must differ and keep the version", v[0].Display, v[1].Display)
 	}
 	// A tie keeps member order.
-	in := cluster(baseRecord(), with(func(r *Record) { r.OS.Kernel = "k2" }), nil)
+	in := cluster(baseRecord(), with(func(r *wire.Record) { r.OS.Kernel = "k2" }), nil)
 	v = Describe(in).Summary.Skew[0].Values
 	if v[0].Value != baseRecord().OS.Kernel || v[1].Value != "k2" {
 		t.Errorf("tie order %+v, want n-a's value first", v)

@@ -1,6 +1,9 @@
 package releaseset
 
-import "strconv"
+import (
+	"stratum/wire"
+	"strconv"
+)
 
 // The drift findings are listed node by node, in member order; for each
 // node report first, then host (hostBinaries, then the staged deployment),
@@ -11,7 +14,7 @@ import "strconv"
 
 // appendHostDrift: host binaries that are not the build the node should
 // run, and an OS deployment staged for the next boot.
-func appendHostDrift(out []Drift, id string, r *Record) []Drift {
+func appendHostDrift(out []Drift, id string, r *wire.Record) []Drift {
 	if h := r.HostBinaries; h != nil && h.Stale {
 		out = append(out, Drift{NodeID: id, Kind: DriftHost, Field: "hostBinaries",
 			Source: h.Source, Commit: h.Commit, Want: h.Want})
@@ -28,9 +31,9 @@ func appendHostDrift(out []Drift, id string, r *Record) []Drift {
 // pin names that runs containers. Pins in state current, absent (the role
 // does not run it) and self (compared between nodes as controlPlane) are
 // not drift.
-func appendPinDrift(out []Drift, id string, r *Record) []Drift {
+func appendPinDrift(out []Drift, id string, r *wire.Record) []Drift {
 	for i, p := range r.Pins {
-		if p.State == PinDiffers {
+		if p.State == wire.PinDiffers {
 			out = append(out, Drift{NodeID: id, Kind: DriftPin, Field: "pins[" + strconv.Itoa(i) + "]",
 				Name: p.Name, Pinned: p.Pinned, Running: p.Running, Containers: ptr(p.Containers)})
 		}

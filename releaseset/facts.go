@@ -3,6 +3,7 @@ package releaseset
 import (
 	"hash/maphash"
 	"slices"
+	"stratum/wire"
 	"strings"
 	"sync"
 	"time"
@@ -30,7 +31,7 @@ type pkgFact struct {
 
 // factsOf reads rec's facts; strings are shared through in when it is
 // not nil.
-func factsOf(id string, rec *Record, in *interner) *facts {
+func factsOf(id string, rec *wire.Record, in *interner) *facts {
 	f := &facts{fixed: make([]fieldValue, len(fixedFields))}
 	for k, field := range fixedFields {
 		f.fixed[k] = in.value(field.of(rec))

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"stratum/wire"
 	"strings"
 	"testing"
 	"time"
@@ -80,39 +81,39 @@ func ref(name, tag string) string {
 
 // baseRecord is a small consistent image-mode record on release 0.2.0,
 // recorded two minutes before testNow; cases change it.
-func baseRecord() *Record {
+func baseRecord() *wire.Record {
 	level, compat := 12, 10
 	host := testNow.Add(-3 * time.Minute)
-	return &Record{
+	return &wire.Record{
 		RecordedAt:     testNow.Add(-2 * time.Minute),
 		HostReportedAt: &host,
 		ImageMode:      true,
-		OS: &OS{
+		OS: &wire.OS{
 			PrettyName: "Stratum OS 0.2.0", ID: "almalinux", VersionID: "10.2",
 			ImageVersion: "0.2.0", BuildID: "4298b2fe",
 			BaseDigest: digest("base", "10.2"), KernelArgsDigest: digest("kargs", "0.2.0"),
 			Kernel: "6.12.0-211.56.1.el10_2.x86_64",
 		},
-		Bootc: &Bootc{Booted: &Deployment{
+		Bootc: &wire.Bootc{Booted: &wire.Deployment{
 			Image: "registry.example.com/stratum-os:0.2.0", Transport: "registry",
 			Digest: digest("stratum-os", "0.2.0"), Version: "0.2.0", Architecture: "amd64",
 		}},
-		ControlPlane: &ControlPlane{Version: "v0.2.0", Commit: "4298b2fe",
+		ControlPlane: &wire.ControlPlane{Version: "v0.2.0", Commit: "4298b2fe",
 			SchemaLevel: &level, CompatSchemaLevel: &compat, DatabaseSchemaLevel: &level},
-		HostBinaries: &HostBinaries{Source: SourceOSImage, Commit: "4298b2fe", Want: "4298b2fe"},
-		Extensions: []Extension{{Name: "stratum-ovs", Version: "3.5.3-5.el10s", Merged: true,
+		HostBinaries: &wire.HostBinaries{Source: wire.SourceOSImage, Commit: "4298b2fe", Want: "4298b2fe"},
+		Extensions: []wire.Extension{{Name: "stratum-ovs", Version: "3.5.3-5.el10s", Merged: true,
 			SysextLevel: "10.2", Release: "0.2.0", RootHash: hexOf("verity", "stratum-ovs")}},
-		Packages: []Package{
+		Packages: []wire.Package{
 			{Component: "openvswitch", Name: "openvswitch3.5", Version: "3.5.3-5.el10s"},
 			{Component: "podman", Name: "podman", Version: "5.4.0-12.el10_2"},
 		},
-		Pins: []Pin{
-			{Name: "stratum-controlplane", State: PinSelf, Running: ref("stratum-controlplane", "0.2.0"), Containers: 1},
-			{Name: "postgres", Pinned: ref("postgres", "0.2.0"), State: PinCurrent, Containers: 1},
-			{Name: "nova-compute", Pinned: ref("nova-compute", "0.2.0"), State: PinAbsent},
+		Pins: []wire.Pin{
+			{Name: "stratum-controlplane", State: wire.PinSelf, Running: ref("stratum-controlplane", "0.2.0"), Containers: 1},
+			{Name: "postgres", Pinned: ref("postgres", "0.2.0"), State: wire.PinCurrent, Containers: 1},
+			{Name: "nova-compute", Pinned: ref("nova-compute", "0.2.0"), State: wire.PinAbsent},
 		},
-		Payloads: []Payload{{Release: "0.2.0", SHA256: hexOf("payload", "0.2.0")}},
-		Stored: &Storage{Releases: []StoredRelease{
+		Payloads: []wire.Payload{{Release: "0.2.0", SHA256: hexOf("payload", "0.2.0")}},
+		Stored: &wire.Storage{Releases: []wire.StoredRelease{
 			{Release: "0.2.0", Complete: true, Installed: true, Path: "releases/0.2.0", OS: "os/3f1c0d77"},
 		}},
 	}
@@ -121,9 +122,9 @@ func baseRecord() *Record {
 // cluster is the three members n-a (the founder), n-b and n-c with the
 // given records on release 0.2.0; a nil record is a node that never
 // recorded.
-func cluster(a, b, c *Record) Input {
+func cluster(a, b, c *wire.Record) Input {
 	in := Input{Now: testNow, Node: "n-a", Members: []string{"n-a", "n-b", "n-c"}, Records: map[string]Stored{}}
-	for i, r := range []*Record{a, b, c} {
+	for i, r := range []*wire.Record{a, b, c} {
 		if r != nil {
 			in.Records[in.Members[i]] = Stored{RunningRelease: "0.2.0", Release: *r}
 		}
@@ -135,7 +136,7 @@ func cluster(a, b, c *Record) Input {
 }
 
 // with returns baseRecord changed by f.
-func with(f func(r *Record)) *Record {
+func with(f func(r *wire.Record)) *wire.Record {
 	r := baseRecord()
 	f(r)
 	return r

@@ -8,6 +8,7 @@ import (
 	"stratum/apierr"
 	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
+	"stratum/wire"
 )
 
 // FuzzDecodeRecordRequest: no body panics the decoder; a refusal is always
@@ -16,7 +17,7 @@ import (
 func FuzzDecodeRecordRequest(f *testing.F) {
 	f.Add(releaseset.SeedRecordBody(f))
 	for v := range 3 {
-		b, err := json.Marshal(releaseset.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(v, v)})
+		b, err := json.Marshal(wire.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(v, v)})
 		if err != nil {
 			f.Fatal(err)
 		}

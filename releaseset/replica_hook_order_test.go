@@ -8,6 +8,7 @@ import (
 	"stratum/internal/pgtest"
 	"stratum/store"
 	"stratum/store/storetest"
+	"stratum/wire"
 )
 
 // twoReplicas is a cluster on a fresh database opened twice, with a
@@ -39,7 +40,7 @@ func twoReplicas(t *testing.T) (a, b *Service, dbA, dbB *store.DB, founder, dsn 
 func TestReplicaRecordOutranksALateLocalHook(t *testing.T) {
 	a, b, dbA, _, founder, _ := twoReplicas(t)
 	// A commits 0.2.0 (seq s1); its OnCommit hook is late (emulated).
-	old := Stored{RunningRelease: "0.2.0", Release: Record{RecordedAt: time.Now().UTC()}}
+	old := Stored{RunningRelease: "0.2.0", Release: wire.Record{RecordedAt: time.Now().UTC()}}
 	var s1 uint64
 	if err := dbA.Update(func(tx *store.Tx) error {
 		if err := bucketRecords.Put(tx, founder, old); err != nil {
@@ -52,7 +53,7 @@ func TestReplicaRecordOutranksALateLocalHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	// B records 0.3.0 (seq s2 > s1); A hears it and reloads.
-	if err := b.Record("test", founder, RecordRequest{RunningRelease: "0.3.0"}); err != nil {
+	if err := b.Record("test", founder, wire.RecordRequest{RunningRelease: "0.3.0"}); err != nil {
 		t.Fatal(err)
 	}
 	running := func() string {

@@ -12,6 +12,7 @@ import (
 	"stratum/releaseset/releasesettest"
 	"stratum/store"
 	"stratum/store/storetest"
+	"stratum/wire"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -32,7 +33,7 @@ func TestRecordSeenByTheOtherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := func(db *store.DB) *releaseset.Service {
-		s, err := releaseset.New(releaseset.Config{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: releaseset.ControlPlane{Version: "v1", Commit: "c1"}})
+		s, err := releaseset.New(releaseset.Config{DB: db, Now: func() time.Time { return now }, Node: founder, ControlPlane: wire.ControlPlane{Version: "v1", Commit: "c1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +53,7 @@ func TestRecordSeenByTheOtherReplica(t *testing.T) {
 	}
 	for i, release := range []string{"0.2.0", "0.3.0", "0.4.0"} {
 		before := body(b) // B has the node's fragment cached
-		if err := a.Record("test", founder, releaseset.RecordRequest{RunningRelease: release, Release: releasesettest.Record(i, 0)}); err != nil {
+		if err := a.Record("test", founder, wire.RecordRequest{RunningRelease: release, Release: releasesettest.Record(i, 0)}); err != nil {
 			t.Fatal(err)
 		}
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {

@@ -10,13 +10,14 @@ import (
 
 	"stratum/apierr"
 	"stratum/strictjson"
+	"stratum/wire"
 )
 
 // body is a valid request around baseRecord, re-encoded after edit (which
 // works on the generic JSON, so tests can add what the types cannot hold).
 func body(t *testing.T, edit func(req map[string]any)) []byte {
 	t.Helper()
-	b, err := json.Marshal(RecordRequest{RunningRelease: "0.2.0", Release: *baseRecord()})
+	b, err := json.Marshal(wire.RecordRequest{RunningRelease: "0.2.0", Release: *baseRecord()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestDecodeRecordRequestAccepts(t *testing.T) {
 		}
 		r := req.Release
 		if req.RunningRelease != "0.2.0" || r.OS.Kernel != "6.12.0-211.56.1.el10_2.x86_64" ||
-			r.Bootc.Staged == nil || r.Pins[0].State != PinCurrent || r.Stored.Leftovers[0].Path != "os/3f1c0d77" {
+			r.Bootc.Staged == nil || r.Pins[0].State != wire.PinCurrent || r.Stored.Leftovers[0].Path != "os/3f1c0d77" {
 			t.Errorf("decoded %+v", req)
 		}
 		if r.HostReportedAt != nil {
@@ -198,7 +199,7 @@ func TestDecodeRecordRequestAccepts(t *testing.T) {
 	t.Run("prerelease and commit forms", func(t *testing.T) {
 		_, err := DecodeRecordRequest(body(t, func(m map[string]any) {
 			m["runningRelease"] = "1.0.0-rc.1+build.5"
-			obj(rel(m), "hostBinaries")["commit"] = CommitMixed
+			obj(rel(m), "hostBinaries")["commit"] = wire.CommitMixed
 			obj(rel(m), "hostBinaries")["want"] = ""
 		}))
 		if err != nil {

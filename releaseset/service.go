@@ -12,6 +12,7 @@ import (
 	"stratum/apierr"
 	membership "stratum/cluster"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // Config is what a Service is built from.
@@ -20,7 +21,7 @@ type Config struct {
 	Now func() time.Time // time.Now when nil
 	// Node is the answering node (the founder) and ControlPlane its build.
 	Node         string
-	ControlPlane ControlPlane
+	ControlPlane wire.ControlPlane
 	// Held lists the releases the founder holds (imported and verified):
 	// the only ones the admission release rises to by itself (SPEC 16.6).
 	// Nil: it rises only when the operator sets it.
@@ -60,7 +61,7 @@ type Service struct {
 
 // Record stores nodeID's release, stamping recordedAt. A node that is not
 // a member is NOT_FOUND.
-func (s *Service) Record(actor, nodeID string, req RecordRequest) error {
+func (s *Service) Record(actor, nodeID string, req wire.RecordRequest) error {
 	req.Release.RecordedAt = s.Now().UTC()
 	stored := Stored(req)
 	// What the cache keeps is made before the transaction: concurrent

@@ -1,6 +1,9 @@
 package releaseset
 
-import "time"
+import (
+	"stratum/wire"
+	"time"
+)
 
 // Set is the answer of GET /v1/admin/upgrades/release: every node's
 // release, and where the nodes differ from each other (skew) or from their
@@ -10,7 +13,7 @@ type Set struct {
 	// Node is the node whose control plane answered (the founder).
 	Node string `json:"node"`
 	// ControlPlane is the answering control plane's own build.
-	ControlPlane ControlPlane `json:"controlPlane"`
+	ControlPlane wire.ControlPlane `json:"controlPlane"`
 	// RunningRelease is the release the cluster runs: its oldest node's.
 	// Empty when it is not known.
 	RunningRelease string `json:"runningRelease"`
@@ -99,17 +102,17 @@ type Drift struct {
 	Stale      *bool      `json:"stale,omitempty"`
 	RecordedAt *time.Time `json:"recordedAt,omitempty"`
 
-	Field      string     `json:"field,omitempty"`
-	Source     HostSource `json:"source,omitempty"`
-	Commit     string     `json:"commit,omitempty"`
-	Want       string     `json:"want,omitempty"`
-	Image      string     `json:"image,omitempty"`
-	Digest     string     `json:"digest,omitempty"`
-	Version    string     `json:"version,omitempty"`
-	Name       string     `json:"name,omitempty"`
-	Pinned     string     `json:"pinned,omitempty"`
-	Running    string     `json:"running,omitempty"`
-	Containers *int       `json:"containers,omitempty"`
+	Field      string          `json:"field,omitempty"`
+	Source     wire.HostSource `json:"source,omitempty"`
+	Commit     string          `json:"commit,omitempty"`
+	Want       string          `json:"want,omitempty"`
+	Image      string          `json:"image,omitempty"`
+	Digest     string          `json:"digest,omitempty"`
+	Version    string          `json:"version,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Pinned     string          `json:"pinned,omitempty"`
+	Running    string          `json:"running,omitempty"`
+	Containers *int            `json:"containers,omitempty"`
 }
 
 // Node is one member and its release.
@@ -125,5 +128,5 @@ type Node struct {
 	// Behind: the node runs a release older than the admission release.
 	Behind bool `json:"behind,omitempty"`
 	// Release is the node's last record; absent when it never recorded.
-	Release *Record `json:"release,omitempty"`
+	Release *wire.Record `json:"release,omitempty"`
 }

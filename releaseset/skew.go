@@ -3,6 +3,7 @@ package releaseset
 import (
 	"cmp"
 	"slices"
+	"stratum/wire"
 	"strconv"
 	"strings"
 )
@@ -25,7 +26,7 @@ var absent = fieldValue{"absent", "absent"}
 // skewField is one of the fixed skew fields and how to read it.
 type skewField struct {
 	name string
-	of   func(*Record) fieldValue
+	of   func(*wire.Record) fieldValue
 }
 
 // fixedFields are compared in this order, before the packages.
@@ -43,7 +44,7 @@ var fixedFields = []skewField{
 // as os.imageVersion (else the deployment's version label); two builds
 // with one version label still differ. Otherwise os.prettyName, else
 // "id versionId".
-func osValue(r *Record) fieldValue {
+func osValue(r *wire.Record) fieldValue {
 	if r.ImageMode && r.Bootc != nil && r.Bootc.Booted != nil && r.Bootc.Booted.Digest != "" {
 		b := r.Bootc.Booted
 		display := b.Digest
@@ -68,7 +69,7 @@ func osValue(r *Record) fieldValue {
 
 // imageModeValue is what the host has (SPEC 17): an image, or packages
 // and the package manager found.
-func imageModeValue(r *Record) fieldValue {
+func imageModeValue(r *wire.Record) fieldValue {
 	if r.ImageMode {
 		return fieldValue{"true", "image"}
 	}
@@ -78,7 +79,7 @@ func imageModeValue(r *Record) fieldValue {
 	return fieldValue{"false", "package"}
 }
 
-func kernelValue(r *Record) fieldValue {
+func kernelValue(r *wire.Record) fieldValue {
 	if r.OS == nil || r.OS.Kernel == "" {
 		return unknown
 	}
@@ -86,7 +87,7 @@ func kernelValue(r *Record) fieldValue {
 }
 
 // controlPlaneValue compares the commit and shows the version.
-func controlPlaneValue(r *Record) fieldValue {
+func controlPlaneValue(r *wire.Record) fieldValue {
 	c := r.ControlPlane
 	if c == nil {
 		return notApplicable
@@ -99,7 +100,7 @@ func controlPlaneValue(r *Record) fieldValue {
 
 // schemaValue is controlPlane.schemaLevel: the migrations a build carries
 // decide whether two control planes can share a database.
-func schemaValue(r *Record) fieldValue {
+func schemaValue(r *wire.Record) fieldValue {
 	if r.ControlPlane == nil {
 		return notApplicable
 	}
@@ -111,7 +112,7 @@ func schemaValue(r *Record) fieldValue {
 }
 
 // hostBinariesValue compares the commit ("mixed" and "unknown" included).
-func hostBinariesValue(r *Record) fieldValue {
+func hostBinariesValue(r *wire.Record) fieldValue {
 	if r.HostBinaries == nil || r.HostBinaries.Commit == "" {
 		return unknown
 	}
@@ -121,7 +122,7 @@ func hostBinariesValue(r *Record) fieldValue {
 // extensionsValue is the set of merged name@version, sorted and joined by
 // ","; "none" when nothing is merged. Extensions found but not merged do
 // not change what runs, so they do not count.
-func extensionsValue(r *Record) fieldValue {
+func extensionsValue(r *wire.Record) fieldValue {
 	var merged []string
 	for _, e := range r.Extensions {
 		if e.Merged {
@@ -139,7 +140,7 @@ func extensionsValue(r *Record) fieldValue {
 
 // packageValue is name@version of the node's package for component, or
 // "absent".
-func packageValue(r *Record, component string) fieldValue {
+func packageValue(r *wire.Record, component string) fieldValue {
 	for _, p := range r.Packages {
 		if p.Component == component {
 			s := p.Name + "@" + p.Version
@@ -201,7 +202,7 @@ func shortValue(v string) string {
 }
 
 // components is the sorted union of the package components of recs.
-func components(recs []*Record) []string {
+func components(recs []*wire.Record) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, r := range recs {

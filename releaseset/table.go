@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"stratum/wire"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -48,7 +49,7 @@ func WriteTable(w io.Writer, s Set) error {
 	for _, sk := range s.Summary.Skew {
 		skewed[sk.Field] = sk
 	}
-	field := func(name string, of func(*Record) fieldValue) {
+	field := func(name string, of func(*wire.Record) fieldValue) {
 		sk, differs := skewed[name]
 		mark := " "
 		if differs {
@@ -64,14 +65,14 @@ func WriteTable(w io.Writer, s Set) error {
 	for _, f := range fixedFields {
 		field(f.name, f.of)
 	}
-	var recs []*Record
+	var recs []*wire.Record
 	for _, n := range s.Nodes {
 		if n.Release != nil {
 			recs = append(recs, n.Release)
 		}
 	}
 	for _, c := range components(recs) {
-		field(SkewPackagePrefix+c, func(r *Record) fieldValue { return packageValue(r, c) })
+		field(SkewPackagePrefix+c, func(r *wire.Record) fieldValue { return packageValue(r, c) })
 	}
 	tw.Flush()
 

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"stratum/internal/pgtest"
+	"stratum/wire"
 )
 
 // TestTrust16_7_ForgedNoteDoesNotFreezeReleaseSet: a role that may only
@@ -18,7 +19,7 @@ import (
 // later records (on either replica) are answered.
 func TestTrust16_7_ForgedNoteDoesNotFreezeReleaseSet(t *testing.T) {
 	a, b, _, _, founder, dsn := twoReplicas(t)
-	if err := a.Record("test", founder, RecordRequest{RunningRelease: "0.1.0"}); err != nil {
+	if err := a.Record("test", founder, wire.RecordRequest{RunningRelease: "0.1.0"}); err != nil {
 		t.Fatal(err)
 	}
 	running := func(s *Service) string {
@@ -54,12 +55,12 @@ func TestTrust16_7_ForgedNoteDoesNotFreezeReleaseSet(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // heard by both replicas
 
-	if err := a.Record("test", founder, RecordRequest{RunningRelease: "0.2.0"}); err != nil {
+	if err := a.Record("test", founder, wire.RecordRequest{RunningRelease: "0.2.0"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(a, "A", "0.2.0")
 	waitFor(b, "B", "0.2.0")
-	if err := b.Record("test", founder, RecordRequest{RunningRelease: "0.3.0"}); err != nil {
+	if err := b.Record("test", founder, wire.RecordRequest{RunningRelease: "0.3.0"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(b, "B", "0.3.0")

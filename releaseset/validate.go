@@ -7,19 +7,20 @@ import (
 
 	"stratum/apierr"
 	"stratum/semver"
+	"stratum/wire"
 )
 
 // Value checks run on the decoded request; each adds to f and goes on, so
 // the node's author sees every problem in one answer.
 
-func validateRequest(f *apierr.Fields, r *RecordRequest) {
+func validateRequest(f *apierr.Fields, r *wire.RecordRequest) {
 	if r.RunningRelease != "" {
 		checkRelease(f, "runningRelease", r.RunningRelease)
 	}
 	validateRecord(f, &r.Release, "release")
 }
 
-func validateRecord(f *apierr.Fields, r *Record, at string) {
+func validateRecord(f *apierr.Fields, r *wire.Record, at string) {
 	if r.OS != nil {
 		checkOptionalDigest(f, at+".os.baseDigest", r.OS.BaseDigest)
 		checkOptionalDigest(f, at+".os.kernelArgsDigest", r.OS.KernelArgsDigest)
@@ -64,7 +65,7 @@ func validateRecord(f *apierr.Fields, r *Record, at string) {
 	}
 }
 
-func validateDeployment(f *apierr.Fields, d *Deployment, at string) {
+func validateDeployment(f *apierr.Fields, d *wire.Deployment, at string) {
 	if d == nil {
 		return
 	}
@@ -74,15 +75,15 @@ func validateDeployment(f *apierr.Fields, d *Deployment, at string) {
 	checkDigest(f, at+".digest", d.Digest)
 }
 
-func validateHostBinaries(f *apierr.Fields, h *HostBinaries, at string) {
+func validateHostBinaries(f *apierr.Fields, h *wire.HostBinaries, at string) {
 	switch h.Source {
-	case SourceOSImage, SourceOverlay, SourceControlPlaneImage:
+	case wire.SourceOSImage, wire.SourceOverlay, wire.SourceControlPlaneImage:
 	case "":
 		f.Add(at+".source", "is required: os-image, overlay or control-plane-image")
 	default:
 		f.Add(at+".source", "must be os-image, overlay or control-plane-image, not %q", h.Source)
 	}
-	if h.Commit != CommitMixed && h.Commit != CommitUnknown && !isCommit(h.Commit) {
+	if h.Commit != wire.CommitMixed && h.Commit != wire.CommitUnknown && !isCommit(h.Commit) {
 		f.Add(at+".commit", "must be a commit (4 to 64 lowercase hex digits), mixed or unknown")
 	}
 	if h.Want != "" && !isCommit(h.Want) {
@@ -100,7 +101,7 @@ type elem struct {
 
 func (e elem) at(field string) string { return index(e.list, e.i) + "." + field }
 
-func validateExtension(f *apierr.Fields, e Extension, el elem) {
+func validateExtension(f *apierr.Fields, e wire.Extension, el elem) {
 	if e.Name == "" {
 		f.Add(el.at("name"), "is required")
 	}
@@ -112,7 +113,7 @@ func validateExtension(f *apierr.Fields, e Extension, el elem) {
 	}
 }
 
-func validatePackage(f *apierr.Fields, p Package, el elem) {
+func validatePackage(f *apierr.Fields, p wire.Package, el elem) {
 	for _, kv := range [...][2]string{{"component", p.Component}, {"name", p.Name}, {"version", p.Version}} {
 		if kv[1] == "" {
 			f.Add(el.at(kv[0]), "is required")
@@ -120,12 +121,12 @@ func validatePackage(f *apierr.Fields, p Package, el elem) {
 	}
 }
 
-func validatePin(f *apierr.Fields, p Pin, el elem) {
+func validatePin(f *apierr.Fields, p wire.Pin, el elem) {
 	if p.Name == "" {
 		f.Add(el.at("name"), "is required")
 	}
 	switch p.State {
-	case PinCurrent, PinDiffers, PinAbsent, PinSelf:
+	case wire.PinCurrent, wire.PinDiffers, wire.PinAbsent, wire.PinSelf:
 	case "":
 		f.Add(el.at("state"), "is required: current, differs, absent or self")
 	default:
@@ -136,7 +137,7 @@ func validatePin(f *apierr.Fields, p Pin, el elem) {
 	}
 }
 
-func validateUnpinned(f *apierr.Fields, u Unpinned, el elem) {
+func validateUnpinned(f *apierr.Fields, u wire.Unpinned, el elem) {
 	if u.Image == "" {
 		f.Add(el.at("image"), "is required")
 	}
@@ -145,7 +146,7 @@ func validateUnpinned(f *apierr.Fields, u Unpinned, el elem) {
 	}
 }
 
-func validatePayload(f *apierr.Fields, p Payload, el elem) {
+func validatePayload(f *apierr.Fields, p wire.Payload, el elem) {
 	if p.Release == "" || semver.Valid(p.Release) != nil {
 		checkRelease(f, el.at("release"), p.Release)
 	}
@@ -154,7 +155,7 @@ func validatePayload(f *apierr.Fields, p Payload, el elem) {
 	}
 }
 
-func validateStorage(f *apierr.Fields, s *Storage, at string) {
+func validateStorage(f *apierr.Fields, s *wire.Storage, at string) {
 	for i, r := range s.Releases {
 		ra := index(at+".releases", i)
 		checkRelease(f, ra+".release", r.Release)

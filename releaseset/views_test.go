@@ -14,6 +14,7 @@ import (
 	"stratum/apierr"
 	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
+	"stratum/wire"
 )
 
 // TestViewsMatchTheWholeAnswer checks ?view=summary and the pages against
@@ -41,7 +42,7 @@ func testViews(t *testing.T) {
 		ids = append(ids, fmt.Sprintf("n-%08d", i))
 	}
 	for i, id := range ids[:10] { // two members never record
-		if err := svc.Record("test", id, releaseset.RecordRequest{RunningRelease: fmt.Sprintf("0.%d.0", 2+i%2), Release: releasesettest.Record(i, i%3)}); err != nil {
+		if err := svc.Record("test", id, wire.RecordRequest{RunningRelease: fmt.Sprintf("0.%d.0", 2+i%2), Release: releasesettest.Record(i, i%3)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,7 +142,7 @@ func testViews(t *testing.T) {
 	}
 	first, second := tag(""), tag(ids[4])
 	// A record on the second page changes its tag, not the first's.
-	if err := svc.Record("test", ids[6], releaseset.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(6, 2)}); err != nil {
+	if err := svc.Record("test", ids[6], wire.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(6, 2)}); err != nil {
 		t.Fatal(err)
 	}
 	check("one record changed")
@@ -218,7 +219,7 @@ func TestLargeSetBuiltInBackground(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Record("test", founder, releaseset.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(0, 0)}); err != nil {
+	if err := svc.Record("test", founder, wire.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(0, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {

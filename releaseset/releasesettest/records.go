@@ -5,10 +5,9 @@ package releasesettest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"stratum/wire"
 	"strings"
 	"time"
-
-	"stratum/releaseset"
 )
 
 // RecordedAt is the RecordedAt of every Record: describe
@@ -27,7 +26,7 @@ var RecordedAt = time.Date(2026, time.July, 1, 12, 0, 0, 0, time.UTC)
 //   - 1: release 0.1.0, an older build of everything: skew against 0.
 //   - 2: release 0.2.0 with drift: stale host binaries, a staged
 //     deployment, a pin that differs and an unpinned image running.
-func Record(i int, variant int) releaseset.Record {
+func Record(i int, variant int) wire.Record {
 	variant = ((variant % 3) + 3) % 3
 	b := syntheticBuilds[0]
 	if variant == 1 {
@@ -36,11 +35,11 @@ func Record(i int, variant int) releaseset.Record {
 	hostAt := RecordedAt.Add(-time.Duration(30+i%60) * time.Second)
 	level := b.schema
 	compat := b.schema - 2
-	r := releaseset.Record{
+	r := wire.Record{
 		RecordedAt:     RecordedAt,
 		HostReportedAt: &hostAt,
 		ImageMode:      true,
-		OS: &releaseset.OS{
+		OS: &wire.OS{
 			PrettyName:       "Stratum OS " + b.version,
 			ID:               "almalinux",
 			VersionID:        b.versionID,
@@ -50,18 +49,18 @@ func Record(i int, variant int) releaseset.Record {
 			KernelArgsDigest: digest("kargs", b.version),
 			Kernel:           b.kernel,
 		},
-		Bootc: &releaseset.Bootc{
+		Bootc: &wire.Bootc{
 			Booted:   b.deployment(true),
 			Rollback: syntheticBuilds[1].deployment(false),
 		},
-		ControlPlane: &releaseset.ControlPlane{Version: b.version, Commit: b.commit, SchemaLevel: &level,
+		ControlPlane: &wire.ControlPlane{Version: b.version, Commit: b.commit, SchemaLevel: &level,
 			CompatSchemaLevel: &compat, DatabaseSchemaLevel: &level},
-		HostBinaries: &releaseset.HostBinaries{Source: releaseset.SourceOSImage, Commit: b.commit, Want: b.commit},
-		Payloads: []releaseset.Payload{
+		HostBinaries: &wire.HostBinaries{Source: wire.SourceOSImage, Commit: b.commit, Want: b.commit},
+		Payloads: []wire.Payload{
 			{Release: syntheticBuilds[1].release, SHA256: Hex("payload", syntheticBuilds[1].release)},
 			{Release: syntheticBuilds[0].release, SHA256: Hex("payload", syntheticBuilds[0].release)},
 		},
-		Stored: &releaseset.Storage{Releases: []releaseset.StoredRelease{
+		Stored: &wire.Storage{Releases: []wire.StoredRelease{
 			{Release: syntheticBuilds[1].release, Complete: true, Installed: true,
 				Path: "releases/" + syntheticBuilds[1].release, OS: "os/" + Hex("os", syntheticBuilds[1].versionID)[:8]},
 			{Release: syntheticBuilds[0].release, Complete: true,
@@ -69,20 +68,20 @@ func Record(i int, variant int) releaseset.Record {
 		}},
 	}
 	for _, e := range syntheticExtensions {
-		r.Extensions = append(r.Extensions, releaseset.Extension{Name: e.name, Version: e.versions[b.index],
+		r.Extensions = append(r.Extensions, wire.Extension{Name: e.name, Version: e.versions[b.index],
 			Merged: true, SysextLevel: b.versionID, Release: b.release, RootHash: Hex("verity", e.name, b.release)})
 	}
 	for _, p := range syntheticPackages {
-		r.Packages = append(r.Packages, releaseset.Package{Component: p.component, Name: p.name, Version: p.versions[b.index]})
+		r.Packages = append(r.Packages, wire.Package{Component: p.component, Name: p.name, Version: p.versions[b.index]})
 	}
 	storage := i%4 == 0 // every fourth node stores, the others compute
 	for k, name := range syntheticPins {
-		p := releaseset.Pin{Name: name, Pinned: b.ref(name), State: releaseset.PinCurrent, Containers: 1 + (i+k)%3}
+		p := wire.Pin{Name: name, Pinned: b.ref(name), State: wire.PinCurrent, Containers: 1 + (i+k)%3}
 		switch {
 		case k == 0:
-			p = releaseset.Pin{Name: name, State: releaseset.PinSelf, Running: b.ref(name), Containers: 1}
+			p = wire.Pin{Name: name, State: wire.PinSelf, Running: b.ref(name), Containers: 1}
 		case storage && strings.HasPrefix(name, "nova-"), !storage && strings.HasPrefix(name, "ceph-osd"):
-			p.State, p.Containers = releaseset.PinAbsent, 0
+			p.State, p.Containers = wire.PinAbsent, 0
 		}
 		r.Pins = append(r.Pins, p)
 	}
@@ -91,8 +90,8 @@ func Record(i int, variant int) releaseset.Record {
 		r.Bootc.Staged = syntheticBuilds[0].deployment(true)
 		r.Bootc.Staged.Version = "0.2.1"
 		r.Bootc.Staged.Digest = digest("image", "0.2.1")
-		r.Pins[2].State, r.Pins[2].Running = releaseset.PinDiffers, syntheticBuilds[1].ref(r.Pins[2].Name)
-		r.Unpinned = []releaseset.Unpinned{{Image: "docker.io/library/busybox:1.36", Containers: 1}}
+		r.Pins[2].State, r.Pins[2].Running = wire.PinDiffers, syntheticBuilds[1].ref(r.Pins[2].Name)
+		r.Unpinned = []wire.Unpinned{{Image: "docker.io/library/busybox:1.36", Containers: 1}}
 	}
 	return r
 }
@@ -115,9 +114,9 @@ func (b syntheticBuild) ref(name string) string {
 	return "registry.example.com/stratum/" + name + "@" + digest("image", name, b.release)
 }
 
-func (b syntheticBuild) deployment(booted bool) *releaseset.Deployment {
+func (b syntheticBuild) deployment(booted bool) *wire.Deployment {
 	built := time.Date(2026, time.June, 20-10*b.index, 8, 0, 0, 0, time.UTC)
-	d := &releaseset.Deployment{
+	d := &wire.Deployment{
 		Image:        "registry.example.com/stratum-os:" + b.version,
 		Transport:    "registry",
 		Digest:       digest("image", "stratum-os", b.release),

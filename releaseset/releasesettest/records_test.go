@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"stratum/releaseset"
+	"stratum/wire"
 )
 
 func TestRecordIsValid(t *testing.T) {
@@ -18,7 +19,7 @@ func TestRecordIsValid(t *testing.T) {
 			if len(r.Pins) < 24 || len(r.Packages) < 24 {
 				t.Errorf("record %d/%d has %d pins and %d packages, want dozens", i, v, len(r.Pins), len(r.Packages))
 			}
-			b, err := json.Marshal(releaseset.RecordRequest{RunningRelease: r.Bootc.Booted.Version, Release: r})
+			b, err := json.Marshal(wire.RecordRequest{RunningRelease: r.Bootc.Booted.Version, Release: r})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +95,7 @@ func BenchmarkDescribe(b *testing.B) {
 }
 
 func BenchmarkDecodeRecordRequest(b *testing.B) {
-	body, err := json.Marshal(releaseset.RecordRequest{RunningRelease: "0.2.0", Release: Record(1, 2)})
+	body, err := json.Marshal(wire.RecordRequest{RunningRelease: "0.2.0", Release: Record(1, 2)})
 	if err != nil {
 		b.Fatal(err)
 	}
