@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -65,8 +66,16 @@ func TestRestoreIsComplete(t *testing.T) {
 	if r := stratum(t, "restore", "--data", dirB, "--in", full, "--identity", idFile, "--ca-pin", pin); r.code != 0 || !strings.Contains(r.stdout, "1 releases") {
 		t.Fatalf("restore = %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(dirB, "release-keys", filepath.Base(tree.PubFile))); err != nil {
-		t.Fatalf("the release key was not restored: %v", err)
+	keys, err := os.ReadDir(filepath.Join(dirA, "release-keys"))
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("founder A trusts no release key: %v", err)
+	}
+	for _, k := range keys {
+		key := k.Name()
+		a, _ := os.ReadFile(filepath.Join(dirA, "release-keys", key))
+		if b, err := os.ReadFile(filepath.Join(dirB, "release-keys", key)); err != nil || !bytes.Equal(a, b) {
+			t.Fatalf("the release key %s was not restored: %v", key, err)
+		}
 	}
 	fB := stratumtest.ServeDev(t, dirB)
 	if strings.Contains(fB.Stdout(), "bootstrap-credentials.txt") {
