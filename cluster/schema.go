@@ -16,4 +16,7 @@ var (
 	identity = store.NewField[Identity](bucketCluster, keyIdentity)
 )
 
-var _ = store.Provide(store.StepClusterAdmissionRelease, migrateAdmissionRelease)
+var (
+	_ = store.Provide(store.StepClusterAdmissionRelease, migrateAdmissionRelease)
+	_ = store.Provide(store.StepClusterMemberTrust, migrateMemberTrust)
+)

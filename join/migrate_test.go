@@ -8,7 +8,7 @@ import (
 	"stratum/wire"
 )
 
-// TestTrustMigration: a store as an earlier build left it (members without
+// TestTrustMigration (migration 6, both steps cluster's): a store as an earlier build left it (members without
 // a leaf serial or installed mark, no admission release) gets each
 // member's audited serial, the installed mark where the join is
 // installing, and the configured release as its admission release.

@@ -20,7 +20,4 @@ var (
 	bucketClaims = store.NewRawBucket("join-claims", store.Authenticated())
 )
 
-var (
-	_ = store.Provide(store.StepJoinClaims, rebuildClaims)
-	_ = store.Provide(store.StepJoinMemberTrust, migrateTrust)
-)
+var _ = store.Provide(store.StepJoinClaims, rebuildClaims)

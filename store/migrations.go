@@ -26,7 +26,7 @@ var migrations = []migration{
 	3:  {name: "retired (an earlier build's number; nothing to do)"},
 	4:  {name: "retired (an earlier build's number; nothing to do)"},
 	5:  {name: "index of what queued joins claim", steps: []Step{StepJoinClaims}},
-	6:  {name: "trust rules: admission release, member leaf serials", steps: []Step{StepClusterAdmissionRelease, StepJoinMemberTrust}},
+	6:  {name: "trust rules: admission release, member leaf serials", steps: []Step{StepClusterAdmissionRelease, StepClusterMemberTrust}},
 	7:  {name: "keyed audit chain", apply: keyAuditChain},
 	8:  {name: "API tokens record their creator", steps: []Step{StepIAMTokenCreators}},
 	9:  {name: "authenticated records (SPEC 16.2)", apply: authenticateRecords},
@@ -47,7 +47,7 @@ type Step string
 const (
 	StepJoinClaims              Step = "join: rebuild the index of what queued joins claim"
 	StepClusterAdmissionRelease Step = "cluster: seed the admission release from clusterRelease"
-	StepJoinMemberTrust         Step = "join: members get their audited leaf serial and installed mark"
+	StepClusterMemberTrust      Step = "cluster: members get their audited leaf serial and installed mark"
 	StepIAMTokenCreators        Step = "iam: API tokens record their creator"
 	StepFounderApplianceAdmin   Step = "founder: the appliance admin whose password is the delivered cluster secret must change it"
 )
