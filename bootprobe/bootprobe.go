@@ -93,19 +93,8 @@ func (p *Prober) Boot(nodeID string) (cluster.Boot, bool) {
 	return b, ok
 }
 
-// Run probes at once and then every interval until ctx ends.
-func (p *Prober) Run(ctx context.Context) {
-	t := time.NewTicker(p.cfg.Interval)
-	defer t.Stop()
-	for {
-		p.Round(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
+// Interval is how often the founder's scheduler runs a Round.
+func (p *Prober) Interval() time.Duration { return p.cfg.Interval }
 
 // Round probes every member once, at most Concurrency at a time, and
 // forgets members that are gone.

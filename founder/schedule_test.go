@@ -33,6 +33,36 @@ func TestScheduleRunsLoops(t *testing.T) {
 	}
 }
 
+// TestScheduleStepsOnWake: an event-driven loop runs at start, then
+// when its step says (never, here) or when woken.
+func TestScheduleStepsOnWake(t *testing.T) {
+	db, _ := storetest.Temp(t)
+	f := &Founder{db: db}
+	var steps atomic.Int32
+	wake := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.schedule(ctx, loop{name: "event", leased: true, wake: wake, step: func(context.Context) time.Duration {
+		steps.Add(1)
+		return -1
+	}})
+	waitFor := func(n int32) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); steps.Load() < n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("steps %d, want %d", steps.Load(), n)
+			}
+		}
+	}
+	waitFor(1)
+	time.Sleep(100 * time.Millisecond)
+	if steps.Load() != 1 {
+		t.Fatalf("a step that answered 'only when woken' ran %d times unwoken", steps.Load())
+	}
+	wake <- struct{}{}
+	waitFor(2)
+}
+
 // TestEveryMigrationStepLinked: the founder (and so the stratum binary)
 // links the code of every domain step of the migrations list.
 func TestEveryMigrationStepLinked(t *testing.T) {

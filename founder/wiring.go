@@ -106,10 +106,6 @@ func (f *Founder) startBackground(ctx context.Context) {
 		}
 	}()
 	f.schedule(ctx, f.loops()...)
-	go f.joins.Run(ctx)
-	if f.prober != nil {
-		go f.prober.Run(ctx)
-	}
 }
 
 // recordOwnRelease records what the founder runs at start and then every

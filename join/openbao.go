@@ -27,7 +27,7 @@ type OpenBao interface {
 
 // bucketRevocations lists node-token accessors still to revoke (accessor
 // -> node id): a join that failed or was cancelled, a member removed. The
-// transaction that ends the join records it; the Run loop revokes it
+// transaction that ends the join records it; the Step loop revokes it
 // outside any transaction, and again after a restart until OpenBao
 // confirms.
 var bucketRevocations = store.NewRawBucket("join-openbao-revocations")
@@ -134,7 +134,7 @@ func (s *Service) holdReason(joinID string, cause error) error {
 	})
 }
 
-// queueRevocation records a node token to revoke and wakes the Run loop.
+// queueRevocation records a node token to revoke and wakes the Step loop.
 func (t *txn) queueRevocation(accessor, nodeID string) error {
 	if accessor == "" {
 		return nil
@@ -188,7 +188,7 @@ func (s *Service) drainRevocations(ctx context.Context) (bool, error) {
 	return left, nil
 }
 
-// openBaoWork runs what the Run loop owes OpenBao: pending revocations
+// openBaoWork runs what the Step loop owes OpenBao: pending revocations
 // and a delivery waiting on it. It answers whether to come back soon.
 func (s *Service) openBaoWork(ctx context.Context) bool {
 	if s.cfg.OpenBao == nil {

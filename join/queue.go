@@ -124,7 +124,7 @@ func (t *txn) advance() error {
 		return err
 	}
 	if t.s.carriesOpenBao(r.Role) {
-		// Its tokens come from OpenBao, over the network: the Run loop
+		// Its tokens come from OpenBao, over the network: the Step loop
 		// mints them outside this transaction and delivers then.
 		t.kick = true
 		return nil

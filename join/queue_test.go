@@ -140,26 +140,33 @@ func TestDeliveryTimeout(t *testing.T) {
 	}
 }
 
-// Run sleeps until the deadline and fails the join without polling.
-func TestRunLoop(t *testing.T) {
+// Step answers the one deadline there is (none for an empty queue), the
+// turn's change wakes it, and the step at the deadline fails the join:
+// the founder's scheduler needs no polling.
+func TestStepAnswersTheDeadline(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Now = time.Now; c.DeliveryTimeout = 150 * time.Millisecond })
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- e.svc.Run(ctx) }()
-
+	ctx := context.Background()
+	if d := e.svc.Step(ctx); d >= 0 {
+		t.Fatalf("an empty queue is due again in %v, want only when woken", d)
+	}
 	v := e.pending("a")
-	start := time.Now()
 	e.approve(v.JoinID, assignment(1))
-	got, err := e.svc.Wait(context.Background(), keyPin("a"), v.JoinID, wire.StateDelivering, 5*time.Second)
-	if err != nil || got.State != wire.StateFailed {
-		t.Fatalf("after the timeout: %s %v", got.State, err)
+	select {
+	case <-e.svc.Wake():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the join that got its turn did not wake the loop")
 	}
-	if el := time.Since(start); el < 150*time.Millisecond || el > 2*time.Second {
-		t.Errorf("failed after %v, want about 150ms", el)
+	d := e.svc.Step(ctx)
+	if d <= 0 || d > 150*time.Millisecond {
+		t.Fatalf("due again in %v, want the delivery deadline (at most 150ms)", d)
 	}
-	cancel()
-	if err := <-stopped; err != context.Canceled {
-		t.Errorf("Run returned %v", err)
+	if got := e.view("a", v.JoinID); got.State != wire.StateDelivering {
+		t.Fatalf("before the deadline: %s", got.State)
+	}
+	time.Sleep(d)
+	e.svc.Step(ctx)
+	if got := e.view("a", v.JoinID); got.State != wire.StateFailed {
+		t.Fatalf("after the deadline: %s, want failed", got.State)
 	}
 }
 

@@ -82,12 +82,12 @@ type Service struct {
 	// began to wait for it.
 	parkMu  sync.Mutex
 	closing bool
-	kick    chan struct{} // wakes Run when the turn changes
+	kick    chan struct{} // wakes Step (Wake) when the turn changes
 	// holds counts each registration's held long-polls (SPEC 10.10).
 	holds *holdCounter
 }
 
-// New fills defaults; it starts nothing (see Run).
+// New fills defaults; it starts nothing (see Step).
 func New(cfg Config) (*Service, error) {
 	if cfg.DB == nil {
 		return nil, errors.New("join: no store")
@@ -126,7 +126,7 @@ func (s *Service) heardRegistration(id string) {
 	s.hub.Notify(id)
 }
 
-// Kick wakes the Run loop: something it waits on may have changed (the
+// Kick wakes the Step loop: something it waits on may have changed (the
 // founder's OpenBao token after a converge).
 func (s *Service) Kick() { s.kickRun() }
 

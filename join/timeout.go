@@ -60,63 +60,39 @@ func (s *Service) nextDeadline() (time.Time, bool, error) {
 	return at, ok, err
 }
 
-// leaseRecheck is how often a replica without the background lease looks
-// whether it got it.
-const leaseRecheck = time.Second
-
-// Run enforces the delivery timeout until ctx ends, and does what
-// OpenBao owes the queue (minting for the next control-plane delivery,
-// revoking the tokens of joins that ended badly). It sleeps until the
-// one deadline there can be (a single join holds the slot), and is woken
-// when a commit changes the turn: no polling.
-func (s *Service) Run(ctx context.Context) error {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		if !s.db.HoldsLease() {
-			// Another replica of the shared store runs the timeouts; look
-			// again soon, for the lease moves when its holder dies.
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(leaseRecheck):
-			}
-			continue
-		}
-		if n, err := s.ExpireDeliveries(); err != nil {
-			s.log.Error("join: expire deliveries", "err", err)
-		} else if n > 0 {
-			s.log.Warn("join: delivery timed out", "joins", n, "timeout", s.cfg.DeliveryTimeout)
-		}
-		retry := s.openBaoWork(ctx)
-		at, ok, err := s.nextDeadline()
-		var sleep time.Duration
-		switch {
-		case err != nil:
-			s.log.Error("join: read delivery deadline", "err", err)
-			sleep = time.Minute // the store is closing or broken: retry calmly
-		case ok:
-			// A floor, so clock steps never make this loop spin.
-			sleep = max(at.Sub(s.now()), 50*time.Millisecond)
-		default:
-			sleep = -1
-		}
-		if retry && (sleep < 0 || sleep > openBaoRetry) {
-			// A delivery or a revocation waits on OpenBao.
-			sleep = openBaoRetry
-		}
-		var fire <-chan time.Time
-		if sleep >= 0 {
-			timer.Reset(sleep)
-			fire = timer.C
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.kick:
-		case <-fire:
-		}
-		// Go 1.23 timers: after Stop no stale tick is left to drain.
-		timer.Stop()
+// Step enforces the delivery timeout and does what OpenBao owes the
+// queue (minting for the next control-plane delivery, revoking the tokens
+// of joins that ended badly), once. It answers when to step again: at the
+// one deadline there can be (a single join holds the slot), sooner while
+// OpenBao owes work, or never (< 0) until Wake fires. The founder's
+// scheduler runs it on the replica holding the background lease: no
+// polling.
+func (s *Service) Step(ctx context.Context) time.Duration {
+	if n, err := s.ExpireDeliveries(); err != nil {
+		s.log.Error("join: expire deliveries", "err", err)
+	} else if n > 0 {
+		s.log.Warn("join: delivery timed out", "joins", n, "timeout", s.cfg.DeliveryTimeout)
 	}
+	retry := s.openBaoWork(ctx)
+	at, ok, err := s.nextDeadline()
+	var sleep time.Duration
+	switch {
+	case err != nil:
+		s.log.Error("join: read delivery deadline", "err", err)
+		sleep = time.Minute // the store is closing or broken: retry calmly
+	case ok:
+		// A floor, so clock steps never make the loop spin.
+		sleep = max(at.Sub(s.now()), 50*time.Millisecond)
+	default:
+		sleep = -1
+	}
+	if retry && (sleep < 0 || sleep > openBaoRetry) {
+		// A delivery or a revocation waits on OpenBao.
+		sleep = openBaoRetry
+	}
+	return sleep
 }
+
+// Wake fires when a commit changed the turn (or Kick was called): Step
+// has new work or a new deadline.
+func (s *Service) Wake() <-chan struct{} { return s.kick }
