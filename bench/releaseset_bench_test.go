@@ -201,9 +201,7 @@ func newFixture(b *testing.B, nodes int) *fixture {
 		hi := min(lo+admitBatch, len(ids))
 		err := db.Update(func(tx *store.Tx) error {
 			for i := lo; i < hi; i++ {
-				m := cluster.Member{NodeID: ids[i], Role: roleOf(i), MgmtIP: fmt.Sprintf("10.%d.%d.%d", 16+i/65536, i/256%256, i%256),
-					Networks: map[string]wire.Network{"storage": {IP: fmt.Sprintf("10.%d.%d.%d", 96+i/65536, i/256%256, i%256), Interface: "vlan90"}},
-					Labels:   map[string]string{"topology.rack": fmt.Sprintf("r%d", i/40)}}
+				m := cluster.Member{MemberView: wire.MemberView{NodeID: ids[i], Role: roleOf(i), MgmtIP: fmt.Sprintf("10.%d.%d.%d", 16+i/65536, i/256%256, i%256), Networks: map[string]wire.Network{"storage": {IP: fmt.Sprintf("10.%d.%d.%d", 96+i/65536, i/256%256, i%256), Interface: "vlan90"}}, Labels: map[string]string{"topology.rack": fmt.Sprintf("r%d", i/40)}}}
 				if _, err := cluster.Admit(tx, m, time.Now()); err != nil {
 					return err
 				}

@@ -86,7 +86,7 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 		hi := min(lo+admitBatch, len(ids))
 		if err := db.Update(func(tx *store.Tx) error {
 			for i := lo; i < hi; i++ {
-				m := cluster.Member{NodeID: ids[i], Role: roleOf(i), MgmtIP: fmt.Sprintf("10.%d.%d.%d", 16+i/65536, i/256%256, i%256)}
+				m := cluster.Member{MemberView: wire.MemberView{NodeID: ids[i], Role: roleOf(i), MgmtIP: fmt.Sprintf("10.%d.%d.%d", 16+i/65536, i/256%256, i%256)}}
 				if _, err := cluster.Admit(tx, m, time.Now()); err != nil {
 					return err
 				}

@@ -394,7 +394,7 @@ func TestInitAndMembers(t *testing.T) {
 
 	// Admit and remove bump the generation; the founder applies at once.
 	err = db.Update(func(tx *store.Tx) error {
-		m, err := Admit(tx, Member{NodeID: "n-abc12def", Role: "worker", MgmtIP: "192.0.2.12"}, now)
+		m, err := Admit(tx, Member{MemberView: wire.MemberView{NodeID: "n-abc12def", Role: "worker", MgmtIP: "192.0.2.12"}}, now)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"stratum/apierr"
 	"stratum/crypto"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // Initialized reports whether tx holds a cluster (its identity is stored;
@@ -65,12 +66,7 @@ func Init(tx *store.Tx, cfg Config, dev bool, now time.Time) (Identity, Secrets,
 	if mgmt == "" {
 		mgmt = "127.0.0.1"
 	}
-	founder := Member{
-		NodeID: id.FounderNodeID, Role: "control-plane", State: MemberActive,
-		Generation: 1, AppliedGeneration: 1, MgmtIP: mgmt, AZ: cfg.Founder.AZ,
-		Networks: cfg.Founder.Networks, Labels: cfg.Founder.Labels, JoinedAt: now.UTC(), Order: 1,
-		Hostname: Hostname(),
-	}
+	founder := Member{MemberView: wire.MemberView{NodeID: id.FounderNodeID, Role: "control-plane", State: MemberActive, Generation: 1, AppliedGeneration: 1, MgmtIP: mgmt, AZ: cfg.Founder.AZ, Networks: cfg.Founder.Networks, Labels: cfg.Founder.Labels, JoinedAt: now.UTC(), Hostname: Hostname()}, Order: 1}
 	steps := []func() error{
 		func() error { return identity.Put(tx, id) },
 		func() error { return bucketCluster.Put(tx, keyCACert, ca.CertPEM()) },

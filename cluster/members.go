@@ -17,21 +17,13 @@ const (
 	MemberActive  = "active"
 )
 
-// Member is one node of the cluster.
+// Member is one node of the cluster as stored: what its view shows
+// (wire.MemberView, whose boot fields the prober fills in views and a
+// stored member leaves empty) and what only the founder keeps. Hostname
+// is what the machine reported when it registered (the founder's own at
+// init), so people see names, not only ids.
 type Member struct {
-	NodeID            string                  `json:"nodeId"`
-	Role              string                  `json:"role"`
-	State             string                  `json:"state"`
-	Generation        uint64                  `json:"generation"`
-	AppliedGeneration uint64                  `json:"appliedGeneration"`
-	MgmtIP            string                  `json:"mgmtIp"`
-	AZ                string                  `json:"az"`
-	Networks          map[string]wire.Network `json:"networks"`
-	Labels            map[string]string       `json:"labels"`
-	JoinedAt          time.Time               `json:"joinedAt"`
-	// Hostname is what the machine reported when it registered (the
-	// founder's own at init), so people see names, not only ids.
-	Hostname string `json:"hostname,omitempty"`
+	wire.MemberView
 	// Order is the join order; the founder is 1.
 	Order uint64 `json:"order"`
 	// JoinID links a member admitted through a join to it.

@@ -7,6 +7,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // TestCheckNodeLeaf: only the serial delivered to a member whose join is
@@ -19,10 +20,10 @@ func TestCheckNodeLeaf(t *testing.T) {
 		t.Fatal(err)
 	}
 	members := []Member{
-		{NodeID: "n-install1", JoinID: "j-1", LeafSerial: "abc1", Installed: true},
-		{NodeID: "n-deliver1", JoinID: "j-2", LeafSerial: "abc2"},
-		{NodeID: "n-legacy01", JoinID: "j-3", Installed: true},
-		{NodeID: "n-legacy02", JoinID: "j-4"},
+		{MemberView: wire.MemberView{NodeID: "n-install1"}, JoinID: "j-1", LeafSerial: "abc1", Installed: true},
+		{MemberView: wire.MemberView{NodeID: "n-deliver1"}, JoinID: "j-2", LeafSerial: "abc2"},
+		{MemberView: wire.MemberView{NodeID: "n-legacy01"}, JoinID: "j-3", Installed: true},
+		{MemberView: wire.MemberView{NodeID: "n-legacy02"}, JoinID: "j-4"},
 	}
 	err = db.Update(func(tx *store.Tx) error {
 		if _, _, _, err := Init(tx, cfg, true, time.Now()); err != nil {

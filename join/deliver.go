@@ -53,8 +53,7 @@ func (t *txn) deliverWith(r *record, bao *openBaoGrant) error {
 		return fmt.Errorf("the leaf issued for %s carries a stratum:// URI SAN: refusing to deliver it", a.NodeID)
 	}
 	serial := leaf.Cert.SerialNumber.Text(16)
-	nm := cluster.Member{NodeID: a.NodeID, Role: r.Role, MgmtIP: a.MgmtIP, AZ: a.AZ,
-		Networks: a.Networks, Labels: a.Labels, JoinID: r.JoinID, LeafSerial: serial, Hostname: r.Hostname}
+	nm := cluster.Member{MemberView: wire.MemberView{NodeID: a.NodeID, Role: r.Role, MgmtIP: a.MgmtIP, AZ: a.AZ, Networks: a.Networks, Labels: a.Labels, Hostname: r.Hostname}, JoinID: r.JoinID, LeafSerial: serial}
 	if bao != nil {
 		nm.OpenBaoAccessor = bao.node.Accessor // the token itself is kept nowhere but the sealed delivery
 	}

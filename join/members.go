@@ -12,9 +12,9 @@ import (
 )
 
 func (s *Service) memberView(m cluster.Member) wire.MemberView {
-	v := wire.MemberView{NodeID: m.NodeID, Role: m.Role, State: m.State, Generation: m.Generation,
-		AppliedGeneration: m.AppliedGeneration, MgmtIP: m.MgmtIP, AZ: m.AZ,
-		Networks: orEmpty(m.Networks), Labels: orEmpty(m.Labels), JoinedAt: m.JoinedAt, Hostname: m.Hostname}
+	v := m.MemberView
+	v.Networks, v.Labels = orEmpty(v.Networks), orEmpty(v.Labels)
+	v.BootState, v.BootPhase, v.BootPhaseMs, v.LastBootMs = "", "", 0, 0
 	if s.cfg.Boot != nil {
 		if b, ok := s.cfg.Boot.Boot(m.NodeID); ok {
 			v.BootState, v.BootPhase, v.BootPhaseMs, v.LastBootMs = b.State, b.Phase, b.PhaseMs, b.LastBootMs

@@ -22,7 +22,7 @@ func TestTrustMigration(t *testing.T) {
 	if want.LeafSerial == "" || !want.Installed {
 		t.Fatalf("a delivered, installing member: %+v", want)
 	}
-	legacy := cluster.Member{NodeID: "n-legacy01", JoinID: "j-noaudit", State: cluster.MemberActive}
+	legacy := cluster.Member{MemberView: wire.MemberView{NodeID: "n-legacy01", State: cluster.MemberActive}, JoinID: "j-noaudit"}
 	err := e.db.Update(func(tx *store.Tx) error {
 		m := want
 		m.LeafSerial, m.Installed = "", false

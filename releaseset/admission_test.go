@@ -71,7 +71,7 @@ func codeOf(err error) apierr.Code {
 }
 
 func joinedMember(id string) membership.Member {
-	return membership.Member{NodeID: id, JoinID: "j-" + id, State: membership.MemberActive, Installed: true}
+	return membership.Member{MemberView: wire.MemberView{NodeID: id, State: membership.MemberActive}, JoinID: "j-" + id, Installed: true}
 }
 
 // TestAdmissionNeverLoweredByARecord: a record of 0.0.1 changes nothing;
@@ -79,7 +79,7 @@ func joinedMember(id string) membership.Member {
 // reported the newer release, and only to a release the founder holds;
 // a delivering member cannot record.
 func TestAdmissionNeverLoweredByARecord(t *testing.T) {
-	delivering := membership.Member{NodeID: "n-deliver1", JoinID: "j-d", State: membership.MemberJoining}
+	delivering := membership.Member{MemberView: wire.MemberView{NodeID: "n-deliver1", State: membership.MemberJoining}, JoinID: "j-d"}
 	e := newAdmissionEnv(t, joinedMember("n-joined01"), joinedMember("n-joined02"), delivering)
 	steps := []struct {
 		node, rel string

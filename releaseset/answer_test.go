@@ -41,7 +41,7 @@ func devSet(t *testing.T, clock func() time.Time, members int) (*releaseset.Serv
 		}
 		founder = id.FounderNodeID
 		for i := 1; i <= members; i++ {
-			if _, err := membership.Admit(tx, membership.Member{NodeID: fmt.Sprintf("n-%08d", i), MgmtIP: "192.0.2.1"}, clock()); err != nil {
+			if _, err := membership.Admit(tx, membership.Member{MemberView: wire.MemberView{NodeID: fmt.Sprintf("n-%08d", i), MgmtIP: "192.0.2.1"}}, clock()); err != nil {
 				return err
 			}
 		}
@@ -63,7 +63,7 @@ func testAnswerEqualsDescribe(t *testing.T) {
 	admit := func(id string) {
 		t.Helper()
 		if err := db.Update(func(tx *store.Tx) error {
-			_, err := membership.Admit(tx, membership.Member{NodeID: id, MgmtIP: "192.0.2.1"}, now)
+			_, err := membership.Admit(tx, membership.Member{MemberView: wire.MemberView{NodeID: id, MgmtIP: "192.0.2.1"}}, now)
 			return err
 		}); err != nil {
 			t.Fatal(err)
