@@ -3,10 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"stratum/wire"
 
 	"github.com/spf13/cobra"
-
-	"stratum/releaseset"
 )
 
 func init() { Register(newClusterCmd) }
@@ -30,11 +29,11 @@ func newClusterCmd() *cobra.Command {
 			return err
 		}
 		var raw json.RawMessage
-		req := releaseset.SetAdmissionRequest{Release: args[0], AllowDowngrade: *allowDowngrade}
+		req := wire.SetAdmissionRequest{Release: args[0], AllowDowngrade: *allowDowngrade}
 		if err := c.do(cmd.Context(), "PUT", "/v1/admin/cluster/release", req, &raw); err != nil {
 			return err
 		}
-		var out releaseset.AdmissionView
+		var out wire.AdmissionView
 		return o.render(cmd.OutOrStdout(), raw, &out, func() error {
 			_, err := fmt.Fprintf(cmd.OutOrStdout(), "admission release: %s (was %s)\n", out.AdmissionRelease, out.Previous)
 			return err

@@ -81,7 +81,7 @@ func Init(tx *store.Tx, cfg Config, dev bool, now time.Time) (Identity, Secrets,
 		},
 		func() error { return PutMember(tx, founder) },
 		func() error { return setGeneration(tx, 1) },
-		func() error { return StoreAdmissionRelease(tx, id.ClusterRelease) },
+		func() error { return storeAdmissionRelease(tx, id.ClusterRelease) },
 		func() error {
 			return tx.Audit("cluster.initialized", "init", id.ClusterID, map[string]string{"founder": id.FounderNodeID, "release": id.ClusterRelease})
 		},

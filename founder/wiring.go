@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"stratum/cluster"
 	"stratum/httpapi"
 	"stratum/iam"
 	"stratum/join"
@@ -50,7 +51,7 @@ func (f *Founder) services(ctx context.Context) error {
 	}
 	f.joins, err = join.New(join.Config{
 		DB: f.db, Now: time.Now, JoinAddr: f.opts.JoinAdvertise, JoinCommandNamesRelease: f.opts.Dev, CAPin: f.ca.Pin(),
-		ClusterRelease: releaseset.AdmissionReleaseTx, Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
+		Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
 		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log, Boot: f.bootHealth(),
 		Dev: f.opts.Dev, FounderAddrs: hostAddrs(), OpenBao: f.joinOpenBao(), ControlPlane: &cp,
 	})
@@ -91,7 +92,7 @@ func (f *Founder) admissionRelease() string {
 	var r string
 	_ = f.db.View(func(tx *store.Tx) error {
 		var err error
-		r, err = releaseset.AdmissionReleaseTx(tx)
+		r, err = cluster.AdmissionRelease(tx)
 		return err
 	})
 	return r

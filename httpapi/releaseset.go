@@ -6,6 +6,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/releaseset"
+	"stratum/wire"
 )
 
 // describeReleaseSet answers the whole set (the seed's answer), its
@@ -48,7 +49,7 @@ func (a *API) describeReleaseSet(w http.ResponseWriter, r *http.Request, _ *call
 }
 
 func (a *API) setAdmissionRelease(w http.ResponseWriter, r *http.Request, c *call) error {
-	var req releaseset.SetAdmissionRequest
+	var req wire.SetAdmissionRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}

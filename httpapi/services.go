@@ -82,6 +82,6 @@ type ReleaseSet interface {
 	Answer() (*releaseset.Answer, error)
 	SummaryAnswer() (*releaseset.Answer, error)
 	Page(after string, limit int) (*releaseset.Answer, error)
-	SetAdmission(actor string, req releaseset.SetAdmissionRequest) (releaseset.AdmissionView, error)
+	SetAdmission(actor string, req wire.SetAdmissionRequest) (wire.AdmissionView, error)
 	Record(actor, nodeID string, req wire.RecordRequest) error
 }

@@ -37,9 +37,6 @@ type Config struct {
 	JoinCommandNamesRelease bool
 	// CAPin is the cluster CA pin; read from the store when empty.
 	CAPin string
-	// ClusterRelease answers the release set's runningRelease, else the
-	// configured one. Nil means the identity's configured release.
-	ClusterRelease func(tx *store.Tx) (string, error)
 	// Payloads is the founder's imported releases; may be nil.
 	Payloads PayloadOfferer
 	// MirrorURL is --release-source: when set, joiners fetch from it and
@@ -245,18 +242,10 @@ func (t *txn) mustRecord(joinID string) (record, error) {
 	return r, nil
 }
 
-// clusterRelease is the release joiners must run.
+// clusterRelease is the release joiners must run: the admission release
+// (cluster.AdmissionRelease, SPEC 10.2).
 func (s *Service) clusterRelease(tx *store.Tx) (string, error) {
-	if s.cfg.ClusterRelease != nil {
-		if rel, err := s.cfg.ClusterRelease(tx); err != nil || rel != "" {
-			return rel, err
-		}
-	}
-	id, err := cluster.LoadIdentity(tx)
-	if err != nil {
-		return "", err
-	}
-	return id.ClusterRelease, nil
+	return cluster.AdmissionRelease(tx)
 }
 
 // caPin is the configured pin, else the stored CA's.

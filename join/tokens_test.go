@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/cluster"
 	"stratum/store"
 	"stratum/wire"
 )
@@ -32,10 +33,13 @@ func TestCreateToken(t *testing.T) {
 	}
 	// A --dev founder's command names the admission release: its nodes
 	// are dev machines with no stratum image to say it.
-	dev := newEnv(t, func(c *Config) {
-		c.JoinCommandNamesRelease = true
-		c.ClusterRelease = func(*store.Tx) (string, error) { return "0.7.0", nil }
-	})
+	dev := newEnv(t, func(c *Config) { c.JoinCommandNamesRelease = true })
+	if err := dev.db.Update(func(tx *store.Tx) error {
+		_, err := cluster.SetAdmissionRelease(tx, "test", wire.SetAdmissionRequest{Release: "0.7.0"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	devTok, err := dev.svc.CreateToken(dev.admin, wire.JoinTokenRequest{Role: "worker"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,12 +1,10 @@
 package releaseset
 
 import (
-	"errors"
-
-	"stratum/apierr"
 	membership "stratum/cluster"
 	"stratum/semver"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // The admission release (SPEC 10.2) is what joiners are admitted on. It
@@ -15,16 +13,11 @@ import (
 // joiner on the real release away. Records can only raise it, and only
 // when every joined member agrees.
 
-// AdmissionReleaseTx is the current admission release.
-func AdmissionReleaseTx(tx *store.Tx) (string, error) { return membership.AdmissionRelease(tx) }
-
-// raiseAdmission lifts the admission release to R once every joined
-// member has a recent record of R or newer and R is a release the
-// founder holds (imported, verified, not found corrupt: SPEC 16.6). The
-// founder's own record is the admission release it runs; for this rule
-// it reports what it holds. R is the newest held release that every
-// joined member has reached. It never lowers the admission release, and
-// a record of a release the founder does not hold moves it nowhere.
+// raiseAdmission offers the admission release's owner (cluster,
+// RaiseAdmissionRelease) the release every joined member has reached,
+// once node's record rec could complete an agreement: the founder's own
+// record is the admission release it runs; for this rule it reports what
+// it holds (Held).
 //
 // It runs in the transaction that stores node's record rec. Only a
 // joined member reporting a release above the admission release can
@@ -50,19 +43,7 @@ func (s *Service) raiseAdmission(tx *store.Tx, actor string, node membership.Mem
 	if err != nil {
 		return err
 	}
-	to := ""
-	for _, r := range held {
-		if semver.Valid(r) == nil && semver.Compare(r, cur) > 0 && semver.Compare(r, floor) <= 0 && (to == "" || semver.Compare(r, to) > 0) {
-			to = r
-		}
-	}
-	if to == "" {
-		return nil
-	}
-	if err := membership.StoreAdmissionRelease(tx, to); err != nil {
-		return err
-	}
-	return tx.Audit("cluster.release.raised", actor, "admission-release", map[string]string{"from": cur, "to": to, "why": "every joined member reports it or newer and the founder holds it"})
+	return membership.RaiseAdmissionRelease(tx, actor, floor, held)
 }
 
 // agreedFloor is the oldest release the joined members report, node's
@@ -101,54 +82,14 @@ func joined(m membership.Member) bool {
 	return m.JoinID != "" && m.State == membership.MemberActive
 }
 
-// SetAdmissionRequest is the body of PUT /v1/admin/cluster/release.
-type SetAdmissionRequest struct {
-	Release        string `json:"release"`
-	AllowDowngrade bool   `json:"allowDowngrade"`
-}
-
-// AdmissionView answers PUT /v1/admin/cluster/release.
-type AdmissionView struct {
-	AdmissionRelease string `json:"admissionRelease"`
-	Previous         string `json:"previous"`
-}
-
-// SetAdmission is the operator setting the admission release. Lowering
-// it needs AllowDowngrade: it re-admits joiners on an older release.
-func (s *Service) SetAdmission(actor string, req SetAdmissionRequest) (AdmissionView, error) {
-	var f apierr.Fields
-	if req.Release == "" {
-		f.Add("release", "required")
-	} else if semver.Valid(req.Release) != nil {
-		f.Add("release", "not a semantic version (e.g. 0.6.0)")
-	}
-	if err := f.Err("the cluster release has problems"); err != nil {
-		return AdmissionView{}, err
-	}
-	var out AdmissionView
+// SetAdmission is the operator setting the admission release (the rule
+// is cluster.SetAdmissionRelease's).
+func (s *Service) SetAdmission(actor string, req wire.SetAdmissionRequest) (wire.AdmissionView, error) {
+	var out wire.AdmissionView
 	err := s.DB.Update(func(tx *store.Tx) error {
-		cur, err := membership.AdmissionRelease(tx)
-		if errors.Is(err, membership.ErrAdmissionReleaseRejected) {
-			cur, err = "", nil // the operator's word replaces a record that fails its MAC
-		}
-		if err != nil {
-			return err
-		}
-		out = AdmissionView{AdmissionRelease: req.Release, Previous: cur}
-		if semver.Compare(req.Release, cur) < 0 && !req.AllowDowngrade {
-			return apierr.New(apierr.Conflict, "the admission release is %s: lowering it to %s admits joiners on an older release, and needs allowDowngrade (stratum cluster release set %s --allow-downgrade)", cur, req.Release, req.Release)
-		}
-		if req.Release == cur {
-			return nil
-		}
-		if err := membership.StoreAdmissionRelease(tx, req.Release); err != nil {
-			return err
-		}
-		kind := "cluster.release.set"
-		if semver.Compare(req.Release, cur) < 0 {
-			kind = "cluster.release.downgraded"
-		}
-		return tx.Audit(kind, actor, "admission-release", map[string]string{"from": cur, "to": req.Release})
+		var err error
+		out, err = membership.SetAdmissionRelease(tx, actor, req)
+		return err
 	})
 	return out, err
 }

@@ -52,7 +52,7 @@ func newAdmissionEnv(t *testing.T, members ...membership.Member) *admissionEnv {
 func (e *admissionEnv) admission() string {
 	e.t.Helper()
 	var r string
-	if err := e.db.View(func(tx *store.Tx) (err error) { r, err = AdmissionReleaseTx(tx); return err }); err != nil {
+	if err := e.db.View(func(tx *store.Tx) (err error) { r, err = membership.AdmissionRelease(tx); return err }); err != nil {
 		e.t.Fatal(err)
 	}
 	return r
@@ -115,17 +115,17 @@ func TestAdmissionNeverLoweredByARecord(t *testing.T) {
 // INVALID_INPUT on release; each change is audited.
 func TestSetAdmission(t *testing.T) {
 	e := newAdmissionEnv(t)
-	if _, err := e.svc.SetAdmission("user:a", SetAdmissionRequest{Release: "0.1.0"}); codeOf(err) != apierr.Conflict || e.admission() != "0.2.0" {
+	if _, err := e.svc.SetAdmission("user:a", wire.SetAdmissionRequest{Release: "0.1.0"}); codeOf(err) != apierr.Conflict || e.admission() != "0.2.0" {
 		t.Fatalf("lowering without allowDowngrade: %v, admission %s", err, e.admission())
 	}
 	var ae *apierr.Error
-	if _, err := e.svc.SetAdmission("user:a", SetAdmissionRequest{Release: "latest"}); !errors.As(err, &ae) || ae.Code != apierr.InvalidInput || ae.Fields[0].Field != "release" {
+	if _, err := e.svc.SetAdmission("user:a", wire.SetAdmissionRequest{Release: "latest"}); !errors.As(err, &ae) || ae.Code != apierr.InvalidInput || ae.Fields[0].Field != "release" {
 		t.Fatalf("not semver: %v", err)
 	}
-	if v, err := e.svc.SetAdmission("user:a", SetAdmissionRequest{Release: "0.1.0", AllowDowngrade: true}); err != nil || v.Previous != "0.2.0" || e.admission() != "0.1.0" {
+	if v, err := e.svc.SetAdmission("user:a", wire.SetAdmissionRequest{Release: "0.1.0", AllowDowngrade: true}); err != nil || v.Previous != "0.2.0" || e.admission() != "0.1.0" {
 		t.Fatalf("lowering with allowDowngrade: %+v %v", v, err)
 	}
-	if _, err := e.svc.SetAdmission("user:a", SetAdmissionRequest{Release: "0.5.0"}); err != nil || e.admission() != "0.5.0" {
+	if _, err := e.svc.SetAdmission("user:a", wire.SetAdmissionRequest{Release: "0.5.0"}); err != nil || e.admission() != "0.5.0" {
 		t.Fatalf("raising: %v", err)
 	}
 	events, err := e.db.AuditEvents(0, 100)
