@@ -10,7 +10,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"stratum/internal/fastjson"
 	"stratum/wire"
 )
 
@@ -61,9 +60,6 @@ var codec = func() *recordCodec {
 // encodeRelease appends rec's JSON to dst exactly as encodeNode writes
 // it inside a node (no HTML escaping), without a trailing newline.
 func encodeRelease(dst []byte, rec *wire.Record) ([]byte, error) {
-	if b, ok, err := fastjson.Append(dst, rec); ok {
-		return b, err
-	}
 	buf := bytes.NewBuffer(dst)
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)

@@ -16,8 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"stratum/internal/fastjson"
 )
 
 // ErrClosed is returned once the store is closed (shutdown).
@@ -328,12 +326,7 @@ func (tx *Tx) getRaw(b bucketSpec, key string) []byte {
 
 // putJSON stores v at bucket/key.
 func (tx *Tx) putJSON(b bucketSpec, key string, v any) error {
-	// json.Marshal's bytes, from a plan per type where fastjson has one
-	// (a node's 11 KB release record on every record).
-	raw, ok, err := fastjson.AppendHTML(nil, v)
-	if !ok {
-		raw, err = json.Marshal(v)
-	}
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("store: encode %s/%s: %w", b.name, key, err)
 	}
