@@ -300,7 +300,7 @@ func (f *fixture) phases(b *testing.B, nodes int, body []byte) {
 		}
 		return percentile(ds, 50)
 	}
-	var set releaseset.Set
+	var set wire.ReleaseSet
 	svcDescribe := median(func() {
 		var err error
 		if set, err = f.svc.Describe(); err != nil {

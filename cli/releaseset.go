@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"stratum/releaseset"
+	"stratum/wire"
 )
 
 func init() { Register(newReleaseSetCmd) }
@@ -38,14 +39,14 @@ func newReleaseSetCmd() *cobra.Command {
 			return err
 		}
 		var head struct {
-			releaseset.Set
+			wire.ReleaseSet
 			Members int `json:"members"`
 		}
 		if err := json.Unmarshal(raw, &head); err != nil {
 			return fmt.Errorf("release set summary: %w", err)
 		}
-		set := head.Set
-		set.Nodes = []releaseset.Node{}
+		set := head.ReleaseSet
+		set.Nodes = []wire.SetNode{}
 		want := *limit
 		if *all || *check {
 			want = head.Members
@@ -60,8 +61,8 @@ func newReleaseSetCmd() *cobra.Command {
 				return err
 			}
 			var page struct {
-				Nodes []releaseset.Node `json:"nodes"`
-				Next  string            `json:"next"`
+				Nodes []wire.SetNode `json:"nodes"`
+				Next  string         `json:"next"`
 			}
 			if err := json.Unmarshal(raw, &page); err != nil {
 				return fmt.Errorf("release set page: %w", err)

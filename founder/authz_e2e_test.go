@@ -8,7 +8,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/internal/stratumtest"
-	"stratum/releaseset"
+	"stratum/wire"
 )
 
 // apiToken creates an API token allowed actions on everything, as the
@@ -65,9 +65,9 @@ func TestReleaseRecords(t *testing.T) {
 	token := joinToken(t, op, "worker", 1)
 	j, v, node, nodeCli := deliveredJoin(t, f, token, "192.0.2.41")
 
-	var set releaseset.Set
+	var set wire.ReleaseSet
 	op.Must(t, "GET", "/v1/admin/upgrades/release", nil, 200, &set)
-	if set.Summary.Consistent || len(set.Summary.Drift) != 1 || set.Summary.Drift[0].NodeID != node || set.Summary.Drift[0].Kind != releaseset.DriftReport {
+	if set.Summary.Consistent || len(set.Summary.Drift) != 1 || set.Summary.Drift[0].NodeID != node || set.Summary.Drift[0].Kind != wire.DriftReport {
 		t.Fatalf("a member that never recorded: %+v", set.Summary)
 	}
 

@@ -7,8 +7,8 @@ import (
 
 	"stratum/hostrecord"
 	"stratum/internal/stratumtest"
-	"stratum/releaseset"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // TestOwnRecord: the founder's own record carries every schema level it
@@ -57,9 +57,9 @@ func TestOwnRecordPackages(t *testing.T) {
 }
 
 // ownRecord waits until the founder recorded its own release.
-func ownRecord(t *testing.T, f *stratumtest.Founder) releaseset.Set {
+func ownRecord(t *testing.T, f *stratumtest.Founder) wire.ReleaseSet {
 	t.Helper()
-	var set releaseset.Set
+	var set wire.ReleaseSet
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		f.Operator(t).Must(t, "GET", "/v1/admin/upgrades/release", nil, 200, &set)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"stratum/wire"
 	"sync"
 	"time"
 )
@@ -150,9 +151,9 @@ type fragment struct {
 	rel []byte
 }
 
-// encodeNode encodes n exactly as Set.WriteJSON does (an Encoder without
+// encodeNode encodes n exactly as WriteSet does (an Encoder without
 // HTML escaping, so with its trailing newline).
-func encodeNode(n Node) ([]byte, error) {
+func encodeNode(n wire.SetNode) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -162,8 +163,8 @@ func encodeNode(n Node) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// encodeHead encodes everything before the nodes, as Set.WriteJSON does.
-func encodeHead(s Set) ([]byte, error) {
+// encodeHead encodes everything before the nodes, as WriteSet does.
+func encodeHead(s wire.ReleaseSet) ([]byte, error) {
 	raw, err := json.Marshal(headOf(s))
 	if err != nil {
 		return nil, err

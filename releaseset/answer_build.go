@@ -35,7 +35,7 @@ type view struct {
 	generation, version, build uint64
 	validUntil                 time.Time
 
-	head    Set // Nodes is nil
+	head    wire.ReleaseSet // Nodes is nil
 	ids     []string
 	recs    []cachedRecord
 	has     []bool
@@ -147,7 +147,7 @@ func (s *Service) build(now time.Time, generation uint64, members []string, vers
 		sum[i] = sn
 	}
 	v.validUntil = until
-	v.head = Set{Node: s.Node, ControlPlane: s.ControlPlane, Summary: summarize(sum)}
+	v.head = wire.ReleaseSet{Node: s.Node, ControlPlane: s.ControlPlane, Summary: summarize(sum)}
 	v.head.RunningRelease = runningOfView(v)
 	v.head.AdmissionRelease = admission
 	for i := range v.running {
@@ -289,10 +289,10 @@ type answerHead struct {
 	ControlPlane     wire.ControlPlane `json:"controlPlane"`
 	RunningRelease   string            `json:"runningRelease"`
 	AdmissionRelease string            `json:"admissionRelease,omitempty"`
-	Summary          Summary           `json:"summary"`
+	Summary          wire.SetSummary   `json:"summary"`
 }
 
-func headOf(s Set) answerHead {
+func headOf(s wire.ReleaseSet) answerHead {
 	return answerHead{Node: s.Node, ControlPlane: s.ControlPlane, RunningRelease: s.RunningRelease, AdmissionRelease: s.AdmissionRelease, Summary: s.Summary}
 }
 
@@ -314,7 +314,7 @@ type pageHead struct {
 // fragment appends node i's entry of nodes[] to dst, exactly as
 // encodeNode writes it.
 func (s *Service) fragment(dst []byte, v *view, i int) ([]byte, error) {
-	n := Node{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]}
+	n := wire.SetNode{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]}
 	prefix, err := encodeNode(n)
 	if err != nil {
 		return nil, err
@@ -333,7 +333,7 @@ func (s *Service) fragment(dst []byte, v *view, i int) ([]byte, error) {
 
 // fragmentSize is the length of node i's entry.
 func fragmentSize(v *view, i int) (int, error) {
-	n := Node{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]}
+	n := wire.SetNode{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]}
 	prefix, err := encodeNode(n)
 	if err != nil {
 		return 0, err
@@ -482,7 +482,7 @@ func (s *Service) encodePage(v *view, from, to int) (*Answer, error) {
 		if i > from {
 			glue = append(glue, ',')
 		}
-		prefix, err := encodeNode(Node{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]})
+		prefix, err := encodeNode(wire.SetNode{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]})
 		if err != nil {
 			return nil, err
 		}

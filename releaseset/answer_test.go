@@ -93,7 +93,7 @@ func testAnswerEqualsDescribe(t *testing.T) {
 			t.Fatal(err)
 		}
 		var want bytes.Buffer
-		if err := set.WriteJSON(&want); err != nil {
+		if err := releaseset.WriteSet(&want, set); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got.Bytes(), want.Bytes()) {

@@ -27,7 +27,7 @@ func TestBehindAndRoles(t *testing.T) {
 		t.Fatalf("behind: %+v", s.Nodes)
 	}
 	for _, sk := range s.Summary.Skew {
-		if sk.Field == SkewControlPlane || sk.Field == SkewSchema {
+		if sk.Field == wire.SkewControlPlane || sk.Field == wire.SkewSchema {
 			t.Errorf("a node without a control plane made %s skew: %+v", sk.Field, sk)
 		}
 	}

@@ -37,17 +37,17 @@ type Stored struct {
 
 // Describe builds the release set. It is pure: the same Input gives the
 // same Set.
-func Describe(in Input) Set {
+func Describe(in Input) wire.ReleaseSet {
 	members := uniqueMembers(in.Members)
-	set := Set{
+	set := wire.ReleaseSet{
 		Node:           in.Node,
 		ControlPlane:   in.ControlPlane,
 		RunningRelease: RunningRelease(in),
-		Nodes:          make([]Node, 0, len(members)),
+		Nodes:          make([]wire.SetNode, 0, len(members)),
 	}
 	sum := make([]summaryNode, 0, len(members))
 	for _, id := range members {
-		n := Node{NodeID: id}
+		n := wire.SetNode{NodeID: id}
 		sn := summaryNode{id: id}
 		if st, ok := in.Records[id]; ok {
 			rec := st.Release

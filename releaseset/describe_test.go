@@ -49,7 +49,7 @@ func describeCases(t *testing.T) []describeCase {
 			})),
 			recent:  3,
 			running: "0.2.0",
-			skew:    []string{SkewOS, SkewImageMode, SkewKernel},
+			skew:    []string{wire.SkewOS, wire.SkewImageMode, wire.SkewKernel},
 		},
 		{
 			// n-b's control plane is an older build with an older schema;
@@ -63,7 +63,7 @@ func describeCases(t *testing.T) []describeCase {
 			})),
 			recent:  3,
 			running: "0.2.0",
-			skew:    []string{SkewControlPlane, SkewSchema, SkewHostBinaries},
+			skew:    []string{wire.SkewControlPlane, wire.SkewSchema, wire.SkewHostBinaries},
 			drift:   []string{"n-c host hostBinaries"},
 		},
 		{
@@ -79,7 +79,7 @@ func describeCases(t *testing.T) []describeCase {
 			})),
 			recent:  3,
 			running: "0.2.0",
-			skew:    []string{SkewExtensions, "package:frr", "package:openvswitch", "package:podman"},
+			skew:    []string{wire.SkewExtensions, "package:frr", "package:openvswitch", "package:podman"},
 		},
 		driftReportCase(),
 		{
@@ -93,7 +93,7 @@ func describeCases(t *testing.T) []describeCase {
 			}), baseRecord()),
 			recent:  3,
 			running: "0.2.0",
-			skew:    []string{SkewHostBinaries},
+			skew:    []string{wire.SkewHostBinaries},
 			drift:   []string{"n-a host hostBinaries", "n-b host bootc.staged"},
 		},
 		{
@@ -145,7 +145,7 @@ func seedCase(t *testing.T) describeCase {
 		},
 		recent:  2,
 		running: "0.2.0",
-		skew:    []string{SkewControlPlane},
+		skew:    []string{wire.SkewControlPlane},
 		drift:   []string{"n-founder1 host bootc.staged"},
 	}
 }
@@ -263,7 +263,7 @@ func TestDescribeAgesByNow(t *testing.T) {
 		t.Fatalf("a nanosecond later it must be stale: %+v", s.Summary)
 	}
 	d := s.Summary.Drift
-	if len(d) != 1 || d[0].Kind != DriftReport || !*d[0].Recorded || !*d[0].Stale || !d[0].RecordedAt.Equal(rec.Release.RecordedAt) {
+	if len(d) != 1 || d[0].Kind != wire.DriftReport || !*d[0].Recorded || !*d[0].Stale || !d[0].RecordedAt.Equal(rec.Release.RecordedAt) {
 		t.Fatalf("drift %+v, want one stale report with its recordedAt", d)
 	}
 }

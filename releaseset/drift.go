@@ -14,14 +14,14 @@ import (
 
 // appendHostDrift: host binaries that are not the build the node should
 // run, and an OS deployment staged for the next boot.
-func appendHostDrift(out []Drift, id string, r *wire.Record) []Drift {
+func appendHostDrift(out []wire.Drift, id string, r *wire.Record) []wire.Drift {
 	if h := r.HostBinaries; h != nil && h.Stale {
-		out = append(out, Drift{NodeID: id, Kind: DriftHost, Field: "hostBinaries",
+		out = append(out, wire.Drift{NodeID: id, Kind: wire.DriftHost, Field: "hostBinaries",
 			Source: h.Source, Commit: h.Commit, Want: h.Want})
 	}
 	if r.Bootc != nil && r.Bootc.Staged != nil {
 		s := r.Bootc.Staged
-		out = append(out, Drift{NodeID: id, Kind: DriftHost, Field: "bootc.staged",
+		out = append(out, wire.Drift{NodeID: id, Kind: wire.DriftHost, Field: "bootc.staged",
 			Image: s.Image, Digest: s.Digest, Version: s.Version})
 	}
 	return out
@@ -31,16 +31,16 @@ func appendHostDrift(out []Drift, id string, r *wire.Record) []Drift {
 // pin names that runs containers. Pins in state current, absent (the role
 // does not run it) and self (compared between nodes as controlPlane) are
 // not drift.
-func appendPinDrift(out []Drift, id string, r *wire.Record) []Drift {
+func appendPinDrift(out []wire.Drift, id string, r *wire.Record) []wire.Drift {
 	for i, p := range r.Pins {
 		if p.State == wire.PinDiffers {
-			out = append(out, Drift{NodeID: id, Kind: DriftPin, Field: "pins[" + strconv.Itoa(i) + "]",
+			out = append(out, wire.Drift{NodeID: id, Kind: wire.DriftPin, Field: "pins[" + strconv.Itoa(i) + "]",
 				Name: p.Name, Pinned: p.Pinned, Running: p.Running, Containers: ptr(p.Containers)})
 		}
 	}
 	for i, u := range r.Unpinned {
 		if u.Containers > 0 {
-			out = append(out, Drift{NodeID: id, Kind: DriftPin, Field: "unpinned[" + strconv.Itoa(i) + "]",
+			out = append(out, wire.Drift{NodeID: id, Kind: wire.DriftPin, Field: "unpinned[" + strconv.Itoa(i) + "]",
 				Image: u.Image, Containers: ptr(u.Containers)})
 		}
 	}

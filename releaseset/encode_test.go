@@ -8,6 +8,7 @@ import (
 
 	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
+	"stratum/wire"
 )
 
 // TestWriteJSONMatchesMarshal: the streamed form decodes to what
@@ -22,9 +23,9 @@ func TestWriteJSONMatchesMarshal(t *testing.T) {
 			in.Records[id] = releaseset.Stored{RunningRelease: "0.2.0", Release: releasesettest.Record(i, i)}
 		}
 	}
-	for _, set := range []releaseset.Set{releaseset.Describe(in), releaseset.Describe(releaseset.Input{Now: now})} {
+	for _, set := range []wire.ReleaseSet{releaseset.Describe(in), releaseset.Describe(releaseset.Input{Now: now})} {
 		var streamed bytes.Buffer
-		if err := set.WriteJSON(&streamed); err != nil {
+		if err := releaseset.WriteSet(&streamed, set); err != nil {
 			t.Fatal(err)
 		}
 		whole, _ := json.Marshal(set)

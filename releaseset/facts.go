@@ -21,7 +21,7 @@ type facts struct {
 	// reads it).
 	pkgs []pkgFact
 	// drift are the node's host and pin findings, in the order summarize lists them.
-	drift []Drift
+	drift []wire.Drift
 }
 
 type pkgFact struct {
@@ -64,13 +64,13 @@ type summaryNode struct {
 }
 
 // summarize derives the summary from the members in join order.
-func summarize(nodes []summaryNode) Summary {
+func summarize(nodes []summaryNode) wire.SetSummary {
 	var recent []*summaryNode
-	drift := []Drift{}
+	drift := []wire.Drift{}
 	for i := range nodes {
 		n := &nodes[i]
 		if !n.recorded || n.stale {
-			d := Drift{NodeID: n.id, Kind: DriftReport, Recorded: ptr(n.recorded), Stale: ptr(n.stale)}
+			d := wire.Drift{NodeID: n.id, Kind: wire.DriftReport, Recorded: ptr(n.recorded), Stale: ptr(n.stale)}
 			if n.stale {
 				d.RecordedAt = ptr(n.recordedAt)
 			}
@@ -80,7 +80,7 @@ func summarize(nodes []summaryNode) Summary {
 		recent = append(recent, n)
 		drift = append(drift, n.facts.drift...)
 	}
-	s := Summary{Recent: len(recent), Skew: skewOfFacts(recent), Drift: drift}
+	s := wire.SetSummary{Recent: len(recent), Skew: skewOfFacts(recent), Drift: drift}
 	// With no members nothing is known, which is not "consistent".
 	s.Consistent = len(nodes) > 0 && len(recent) == len(nodes) && len(s.Skew) == 0 && len(s.Drift) == 0
 	return s
@@ -88,8 +88,8 @@ func summarize(nodes []summaryNode) Summary {
 
 // skewOfFacts compares the recent nodes field by field, in the order of
 // SPEC section 6, and keeps the fields with more than one value.
-func skewOfFacts(nodes []*summaryNode) []Skew {
-	out := []Skew{}
+func skewOfFacts(nodes []*summaryNode) []wire.Skew {
+	out := []wire.Skew{}
 	if len(nodes) < 2 {
 		return out
 	}
@@ -135,7 +135,7 @@ func skewOfFacts(nodes []*summaryNode) []Skew {
 				vals[i] = absent
 			}
 		}
-		add(SkewPackagePrefix + c)
+		add(wire.SkewPackagePrefix + c)
 	}
 	return out
 }

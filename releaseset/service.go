@@ -286,8 +286,8 @@ func (s *Service) remember(node string, c cachedRecord) {
 }
 
 // Describe answers the release set.
-func (s *Service) Describe() (Set, error) {
-	var set Set
+func (s *Service) Describe() (wire.ReleaseSet, error) {
+	var set wire.ReleaseSet
 	err := s.DB.View(func(tx *store.Tx) error {
 		in, err := s.input(tx)
 		if err != nil {

@@ -31,13 +31,13 @@ type skewField struct {
 
 // fixedFields are compared in this order, before the packages.
 var fixedFields = []skewField{
-	{SkewOS, osValue},
-	{SkewImageMode, imageModeValue},
-	{SkewKernel, kernelValue},
-	{SkewControlPlane, controlPlaneValue},
-	{SkewSchema, schemaValue},
-	{SkewHostBinaries, hostBinariesValue},
-	{SkewExtensions, extensionsValue},
+	{wire.SkewOS, osValue},
+	{wire.SkewImageMode, imageModeValue},
+	{wire.SkewKernel, kernelValue},
+	{wire.SkewControlPlane, controlPlaneValue},
+	{wire.SkewSchema, schemaValue},
+	{wire.SkewHostBinaries, hostBinariesValue},
+	{wire.SkewExtensions, extensionsValue},
 }
 
 // osValue: on an image-mode node, the booted image's manifest digest, shown
@@ -153,9 +153,9 @@ func packageValue(r *wire.Record, component string) fieldValue {
 // group gathers the nodes by value. Values are ordered by how many nodes
 // have them, most first, so the odd one out comes last; ties keep the
 // order in which members first show them. ok is false when all agree.
-func group(field string, ids []string, vals []fieldValue) (Skew, bool) {
+func group(field string, ids []string, vals []fieldValue) (wire.Skew, bool) {
 	at := map[string]int{}
-	var values []SkewValue
+	var values []wire.SkewValue
 	for i, id := range ids {
 		if vals[i] == notApplicable {
 			continue
@@ -164,24 +164,24 @@ func group(field string, ids []string, vals []fieldValue) (Skew, bool) {
 		if !seen {
 			j = len(values)
 			at[vals[i].value] = j
-			values = append(values, SkewValue{Value: vals[i].value, Display: vals[i].display})
+			values = append(values, wire.SkewValue{Value: vals[i].value, Display: vals[i].display})
 		}
 		values[j].Nodes = append(values[j].Nodes, id)
 	}
 	if len(values) < 2 {
-		return Skew{}, false
+		return wire.Skew{}, false
 	}
-	slices.SortStableFunc(values, func(a, b SkewValue) int {
+	slices.SortStableFunc(values, func(a, b wire.SkewValue) int {
 		return cmp.Compare(len(b.Nodes), len(a.Nodes))
 	})
 	disambiguate(values)
-	return Skew{Field: field, Values: values}, true
+	return wire.Skew{Field: field, Values: values}, true
 }
 
 // disambiguate appends the value to any display that two values share
 // (two OS builds with one version label), so the readable forms differ
 // whenever the values do.
-func disambiguate(values []SkewValue) {
+func disambiguate(values []wire.SkewValue) {
 	count := map[string]int{}
 	for _, v := range values {
 		count[v.Display]++

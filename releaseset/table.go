@@ -17,7 +17,7 @@ import (
 //
 // Cells of a stale node show its last record; the "record" row says so.
 // Only recent nodes count for the "*" mark, as for summary.skew.
-func WriteTable(w io.Writer, s Set) error {
+func WriteTable(w io.Writer, s wire.ReleaseSet) error {
 	ew := &errWriter{w: w}
 	cp := s.ControlPlane
 	fmt.Fprintf(ew, "release set from %s, control plane %s", cmp.Or(s.Node, "?"), cmp.Or(cp.Version, "?"))
@@ -30,22 +30,22 @@ func WriteTable(w io.Writer, s Set) error {
 	fmt.Fprintln(ew)
 
 	tw := tabwriter.NewWriter(ew, 0, 8, 2, ' ', 0)
-	row := func(mark, name string, cell func(Node) string) {
+	row := func(mark, name string, cell func(wire.SetNode) string) {
 		cells := []string{mark, name}
 		for _, n := range s.Nodes {
 			cells = append(cells, cell(n))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	row(" ", "FIELD", func(n Node) string { return n.NodeID })
+	row(" ", "FIELD", func(n wire.SetNode) string { return n.NodeID })
 	row(" ", "record", recordState)
-	row(" ", "runningRelease", func(n Node) string {
+	row(" ", "runningRelease", func(n wire.SetNode) string {
 		if !n.Recorded {
 			return "-"
 		}
 		return cmp.Or(n.RunningRelease, "unknown")
 	})
-	skewed := map[string]Skew{}
+	skewed := map[string]wire.Skew{}
 	for _, sk := range s.Summary.Skew {
 		skewed[sk.Field] = sk
 	}
@@ -55,7 +55,7 @@ func WriteTable(w io.Writer, s Set) error {
 		if differs {
 			mark = "*"
 		}
-		row(mark, name, func(n Node) string {
+		row(mark, name, func(n wire.SetNode) string {
 			if n.Release == nil {
 				return "-"
 			}
@@ -72,7 +72,7 @@ func WriteTable(w io.Writer, s Set) error {
 		}
 	}
 	for _, c := range components(recs) {
-		field(SkewPackagePrefix+c, func(r *wire.Record) fieldValue { return packageValue(r, c) })
+		field(wire.SkewPackagePrefix+c, func(r *wire.Record) fieldValue { return packageValue(r, c) })
 	}
 	tw.Flush()
 
@@ -93,7 +93,7 @@ func WriteTable(w io.Writer, s Set) error {
 }
 
 // recordState is "recent", "stale" or "never".
-func recordState(n Node) string {
+func recordState(n wire.SetNode) string {
 	switch {
 	case !n.Recorded:
 		return "never"
@@ -105,7 +105,7 @@ func recordState(n Node) string {
 
 // cellDisplay uses the skew's display for the node when the field is
 // skewed (it may be disambiguated), else the value's own.
-func cellDisplay(sk Skew, id string, v fieldValue) string {
+func cellDisplay(sk wire.Skew, id string, v fieldValue) string {
 	for _, sv := range sk.Values {
 		if sv.Value == v.value {
 			return sv.Display
@@ -115,22 +115,22 @@ func cellDisplay(sk Skew, id string, v fieldValue) string {
 }
 
 // driftText is one finding in words.
-func driftText(d Drift) string {
+func driftText(d wire.Drift) string {
 	switch {
-	case d.Kind == DriftReport && d.Recorded != nil && !*d.Recorded:
+	case d.Kind == wire.DriftReport && d.Recorded != nil && !*d.Recorded:
 		return "never recorded its release"
-	case d.Kind == DriftReport && d.RecordedAt != nil:
+	case d.Kind == wire.DriftReport && d.RecordedAt != nil:
 		return "record is stale, last recorded " + d.RecordedAt.UTC().Format(time.RFC3339)
-	case d.Kind == DriftReport:
+	case d.Kind == wire.DriftReport:
 		return "record is stale"
 	case d.Field == "hostBinaries":
 		return fmt.Sprintf("hostBinaries: commit %s, want %s (%s)", cmp.Or(d.Commit, "?"), cmp.Or(d.Want, "unknown"), cmp.Or(string(d.Source), "?"))
 	case d.Field == "bootc.staged":
 		return fmt.Sprintf("bootc.staged: %s (%s) staged for the next boot", cmp.Or(d.Image, "?"), cmp.Or(d.Version, shortValue(d.Digest)))
-	case d.Kind == DriftPin && d.Name != "":
+	case d.Kind == wire.DriftPin && d.Name != "":
 		return fmt.Sprintf("%s %s: pinned %s, running %s%s", d.Field, d.Name,
 			cmp.Or(shortRef(d.Pinned), "-"), cmp.Or(shortRef(d.Running), "?"), containers(d.Containers))
-	case d.Kind == DriftPin:
+	case d.Kind == wire.DriftPin:
 		return fmt.Sprintf("%s %s: no pin names it%s", d.Field, cmp.Or(shortRef(d.Image), "?"), containers(d.Containers))
 	}
 	return d.Field
@@ -159,7 +159,7 @@ func containers(n *int) string {
 // (SPEC 17), e.g. "3 nodes; admission 0.2.0; behind: n-abc12def (0.1.0);
 // skew: kernel". members is how many nodes the set has (s.Nodes may be a
 // page of them); behind lists the nodes of s.Nodes.
-func HeadLine(s Set, members int) string {
+func HeadLine(s wire.ReleaseSet, members int) string {
 	var behind, skew []string
 	for _, n := range s.Nodes {
 		if n.Behind {
@@ -179,7 +179,7 @@ func HeadLine(s Set, members int) string {
 }
 
 // Healthy: consistent and nobody behind (`stratum release-set --check`).
-func Healthy(s Set) bool {
+func Healthy(s wire.ReleaseSet) bool {
 	if !s.Summary.Consistent {
 		return false
 	}
@@ -193,7 +193,7 @@ func Healthy(s Set) bool {
 
 // summaryLine is e.g. "3 nodes, 2 recent, running release 0.2.0: not
 // consistent (1 skewed field, 2 drift findings)".
-func summaryLine(s Set) string {
+func summaryLine(s wire.ReleaseSet) string {
 	line := fmt.Sprintf("%s, %d recent, running release %s: ",
 		plural(len(s.Nodes), "node", "nodes"), s.Summary.Recent, cmp.Or(s.RunningRelease, "unknown"))
 	if s.Summary.Consistent {

@@ -60,7 +60,7 @@ func TestVariants(t *testing.T) {
 	for _, sk := range s.Summary.Skew {
 		fields = append(fields, sk.Field)
 	}
-	for _, want := range []string{releaseset.SkewOS, releaseset.SkewKernel, releaseset.SkewControlPlane, releaseset.SkewSchema, releaseset.SkewHostBinaries, releaseset.SkewExtensions, "package:openvswitch"} {
+	for _, want := range []string{wire.SkewOS, wire.SkewKernel, wire.SkewControlPlane, wire.SkewSchema, wire.SkewHostBinaries, wire.SkewExtensions, "package:openvswitch"} {
 		if !slices.Contains(fields, want) {
 			t.Errorf("variants 0 and 1: skew %q lacks %s", fields, want)
 		}

@@ -1,32 +1,29 @@
-package releaseset
+package wire
 
-import (
-	"stratum/wire"
-	"time"
-)
+import "time"
 
-// Set is the answer of GET /v1/admin/upgrades/release: every node's
+// ReleaseSet is the answer of GET /v1/admin/upgrades/release: every node's
 // release, and where the nodes differ from each other (skew) or from their
 // own release (drift). Lists are never null, so clients can range over
 // them without a check.
-type Set struct {
+type ReleaseSet struct {
 	// Node is the node whose control plane answered (the founder).
 	Node string `json:"node"`
 	// ControlPlane is the answering control plane's own build.
-	ControlPlane wire.ControlPlane `json:"controlPlane"`
+	ControlPlane ControlPlane `json:"controlPlane"`
 	// RunningRelease is the release the cluster runs: its oldest node's.
 	// Empty when it is not known.
 	RunningRelease string `json:"runningRelease"`
 	// AdmissionRelease is the release joiners are admitted on (SPEC 17:
 	// who is behind); absent when not known.
-	AdmissionRelease string  `json:"admissionRelease,omitempty"`
-	Summary          Summary `json:"summary"`
+	AdmissionRelease string     `json:"admissionRelease,omitempty"`
+	Summary          SetSummary `json:"summary"`
 	// Nodes are the members, in join order.
-	Nodes []Node `json:"nodes"`
+	Nodes []SetNode `json:"nodes"`
 }
 
-// Summary says whether the cluster is consistent and why not.
-type Summary struct {
+// SetSummary says whether the cluster is consistent and why not.
+type SetSummary struct {
 	// Recent counts the nodes whose record is at most ten minutes old.
 	Recent int `json:"recent"`
 	// Consistent: every node reported recently, no field differs between
@@ -102,31 +99,31 @@ type Drift struct {
 	Stale      *bool      `json:"stale,omitempty"`
 	RecordedAt *time.Time `json:"recordedAt,omitempty"`
 
-	Field      string          `json:"field,omitempty"`
-	Source     wire.HostSource `json:"source,omitempty"`
-	Commit     string          `json:"commit,omitempty"`
-	Want       string          `json:"want,omitempty"`
-	Image      string          `json:"image,omitempty"`
-	Digest     string          `json:"digest,omitempty"`
-	Version    string          `json:"version,omitempty"`
-	Name       string          `json:"name,omitempty"`
-	Pinned     string          `json:"pinned,omitempty"`
-	Running    string          `json:"running,omitempty"`
-	Containers *int            `json:"containers,omitempty"`
+	Field      string     `json:"field,omitempty"`
+	Source     HostSource `json:"source,omitempty"`
+	Commit     string     `json:"commit,omitempty"`
+	Want       string     `json:"want,omitempty"`
+	Image      string     `json:"image,omitempty"`
+	Digest     string     `json:"digest,omitempty"`
+	Version    string     `json:"version,omitempty"`
+	Name       string     `json:"name,omitempty"`
+	Pinned     string     `json:"pinned,omitempty"`
+	Running    string     `json:"running,omitempty"`
+	Containers *int       `json:"containers,omitempty"`
 }
 
-// Node is one member and its release.
-type Node struct {
+// SetNode is one member and its release.
+type SetNode struct {
 	NodeID string `json:"nodeId"`
 	// Recorded is false when the node has never recorded its release.
 	Recorded bool `json:"recorded"`
 	// Stale: the record is older than ten minutes.
 	Stale bool `json:"stale"`
 	// RunningRelease is the release the node runs: the one it recorded,
-	// else the cluster's (Set.RunningRelease); empty when neither is known.
+	// else the cluster's (ReleaseSet.RunningRelease); empty when neither is known.
 	RunningRelease string `json:"runningRelease"`
 	// Behind: the node runs a release older than the admission release.
 	Behind bool `json:"behind,omitempty"`
 	// Release is the node's last record; absent when it never recorded.
-	Release *wire.Record `json:"release,omitempty"`
+	Release *Record `json:"release,omitempty"`
 }
