@@ -17,7 +17,6 @@ import (
 	"golang.org/x/term"
 
 	"stratum/apierr"
-	"stratum/iam"
 )
 
 func init() {
@@ -30,7 +29,7 @@ func init() {
 func newSessionsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "login sessions: list | revoke SESSION_ID"}
 	var list struct {
-		Sessions []iam.TokenView `json:"sessions"`
+		Sessions []wire.TokenView `json:"sessions"`
 	}
 	cmd.AddCommand(showCommand("list", "list the live login sessions", cobra.NoArgs, fixed("/v1/iam/sessions"), &list, func(w io.Writer) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -151,7 +150,7 @@ given.`,
 // changePassword asks for the new password twice on the terminal and
 // changes it; current is the one just typed, or "" to ask for it too.
 func changePassword(cmd *cobra.Command, c *adminClient, current string) error {
-	req := iam.PasswordChange{CurrentPassword: current}
+	req := wire.PasswordChange{CurrentPassword: current}
 	var err error
 	if req.CurrentPassword == "" {
 		if req.CurrentPassword, err = askSecret(cmd, "current password: "); err != nil {
@@ -259,7 +258,7 @@ a line (never flags: ps would show them).`,
 		if len(lines) < 2 {
 			return usagef("give the current password and the new one on stdin, one a line")
 		}
-		req := iam.PasswordChange{CurrentPassword: lines[0], NewPassword: lines[1]}
+		req := wire.PasswordChange{CurrentPassword: lines[0], NewPassword: lines[1]}
 		if err := c.do(cmd.Context(), "POST", "/v1/auth/password", req, nil); err != nil {
 			return err
 		}

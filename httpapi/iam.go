@@ -29,7 +29,7 @@ func (a *API) login(w http.ResponseWriter, r *http.Request, _ *call) error {
 }
 
 func (a *API) createAPIToken(w http.ResponseWriter, r *http.Request, c *call) error {
-	var req iam.CreateTokenRequest
+	var req wire.CreateTokenRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (a *API) listAPITokens(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	list = iam.Visible(c.principal, list, c.action, func(t iam.TokenView) string { return iam.Resource(iam.ResIAMToken, t.ID) })
+	list = iam.Visible(c.principal, list, c.action, func(t wire.TokenView) string { return iam.Resource(iam.ResIAMToken, t.ID) })
 	writeJSON(w, http.StatusOK, map[string]any{"tokens": list})
 	return nil
 }

@@ -18,13 +18,13 @@ import (
 // sessions (iam.Service).
 type Identity interface {
 	Authenticate(bearer string) (iam.Principal, error)
-	Login(ctx context.Context, email, password, source string) (iam.Session, error)
-	ChangePassword(ctx context.Context, p iam.Principal, req iam.PasswordChange) error
+	Login(ctx context.Context, email, password, source string) (wire.LoginResponse, error)
+	ChangePassword(ctx context.Context, p iam.Principal, req wire.PasswordChange) error
 	Logout(by iam.Principal) error
-	CreateToken(by iam.Principal, req iam.CreateTokenRequest) (secret string, view iam.TokenView, err error)
-	ListTokens() ([]iam.TokenView, error)
+	CreateToken(by iam.Principal, req wire.CreateTokenRequest) (secret string, view wire.TokenView, err error)
+	ListTokens() ([]wire.TokenView, error)
 	RevokeToken(by iam.Principal, id string) error
-	ListSessions() ([]iam.TokenView, error)
+	ListSessions() ([]wire.TokenView, error)
 	RevokeSession(by iam.Principal, id string) error
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"stratum/iam"
+	"stratum/wire"
 )
 
 func (a *API) logout(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -15,7 +16,7 @@ func (a *API) logout(w http.ResponseWriter, r *http.Request, c *call) error {
 }
 
 func (a *API) changePassword(w http.ResponseWriter, r *http.Request, c *call) error {
-	var req iam.PasswordChange
+	var req wire.PasswordChange
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -31,7 +32,7 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	list = iam.Visible(c.principal, list, c.action, func(t iam.TokenView) string { return iam.Resource(iam.ResIAMSession, t.ID) })
+	list = iam.Visible(c.principal, list, c.action, func(t wire.TokenView) string { return iam.Resource(iam.ResIAMSession, t.ID) })
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": list})
 	return nil
 }

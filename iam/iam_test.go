@@ -11,6 +11,7 @@ import (
 	"stratum/crypto"
 	"stratum/store"
 	"stratum/store/storetest"
+	"stratum/wire"
 )
 
 func issuesOf(t *testing.T, err error) []apierr.Issue {
@@ -261,10 +262,10 @@ func openStore(t *testing.T) *store.DB {
 
 var admin = Principal{Subject: "admin@stratum.local", Policy: AdminPolicy()}
 
-func mintToken(t *testing.T, db *store.DB, req CreateTokenRequest, now time.Time) (string, TokenView) {
+func mintToken(t *testing.T, db *store.DB, req wire.CreateTokenRequest, now time.Time) (string, wire.TokenView) {
 	t.Helper()
 	var secret string
-	var view TokenView
+	var view wire.TokenView
 	err := db.Update(func(tx *store.Tx) error {
 		var err error
 		secret, view, err = createToken(tx, admin, req, now)
@@ -281,8 +282,8 @@ const describeOnly = `{"version":"2026-01-01","statement":[{"effect":"allow","ac
 func TestAuthenticate(t *testing.T) {
 	db := openStore(t)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	good, view := mintToken(t, db, CreateTokenRequest{Name: "ci", TTL: "1h", Policy: json.RawMessage(describeOnly)}, now)
-	revoked, rview := mintToken(t, db, CreateTokenRequest{Name: "old", TTL: "1h", Policy: json.RawMessage(describeOnly)}, now)
+	good, view := mintToken(t, db, wire.CreateTokenRequest{Name: "ci", TTL: "1h", Policy: json.RawMessage(describeOnly)}, now)
+	revoked, rview := mintToken(t, db, wire.CreateTokenRequest{Name: "old", TTL: "1h", Policy: json.RawMessage(describeOnly)}, now)
 	if err := db.Update(func(tx *store.Tx) error { return revokeToken(tx, admin, rview.ID, now) }); err != nil {
 		t.Fatal(err)
 	}
@@ -348,15 +349,15 @@ func TestCreateTokenRequestProblems(t *testing.T) {
 	now := time.Now()
 	cases := []struct {
 		name   string
-		req    CreateTokenRequest
+		req    wire.CreateTokenRequest
 		code   apierr.Code
 		fields []string
 	}{
-		{"every field wrong", CreateTokenRequest{TTL: "forever"}, apierr.InvalidInput, []string{"name", "ttl", "policy"}},
-		{"negative ttl", CreateTokenRequest{Name: "x", TTL: "-1h", Policy: json.RawMessage(describeOnly)}, apierr.InvalidInput, []string{"ttl"}},
-		{"ttl over a year", CreateTokenRequest{Name: "x", TTL: "9000h", Policy: json.RawMessage(describeOnly)}, apierr.InvalidInput, []string{"ttl"}},
-		{"name too long", CreateTokenRequest{Name: strings.Repeat("n", 129), Policy: json.RawMessage(describeOnly)}, apierr.InvalidInput, []string{"name"}},
-		{"bad policy", CreateTokenRequest{Name: "x", Policy: json.RawMessage(`{"version":"1"}`)}, apierr.InvalidPolicy, nil},
+		{"every field wrong", wire.CreateTokenRequest{TTL: "forever"}, apierr.InvalidInput, []string{"name", "ttl", "policy"}},
+		{"negative ttl", wire.CreateTokenRequest{Name: "x", TTL: "-1h", Policy: json.RawMessage(describeOnly)}, apierr.InvalidInput, []string{"ttl"}},
+		{"ttl over a year", wire.CreateTokenRequest{Name: "x", TTL: "9000h", Policy: json.RawMessage(describeOnly)}, apierr.InvalidInput, []string{"ttl"}},
+		{"name too long", wire.CreateTokenRequest{Name: strings.Repeat("n", 129), Policy: json.RawMessage(describeOnly)}, apierr.InvalidInput, []string{"name"}},
+		{"bad policy", wire.CreateTokenRequest{Name: "x", Policy: json.RawMessage(`{"version":"1"}`)}, apierr.InvalidPolicy, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -392,7 +393,7 @@ func TestCreateTokenRequestProblems(t *testing.T) {
 func TestTokenLifecycle(t *testing.T) {
 	db := openStore(t)
 	now := time.Now()
-	secret, view := mintToken(t, db, CreateTokenRequest{Name: "ci", Policy: json.RawMessage(describeOnly)}, now)
+	secret, view := mintToken(t, db, wire.CreateTokenRequest{Name: "ci", Policy: json.RawMessage(describeOnly)}, now)
 	if d := view.ExpiresAt.Sub(now); d < 30*24*time.Hour-time.Second || d > 30*24*time.Hour+time.Second {
 		t.Errorf("default ttl = %v, want 30 days", d)
 	}

@@ -10,27 +10,19 @@ import (
 
 	"stratum/apierr"
 	"stratum/strictjson"
+	"stratum/wire"
 )
 
 // PolicyVersion is the only policy language version.
 const PolicyVersion = "2026-01-01"
 
-// Policy is an identity policy document.
-type Policy struct {
-	Version   string      `json:"version"`
-	Statement []Statement `json:"statement"`
-}
-
-// Statement is one allow or deny rule.
-type Statement struct {
-	Effect   string   `json:"effect"`
-	Action   []string `json:"action"`
-	Resource []string `json:"resource"`
-}
+// Policy is an identity policy document (its shape is wire.Policy's);
+// iam evaluates and validates it.
+type Policy wire.Policy
 
 // AdminPolicy allows everything; the bootstrap admin's sessions carry it.
 func AdminPolicy() Policy {
-	return Policy{Version: PolicyVersion, Statement: []Statement{{Effect: "allow", Action: []string{"*"}, Resource: []string{"*"}}}}
+	return Policy{Version: PolicyVersion, Statement: []wire.Statement{{Effect: "allow", Action: []string{"*"}, Resource: []string{"*"}}}}
 }
 
 // Finding codes.
@@ -96,7 +88,7 @@ func (p Policy) Validate() error {
 		issues = append(issues, apierr.Issue{Code: FindingInvalidDocument, Statement: -1})
 	}
 	for i, s := range p.Statement {
-		issues = append(issues, s.findings(i)...)
+		issues = append(issues, findings(s, i)...)
 	}
 	if len(issues) == 0 {
 		return nil
@@ -104,7 +96,7 @@ func (p Policy) Validate() error {
 	return invalidPolicy(issues, fmt.Sprintf("the policy document has %d findings; fix them all and send it again", len(issues)))
 }
 
-func (s Statement) findings(i int) []apierr.Issue {
+func findings(s wire.Statement, i int) []apierr.Issue {
 	var out []apierr.Issue
 	if s.Effect != "allow" && s.Effect != "deny" {
 		out = append(out, apierr.Issue{Code: FindingInvalidDocument, Statement: i})
@@ -169,7 +161,7 @@ func anyApplies(actions []string, types []ResourceType) bool {
 func (p Policy) Allows(action, resource string) bool {
 	allowed := false
 	for _, s := range p.Statement {
-		if !s.matches(action, resource) {
+		if !matches(s, action, resource) {
 			continue
 		}
 		if s.Effect == "deny" {
@@ -182,7 +174,7 @@ func (p Policy) Allows(action, resource string) bool {
 	return allowed
 }
 
-func (s Statement) matches(action, resource string) bool {
+func matches(s wire.Statement, action, resource string) bool {
 	return anyMatch(s.Action, action) && anyMatch(s.Resource, resource)
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"stratum/apierr"
+	"stratum/wire"
 )
 
 // The principal is authenticated in its own read transaction (admit), the
@@ -20,7 +21,7 @@ func TestTrust01_RevokedWhileCreatingLeavesNoChild(t *testing.T) {
 	}
 	admin, _ := s.Authenticate(sess)
 	pol := []byte(`{"version":"2026-01-01","statement":[{"effect":"allow","action":["*"],"resource":["*"]}]}`)
-	parentSecret, parent, err := s.CreateToken(admin, CreateTokenRequest{Name: "p", Policy: pol})
+	parentSecret, parent, err := s.CreateToken(admin, wire.CreateTokenRequest{Name: "p", Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestTrust01_RevokedWhileCreatingLeavesNoChild(t *testing.T) {
 	if err := s.RevokeToken(admin, parent.ID); err != nil { // operator revokes while the body is still arriving
 		t.Fatal(err)
 	}
-	childSecret, _, err := s.CreateToken(stale, CreateTokenRequest{Name: "c", Policy: pol})
+	childSecret, _, err := s.CreateToken(stale, wire.CreateTokenRequest{Name: "c", Policy: pol})
 	if err != nil {
 		if e, ok := apierr.As(err); !ok || e.Code != apierr.Unauthenticated {
 			t.Fatalf("a stale caller: %v, want UNAUTHENTICATED", err)

@@ -62,13 +62,10 @@ func (s *Service) Authenticate(bearer string) (Principal, error) {
 	return p, err
 }
 
-// Session is a started login session: the answer of POST /v1/auth/login.
-type Session = wire.LoginResponse
-
 // Login checks email's password, tried from source (LoginSource), and
 // starts a session.
-func (s *Service) Login(ctx context.Context, email, password, source string) (Session, error) {
-	var out Session
+func (s *Service) Login(ctx context.Context, email, password, source string) (wire.LoginResponse, error) {
+	var out wire.LoginResponse
 	_, err := s.checkPassword(ctx, email, password, source, func(tx *store.Tx, u User) error {
 		out.MustChangePassword = u.MustChangePassword
 		var err error
@@ -80,8 +77,8 @@ func (s *Service) Login(ctx context.Context, email, password, source string) (Se
 
 // ChangePassword sets the caller's new password once its current one
 // checks; the user's other sessions end.
-func (s *Service) ChangePassword(ctx context.Context, p Principal, req PasswordChange) error {
-	if err := req.Validate(p); err != nil {
+func (s *Service) ChangePassword(ctx context.Context, p Principal, req wire.PasswordChange) error {
+	if err := validatePasswordChange(req, p); err != nil {
 		return err
 	}
 	u, err := s.checkPassword(ctx, p.User, req.CurrentPassword, "session:"+p.TokenID, nil)
@@ -176,9 +173,9 @@ func TooMany(wait time.Duration, message string) error {
 
 // CreateToken makes an API token for the caller: its secret, shown once,
 // and its view.
-func (s *Service) CreateToken(by Principal, req CreateTokenRequest) (string, TokenView, error) {
+func (s *Service) CreateToken(by Principal, req wire.CreateTokenRequest) (string, wire.TokenView, error) {
 	var secret string
-	var view TokenView
+	var view wire.TokenView
 	err := s.cfg.DB.Update(func(tx *store.Tx) error {
 		var err error
 		secret, view, err = createToken(tx, by, req, s.cfg.Now())
@@ -188,8 +185,8 @@ func (s *Service) CreateToken(by Principal, req CreateTokenRequest) (string, Tok
 }
 
 // ListTokens lists the API tokens (no secrets).
-func (s *Service) ListTokens() ([]TokenView, error) {
-	var list []TokenView
+func (s *Service) ListTokens() ([]wire.TokenView, error) {
+	var list []wire.TokenView
 	err := s.cfg.DB.View(func(tx *store.Tx) error {
 		var err error
 		list, err = listTokens(tx)
@@ -209,8 +206,8 @@ func (s *Service) Logout(by Principal) error {
 }
 
 // ListSessions lists the live login sessions (no secrets).
-func (s *Service) ListSessions() ([]TokenView, error) {
-	var list []TokenView
+func (s *Service) ListSessions() ([]wire.TokenView, error) {
+	var list []wire.TokenView
 	err := s.cfg.DB.View(func(tx *store.Tx) error {
 		var err error
 		list, err = listSessions(tx, s.cfg.Now())

@@ -9,6 +9,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/store"
+	"stratum/wire"
 )
 
 func newTestService(t *testing.T, cfg Config) (*Service, string) {
@@ -144,7 +145,7 @@ func TestServiceChangePasswordWrongCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.ChangePassword(context.Background(), p, PasswordChange{CurrentPassword: "not it at all", NewPassword: "a brand new passphrase"})
+	err = s.ChangePassword(context.Background(), p, wire.PasswordChange{CurrentPassword: "not it at all", NewPassword: "a brand new passphrase"})
 	if e, ok := apierr.As(err); !ok || e.Code != apierr.Forbidden || len(e.Fields) != 1 || e.Fields[0].Field != "currentPassword" {
 		t.Fatalf("wrong current password: %v, want FORBIDDEN on currentPassword", err)
 	}

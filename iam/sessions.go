@@ -6,11 +6,12 @@ import (
 
 	"stratum/apierr"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // listSessions lists the login sessions that have not expired, without
 // their secrets.
-func listSessions(tx *store.Tx, now time.Time) ([]TokenView, error) {
+func listSessions(tx *store.Tx, now time.Time) ([]wire.TokenView, error) {
 	all, err := listKind(tx, KindSession)
 	live := all[:0]
 	for _, s := range all {
@@ -51,18 +52,12 @@ func logout(tx *store.Tx, by Principal, now time.Time) error {
 	return revokeWithDescendants(tx, by.Subject, t, "iam.logout", now)
 }
 
-// PasswordChange is the body of POST /v1/auth/password.
-type PasswordChange struct {
-	CurrentPassword string `json:"currentPassword"`
-	NewPassword     string `json:"newPassword"`
-}
-
 // MinPasswordLength is the shortest password a user may choose.
 const MinPasswordLength = 12
 
-// Validate lists every problem of the request; the current password is
-// checked later, against the stored hash.
-func (c PasswordChange) Validate(by Principal) error {
+// validatePasswordChange lists every problem of the request; the current
+// password is checked later, against the stored hash.
+func validatePasswordChange(c wire.PasswordChange, by Principal) error {
 	if by.Kind != KindSession {
 		return apierr.New(apierr.Forbidden, "a password is changed from a login session, not with an API token")
 	}

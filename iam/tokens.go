@@ -1,13 +1,13 @@
 package iam
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 
 	"stratum/apierr"
 	"stratum/crypto"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // Token kinds.
@@ -36,23 +36,9 @@ type Token struct {
 	RevokedAt time.Time `json:"revokedAt,omitzero"`
 }
 
-// TokenView is a token as listed: no hash, no secret.
-type TokenView struct {
-	ID        string    `json:"tokenId"`
-	Name      string    `json:"name"`
-	Kind      string    `json:"kind"`
-	Subject   string    `json:"subject"`
-	Policy    Policy    `json:"policy"`
-	Parent    string    `json:"parent,omitempty"`
-	CreatedBy string    `json:"createdBy,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	ExpiresAt time.Time `json:"expiresAt"`
-	Revoked   bool      `json:"revoked"`
-}
-
 // View hides the hash.
-func (t Token) View() TokenView {
-	return TokenView{ID: t.ID, Name: t.Name, Kind: t.Kind, Subject: t.Subject, Policy: t.Policy, Parent: t.Parent, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Revoked: !t.RevokedAt.IsZero()}
+func (t Token) View() wire.TokenView {
+	return wire.TokenView{ID: t.ID, Name: t.Name, Kind: t.Kind, Subject: t.Subject, Policy: wire.Policy(t.Policy), Parent: t.Parent, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Revoked: !t.RevokedAt.IsZero()}
 }
 
 // Actor names the token as the audit log, approvedBy and createdBy name
@@ -158,15 +144,8 @@ func (p Principal) Authorize(action, resource string) error {
 	return apierr.New(apierr.Forbidden, "not authorized to perform %s on %s", action, resource)
 }
 
-// CreateTokenRequest is the body of POST /v1/iam/tokens.
-type CreateTokenRequest struct {
-	Name   string          `json:"name"`
-	TTL    string          `json:"ttl"`
-	Policy json.RawMessage `json:"policy"`
-}
-
 // createToken validates the request and stores an API token.
-func createToken(tx *store.Tx, by Principal, req CreateTokenRequest, now time.Time) (string, TokenView, error) {
+func createToken(tx *store.Tx, by Principal, req wire.CreateTokenRequest, now time.Time) (string, wire.TokenView, error) {
 	var f apierr.Fields
 	if req.Name == "" || len(req.Name) > 128 {
 		f.Add("name", "required, at most 128 characters")
@@ -184,11 +163,11 @@ func createToken(tx *store.Tx, by Principal, req CreateTokenRequest, now time.Ti
 		f.Add("policy", "required")
 	}
 	if err := f.Err("the token request has problems"); err != nil {
-		return "", TokenView{}, err
+		return "", wire.TokenView{}, err
 	}
 	pol, err := ParsePolicy(req.Policy)
 	if err != nil {
-		return "", TokenView{}, err
+		return "", wire.TokenView{}, err
 	}
 	// The caller was authenticated in an earlier transaction: a token
 	// revoked (or a session logged out) since then must not leave behind
@@ -196,18 +175,18 @@ func createToken(tx *store.Tx, by Principal, req CreateTokenRequest, now time.Ti
 	if by.TokenID != "" {
 		caller, found, err := bucketTokens.Get(tx, by.TokenID)
 		if err != nil {
-			return "", TokenView{}, err
+			return "", wire.TokenView{}, err
 		}
 		if !found || !caller.RevokedAt.IsZero() || !now.Before(caller.ExpiresAt) {
-			return "", TokenView{}, apierr.New(apierr.Unauthenticated, "the calling token was revoked or expired while the request was made")
+			return "", wire.TokenView{}, apierr.New(apierr.Unauthenticated, "the calling token was revoked or expired while the request was made")
 		}
 	}
 	if err := WithinPolicy(pol, by.Policy); err != nil {
-		return "", TokenView{}, err
+		return "", wire.TokenView{}, err
 	}
 	if !by.ExpiresAt.IsZero() && expires.After(by.ExpiresAt) {
 		if req.TTL != "" {
-			return "", TokenView{}, apierr.New(apierr.Forbidden, "the new token would outlive the calling token, which expires at %s: ask for a shorter ttl", by.ExpiresAt.UTC().Format(time.RFC3339))
+			return "", wire.TokenView{}, apierr.New(apierr.Forbidden, "the new token would outlive the calling token, which expires at %s: ask for a shorter ttl", by.ExpiresAt.UTC().Format(time.RFC3339))
 		}
 		expires = by.ExpiresAt // the default lifetime shrinks to the caller's
 	}
@@ -217,25 +196,25 @@ func createToken(tx *store.Tx, by Principal, req CreateTokenRequest, now time.Ti
 	}
 	secret, t, err := issueToken(tx, Token{Name: req.Name, Kind: KindAPI, Subject: user, Policy: pol, Parent: by.TokenID, CreatedBy: by.Subject, CreatedAt: now.UTC(), ExpiresAt: expires.UTC()})
 	if err != nil {
-		return "", TokenView{}, err
+		return "", wire.TokenView{}, err
 	}
 	data := map[string]string{"name": t.Name, "user": user}
 	if t.Parent != "" {
 		data["parent"] = t.Parent
 	}
 	if err := tx.Audit("iam.token.created", by.Subject, t.ID, data); err != nil {
-		return "", TokenView{}, err
+		return "", wire.TokenView{}, err
 	}
 	return secret, t.View(), nil
 }
 
 // listTokens lists API tokens (sessions excluded).
-func listTokens(tx *store.Tx) ([]TokenView, error) {
+func listTokens(tx *store.Tx) ([]wire.TokenView, error) {
 	return listKind(tx, KindAPI)
 }
 
-func listKind(tx *store.Tx, kind string) ([]TokenView, error) {
-	out := []TokenView{}
+func listKind(tx *store.Tx, kind string) ([]wire.TokenView, error) {
+	out := []wire.TokenView{}
 	err := forEachToken(tx, func(t Token) error {
 		if t.Kind == kind {
 			out = append(out, t.View())

@@ -5,14 +5,15 @@ import (
 	"testing"
 
 	"stratum/apierr"
+	"stratum/wire"
 )
 
 func TestWithinPolicy(t *testing.T) {
-	st := func(effect string, actions, resources []string) Statement {
-		return Statement{Effect: effect, Action: actions, Resource: resources}
+	st := func(effect string, actions, resources []string) wire.Statement {
+		return wire.Statement{Effect: effect, Action: actions, Resource: resources}
 	}
 	all := []string{"*"}
-	pol := func(s ...Statement) Policy { return Policy{Version: PolicyVersion, Statement: s} }
+	pol := func(s ...wire.Statement) Policy { return Policy{Version: PolicyVersion, Statement: s} }
 	denyApprove := st("deny", []string{"join:ApproveNodeJoin"}, []string{"join-registration/*"})
 	cases := []struct {
 		name          string
