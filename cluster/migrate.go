@@ -1,6 +1,9 @@
 package cluster
 
-import "stratum/store"
+import (
+	"stratum/store"
+	"stratum/wire"
+)
 
 // migrateMemberTrust is the cluster's second step of migration 6 (SPEC
 // 10.3): it brings members admitted by an earlier build up to the trust
@@ -21,7 +24,7 @@ func migrateMemberTrust(tx *store.Tx) error {
 		return nil
 	}
 	serials, installed := map[string]string{}, map[string]bool{}
-	err := store.AuditBucket.ForEach(tx, func(_ string, e store.AuditEvent) error {
+	err := store.AuditBucket.ForEach(tx, func(_ string, e wire.AuditEvent) error {
 		switch e.Kind {
 		case "join.delivering":
 			if e.Data["certSerial"] != "" {

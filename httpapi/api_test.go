@@ -665,7 +665,7 @@ func TestAuditEndpoint(t *testing.T) {
 		t.Fatalf("audit = %d %s", r.status, r.body)
 	}
 	var out struct {
-		Events []store.AuditEvent `json:"events"`
+		Events []wire.AuditEvent `json:"events"`
 	}
 	if err := json.Unmarshal(r.body, &out); err != nil {
 		t.Fatal(err)

@@ -36,8 +36,8 @@ type NodeLeaves interface {
 
 // AuditLog reads the hash-chained audit log (store.AuditReader).
 type AuditLog interface {
-	Events(after uint64, limit int) ([]store.AuditEvent, error)
-	Verify() (store.AuditVerdict, error)
+	Events(after uint64, limit int) ([]wire.AuditEvent, error)
+	Verify() (wire.AuditVerdict, error)
 }
 
 // Health is the founder's store as /healthz and /version see it.

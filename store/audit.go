@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"stratum/wire"
 	"strconv"
 	"time"
 )
@@ -18,21 +19,6 @@ import (
 // newest event's sequence and link: removing the newest events, or the
 // whole bucket, no longer leaves a chain that verifies.
 const auditHeadKey = "auditHead"
-
-// AuditEvent is one state change. Data never holds a secret.
-type AuditEvent struct {
-	Seq     uint64            `json:"seq"`
-	Time    time.Time         `json:"time"`
-	Kind    string            `json:"kind"`
-	Actor   string            `json:"actor,omitempty"`
-	Subject string            `json:"subject,omitempty"`
-	Data    map[string]string `json:"data,omitempty"`
-	// Prev is the HMAC-SHA256, under a key derived from the data key, of
-	// the previous event's stored bytes (zeros for the first event): an
-	// attacker with the file but not the key can neither edit an event
-	// nor recompute the links after it.
-	Prev string `json:"prev"`
-}
 
 type auditHead struct {
 	Seq  uint64 `json:"seq"`
@@ -101,7 +87,7 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 	if err != nil {
 		return err
 	}
-	ev := AuditEvent{Seq: seq, Time: time.Now().UTC(), Kind: kind, Actor: actor, Subject: subject, Data: data, Prev: hex.EncodeToString(prev)}
+	ev := wire.AuditEvent{Seq: seq, Time: time.Now().UTC(), Kind: kind, Actor: actor, Subject: subject, Data: data, Prev: hex.EncodeToString(prev)}
 	raw, err := json.Marshal(ev)
 	if err != nil {
 		return err
@@ -168,8 +154,8 @@ func AuditMarkFile(path string, key Sealer) (AuditMark, error) {
 func (db *DB) OnAudit(fn func(AuditMark)) { db.auditWatch.Store(&fn) }
 
 // AuditEvents returns events with seq > after, at most limit of them.
-func (db *DB) AuditEvents(after uint64, limit int) ([]AuditEvent, error) {
-	var out []AuditEvent
+func (db *DB) AuditEvents(after uint64, limit int) ([]wire.AuditEvent, error) {
+	var out []wire.AuditEvent
 	if after == math.MaxUint64 {
 		return out, nil
 	}
@@ -178,7 +164,7 @@ func (db *DB) AuditEvents(after uint64, limit int) ([]AuditEvent, error) {
 			if len(out) >= limit {
 				return false, nil
 			}
-			var ev AuditEvent
+			var ev wire.AuditEvent
 			if err := json.Unmarshal(v, &ev); err != nil {
 				return false, fmt.Errorf("audit event %x: %w", k, err)
 			}
@@ -202,7 +188,7 @@ func walkChain(tx *Tx, link func(prev []byte) []byte) (chainEnd, error) {
 	var end chainEnd
 	prev := genesis
 	err := tx.kv.scan(AuditBucket.Name(), nil, func(k, v []byte) (bool, error) {
-		var ev AuditEvent
+		var ev wire.AuditEvent
 		if err := json.Unmarshal(v, &ev); err != nil {
 			return false, fmt.Errorf("audit event %d does not decode: %w", binary.BigEndian.Uint64(k), err)
 		}
@@ -332,7 +318,7 @@ func keyAuditChain(tx *Tx) error {
 		return errors.New("the audit chain was already keyed (its sealed head exists) yet the schema level says it was not: the schema level was rolled back, and the chain may have been rewritten; restore from a backup")
 	}
 	for _, e := range events {
-		var ev AuditEvent
+		var ev wire.AuditEvent
 		if json.Unmarshal(e.v, &ev) == nil && ev.Kind == "audit.chain.keyed" {
 			return errors.New("the audit chain was already keyed (it holds an audit.chain.keyed event) yet the schema level says it was not: the schema level was rolled back, and the chain may have been rewritten; restore from a backup")
 		}
@@ -349,7 +335,7 @@ func keyAuditChain(tx *Tx) error {
 	link := hmacLink(key)
 	prev := genesis
 	for _, e := range events {
-		var ev AuditEvent
+		var ev wire.AuditEvent
 		if err := json.Unmarshal(e.v, &ev); err != nil {
 			// An undecodable event stays as it is: verify names it.
 			prev = link(e.v)
@@ -380,29 +366,19 @@ func keyAuditChain(tx *Tx) error {
 type AuditReader struct{ DB *DB }
 
 // Events returns up to limit events after sequence number after.
-func (r AuditReader) Events(after uint64, limit int) ([]AuditEvent, error) {
+func (r AuditReader) Events(after uint64, limit int) ([]wire.AuditEvent, error) {
 	return r.DB.AuditEvents(after, limit)
-}
-
-// AuditVerdict is what a walk of the whole chain found.
-type AuditVerdict struct {
-	Intact bool `json:"intact"`
-	// Events is the number of events walked (the good ones before a break).
-	Events int `json:"events"`
-	// Problem names the first broken link (sequence numbers, no content),
-	// or every record whose MAC fails.
-	Problem string `json:"problem,omitempty"`
 }
 
 // Verify walks the whole chain and the authenticated records. A broken
 // chain is a finding, not a failure: the error is only for a store that
 // cannot be read (closed).
-func (r AuditReader) Verify() (AuditVerdict, error) {
+func (r AuditReader) Verify() (wire.AuditVerdict, error) {
 	n, err := r.DB.VerifyAudit()
 	if errors.Is(err, ErrClosed) {
-		return AuditVerdict{}, err
+		return wire.AuditVerdict{}, err
 	}
-	v := AuditVerdict{Intact: err == nil, Events: n}
+	v := wire.AuditVerdict{Intact: err == nil, Events: n}
 	if err != nil {
 		v.Problem = err.Error()
 	}

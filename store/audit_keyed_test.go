@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"stratum/wire"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func writeFirstBuildStore(t *testing.T, path string, n int) {
 		}
 		prev := make([]byte, sha256.Size)
 		for i := 1; i <= n; i++ {
-			ev := AuditEvent{Seq: uint64(i), Time: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC), Kind: "old.event", Actor: "admin@stratum.local", Subject: fmt.Sprint(i), Prev: hex.EncodeToString(prev)}
+			ev := wire.AuditEvent{Seq: uint64(i), Time: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC), Kind: "old.event", Actor: "admin@stratum.local", Subject: fmt.Sprint(i), Prev: hex.EncodeToString(prev)}
 			raw, _ := json.Marshal(ev)
 			if _, err := b.NextSequence(); err != nil {
 				return err
@@ -116,7 +117,7 @@ func TestTrust07_AuditTamperWithoutTheKey(t *testing.T) {
 		}, "newest events were removed"},
 		{"edit the newest event", func(tx *bolt.Tx) error {
 			b := tx.Bucket([]byte(AuditBucket.Name()))
-			var ev AuditEvent
+			var ev wire.AuditEvent
 			_ = json.Unmarshal(b.Get(seqKey(5)), &ev)
 			ev.Actor = "nobody"
 			raw, _ := json.Marshal(ev)
@@ -164,7 +165,7 @@ func recomputeFrom(tx *bolt.Tx, seq uint64, link func([]byte) []byte) error {
 	b := tx.Bucket([]byte(AuditBucket.Name()))
 	var prev []byte
 	for k, v := b.Cursor().Seek(seqKey(seq)); k != nil; k, v = b.Cursor().Seek(seqKey(seq)) {
-		var ev AuditEvent
+		var ev wire.AuditEvent
 		if err := json.Unmarshal(v, &ev); err != nil {
 			return err
 		}

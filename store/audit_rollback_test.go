@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"stratum/wire"
 	"strings"
 	"testing"
 
@@ -25,14 +26,14 @@ func TestTrust07_SchemaRollbackDoesNotLaunderTampering(t *testing.T) {
 		b := tx.Bucket([]byte(AuditBucket.Name()))
 		// relink from event 1 so seq 2 gets edited and all later links are plain sha256
 		prevRaw := b.Get(seqKey(1))
-		var ev AuditEvent
+		var ev wire.AuditEvent
 		_ = json.Unmarshal(prevRaw, &ev)
 		for s := uint64(2); ; s++ {
 			v := b.Get(seqKey(s))
 			if v == nil {
 				break
 			}
-			var e AuditEvent
+			var e wire.AuditEvent
 			_ = json.Unmarshal(v, &e)
 			if s == 2 {
 				e.Kind = "nothing.happened"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"stratum/wire"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +18,9 @@ var (
 
 // waitAudit waits for the events of kind (the rejection is audited in its
 // own transaction, after the read).
-func waitAudit(t *testing.T, db *DB, kind string, want int) []AuditEvent {
+func waitAudit(t *testing.T, db *DB, kind string, want int) []wire.AuditEvent {
 	t.Helper()
-	var got []AuditEvent
+	var got []wire.AuditEvent
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		evs, err := db.AuditEvents(0, 1000)
 		if err != nil {

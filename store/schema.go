@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"stratum/wire"
 	"sync"
 )
 
@@ -59,7 +60,7 @@ func DeclaredBuckets() []string {
 var (
 	metaBucket = NewRawBucket("meta")
 	// AuditBucket holds the append-only audit chain, keyed by sequence.
-	AuditBucket = NewBucket[AuditEvent]("audit")
+	AuditBucket = NewBucket[wire.AuditEvent]("audit")
 )
 
 // Named is the bucket stored under name, declared or not: for the tools

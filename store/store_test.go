@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"stratum/crypto"
+	"stratum/wire"
 )
 
 // testKey returns a fresh data key.
@@ -483,7 +484,7 @@ func TestAuditTamperDetected(t *testing.T) {
 		{
 			name: "edit event 3's kind",
 			tamper: func(b *bolt.Bucket) error {
-				var ev AuditEvent
+				var ev wire.AuditEvent
 				if err := json.Unmarshal(b.Get(seqKey(3)), &ev); err != nil {
 					return err
 				}
