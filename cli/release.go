@@ -23,6 +23,7 @@ import (
 	"stratum/release"
 	"stratum/release/repo"
 	"stratum/store"
+	"stratum/wire"
 )
 
 func init() { Register(newReleaseCmd) }
@@ -278,7 +279,7 @@ func newReleaseListCmd() *cobra.Command {
 	dataDir := cmd.Flags().String("data", "", "a stopped founder's data directory (--api is then not used)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var list struct {
-			Releases []repo.Imported `json:"releases"`
+			Releases []wire.ImportedRelease `json:"releases"`
 		}
 		var raw json.RawMessage
 		if *dataDir != "" {
@@ -312,7 +313,7 @@ func newReleaseListCmd() *cobra.Command {
 }
 
 func newReleaseGetCmd() *cobra.Command {
-	var r repo.Imported
+	var r wire.ImportedRelease
 	return showCommand("get RELEASE", "show one imported release", cobra.ExactArgs(1), func(args []string) string {
 		return "/v1/admin/releases/" + url.PathEscape(args[0])
 	}, &r, func(w io.Writer) error {
@@ -333,7 +334,7 @@ func newReleaseGetCmd() *cobra.Command {
 	})
 }
 
-func printReleases(w io.Writer, list []repo.Imported) error {
+func printReleases(w io.Writer, list []wire.ImportedRelease) error {
 	if len(list) == 0 {
 		_, err := fmt.Fprintln(w, "no release imported")
 		return err

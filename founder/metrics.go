@@ -1,9 +1,9 @@
 package founder
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
+	"stratum/wire"
 
-	"stratum/release/repo"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // registerDomainMetrics exposes the mirror's and the hub's counters.
@@ -29,7 +29,7 @@ func (f *Founder) registerDomainMetrics(reg *prometheus.Registry) {
 			func() int { return len(f.db.ForeignHolders()) }),
 		counter("stratum_store_records_rejected_total", "Stored records whose MAC fails (SPEC 16.2: written without the data key), each distinct one counted once per process; each is treated as absent.", f.db.RejectedRecords),
 	)
-	for _, status := range []string{repo.StatusVerified, repo.StatusChecking, repo.StatusMissing, repo.StatusCorrupt} {
+	for _, status := range []string{wire.ReleaseVerified, wire.ReleaseChecking, wire.ReleaseMissing, wire.ReleaseCorrupt} {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "stratum_releases", Help: "Imported releases by status (verified, checking, missing, corrupt).", ConstLabels: prometheus.Labels{"status": status},
 		}, func() float64 { return float64(f.releasesWithStatus(status)) }))

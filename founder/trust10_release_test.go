@@ -8,13 +8,13 @@ import (
 	"stratum/apierr"
 	"stratum/internal/stratumtest"
 	"stratum/release/releasetest"
-	"stratum/release/repo"
+	"stratum/wire"
 )
 
 // imported lists the founder's imported releases.
-func imported(t *testing.T, op *stratumtest.Client) []repo.Imported {
+func imported(t *testing.T, op *stratumtest.Client) []wire.ImportedRelease {
 	t.Helper()
-	var out struct{ Releases []repo.Imported }
+	var out struct{ Releases []wire.ImportedRelease }
 	op.Must(t, "GET", "/v1/admin/releases", nil, 200, &out)
 	return out.Releases
 }

@@ -37,8 +37,8 @@ func (refusingCatalog) Import(_ context.Context, path string, _ repo.ImportOptio
 func (refusingCatalog) ImportTar(context.Context, io.Reader, repo.ImportOptions) (*release.Manifest, error) {
 	return nil, apierr.New(apierr.InvalidInput, "no tar stream")
 }
-func (refusingCatalog) List() ([]repo.Imported, error) { return nil, nil }
-func (refusingCatalog) Get(r string) (*repo.Imported, error) {
+func (refusingCatalog) List() ([]wire.ImportedRelease, error) { return nil, nil }
+func (refusingCatalog) Get(r string) (*wire.ImportedRelease, error) {
 	return nil, apierr.New(apierr.NotFound, "release %s is not imported", r)
 }
 

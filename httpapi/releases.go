@@ -10,6 +10,7 @@ import (
 	"stratum/iam"
 	"stratum/release"
 	"stratum/release/repo"
+	"stratum/wire"
 )
 
 // ReleaseCatalog imports and lists the releases the founder serves
@@ -22,8 +23,8 @@ type ReleaseCatalog interface {
 	// stream (the manifest's signature checked before anything else is
 	// received).
 	ImportTar(ctx context.Context, r io.Reader, opts repo.ImportOptions) (*release.Manifest, error)
-	List() ([]repo.Imported, error)
-	Get(release string) (*repo.Imported, error)
+	List() ([]wire.ImportedRelease, error)
+	Get(release string) (*wire.ImportedRelease, error)
 }
 
 type importRequest struct {
@@ -101,7 +102,7 @@ func (a *API) listReleases(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	out = iam.Visible(c.principal, out, c.action, func(im repo.Imported) string { return iam.Resource(iam.ResRelease, im.Release) })
+	out = iam.Visible(c.principal, out, c.action, func(im wire.ImportedRelease) string { return iam.Resource(iam.ResRelease, im.Release) })
 	writeJSON(w, http.StatusOK, map[string]any{"releases": out})
 	return nil
 }

@@ -11,38 +11,11 @@ import (
 
 	"stratum/semver"
 	"stratum/store"
+	"stratum/wire"
 )
 
-// Imported describes an imported release.
-type Imported struct {
-	Release        string `json:"release"`
-	ManifestSHA256 string `json:"manifestSha256"`
-	// ImportID tells one import of a release from the next, so a chunk
-	// mismatch seen while a re-import swaps the tree is not blamed on the
-	// new files.
-	ImportID     string    `json:"importId"`
-	ImportedAt   time.Time `json:"importedAt"`
-	CreatedAt    time.Time `json:"createdAt"`
-	UpgradesFrom []string  `json:"upgradesFrom"`
-	Files        int       `json:"files"` // listed files, payload files excluded
-	Bytes        int64     `json:"bytes"`
-	// SignerKeyIDs are the founder's release keys whose signature over
-	// the manifest verified at import.
-	SignerKeyIDs []string `json:"signerKeyIds,omitempty"`
-	// Corrupt lists the files found not as imported, while serving or by
-	// the start-up check; Missing the files not there at all (filled on
-	// read).
-	Corrupt []string `json:"corrupt,omitempty"`
-	Missing []string `json:"missing,omitempty"`
-	// Status is verified, checking (the start-up check has not reached
-	// it), missing or corrupt (recheck.go); Fix is the command that
-	// repairs a missing or corrupt release.
-	Status string `json:"status,omitempty"`
-	Fix    string `json:"fix,omitempty"`
-}
-
 // addMark files a corrupt mark's path under Missing or Corrupt.
-func (r *Imported) addMark(path string, m corruptMark) {
+func addMark(r *wire.ImportedRelease, path string, m corruptMark) {
 	if strings.HasPrefix(m.Reason, missingReason) {
 		r.Missing = append(r.Missing, path)
 		return
@@ -104,11 +77,11 @@ func deletePrefix(tx *store.Tx, bucket store.Keyspace, release string) error {
 
 // listReleases returns the imported releases, oldest version first, each with the
 // files found corrupt or missing since its import and its status.
-func listReleases(db *store.DB, checks *Checks) ([]Imported, error) {
-	var out []Imported
+func listReleases(db *store.DB, checks *Checks) ([]wire.ImportedRelease, error) {
+	var out []wire.ImportedRelease
 	err := db.View(func(tx *store.Tx) error {
 		byRelease := map[string]int{}
-		err := bucketReleases.ForEach(tx, func(k string, r Imported) error {
+		err := bucketReleases.ForEach(tx, func(k string, r wire.ImportedRelease) error {
 			r.Corrupt, r.Missing = nil, nil
 			byRelease[r.Release] = len(out)
 			out = append(out, r)
@@ -120,15 +93,15 @@ func listReleases(db *store.DB, checks *Checks) ([]Imported, error) {
 		return bucketCorrupt.ForEach(tx, func(k string, m corruptMark) error {
 			rel, p, _ := strings.Cut(k, "\x00")
 			if i, ok := byRelease[rel]; ok {
-				out[i].addMark(p, m)
+				addMark(&out[i], p, m)
 			}
 			return nil
 		})
 	})
 	for i := range out {
-		out[i].withStatus(checks)
+		withStatus(&out[i], checks)
 	}
-	slices.SortFunc(out, func(a, b Imported) int {
+	slices.SortFunc(out, func(a, b wire.ImportedRelease) int {
 		return cmp.Or(semver.Compare(a.Release, b.Release), strings.Compare(a.Release, b.Release))
 	})
 	return out, err
@@ -158,8 +131,8 @@ func held(tx *store.Tx) ([]string, error) {
 }
 
 // getRelease returns one imported release.
-func getRelease(db *store.DB, release string, checks *Checks) (*Imported, bool, error) {
-	var r Imported
+func getRelease(db *store.DB, release string, checks *Checks) (*wire.ImportedRelease, bool, error) {
+	var r wire.ImportedRelease
 	var found bool
 	err := db.View(func(tx *store.Tx) error {
 		var err error
@@ -173,14 +146,14 @@ func getRelease(db *store.DB, release string, checks *Checks) (*Imported, bool, 
 			if merr != nil {
 				return merr
 			}
-			r.addMark(strings.TrimPrefix(k, release+"\x00"), m)
+			addMark(&r, strings.TrimPrefix(k, release+"\x00"), m)
 		}
 		return err
 	})
 	if err != nil || !found {
 		return nil, false, err
 	}
-	r.withStatus(checks)
+	withStatus(&r, checks)
 	return &r, true, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"stratum/apierr"
 	"stratum/release"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // Progress is told how an import advances: bytes copied so far out of
@@ -100,7 +101,7 @@ func importTree(ctx context.Context, db *store.DB, dataDir, src string, keys *re
 		return nil, ioError("seal the imported tree", err)
 	}
 
-	rec := Imported{
+	rec := wire.ImportedRelease{
 		Release:        m.Release,
 		ManifestSHA256: manifestSum,
 		ImportID:       randomID(),
@@ -399,7 +400,7 @@ func openSource(src string) (manifest, sig []byte, root *os.Root, err error) {
 // files of the imported one, and a version must name one content. The
 // same content is imported again freely (that is how a file marked
 // corrupt is repaired).
-func checkReplace(prev *Imported, manifestSum string, replace bool) error {
+func checkReplace(prev *wire.ImportedRelease, manifestSum string, replace bool) error {
 	if prev.ManifestSHA256 == manifestSum || replace {
 		return nil
 	}

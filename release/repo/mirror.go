@@ -13,6 +13,7 @@ import (
 	"stratum/apierr"
 	"stratum/semver"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // DefaultConcurrency is the default number of release files read at once.
@@ -143,7 +144,7 @@ func (m *Mirror) Offered(release string) bool {
 // UpgradesFrom is the imported release's signed upgradesFrom (empty: it
 // upgrades from any release).
 func (m *Mirror) UpgradesFrom(release string) []string {
-	var r Imported
+	var r wire.ImportedRelease
 	_ = m.db.View(func(tx *store.Tx) error {
 		var err error
 		r, _, err = bucketReleases.Get(tx, release)

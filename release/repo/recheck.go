@@ -18,6 +18,7 @@ import (
 	"stratum/apierr"
 	"stratum/semver"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // Checks is the state of the start-up check of the release files (SPEC
@@ -70,14 +71,6 @@ func checkingError(release string) *apierr.Error {
 	}
 }
 
-// Status values of an imported release.
-const (
-	StatusVerified = "verified"
-	StatusChecking = "checking"
-	StatusMissing  = "missing"
-	StatusCorrupt  = "corrupt"
-)
-
 // missingReason starts the reason of a mark for a file that is not there.
 const missingReason = "missing: "
 
@@ -91,18 +84,18 @@ func markReason(releasesDir, rel, path string, cause error) string {
 }
 
 // withStatus fills r's status and the command that repairs it.
-func (r *Imported) withStatus(checks *Checks) {
+func withStatus(r *wire.ImportedRelease, checks *Checks) {
 	switch {
 	case len(r.Missing) > 0:
-		r.Status = StatusMissing
+		r.Status = wire.ReleaseMissing
 	case len(r.Corrupt) > 0:
-		r.Status = StatusCorrupt
+		r.Status = wire.ReleaseCorrupt
 	case checks.Pending(r.Release):
-		r.Status = StatusChecking
+		r.Status = wire.ReleaseChecking
 	default:
-		r.Status = StatusVerified
+		r.Status = wire.ReleaseVerified
 	}
-	if r.Status == StatusMissing || r.Status == StatusCorrupt {
+	if r.Status == wire.ReleaseMissing || r.Status == wire.ReleaseCorrupt {
 		r.Fix = fmt.Sprintf("stratum release import PATH-TO-%s (the signed tree of release %s; or stratum release push DIR): the same manifest replaces the files and clears the marks", r.Release, r.Release)
 	}
 }
@@ -205,7 +198,7 @@ func recheck(ctx context.Context, db *store.DB, dataDir string, checks *Checks, 
 // file not on disk at its indexed size is reported missing or corrupt,
 // without marking the store; the bytes themselves are checked by the
 // founder's start.
-func listStopped(db *store.DB, dataDir string) ([]Imported, error) {
+func listStopped(db *store.DB, dataDir string) ([]wire.ImportedRelease, error) {
 	list, err := listReleases(db, nil)
 	if err != nil {
 		return nil, err
@@ -236,7 +229,7 @@ func listStopped(db *store.DB, dataDir string) ([]Imported, error) {
 		})
 	})
 	for i := range list {
-		list[i].withStatus(nil)
+		withStatus(&list[i], nil)
 	}
 	return list, err
 }

@@ -14,6 +14,7 @@ import (
 	"stratum/apierr"
 	"stratum/release/releasetest"
 	"stratum/store/storetest"
+	"stratum/wire"
 )
 
 // SPEC 18: after a restore without the release files, or with a file
@@ -58,9 +59,9 @@ func TestRecheckMarksMissingAndCorrupt(t *testing.T) {
 	}
 	list, _ := listReleases(db, checks)
 	for _, r := range list {
-		want := StatusChecking
+		want := wire.ReleaseChecking
 		if r.Release == "0.6.0" {
-			want = StatusMissing // the read above found it so
+			want = wire.ReleaseMissing // the read above found it so
 		}
 		if r.Status != want {
 			t.Fatalf("%s while checking: %s, want %s", r.Release, r.Status, want)
@@ -71,17 +72,17 @@ func TestRecheckMarksMissingAndCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	list, _ = listReleases(db, checks)
-	got := map[string]Imported{}
+	got := map[string]wire.ImportedRelease{}
 	for _, r := range list {
 		got[r.Release] = r
 	}
-	if r := got["0.6.0"]; r.Status != StatusMissing || !slices.Equal(r.Missing, []string{"os/index.json"}) || !strings.Contains(r.Fix, "stratum release import") {
+	if r := got["0.6.0"]; r.Status != wire.ReleaseMissing || !slices.Equal(r.Missing, []string{"os/index.json"}) || !strings.Contains(r.Fix, "stratum release import") {
 		t.Errorf("0.6.0 = %+v, want missing os/index.json with a fix", r)
 	}
-	if r := got["0.7.0"]; r.Status != StatusCorrupt || !slices.Equal(r.Corrupt, []string{releasetest.SysextPath}) || r.Fix == "" {
+	if r := got["0.7.0"]; r.Status != wire.ReleaseCorrupt || !slices.Equal(r.Corrupt, []string{releasetest.SysextPath}) || r.Fix == "" {
 		t.Errorf("0.7.0 = %+v, want corrupt sysext with a fix", r)
 	}
-	if r := got["0.8.0"]; r.Status != StatusVerified || r.Fix != "" {
+	if r := got["0.8.0"]; r.Status != wire.ReleaseVerified || r.Fix != "" {
 		t.Errorf("0.8.0 = %+v, want verified", r)
 	}
 	if _, err := m.Stat("0.6.0", "os/index.json"); !errors.As(err, &e) || e.Code != apierr.ReleaseCorrupt {

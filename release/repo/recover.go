@@ -9,6 +9,7 @@ import (
 
 	"stratum/semver"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // sealTree makes the imported tree read-only (files 0444, directories
@@ -69,7 +70,7 @@ func removeStale(db *store.DB, releasesDir string) error {
 		}
 		return ioError("read the releases directory", err)
 	}
-	recorded := func(release string) (*Imported, error) {
+	recorded := func(release string) (*wire.ImportedRelease, error) {
 		r, found, err := getRelease(db, release, nil)
 		if err != nil || !found {
 			return nil, err

@@ -1,6 +1,9 @@
 package repo
 
-import "stratum/store"
+import (
+	"stratum/store"
+	"stratum/wire"
+)
 
 // Store buckets of this package. A release's record is small; each file's
 // chunk index has its own key so serving one file reads only its index.
@@ -9,7 +12,7 @@ import "stratum/store"
 // for a file (Stat), so their MAC is checked once per stored version
 // (store.Remembered): a 1 GiB file's index holds 1,024 chunk hashes.
 var (
-	bucketReleases = store.NewBucket[Imported]("releases", store.Authenticated(), store.Remembered()) // release -> Imported
+	bucketReleases = store.NewBucket[wire.ImportedRelease]("releases", store.Authenticated(), store.Remembered()) // release -> Imported
 	// bucketFiles holds each file's JSON fileIndex, decoded through the
 	// index cache (indexcache.go), hence raw.
 	bucketFiles   = store.NewRawBucket("release-files", store.Authenticated(), store.Remembered()) // release NUL path -> fileIndex

@@ -11,6 +11,7 @@ import (
 	"stratum/apierr"
 	"stratum/release"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // Config is what the founder's release repository is built from.
@@ -103,14 +104,16 @@ func (s *Service) ImportTar(ctx context.Context, r io.Reader, opts ImportOptions
 }
 
 // List returns the imported releases (see listReleases).
-func (s *Service) List() ([]Imported, error) { return listReleases(s.cfg.DB, s.checks) }
+func (s *Service) List() ([]wire.ImportedRelease, error) { return listReleases(s.cfg.DB, s.checks) }
 
 // ListStopped returns the imported releases of a stopped founder, each
 // file checked against its index (see listStopped).
-func (s *Service) ListStopped() ([]Imported, error) { return listStopped(s.cfg.DB, s.cfg.DataDir) }
+func (s *Service) ListStopped() ([]wire.ImportedRelease, error) {
+	return listStopped(s.cfg.DB, s.cfg.DataDir)
+}
 
 // Get returns one imported release; NOT_FOUND when there is none.
-func (s *Service) Get(release string) (*Imported, error) {
+func (s *Service) Get(release string) (*wire.ImportedRelease, error) {
 	r, found, err := getRelease(s.cfg.DB, release, s.checks)
 	if err != nil {
 		return nil, err

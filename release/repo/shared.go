@@ -18,6 +18,7 @@ import (
 
 	"stratum/crypto"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // Releases in a shared store (SPEC section 13): when several founder
@@ -148,7 +149,7 @@ func collectOrphans(db *store.DB, idle time.Duration) ([]string, error) {
 	var stale []string
 	err := db.View(func(tx *store.Tx) error {
 		live := map[string]bool{}
-		if err := bucketReleases.ForEach(tx, func(_ string, r Imported) error { live[r.ImportID] = true; return nil }); err != nil {
+		if err := bucketReleases.ForEach(tx, func(_ string, r wire.ImportedRelease) error { live[r.ImportID] = true; return nil }); err != nil {
 			return err
 		}
 		return bucketImports.ForEach(tx, func(id string, m importMark) error {
@@ -314,7 +315,7 @@ func pruneCache(db *store.DB, cache string) error {
 	}
 	live := map[string]bool{}
 	err = db.View(func(tx *store.Tx) error {
-		return bucketReleases.ForEach(tx, func(_ string, r Imported) error { live[r.ImportID] = true; return nil })
+		return bucketReleases.ForEach(tx, func(_ string, r wire.ImportedRelease) error { live[r.ImportID] = true; return nil })
 	})
 	if err != nil {
 		return err
