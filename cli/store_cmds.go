@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -108,9 +107,7 @@ func backupViaSocket(ctx context.Context, sock, out string, breq founder.BackupR
 	if _, err := os.Stat(sock); err != nil {
 		return 0, errNoFounder
 	}
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", sock)
-	}}}
+	client := controlClient(sock, 0)
 	body, err := json.Marshal(breq)
 	if err != nil {
 		return 0, err
@@ -240,9 +237,7 @@ func auditViaSocket(sock string) (string, bool, error) {
 	if _, err := os.Stat(sock); err != nil {
 		return "", false, nil
 	}
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", sock)
-	}}}
+	client := controlClient(sock, time.Minute)
 	resp, err := client.Get("http://founder/audit/verify")
 	if err != nil {
 		return "", false, nil

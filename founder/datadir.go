@@ -1,5 +1,17 @@
 // Package founder composes the founder: its data directory, the store,
 // the domain services, the two TLS listeners and their shutdown.
+//
+// Serving and offline operations are kept apart. `stratum serve` is
+// Serve (serve.go) with its wiring: the services (wiring.go), the
+// background loops on one scheduler (schedule.go), the control socket
+// (control.go), the prober, OpenBao, the own record, metrics, replicas
+// and neighbours. The offline operations work on a data directory with
+// no founder running and start none of that: init (datadir.go), the data
+// key and its TPM (datakey.go), backup of a stopped founder (backup.go),
+// restore (restore.go), migrate (migrate.go), the audit high-water mark
+// (audithwm.go). A running founder's operations (backup, audit verify,
+// openbao converge) are asked over its control socket, whose one client
+// is the CLI.
 package founder
 
 import (

@@ -1,12 +1,10 @@
 package founder
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -143,32 +141,4 @@ func (f *Founder) controlConverge(w http.ResponseWriter, r *http.Request) {
 	f.log.Info("OpenBao: converged; the founder now acts with a periodic stratum-cp token", "accessor", tok.Accessor)
 	fmt.Fprintf(w, "converged: policies %s and %s written; the founder's token is a periodic %s token (accessor %s), stored sealed; the root token was not kept\n",
 		openbao.PolicyControlPlane, openbao.PolicyNode, openbao.PolicyControlPlane, tok.Accessor)
-}
-
-// ConvergeOpenBao asks the founder running on d to converge its OpenBao
-// token with the root token in rootTokenFile (through its control socket:
-// the root token never appears on a command line or in the store).
-func (d DataDir) ConvergeOpenBao(ctx context.Context, rootTokenFile string) (string, error) {
-	root, err := crypto.ReadFileLimit(rootTokenFile, maxTokenFile)
-	if err != nil {
-		return "", fmt.Errorf("root token file: %w", err)
-	}
-	sock := d.ControlSocket()
-	c := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", sock)
-	}}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://founder/openbao/converge", bytes.NewReader(root))
-	if err != nil {
-		return "", err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("no founder answers on %s (converge runs in the running founder): %v", sock, errors.Unwrap(err))
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode != http.StatusOK {
-		return "", errors.New(strings.TrimSpace(string(b)))
-	}
-	return string(b), nil
 }
