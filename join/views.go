@@ -32,16 +32,22 @@ func installingMembers(tx *store.Tx, r record) ([]cluster.Member, error) {
 	return cluster.Members(tx)
 }
 
+// registration is what both views of r begin with.
+func registration(r record, pos int) wire.Registration {
+	reg := wire.Registration{JoinID: r.JoinID, State: r.State, Reason: r.Reason, Role: r.Role, Release: r.Release,
+		KeyFingerprint: r.KeyPin, QueuePosition: pos, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if r.State == wire.StateNeedsUpgrade {
+		reg.Upgrade = r.Upgrade
+	}
+	return reg
+}
+
 func joinerView(tx *store.Tx, r record, boot BootHealth) (wire.JoinerView, error) {
 	pos, err := queuePosition(tx, r)
 	if err != nil {
 		return wire.JoinerView{}, err
 	}
-	v := wire.JoinerView{JoinID: r.JoinID, State: r.State, Reason: r.Reason, Role: r.Role, Release: r.Release,
-		KeyFingerprint: r.KeyPin, QueuePosition: pos, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
-	if r.State == wire.StateNeedsUpgrade {
-		v.Upgrade = r.Upgrade
-	}
+	v := wire.JoinerView{Registration: registration(r, pos)}
 	if inTurn(r.State) {
 		d, err := loadDelivery(tx, r.JoinID)
 		if err != nil {
@@ -65,14 +71,10 @@ func operatorView(r record, pos int, members []cluster.Member) wire.OperatorView
 	if len(facts) == 0 {
 		facts = json.RawMessage("{}")
 	}
-	v := wire.OperatorView{JoinID: r.JoinID, State: r.State, Reason: r.Reason, Role: r.Role, Release: r.Release,
-		KeyFingerprint: r.KeyPin, QueuePosition: pos, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	v := wire.OperatorView{Registration: registration(r, pos),
 		Hostname: r.Hostname, MgmtIP: r.MgmtIP, MachineID: r.MachineID, SelfUpgrade: r.SelfUpgrade, Facts: facts,
 		TokenID: r.TokenID, Assignment: r.Assignment, ApprovedBy: r.ApprovedBy, ApprovedAt: r.ApprovedAt, Generation: r.Generation,
 		WaitingFor: waitingFor(r, members)}
-	if r.State == wire.StateNeedsUpgrade {
-		v.Upgrade = r.Upgrade
-	}
 	switch {
 	case r.MgmtIPSource != "":
 		v.MgmtIPSource = r.MgmtIPSource

@@ -155,8 +155,9 @@ type BundleNode struct {
 	LastBootMs  int64              `json:"lastBootMs,omitempty"`
 }
 
-// JoinerView is what the joiner sees of its registration (SPEC 4.3).
-type JoinerView struct {
+// Registration is what the joiner's and the operator's views of a
+// registration both begin with.
+type Registration struct {
 	JoinID         string    `json:"joinId"`
 	State          string    `json:"state"`
 	Reason         string    `json:"reason"`
@@ -168,6 +169,11 @@ type JoinerView struct {
 	UpdatedAt      time.Time `json:"updatedAt"`
 	// Upgrade is present only in needs-upgrade.
 	Upgrade *Upgrade `json:"upgrade,omitempty"`
+}
+
+// JoinerView is what the joiner sees of its registration (SPEC 4.3).
+type JoinerView struct {
+	Registration
 	// Delivery is present only in delivering and installing.
 	Delivery *Delivery `json:"delivery,omitempty"`
 	// Generation and WaitingFor are present only in installing: the
@@ -186,18 +192,9 @@ type MemberLag struct {
 // OperatorView is the operator's view of a registration (SPEC 4.4):
 // never the delivery.
 type OperatorView struct {
-	JoinID         string    `json:"joinId"`
-	State          string    `json:"state"`
-	Reason         string    `json:"reason"`
-	Role           string    `json:"role"`
-	Release        string    `json:"release"`
-	KeyFingerprint string    `json:"keyFingerprint"`
-	QueuePosition  int       `json:"queuePosition"`
-	CreatedAt      time.Time `json:"createdAt"`
-	UpdatedAt      time.Time `json:"updatedAt"`
-	Upgrade        *Upgrade  `json:"upgrade,omitempty"`
-	Hostname       string    `json:"hostname"`
-	MgmtIP         string    `json:"mgmtIp"`
+	Registration
+	Hostname string `json:"hostname"`
+	MgmtIP   string `json:"mgmtIp"`
 	// MgmtIPSource says who chose the address that goes (or went) into
 	// the node's certificate: MgmtIPFromJoiner or MgmtIPFromOperator;
 	// empty when none.
