@@ -62,8 +62,12 @@ type Prober struct {
 	states map[string]cluster.Boot
 }
 
-// New fills the defaults.
-func New(cfg Config) *Prober {
+// New fills the defaults; it starts nothing (the founder's scheduler
+// runs Round every Interval).
+func New(cfg Config) (*Prober, error) {
+	if cfg.Members == nil {
+		return nil, errors.New("bootprobe: no members to probe")
+	}
 	if cfg.Port == 0 {
 		cfg.Port = DefaultPort
 	}
@@ -79,7 +83,7 @@ func New(cfg Config) *Prober {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Prober{cfg: cfg, states: map[string]cluster.Boot{}}
+	return &Prober{cfg: cfg, states: map[string]cluster.Boot{}}, nil
 }
 
 // Boot is a member's last probed boot health; false until it was probed.

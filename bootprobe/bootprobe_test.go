@@ -84,7 +84,7 @@ func TestRound(t *testing.T) {
 		{"n-spoofed1", "127.0.0.4"}, {"n-garbl001", "127.0.0.5"}, {"n-slow0001", "127.0.0.6"},
 		{"n-nobody01", "127.0.0.7"}, {"n-noaddr01", ""},
 	}
-	p := New(Config{Members: func() ([]Target, error) { return targets, nil }, Self: "n-founder1",
+	p := mustNew(t, Config{Members: func() ([]Target, error) { return targets, nil }, Self: "n-founder1",
 		SelfBoot: func() cluster.Boot { return cluster.Boot{State: cluster.BootReady, Phase: "serving"} },
 		Client:   l.client, CAs: l.ca.Pool(), Port: l.port, Timeout: 500 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
 	if _, ok := p.Boot("n-ready001"); ok {
@@ -144,7 +144,7 @@ func TestConcurrencyBound(t *testing.T) {
 	for range 40 {
 		targets = append(targets, Target{"n-busy0001", "127.0.0.2"})
 	}
-	p := New(Config{Members: func() ([]Target, error) { return targets, nil }, Client: l.client, CAs: l.ca.Pool(), Port: l.port, Concurrency: 4, Log: slog.New(slog.DiscardHandler)})
+	p := mustNew(t, Config{Members: func() ([]Target, error) { return targets, nil }, Client: l.client, CAs: l.ca.Pool(), Port: l.port, Concurrency: 4, Log: slog.New(slog.DiscardHandler)})
 	p.Round(context.Background())
 	if got := peak.Load(); got < 2 || got > 4 {
 		t.Fatalf("peak %d probes in flight, bound 4", got)
@@ -152,4 +152,13 @@ func TestConcurrencyBound(t *testing.T) {
 	if b, _ := p.Boot("n-busy0001"); b.State != "ready" {
 		t.Fatal(fmt.Sprint(b))
 	}
+}
+
+func mustNew(t *testing.T, cfg Config) *Prober {
+	t.Helper()
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

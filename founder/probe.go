@@ -28,7 +28,7 @@ func (f *Founder) newProber() (*bootprobe.Prober, error) {
 	return bootprobe.New(bootprobe.Config{
 		Members: f.probeTargets, Self: f.id.FounderNodeID, SelfBoot: f.ownBoot,
 		Client: client, CAs: f.ca.Pool(), Port: f.opts.AgentPort, Interval: f.opts.ProbeInterval, Log: f.log,
-	}), nil
+	})
 }
 
 // probeTargets are the members in joining or active.
