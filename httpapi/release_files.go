@@ -58,12 +58,15 @@ func ServeReleaseFile(w http.ResponseWriter, r *http.Request, files ReleaseFiles
 		// Several ranges: the whole file, as a 200.
 	}
 	writeHeader := func() {
-		h.Set("ETag", etag)
-		h.Set("Accept-Ranges", "bytes")
-		h.Set("Content-Type", "application/octet-stream")
-		h.Set("Content-Length", strconv.FormatInt(part.Length, 10))
+		// The keys in canonical form, assigned directly, their values
+		// slices of one array: one allocation instead of five, and no
+		// canonicalization (a share of a small range's own cost).
+		v := new([5]string)
+		v[0], v[1], v[2], v[3] = etag, "bytes", "application/octet-stream", strconv.FormatInt(part.Length, 10)
+		h["Etag"], h["Accept-Ranges"], h["Content-Type"], h["Content-Length"] = v[0:1:1], v[1:2:2], v[2:3:3], v[3:4:4]
 		if status == http.StatusPartialContent {
-			h.Set("Content-Range", part.ContentRange(fi.Size))
+			v[4] = part.ContentRange(fi.Size)
+			h["Content-Range"] = v[4:5:5]
 		}
 		w.WriteHeader(status)
 	}

@@ -48,23 +48,24 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 	}
 	var fi *fileIndex
 	var found, marked bool
+	key := fileKey(rel, path) // once: a request's lookups share it
 	err := m.db.View(func(tx *store.Tx) error {
 		var err error
 		if !bucketReleases.Has(tx, rel) {
 			return nil
 		}
-		raw := bucketFiles.Get(tx, fileKey(rel, path))
+		raw := bucketFiles.Get(tx, key)
 		if raw == nil {
 			return nil
 		}
 		found = true
-		if fi, err = m.indexes.decode(fileKey(rel, path), raw); err != nil {
+		if fi, err = m.indexes.decode(key, raw); err != nil {
 			return err
 		}
-		if err := loadSubIndex(tx, fileKey(rel, path), fi); err != nil {
+		if err := loadSubIndex(tx, key, fi); err != nil {
 			return err
 		}
-		marked = bucketCorrupt.Has(tx, fileKey(rel, path))
+		marked = bucketCorrupt.Has(tx, key)
 		return nil
 	})
 	switch {
