@@ -92,8 +92,23 @@ func TestTrust08_FairReleaseSlots(t *testing.T) {
 	}
 	rb.Body.Close()
 
-	// The stalled reads are cut: the registration's slots come back.
+	// The stalled reads are cut: the registration's slots come back. Both
+	// cuts are awaited first: one free slot already lets a range through,
+	// and on a loaded machine the second cut may come a moment later.
 	start := time.Now()
+	for {
+		m, err := f.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m["stratum_release_reads_cut_total"] >= 2 {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("the stalled reads are not cut after %s (%v cut)", time.Since(start), m["stratum_release_reads_cut_total"])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	for {
 		r := get(a, urlA, "bytes=0-0")
 		io.Copy(io.Discard, r.Body)
