@@ -77,13 +77,26 @@ var scratchPool = sync.Pool{New: func() any { return &scratch{plain: make([]byte
 
 // cache makes node's cachedRecord of st.
 func (s *Service) cache(node string, st Stored, seq uint64) (cachedRecord, error) {
+	c, _, err := s.keep(node, st, seq, false)
+	return c, err
+}
+
+// keep makes node's cachedRecord of st and, with withJSON, st's stored
+// JSON (storedJSON) from the same encoding of its release.
+func (s *Service) keep(node string, st Stored, seq uint64, withJSON bool) (cachedRecord, []byte, error) {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	plain, err := encodeRelease(sc.plain[:0], &st.Release)
 	if err != nil {
-		return cachedRecord{}, err
+		return cachedRecord{}, nil, err
 	}
 	sc.plain = plain
+	var raw []byte
+	if withJSON {
+		if raw, err = storedJSON(st, plain); err != nil {
+			return cachedRecord{}, nil, err
+		}
+	}
 	sc.frame = codec.enc.EncodeAll(plain, sc.frame[:0])
 	c := cachedRecord{
 		seq:        seq,
@@ -95,7 +108,30 @@ func (s *Service) cache(node string, st Stored, seq uint64) (cachedRecord, error
 	}
 	sum := sha256.Sum256(c.release)
 	copy(c.tag[:], sum[:])
-	return c, nil
+	return c, raw, nil
+}
+
+// storedJSON is json.Marshal(st), the bytes bucketRecords.Put would
+// store, made from plain, st.Release's JSON as encodeRelease wrote it,
+// instead of encoding the 11 KB record a second time. The two encodings
+// differ only in escaping '<', '>' and '&' (json.Marshal escapes them
+// for HTML), so a record holding none of them is copied as it is and
+// any other is encoded again.
+func storedJSON(st Stored, plain []byte) ([]byte, error) {
+	if bytes.ContainsAny(plain, "<>&") {
+		return json.Marshal(st)
+	}
+	running, err := json.Marshal(st.RunningRelease)
+	if err != nil {
+		return nil, err
+	}
+	const head, mid = `{"RunningRelease":`, `,"Release":`
+	raw := make([]byte, 0, len(head)+len(running)+len(mid)+len(plain)+1)
+	raw = append(raw, head...)
+	raw = append(raw, running...)
+	raw = append(raw, mid...)
+	raw = append(raw, plain...)
+	return append(raw, '}'), nil
 }
 
 // appendRelease appends c's release JSON to dst.

@@ -64,9 +64,11 @@ type Service struct {
 func (s *Service) Record(actor, nodeID string, req wire.RecordRequest) error {
 	req.Release.RecordedAt = s.Now().UTC()
 	stored := Stored(req)
-	// What the cache keeps is made before the transaction: concurrent
-	// records share one commit (Batch), which waits for the slowest.
-	kept, err := s.cache(nodeID, stored, 0)
+	// What the cache keeps and the stored JSON are made before the
+	// transaction, from one encoding of the record: concurrent records
+	// share one commit (Batch), which runs their transactions one after
+	// the other.
+	kept, raw, err := s.keep(nodeID, stored, 0, true)
 	if err != nil {
 		return err
 	}
@@ -87,7 +89,7 @@ func (s *Service) Record(actor, nodeID string, req wire.RecordRequest) error {
 		if err != nil {
 			return err
 		}
-		if err := bucketRecords.Put(tx, nodeID, stored); err != nil {
+		if err := bucketRecords.PutJSON(tx, nodeID, raw); err != nil {
 			return err
 		}
 		if err := s.raiseAdmission(tx, actor, m, stored); err != nil {

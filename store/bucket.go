@@ -78,6 +78,14 @@ func (b Bucket[T]) Has(tx *Tx, key string) bool { return tx.getRaw(b.spec, key) 
 // Put stores v at key.
 func (b Bucket[T]) Put(tx *Tx, key string, v T) error { return tx.putJSON(b.spec, key, v) }
 
+// PutJSON stores raw at key: raw must be what Put would store for a T,
+// its json.Marshal encoding, which its caller made outside the
+// transaction (a large record encoded while other calls commit). The
+// store holds it until the commit: raw must not change after the call.
+func (b Bucket[T]) PutJSON(tx *Tx, key string, raw []byte) error {
+	return tx.putRaw(b.spec, key, raw)
+}
+
 // Delete removes key; an absent key is not an error.
 func (b Bucket[T]) Delete(tx *Tx, key string) error { return tx.delete(b.spec, key) }
 
