@@ -32,12 +32,17 @@ type keyDeriver interface {
 
 var errAuditNeedsKey = errors.New("store: the audit chain is keyed by the data key; open the store with it")
 
+// auditKey is the chain's HMAC key, derived once per open store.
 func (db *DB) auditKey() ([]byte, error) {
-	d, ok := db.sealer.(keyDeriver)
-	if !ok {
-		return nil, errAuditNeedsKey
-	}
-	return d.DeriveKey("audit chain v1")
+	db.auditKeyOnce.Do(func() {
+		d, ok := db.sealer.(keyDeriver)
+		if !ok {
+			db.auditKeyErr = errAuditNeedsKey
+			return
+		}
+		db.auditKeyVal, db.auditKeyErr = d.DeriveKey("audit chain v1")
+	})
+	return db.auditKeyVal, db.auditKeyErr
 }
 
 func hmacLink(key []byte) func(prev []byte) []byte {
@@ -98,7 +103,23 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 	if !keyed {
 		return nil
 	}
-	head, err := json.Marshal(auditHead{Seq: seq, Hash: hex.EncodeToString(link(raw))})
+	// The sealed head is written once, by sealAuditHead when fn returns,
+	// for the transaction's last event: a registration appends two.
+	tx.auditHead = &auditHead{Seq: seq, Hash: hex.EncodeToString(link(raw))}
+	return nil
+}
+
+// sealAuditHead writes the sealed head of the last event tx appended (if
+// any) and tells the OnAudit watcher of it at commit. DB.update calls it
+// after fn and before the commit, so no transaction commits events
+// without their head.
+func (tx *Tx) sealAuditHead() error {
+	h := tx.auditHead
+	if h == nil {
+		return nil
+	}
+	tx.auditHead = nil
+	head, err := json.Marshal(h)
 	if err != nil {
 		return err
 	}
@@ -106,7 +127,7 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 		return err
 	}
 	if w := tx.db.auditWatch.Load(); w != nil {
-		m := AuditMark{Seq: seq, Head: hex.EncodeToString(link(raw))}
+		m := AuditMark{Seq: h.Seq, Head: h.Hash}
 		tx.OnCommit(func() { (*w)(m) })
 	}
 	return nil

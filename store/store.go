@@ -49,6 +49,11 @@ type DB struct {
 	// schemaFloor is the lowest schema level Open migrates from (see
 	// SchemaFloor); 0 for none.
 	schemaFloor uint64
+
+	// the audit chain's key (auditKey), derived once
+	auditKeyOnce sync.Once
+	auditKeyVal  []byte
+	auditKeyErr  error
 }
 
 // isPostgres reports whether target names a PostgreSQL database rather
@@ -218,6 +223,9 @@ func (db *DB) update(run func(func(kv) error) error, fn func(tx *Tx) error) (*Tx
 		if tx.err != nil {
 			return tx.err
 		}
+		if err := tx.sealAuditHead(); err != nil {
+			return err
+		}
 		if err := tx.publish(); err != nil {
 			return err
 		}
@@ -252,6 +260,9 @@ type Tx struct {
 	// err is the first backend failure a method without an error result
 	// (RawBucket.Get) met; the transaction then fails as a whole.
 	err error
+	// auditHead is the end of the chain after the last event this
+	// transaction appended, sealed into the store by sealAuditHead.
+	auditHead *auditHead
 }
 
 // OnCommit runs fn after the transaction has been committed and is

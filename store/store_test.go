@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -458,6 +459,61 @@ func TestAuditChain(t *testing.T) {
 	}
 	if page, err := db.AuditEvents(5, 10); err != nil || len(page) != 0 {
 		t.Errorf("AuditEvents after the last = %+v, %v", page, err)
+	}
+}
+
+// TestAuditHeadOncePerTransaction: a transaction appending several
+// events (a registration appends two; a group commit runs several calls
+// in one bbolt transaction) seals the head of its last event once, and
+// the chain, the sealed head and the OnAudit watcher all end there.
+func TestAuditHeadOncePerTransaction(t *testing.T) {
+	db, path := openTemp(t, testKey(t))
+	var mu sync.Mutex
+	var heard AuditMark
+	db.OnAudit(func(m AuditMark) {
+		mu.Lock()
+		defer mu.Unlock()
+		if m.Seq > heard.Seq {
+			heard = m
+		}
+	})
+	three := func(tx *Tx) error {
+		for i := range 3 {
+			if err := tx.Audit("test.event", "tester", fmt.Sprint(i), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := db.Update(three); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := db.Batch(three); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	mark, err := db.AuditMark()
+	if err != nil || mark.Seq != 15 {
+		t.Fatalf("AuditMark = %+v, %v; want seq 15", mark, err)
+	}
+	mu.Lock()
+	if heard != mark {
+		t.Errorf("OnAudit heard %+v last, the sealed head is %+v", heard, mark)
+	}
+	mu.Unlock()
+	if n, err := db.VerifyAudit(); n != 15 || err != nil {
+		t.Fatalf("VerifyAudit = %d, %v; want 15, nil", n, err)
+	}
+	db.Close()
+	if n, err := VerifyAuditFile(path, testKey(t)); n != 15 || err != nil {
+		t.Fatalf("VerifyAuditFile = %d, %v; want 15, nil", n, err)
 	}
 }
 
