@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ecdh"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -33,6 +35,11 @@ import (
 //
 // The founder's CPU while idle (measured for registerIdle before the run)
 // is taken off, pro rata of the run's length; both figures are printed.
+// Then the same connections go to a bare Go HTTPS server with the join
+// listener's TLS settings (register_bare_test.go), whose CPU per
+// connection is printed beside the founder's as the floor: what Go's TLS
+// 1.3 handshake (X25519MLKEM768, client certificate), TCP and net/http
+// cost before any of the founder's own work.
 // STRATUM_REG_COUNT sets how many registrations (default 3,000);
 // REGISTER_PROFILE=FILE has the founder child write its CPU profile there
 // (go tool pprof -top FILE).
@@ -69,6 +76,7 @@ func BenchmarkRegisterCPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	url := "https://" + f.Join + "/v1/join/registrations"
+	var answerBytes atomic.Int64
 	register := func(i int) error {
 		j := joiners[i]
 		body, err := json.Marshal(map[string]string{"token": tokens[i/lpTokenUses], "release": lpRelease, "hostname": lpHostname(i), "mgmtIp": lpMgmtIP(i)})
@@ -87,6 +95,7 @@ func BenchmarkRegisterCPU(b *testing.B) {
 		if resp.StatusCode != http.StatusCreated {
 			return fmt.Errorf("joiner %d: %s %s", i, resp.Status, raw)
 		}
+		answerBytes.Store(int64(len(raw)))
 		return nil
 	}
 	// What the founder spends with nothing to do (background checks,
@@ -129,9 +138,20 @@ func BenchmarkRegisterCPU(b *testing.B) {
 	idle := time.Duration(idleRate * float64(took))
 	gross := float64(cpu.Microseconds()) / 1000 / float64(count)
 	perReg := float64((cpu - idle).Microseconds()) / 1000 / float64(count)
-	fmt.Printf("register-cpu count=%d workers=%d founder_cpu=%v (system %v) idle_share=%v per_registration=%.3fms (gross %.3fms) wall_rate=%.0f/s load1=%s x25519_cpu=%v (after: %v)\n",
-		count, workers, cpu, sys, idle.Round(10*time.Millisecond), perReg, gross, float64(count)/took.Seconds(), lpLoad(),
+	sysPerReg := float64(sys.Microseconds()) / 1000 / float64(count)
+	// The floor: the same connections to a bare HTTPS server with the
+	// join listener's TLS settings (register_bare_test.go).
+	cfgs := make([]*tls.Config, count)
+	for i, j := range joiners {
+		cfgs[i] = j.cfg
+	}
+	bare, bareSys := registerBareCPU(b, cfgs, workers, int(answerBytes.Load()))
+	bareMs := float64(bare.Microseconds()) / 1000
+	fmt.Printf("register-cpu count=%d workers=%d founder_cpu=%v (system %v) idle_share=%v per_registration=%.3fms (user %.3f system %.3f; gross %.3fms) wall_rate=%.0f/s load1=%s x25519_cpu=%v (after: %v)\n",
+		count, workers, cpu, sys, idle.Round(10*time.Millisecond), perReg, perReg-sysPerReg, sysPerReg, gross, float64(count)/took.Seconds(), lpLoad(),
 		median(during).Round(time.Microsecond), x25519After().Round(time.Microsecond))
+	fmt.Printf("register-cpu floor: a bare Go HTTPS server with the join listener's TLS settings, the same %d connections: %.3fms a connection (system %.3f); the founder's registration above it: %.3fms\n",
+		count, bareMs, float64(bareSys.Microseconds())/1000, perReg-bareMs)
 	printTarget(b, "register-cpu-ms", perReg, "<=", 0.5, "ms")
 	b.ReportMetric(perReg, "founder-cpu-ms/registration")
 }

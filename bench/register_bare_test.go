@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"stratum/crypto"
+)
+
+// The floor under BenchmarkRegisterCPU's figure: what a bare Go HTTPS
+// server costs per connection when the same joiners (the same net/http
+// client, fresh TLS connection each, ed25519 client certificate, the same
+// POST) reach it with the join listener's TLS settings (TLS 1.3 only,
+// X25519MLKEM768, an Ed25519 leaf and the CA after it, any client
+// certificate required, no session tickets; founder/tls.go) and the
+// founder's http.Server timeouts, and its handler only reads the body and
+// answers 201 with as many bytes as the founder answered. No routing, no
+// store, no audit: the TLS handshake, TCP and net/http alone. It runs in
+// a child process (this test binary again, TestRegisterBareServer) whose
+// CPU is read from /proc as the founder's is.
+
+// registerBareCPU runs the joiners' connections against the bare server
+// and answers its CPU per connection (less its idle CPU over as long) and
+// the system part of it.
+func registerBareCPU(b *testing.B, cfgs []*tls.Config, workers, answerBytes int) (perConn, sys time.Duration) {
+	work := b.TempDir()
+	ca, err := crypto.NewCA("cl-bare00001", time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	leaf, err := ca.Issue(crypto.LeafRequest{CommonName: "stratum founder", DNSNames: []string{"localhost"},
+		IPs: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}, URIs: []*url.URL{crypto.FounderURI("cl-bare00001")},
+		Server: true, Validity: time.Hour, Ed25519: true}, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(work, "cert.pem"), filepath.Join(work, "key.pem")
+	if err := os.WriteFile(certFile, append(leaf.CertPEM, ca.CertPEM()...), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, leaf.KeyPEM, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	port, err := mirrorFreePort()
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestRegisterBareServer$", "-test.count=1", "-test.timeout=1h")
+	cmd.Env = append(os.Environ(), "REGISTER_BARE_CHILD=1", "REGISTER_BARE_CERT="+certFile, "REGISTER_BARE_KEY="+keyFile,
+		"REGISTER_BARE_ADDR="+addr, "REGISTER_BARE_ANSWER="+strconv.Itoa(answerBytes))
+	stop, exited := mirrorStart(b, cmd, filepath.Join(work, "bare.out"), true)
+	defer stop()
+	pid := cmd.Process.Pid
+	clients := make([]*tls.Config, len(cfgs))
+	for i, c := range cfgs {
+		clients[i] = c.Clone()
+		clients[i].RootCAs = ca.Pool()
+	}
+	post := func(i int) error {
+		tr := &http.Transport{TLSClientConfig: clients[i], DisableKeepAlives: true, DisableCompression: true}
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr, Timeout: time.Minute}
+		resp, err := client.Post("https://"+addr+"/v1/join/registrations", "application/json",
+			strings.NewReader(`{"token":"stj.bare.0000000000000000","release":"`+lpRelease+`","hostname":"`+lpHostname(i)+`","mgmtIp":"`+lpMgmtIP(i)+`"}`))
+		if err != nil {
+			return fmt.Errorf("bare server, joiner %d: %w", i, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("bare server, joiner %d: %s", i, resp.Status)
+		}
+		return nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for post(0) != nil {
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(filepath.Join(work, "bare.out"))
+			b.Fatalf("the bare server exited:\n%s", out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the bare server did not answer in 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	idle0 := procCPU(pid)
+	time.Sleep(time.Second)
+	idleRate := float64(procCPU(pid).total()-idle0.total()) / float64(time.Second)
+	c0 := procCPU(pid)
+	start := time.Now()
+	if err := concurrently(workers, 0, len(clients), post); err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(start)
+	c1 := procCPU(pid)
+	cpu := c1.total() - c0.total() - time.Duration(idleRate*float64(took))
+	return cpu / time.Duration(len(clients)), (c1.sys - c0.sys) / time.Duration(len(clients))
+}
+
+type procTimes struct{ user, sys time.Duration }
+
+func (p procTimes) total() time.Duration { return p.user + p.sys }
+
+// procCPU is pid's user and system CPU time from /proc/PID/stat.
+func procCPU(pid int) procTimes {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procTimes{}
+	}
+	end := strings.LastIndexByte(string(raw), ')')
+	if end < 0 {
+		return procTimes{}
+	}
+	f := strings.Fields(string(raw[end+1:]))
+	if len(f) < 13 {
+		return procTimes{}
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return procTimes{time.Duration(u) * 10 * time.Millisecond, time.Duration(s) * 10 * time.Millisecond}
+}
+
+// TestRegisterBareServer is the bare server of registerBareCPU (skipped
+// otherwise): the join listener's TLS settings and the founder's
+// http.Server timeouts, a handler that reads the body and answers 201. It
+// returns when its stdin is closed.
+func TestRegisterBareServer(t *testing.T) {
+	if os.Getenv("REGISTER_BARE_CHILD") != "1" {
+		t.Skip("the bare server of BenchmarkRegisterCPU")
+	}
+	cert, err := tls.LoadX509KeyPair(os.Getenv("REGISTER_BARE_CERT"), os.Getenv("REGISTER_BARE_KEY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(os.Getenv("REGISTER_BARE_ANSWER"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := []byte(`{"joinId":"j-00000000","pad":"` + strings.Repeat("x", max(0, n-32)) + `"}` + "\n")
+	// As founder.listenTLS: keepalive set once on the listening socket.
+	lc := net.ListenConfig{KeepAlive: -1, Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_KEEPALIVE, 1) })
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	raw, err := lc.Listen(context.Background(), "tcp", os.Getenv("REGISTER_BARE_ADDR"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := tls.NewListener(raw, &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAnyClientCert,
+		MinVersion: tls.VersionTLS13, SessionTicketsDisabled: true})
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, err := io.Copy(io.Discard, r.Body); err != nil {
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Location", "/v1/join/registrations/j-00000000")
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write(answer)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	go srv.Serve(ln)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	srv.Close()
+}
