@@ -64,8 +64,10 @@ type cacheEntry struct {
 	// b is nil until the unit is filled; once set it never changes.
 	b    []byte
 	done chan struct{} // closed when filled or abandoned
-	// slab is the buffer b is part of (the units read in one system call).
+	// slab is the buffer b is part of (the units read in one system call),
+	// at offset off.
 	slab *slab
+	off  int
 	// prev and next link filled entries in LRU order.
 	prev, next *cacheEntry
 }
@@ -77,7 +79,8 @@ type cacheEntry struct {
 // never holds more than its size).
 type slab struct {
 	size int64
-	live int // its units in the cache
+	live int    // its units in the cache
+	buf  []byte // the buffer: units that follow each other in it are sent as one piece
 }
 
 // newChunkCache returns a cache of at most max bytes; nil (no cache)
@@ -91,9 +94,10 @@ func newChunkCache(max int64) *chunkCache {
 	return c
 }
 
-// get returns the cached bytes of k (hit), or an entry: claimed by this
-// caller (owner: it must fill or abandon it), or being read by another
-// (wait on done, then use b, or read the unit itself if b is nil).
+// get returns the cached bytes of k (hit) with its entry, or an entry:
+// claimed by this caller (owner: it must fill or abandon it), or being
+// read by another (wait on done, then use b, or read the unit itself if
+// b is nil). A filled entry's b, slab and off never change.
 func (c *chunkCache) get(k chunkKey) (b []byte, e *cacheEntry, owner bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -106,24 +110,24 @@ func (c *chunkCache) get(k chunkKey) (b []byte, e *cacheEntry, owner bool) {
 	case e.b != nil:
 		c.unlink(e)
 		c.pushFront(e)
-		return e.b, nil, false
+		return e.b, e, false
 	default:
 		return nil, e, false
 	}
 }
 
-// fill stores the verified bytes of a claimed entry, a slice of s, and
-// wakes its waiters; the least recently used entries go to make room.
-func (c *chunkCache) fill(e *cacheEntry, b []byte, s *slab) {
+// fill stores the verified bytes of a claimed entry, s.buf[off:off+len(b)],
+// and wakes its waiters; the least recently used entries go to make room.
+func (c *chunkCache) fill(e *cacheEntry, b []byte, s *slab, off int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.b = b
+	e.slab, e.off = s, off
 	close(e.done)
 	if s.size > c.max {
 		delete(c.entries, e.key)
 		return
 	}
-	e.slab = s
 	c.pushFront(e)
 	if s.live++; s.live == 1 {
 		c.used += s.size

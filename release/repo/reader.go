@@ -270,18 +270,16 @@ func (rd *Reader) units(first, last int64, cached bool) (_ [][]byte, done func()
 		}
 		return [][]byte{(*buf)[:verified]}, func() { runBuffers.Put(buf) }, err
 	}
-	claimed := make([]*cacheEntry, len(out))
-	waiting := make([]*cacheEntry, len(out))
+	// ents[i] is unit i's entry: a hit, claimed by this reader, or being
+	// read by another.
+	ents := make([]*cacheEntry, len(out))
+	claimed := make([]bool, len(out))
 	for i := range out {
 		b, e, owner := c.get(chunkKey{file: rd.key, unit: rd.unit, n: first + int64(i)})
-		switch {
-		case b != nil:
+		ents[i], claimed[i] = e, owner
+		if b != nil {
 			out[i] = b
 			rd.m.cacheHits.Add(1)
-		case owner:
-			claimed[i] = e
-		default:
-			waiting[i] = e
 		}
 	}
 	// Claimed units are read and filled (or given up) a run at a time (up
@@ -292,33 +290,34 @@ func (rd *Reader) units(first, last int64, cached bool) (_ [][]byte, done func()
 	bad := len(out) // the first unit that failed
 	var err error
 	for i := 0; i < len(out); {
-		if claimed[i] == nil {
+		if !claimed[i] {
 			i++
 			continue
 		}
 		j := i + 1
-		for j < len(out) && j-i < slabUnits && claimed[j] != nil {
+		for j < len(out) && j-i < slabUnits && claimed[j] {
 			j++
 		}
+		var run []byte
 		if err == nil {
 			var n int
-			if n, err = rd.readUnits(first+int64(i), out[i:j]); err != nil {
+			if run, n, err = rd.readUnits(first+int64(i), out[i:j]); err != nil {
 				bad = i + n
 			}
 		}
-		s := &slab{size: rd.runBytes(first+int64(i), j-i)}
+		s := &slab{size: rd.runBytes(first+int64(i), j-i), buf: run}
 		for k := i; k < j; k++ {
 			if k < bad {
-				c.fill(claimed[k], out[k], s)
+				c.fill(ents[k], out[k], s, int(int64(k-i)*rd.unit))
 			} else {
-				c.abandon(claimed[k])
+				c.abandon(ents[k])
 			}
 		}
 		i = j
 	}
 	for i := 0; i < bad; i++ {
-		e := waiting[i]
-		if e == nil {
+		e := ents[i]
+		if claimed[i] || out[i] != nil {
 			continue
 		}
 		<-e.done
@@ -329,11 +328,38 @@ func (rd *Reader) units(first, last int64, cached bool) (_ [][]byte, done func()
 		}
 		// The other reader gave the unit up: read it here, which reports
 		// the failure (or finds the unit sound after all).
-		if _, rerr := rd.readUnits(first+int64(i), out[i:i+1]); rerr != nil {
+		ents[i] = nil // not the cache's bytes
+		if _, _, rerr := rd.readUnits(first+int64(i), out[i:i+1]); rerr != nil {
 			bad, err = i, rerr
 		}
 	}
-	return out[:bad], done, err
+	return joinSlabRuns(out[:bad], ents), done, err
+}
+
+// joinSlabRuns joins, in place, the units of out that follow each other
+// in one slab (read in one system call) into one piece: a range or a
+// download sent from the cache then goes to TLS in as few writes, and
+// full records, as one read past the cache. Each joined piece is exactly
+// the bytes of its units, each verified. ents[i] is the cache entry whose
+// bytes out[i] are (nil: not from the cache).
+func joinSlabRuns(out [][]byte, ents []*cacheEntry) [][]byte {
+	joined := out[:0]
+	var s *slab // the slab of the last joined piece, and its place in it
+	var from, to int
+	for i, b := range out {
+		e := ents[i]
+		if e != nil && e.slab != nil && e.slab == s && e.off == to {
+			to += len(b)
+			joined[len(joined)-1] = s.buf[from:to:to]
+			continue
+		}
+		joined = append(joined, b)
+		s = nil
+		if e != nil && e.slab != nil {
+			s, from, to = e.slab, e.off, e.off+len(b)
+		}
+	}
+	return joined
 }
 
 // slabUnits is how many claimed units a cached read reads at most in one
@@ -348,20 +374,21 @@ func (rd *Reader) runBytes(first int64, n int) int64 {
 	return max(0, min(int64(n)*rd.unit, rd.fi.Size-start))
 }
 
-// readUnits reads units first, first+1, ... into one fresh buffer (out[i]
-// gets unit first+i, a slice of it) and checks each against the index,
-// stopping at the first that fails; n units were verified. The buffer is
-// new because its units may go into the cache, which hands them to other
-// readers: a buffer is never reused.
-func (rd *Reader) readUnits(first int64, out [][]byte) (n int, err error) {
-	return rd.readUnitsInto(first, out, nil)
+// readUnits reads units first, first+1, ... into one fresh buffer, run
+// (out[i] gets unit first+i, a slice of it), and checks each against the
+// index, stopping at the first that fails; n units were verified. The
+// buffer is new because its units may go into the cache, which hands
+// them to other readers: a buffer is never reused.
+func (rd *Reader) readUnits(first int64, out [][]byte) (run []byte, n int, err error) {
+	n, err = rd.readUnitsInto(first, out, &run)
+	return run, n, err
 }
 
 // runBuffers are the buffers of reads that no cache keeps.
 var runBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// readUnitsInto is readUnits reading into *buf (grown as needed) when buf
-// is not nil: the units are then valid only until *buf is reused.
+// readUnitsInto is readUnits reading into *buf (a new buffer when it is
+// too small): the units are valid only until *buf is reused.
 func (rd *Reader) readUnitsInto(first int64, out [][]byte, buf *[]byte) (n int, err error) {
 	size := rd.fi.Size
 	defer func() { rd.m.cacheMisses.Add(uint64(n)) }()
@@ -369,15 +396,10 @@ func (rd *Reader) readUnitsInto(first int64, out [][]byte, buf *[]byte) (n int, 
 	// large share of a download's cost); each unit is its own slice of it.
 	start := first * rd.unit
 	runLen := rd.runBytes(first, len(out))
-	var run []byte
-	if buf == nil {
-		run = make([]byte, runLen)
-	} else {
-		if int64(cap(*buf)) < runLen {
-			*buf = make([]byte, runLen)
-		}
-		run = (*buf)[:runLen]
+	if int64(cap(*buf)) < runLen {
+		*buf = make([]byte, runLen)
 	}
+	run := (*buf)[:runLen]
 	got, rerr := rd.f.ReadAt(run, start)
 	for i := range out {
 		u := first + int64(i)
