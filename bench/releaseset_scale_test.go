@@ -108,6 +108,10 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 	client := srv.Client()
 	tr := client.Transport.(*http.Transport)
 	tr.DisableCompression = true
+	recordClients := recordClients
+	if v, err := strconv.Atoi(os.Getenv("RELEASESET_RECORD_CLIENTS")); err == nil && v > 0 {
+		recordClients = v
+	}
 	tr.MaxIdleConnsPerHost = recordClients
 
 	// The bodies repeat every 60 nodes (releasesettest varies by i mod 60).

@@ -46,7 +46,7 @@ func openBolt(path string, readOnly bool) (*boltBackend, error) {
 	}
 	// Every commit is fsynced: acknowledged writes must survive kill -9.
 	b.NoSync = false
-	return &boltBackend{db: b, path: path, group: &groupCommit{db: b}}, nil
+	return &boltBackend{db: b, path: path, group: &groupCommit{db: b, filled: make(chan struct{}, 1)}}, nil
 }
 
 func (b *boltBackend) update(fn func(kv) error) error {
