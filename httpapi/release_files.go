@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -92,8 +91,8 @@ func streamPart(w http.ResponseWriter, r *http.Request, rd *repo.Reader, part By
 	// takes as long as it needs while it keeps moving, and a write blocked
 	// on a reader that stopped reading ends as soon as the read is cut.
 	_ = rc.SetWriteDeadline(rd.Deadline()) // not every writer supports it
-	stop := context.AfterFunc(rd.Context(), func() { _ = rc.SetWriteDeadline(time.Now()) })
-	defer stop()
+	rd.OnCut(func() { _ = rc.SetWriteDeadline(time.Now()) })
+	defer rd.OnCut(nil)
 	started := false
 	for b, err := range rd.Verified(part.Start, part.Start+part.Length) {
 		if err != nil {

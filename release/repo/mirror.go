@@ -1,7 +1,6 @@
 package repo
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -58,13 +57,12 @@ type Mirror struct {
 
 	done      chan struct{}
 	closeOnce sync.Once
-	// ctx is the parent of every read's context, cancelled (errShutdown)
-	// by Close: a read in flight is cut at its next unit.
-	ctx      context.Context
-	shutdown context.CancelCauseFunc
-	indexes  indexCache
-	files    openFiles   // the files being read, shared by their readers
-	cache    *chunkCache // nil: none
+	// readers (mu) are the reads holding a slot, which Close cuts (errShutdown):
+	// a read in flight is cut at its next unit.
+	readers map[*Reader]struct{}
+	indexes indexCache
+	files   openFiles   // the files being read, shared by their readers
+	cache   *chunkCache // nil: none
 
 	corrupt   atomic.Uint64
 	busy      atomic.Uint64
@@ -87,10 +85,8 @@ func newMirror(cfg mirrorConfig) *Mirror {
 	if cfg.CacheBytes == 0 {
 		cfg.CacheBytes = DefaultCacheBytes()
 	}
-	ctx, shutdown := context.WithCancelCause(context.Background())
 	return &Mirror{
-		ctx:      ctx,
-		shutdown: shutdown,
+		readers:  map[*Reader]struct{}{},
 		db:       cfg.DB,
 		dir:      filepath.Join(cfg.DataDir, "releases"),
 		log:      cfg.Log,
@@ -109,7 +105,16 @@ func newMirror(cfg mirrorConfig) *Mirror {
 func (m *Mirror) Close() {
 	m.closeOnce.Do(func() {
 		close(m.done)
-		m.shutdown(errShutdown)
+		// A read acquired after this lock finds the mirror closed.
+		m.mu.Lock()
+		readers := make([]*Reader, 0, len(m.readers))
+		for rd := range m.readers {
+			readers = append(readers, rd)
+		}
+		m.mu.Unlock()
+		for _, rd := range readers {
+			rd.cut(errShutdown)
+		}
 		m.files.closeAll()
 	})
 }
@@ -198,9 +203,13 @@ type waiter struct {
 // come back instead). While registrations holding no read wait for a
 // slot, a free slot goes to them in the order they came, and nobody
 // takes a second one; each waiter's Retry-After tells its place.
-func (m *Mirror) acquire(holder string) error {
+func (m *Mirror) acquire(rd *Reader) error {
+	holder := rd.holder
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed() {
+		return shuttingDown()
+	}
 	if m.holders[holder] >= m.limits.PerHolder {
 		return m.busyError(fmt.Sprintf("this registration is already reading %d release files, its limit", m.limits.PerHolder))
 	}
@@ -230,6 +239,7 @@ func (m *Mirror) acquire(holder string) error {
 		m.waiters = append(m.waiters[:place-1], m.waiters[place:]...)
 	}
 	m.holders[holder]++
+	m.readers[rd] = struct{}{}
 	return nil
 }
 
@@ -264,9 +274,11 @@ func (m *Mirror) queuedError(place int) *apierr.Error {
 	}
 }
 
-func (m *Mirror) release(holder string) {
+func (m *Mirror) release(rd *Reader) {
+	holder := rd.holder
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.readers, rd)
 	if m.holders[holder]--; m.holders[holder] <= 0 {
 		delete(m.holders, holder)
 	}

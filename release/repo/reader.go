@@ -2,7 +2,6 @@ package repo
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -98,11 +97,14 @@ type Reader struct {
 	sums     []byte // the SHA-256 of each unit, concatenated
 	key      string // the file's import, for the cache: import ID NUL release NUL path
 	sent     atomic.Int64
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
 	deadline time.Time
-	closed   chan struct{}
+	closed   atomic.Bool
 	once     sync.Once
+	// cutMu guards cause, why the read was cut (nil: it was not), and
+	// onCut, called when it is (OnCut).
+	cutMu sync.Mutex
+	cause error
+	onCut func()
 	// stopWatch stops the timers that enforce the read's limits.
 	stopWatch func()
 }
@@ -115,24 +117,22 @@ func (m *Mirror) Open(holder string, fi *FileInfo) (*Reader, error) {
 	if m.closed() {
 		return nil, shuttingDown()
 	}
-	if err := m.acquire(holder); err != nil {
+	rd := &Reader{m: m, fi: fi, holder: holder, unit: ChunkSize, sums: fi.index.Chunks,
+		key: fi.index.ImportID + "\x00" + fileKey(fi.Release, fi.Path)}
+	if err := m.acquire(rd); err != nil {
 		return nil, err
 	}
-	key := fi.index.ImportID + "\x00" + fileKey(fi.Release, fi.Path)
-	h, err := m.files.take(key, func() (*os.File, error) { return m.openFile(fi) })
+	h, err := m.files.take(rd.key, func() (*os.File, error) { return m.openFile(fi) })
 	if err != nil {
-		m.release(holder)
+		m.release(rd)
 		return nil, m.broken(fi, err)
 	}
 	m.reads.Add(1)
 	start := time.Now()
-	rd := &Reader{m: m, fi: fi, holder: holder, h: h, f: h.f, unit: ChunkSize, sums: fi.index.Chunks,
-		key:      key,
-		deadline: start.Add(m.limits.MaxRead), closed: make(chan struct{})}
+	rd.h, rd.f, rd.deadline = h, h.f, start.Add(m.limits.MaxRead)
 	if subs := fi.index.subs.Load(); subs != nil {
 		rd.unit, rd.sums = SubChunkSize, *subs
 	}
-	rd.ctx, rd.cancel = context.WithCancelCause(m.ctx)
 	rd.watch(start)
 	return rd, nil
 }
@@ -253,7 +253,7 @@ func (rd *Reader) units(first, last int64, cached bool) (_ [][]byte, done func()
 	if rd.m.closed() {
 		return nil, done, shuttingDown()
 	}
-	if err := context.Cause(rd.ctx); err != nil {
+	if err := rd.cutCause(); err != nil {
 		return nil, done, apierr.New(apierr.Unavailable, "release read cut: %v", err)
 	}
 	out := make([][]byte, last-first)
@@ -450,11 +450,11 @@ func (rd *Reader) ReadAt(p []byte, off int64) (int, error) {
 // Close gives the slot back.
 func (rd *Reader) Close() error {
 	rd.once.Do(func() {
-		close(rd.closed)
+		rd.closed.Store(true)
 		rd.stopWatch()
-		rd.cancel(nil)
+		rd.OnCut(nil)
 		rd.m.files.put(rd.h)
-		rd.m.release(rd.holder)
+		rd.m.release(rd)
 	})
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"stratum/apierr"
@@ -210,5 +211,52 @@ func TestSharedHandle(t *testing.T) {
 	rd3.Close()
 	if _, err := rd3.h.f.Stat(); err == nil {
 		t.Fatal("a handle is still open after the mirror and its readers closed")
+	}
+}
+
+// TestCloseCutsReadsInFlight: closing the mirror cuts every read holding
+// a slot, once: its OnCut hook runs (the HTTP layer's immediate write
+// deadline), its next unit is refused with the reason, nothing is
+// counted as a limit's cut; a hook set after the cut runs at once, one
+// removed does not run, and no read starts after the close.
+func TestCloseCutsReadsInFlight(t *testing.T) {
+	m, blob, _, _ := importedMirror(t, 2*ChunkSize, 4, -1)
+	fi, err := m.Stat("0.6.0", blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := m.Open("a", fi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet, err := m.Open("b", fi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hooked, removed atomic.Int32
+	rd.OnCut(func() { hooked.Add(1) })
+	quiet.OnCut(func() { removed.Add(1) })
+	quiet.OnCut(nil)
+	m.Close()
+	if hooked.Load() != 1 || removed.Load() != 0 {
+		t.Fatalf("hooks after Close: %d called (want 1), removed one called %d times", hooked.Load(), removed.Load())
+	}
+	for _, err := range rd.Verified(0, 100) {
+		if !errors.Is(rd.cutCause(), errShutdown) || apierr.CodeOf(err) != apierr.Unavailable {
+			t.Fatalf("a unit after Close: %v (cause %v)", err, rd.cutCause())
+		}
+	}
+	rd.OnCut(func() { hooked.Add(1) })
+	if hooked.Load() != 2 {
+		t.Fatal("a hook set after the cut did not run at once")
+	}
+	rd.cut(errTooSlow)
+	if m.CutCount() != 0 || !errors.Is(rd.cutCause(), errShutdown) {
+		t.Fatalf("a second cut: %d counted, cause %v", m.CutCount(), rd.cutCause())
+	}
+	rd.Close()
+	quiet.Close()
+	if _, err := m.Open("c", fi); apierr.CodeOf(err) != apierr.Unavailable {
+		t.Fatalf("Open after Close: %v", err)
 	}
 }
