@@ -33,10 +33,19 @@ import (
 // a child process (this test binary again, TestRegisterBareServer) whose
 // CPU is read from /proc as the founder's is.
 
-// registerBareCPU runs the joiners' connections against the bare server
-// and answers its CPU per connection (less its idle CPU over as long) and
-// the system part of it.
-func registerBareCPU(b *testing.B, cfgs []*tls.Config, workers, answerBytes int) (perConn, sys time.Duration) {
+// bareServer is the bare server's child process and its clients.
+type bareServer struct {
+	pid      int
+	clients  []*tls.Config
+	post     func(i int) error
+	idleRate float64 // its CPU while idle, CPU seconds a second
+	workers  int
+}
+
+// startBareServer starts the bare server, its clients (cfgs with the bare
+// server's CA as their root; one connection each), answering answerBytes
+// bytes a request. It stops when the benchmark ends.
+func startBareServer(b *testing.B, cfgs []*tls.Config, workers, answerBytes int) *bareServer {
 	work := b.TempDir()
 	ca, err := crypto.NewCA("cl-bare00001", time.Now())
 	if err != nil {
@@ -68,7 +77,7 @@ func registerBareCPU(b *testing.B, cfgs []*tls.Config, workers, answerBytes int)
 	cmd.Env = append(os.Environ(), "REGISTER_BARE_CHILD=1", "REGISTER_BARE_CERT="+certFile, "REGISTER_BARE_KEY="+keyFile,
 		"REGISTER_BARE_ADDR="+addr, "REGISTER_BARE_ANSWER="+strconv.Itoa(answerBytes))
 	stop, exited := mirrorStart(b, cmd, filepath.Join(work, "bare.out"), true)
-	defer stop()
+	b.Cleanup(stop)
 	pid := cmd.Process.Pid
 	clients := make([]*tls.Config, len(cfgs))
 	for i, c := range cfgs {
@@ -106,16 +115,22 @@ func registerBareCPU(b *testing.B, cfgs []*tls.Config, workers, answerBytes int)
 	}
 	idle0 := procCPU(pid)
 	time.Sleep(time.Second)
-	idleRate := float64(procCPU(pid).total()-idle0.total()) / float64(time.Second)
-	c0 := procCPU(pid)
+	return &bareServer{pid: pid, clients: clients, post: post, workers: workers,
+		idleRate: float64(procCPU(pid).total()-idle0.total()) / float64(time.Second)}
+}
+
+// measure makes connections lo..hi-1 (a fresh one each, workers at once)
+// and answers the bare server's CPU over them (less its idle CPU over as
+// long) and the system part of it.
+func (s *bareServer) measure(b *testing.B, lo, hi int) (cpu, sys time.Duration) {
+	c0 := procCPU(s.pid)
 	start := time.Now()
-	if err := concurrently(workers, 0, len(clients), post); err != nil {
+	if err := concurrently(s.workers, lo, hi, s.post); err != nil {
 		b.Fatal(err)
 	}
 	took := time.Since(start)
-	c1 := procCPU(pid)
-	cpu := c1.total() - c0.total() - time.Duration(idleRate*float64(took))
-	return cpu / time.Duration(len(clients)), (c1.sys - c0.sys) / time.Duration(len(clients))
+	c1 := procCPU(s.pid)
+	return c1.total() - c0.total() - time.Duration(s.idleRate*float64(took)), c1.sys - c0.sys
 }
 
 type procTimes struct{ user, sys time.Duration }
