@@ -17,6 +17,13 @@ const (
 
 // readBody reads at most limit bytes; more is PAYLOAD_TOO_LARGE.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
+	return readBodyInto(r, limit, nil)
+}
+
+// readBodyInto is readBody reading into buf when it has room (a buffer
+// of the caller's, reused once what was read is decoded: decoding
+// copies every string).
+func readBodyInto(r *http.Request, limit int64, buf []byte) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, apierr.New(apierr.PayloadTooLarge, "the request body is over its limit of %d bytes", limit)
 	}
@@ -24,7 +31,12 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		// The length is known (net/http ends the body there): read it
 		// into one buffer of its size, not a slice grown and copied
 		// five times for an 11 KB record.
-		b := make([]byte, n)
+		b := buf[:0]
+		if int64(cap(b)) >= n {
+			b = b[:n]
+		} else {
+			b = make([]byte, n)
+		}
 		if _, err := io.ReadFull(r.Body, b); err != nil {
 			return nil, apierr.New(apierr.InvalidInput, "the request body could not be read")
 		}

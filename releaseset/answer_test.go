@@ -3,6 +3,7 @@ package releaseset_test
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -144,4 +145,50 @@ func testAnswerEqualsDescribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("the cluster's release moved", true)
+}
+
+// TestStoredRecordsSurviveBufferReuse: records made at once (sharing
+// commits, their stored JSON in pooled buffers reused after each commit)
+// are stored as recorded: a service loading them from the store answers
+// what the recording one does.
+func TestStoredRecordsSurviveBufferReuse(t *testing.T) {
+	now := releasesettest.RecordedAt
+	clock := func() time.Time { return now }
+	svc, db, founder := devSet(t, clock, 40)
+	ids := []string{founder}
+	for i := 1; i <= 40; i++ {
+		ids = append(ids, fmt.Sprintf("n-%08d", i))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ids))
+	for i, id := range ids {
+		wg.Go(func() {
+			errs <- svc.Record("test", id, wire.RecordRequest{RunningRelease: fmt.Sprintf("0.%d.0", 1+i%3), Release: releasesettest.Record(i, i%3)})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := func(s *releaseset.Service) []byte {
+		a, err := s.Answer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := a.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	loaded, err := releaseset.New(releaseset.Config{DB: db, Now: clock, Node: founder, ControlPlane: wire.ControlPlane{Version: "v1", Commit: "c1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := answer(svc), answer(loaded); !bytes.Equal(a, b) {
+		t.Fatalf("the answer from the stored records differs from the recorded one:\nrecorded %.300s\nstored   %.300s", a, b)
+	}
 }

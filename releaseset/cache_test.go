@@ -45,7 +45,7 @@ func checkStoredJSON(t *testing.T, st Stored) {
 		t.Fatal(err)
 	}
 	var s Service
-	c, raw, err := s.keep("n-1", st, 0, true)
+	c, raw, err := s.keep("n-1", st, 0, []byte{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,15 @@ func (s *Service) Record(actor, nodeID string, req wire.RecordRequest) error {
 	// transaction, from one encoding of the record: concurrent records
 	// share one commit (Batch), which runs their transactions one after
 	// the other.
-	kept, raw, err := s.keep(nodeID, stored, 0, true)
+	buf := storedPool.Get().(*[]byte)
+	kept, raw, err := s.keep(nodeID, stored, 0, (*buf)[:0])
+	defer func() {
+		// The store holds raw until the commit, which Batch waits for.
+		if raw != nil && cap(raw) <= maxPooledStored {
+			*buf = raw[:0]
+		}
+		storedPool.Put(buf)
+	}()
 	if err != nil {
 		return err
 	}
