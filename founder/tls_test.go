@@ -8,6 +8,10 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,7 +41,7 @@ func TestListenTLSKeepAliveInherited(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	raw, err := c.(*tls.Conn).NetConn().(*net.TCPConn).SyscallConn()
+	raw, err := c.(*tls.Conn).NetConn().(*grownConn).Conn.(*net.TCPConn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +63,47 @@ func TestListenTLSKeepAliveInherited(t *testing.T) {
 		if gerr != nil || got != tc.want {
 			t.Errorf("%s on the accepted socket = %d (%v), want %d", tc.name, got, gerr, tc.want)
 		}
+	}
+}
+
+// TestListenTLSGrowsTheConnectionGoroutine: the stack is grown once a
+// connection, on the goroutine that then serves it (net/http's, whose
+// first call on the connection is RemoteAddr): grown anywhere else, the
+// handshake would grow its own stack frame by frame again.
+func TestListenTLSGrowsTheConnectionGoroutine(t *testing.T) {
+	goid := func() string {
+		buf := make([]byte, 64)
+		f := strings.Fields(string(buf[:runtime.Stack(buf, false)]))
+		return f[1] // "goroutine N [running]:"
+	}
+	var mu sync.Mutex
+	var grownOn []string
+	stackGrown = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		grownOn = append(grownOn, goid())
+	}
+	defer func() { stackGrown = nil }()
+	ln, err := listenTLS("127.0.0.1:0", joinTLS(testServerCert(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan string, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served <- goid() })}
+	go srv.Serve(ln)
+	defer srv.Close()
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{testClientCert(t)}}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("https://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	handler := <-served
+	mu.Lock()
+	defer mu.Unlock()
+	if len(grownOn) != 1 || grownOn[0] != handler {
+		t.Errorf("stack grown on goroutines %v, the request served on goroutine %s: want once, on the serving goroutine", grownOn, handler)
 	}
 }
 
