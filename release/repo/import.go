@@ -188,6 +188,7 @@ func importTree(ctx context.Context, db *store.DB, dataDir, src string, keys *re
 		if err := deletePrefix(tx, bucketCorrupt, m.Release); err != nil {
 			return err
 		}
+		tx.Notify(topicFiles, m.Release)
 		return tx.Audit("release.imported", opts.Actor, m.Release, map[string]string{
 			"manifestSha256": rec.ManifestSHA256,
 			"importId":       rec.ImportID,

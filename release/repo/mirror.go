@@ -61,6 +61,7 @@ type Mirror struct {
 	// a read in flight is cut at its next unit.
 	readers map[*Reader]struct{}
 	indexes indexCache
+	stats   statMemo
 	files   openFiles   // the files being read, shared by their readers
 	cache   *chunkCache // nil: none
 
@@ -85,7 +86,7 @@ func newMirror(cfg mirrorConfig) *Mirror {
 	if cfg.CacheBytes == 0 {
 		cfg.CacheBytes = DefaultCacheBytes()
 	}
-	return &Mirror{
+	m := &Mirror{
 		readers:  map[*Reader]struct{}{},
 		db:       cfg.DB,
 		dir:      filepath.Join(cfg.DataDir, "releases"),
@@ -98,6 +99,8 @@ func newMirror(cfg mirrorConfig) *Mirror {
 		cacheDir: filepath.Join(cfg.DataDir, cacheDirName),
 		checks:   cfg.Checks,
 	}
+	m.stats.listen(cfg.DB)
+	return m
 }
 
 // Close cuts the reads in flight at their next chunk and refuses new ones

@@ -34,8 +34,8 @@ type FileInfo struct {
 // ETag is the file's strong entity tag, "sha256:<hex>" quoted.
 func (fi *FileInfo) ETag() string { return `"sha256:` + fi.SHA256 + `"` }
 
-// Stat looks a file up in the store, without touching the disk and
-// without taking a slot. path must be valid and listed in the release's
+// Stat looks a file up in the store (or its recent answer, statMemo),
+// without touching the disk and without taking a slot. path must be valid and listed in the release's
 // index (the manifest's files and the two payload files), else NOT_FOUND;
 // a file marked corrupt is RELEASE_CORRUPT until re-imported.
 func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
@@ -44,6 +44,12 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 	}
 	if m.closed() {
 		return nil, shuttingDown()
+	}
+	now := time.Now()
+	mk := statKey{rel, path}
+	remembered, gen := m.stats.get(mk, now)
+	if remembered != nil {
+		return remembered, nil
 	}
 	var fi *fileIndex
 	var found, marked bool
@@ -79,7 +85,9 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 	case fi.Size < 0 || int64(len(fi.Chunks)) != fi.chunkCount()*32:
 		return nil, damagedIndex(rel, path)
 	}
-	return &FileInfo{Release: rel, Path: path, Size: fi.Size, SHA256: fi.SHA256, index: fi}, nil
+	info := &FileInfo{Release: rel, Path: path, Size: fi.Size, SHA256: fi.SHA256, index: fi}
+	m.stats.put(mk, info, gen, now)
+	return info, nil
 }
 
 // Reader reads one imported file, verifying every unit it returns (a
@@ -540,6 +548,7 @@ func markCorrupt(db *store.DB, rel, path, importID, reason string) (marked bool,
 		if err := bucketCorrupt.Put(tx, key, corruptMark{ImportID: importID, At: time.Now().UTC(), Reason: reason}); err != nil {
 			return err
 		}
+		tx.Notify(topicFiles, rel)
 		return tx.Audit("release.corrupt", "", rel, map[string]string{"path": path, "reason": reason, "importId": importID})
 	})
 	return marked && err == nil, err

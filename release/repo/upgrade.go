@@ -70,6 +70,7 @@ func upgradeIndexes(ctx context.Context, db *store.DB, dataDir string, log *slog
 			if now, err := storedIndex(tx, t.key); err != nil || now == nil || now.ImportID != t.fi.ImportID {
 				return err
 			}
+			tx.Notify(topicFiles, rel)
 			return putSubIndex(tx, t.key, t.fi.ImportID, subs)
 		})
 		if err != nil {
