@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"stratum/crypto"
+	"stratum/internal/stratumtest"
 )
 
 // The floor under BenchmarkRegisterCPU's figure: what a bare Go HTTPS
@@ -137,23 +138,9 @@ type procTimes struct{ user, sys time.Duration }
 
 func (p procTimes) total() time.Duration { return p.user + p.sys }
 
-// procCPU is pid's user and system CPU time from /proc/PID/stat.
 func procCPU(pid int) procTimes {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procTimes{}
-	}
-	end := strings.LastIndexByte(string(raw), ')')
-	if end < 0 {
-		return procTimes{}
-	}
-	f := strings.Fields(string(raw[end+1:]))
-	if len(f) < 13 {
-		return procTimes{}
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return procTimes{time.Duration(u) * 10 * time.Millisecond, time.Duration(s) * 10 * time.Millisecond}
+	u, s := stratumtest.ProcCPU(pid)
+	return procTimes{u, s}
 }
 
 // TestRegisterBareServer is the bare server of registerBareCPU (skipped

@@ -44,12 +44,19 @@ func (f *Founder) CPUTimes() (user, sys time.Duration) {
 		return ps.UserTime(), ps.SystemTime()
 	default:
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", f.pid()))
+	return ProcCPU(f.pid())
+}
+
+// ProcCPU is process pid's user and system CPU time so far, from
+// /proc/PID/stat (ticks of USER_HZ, 100 on Linux); zero if unread.
+func ProcCPU(pid int) (user, sys time.Duration) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, 0
 	}
-	// The fields after the command name, which is in parentheses.
-	_, rest, _ := bytes.Cut(raw, []byte(") "))
+	// The fields after the command name, which is in parentheses and
+	// may hold spaces and parentheses itself.
+	rest := raw[bytes.LastIndexByte(raw, ')')+1:]
 	p := strings.Fields(string(rest))
 	if len(p) < 13 {
 		return 0, 0
