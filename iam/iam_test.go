@@ -314,12 +314,13 @@ func TestAuthenticate(t *testing.T) {
 		{"hash instead of secret", "sat1." + view.ID + "." + crypto.HashToken(good), now, false},
 	}
 	var msg string
+	var rows decodedRows // shared: each case reads what the ones before decoded
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var p Principal
 			err := db.View(func(tx *store.Tx) error {
 				var err error
-				p, err = authenticate(tx, tc.bearer, tc.at)
+				p, err = authenticate(tx, tc.bearer, tc.at, &rows)
 				return err
 			})
 			if tc.ok {
@@ -468,7 +469,7 @@ func TestTokenLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = db.View(func(tx *store.Tx) error {
-		if _, err := authenticate(tx, sess, now); err == nil {
+		if _, err := authenticate(tx, sess, now, &decodedRows{}); err == nil {
 			t.Error("purged session still authenticates")
 		}
 		if l, _ := listTokens(tx); len(l) != 1 {
@@ -527,11 +528,37 @@ func TestLogin(t *testing.T) {
 			t.Fatalf("StartSession = %v, %v", exp, err)
 		}
 		_ = db.View(func(tx *store.Tx) error {
-			p, err := authenticate(tx, tok, now)
+			p, err := authenticate(tx, tok, now, &decodedRows{})
 			if err != nil || p.Subject != "admin@stratum.local via session "+p.TokenID || p.User != "admin@stratum.local" || p.Kind != KindSession || !p.Policy.Allows("iam:CreateToken", "iam-token/*") {
 				t.Errorf("session principal = %+v, %v", p, err)
 			}
 			return nil
 		})
+	}
+}
+
+// A token decoded on one request and revoked before the next is refused
+// on the next: the decoded row is kept only while its bytes are the same.
+func TestAuthenticateAfterRevocation(t *testing.T) {
+	db := openStore(t)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tok, view := mintToken(t, db, wire.CreateTokenRequest{Name: "ci", TTL: "1h", Policy: json.RawMessage(describeOnly)}, now)
+	var rows decodedRows
+	auth := func() error {
+		return db.View(func(tx *store.Tx) error {
+			_, err := authenticate(tx, tok, now, &rows)
+			return err
+		})
+	}
+	for range 2 {
+		if err := auth(); err != nil {
+			t.Fatalf("before the revocation: %v", err)
+		}
+	}
+	if err := db.Update(func(tx *store.Tx) error { return revokeToken(tx, admin, view.ID, now) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := auth(); apierr.CodeOf(err) != apierr.Unauthenticated {
+		t.Fatalf("after the revocation: %v, want UNAUTHENTICATED", err)
 	}
 }

@@ -34,6 +34,8 @@ type Service struct {
 	// so a flood of logins neither holds the store's one writer nor
 	// exhausts memory.
 	checks chan struct{}
+	// rows: the token and account rows Authenticate decoded.
+	rows decodedRows
 }
 
 // New builds the service.
@@ -56,7 +58,7 @@ func (s *Service) Authenticate(bearer string) (Principal, error) {
 	var p Principal
 	err := s.cfg.DB.View(func(tx *store.Tx) error {
 		var err error
-		p, err = authenticate(tx, bearer, s.cfg.Now())
+		p, err = authenticate(tx, bearer, s.cfg.Now(), &s.rows)
 		return err
 	})
 	return p, err

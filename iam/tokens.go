@@ -89,15 +89,25 @@ type Principal struct {
 	MustChangePassword bool
 }
 
+// decodedRows keeps the token and account rows authenticate decoded: a
+// token is read on every request it carries, and decoding its row and
+// its account's was most of a request's authentication. A row read
+// again is decoded again only when its bytes changed (a revocation, a
+// password change); the values are shared, never modified.
+type decodedRows struct {
+	tokens store.Decoded[Token]
+	users  store.Decoded[User]
+}
+
 // authenticate resolves a bearer token; every failure is the same
 // UNAUTHENTICATED so a caller learns nothing about which part was wrong.
-func authenticate(tx *store.Tx, bearer string, now time.Time) (Principal, error) {
+func authenticate(tx *store.Tx, bearer string, now time.Time, rows *decodedRows) (Principal, error) {
 	fail := apierr.New(apierr.Unauthenticated, "missing, expired or invalid bearer token")
 	parts := strings.Split(bearer, ".")
 	if len(parts) != 3 || parts[0] != tokenPrefix {
 		return Principal{}, fail
 	}
-	t, found, err := bucketTokens.Get(tx, parts[1])
+	t, found, err := bucketTokens.GetDecoded(tx, parts[1], &rows.tokens)
 	if err != nil {
 		return Principal{}, err
 	}
@@ -116,7 +126,7 @@ func authenticate(tx *store.Tx, bearer string, now time.Time) (Principal, error)
 		// 16.1). A session needs its account; so does any token whose
 		// account's row is there but fails its MAC (SPEC 16.2), rather
 		// than keeping its policy without the account's must-change flag.
-		u, found, err := bucketUsers.Get(tx, t.Subject)
+		u, found, err := bucketUsers.GetDecoded(tx, t.Subject, &rows.users)
 		if err != nil {
 			return Principal{}, err
 		}

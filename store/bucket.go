@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 )
 
 // Bucket[T] and RawBucket are the only way to a record: a domain declares
@@ -71,6 +73,48 @@ func (b Bucket[T]) Get(tx *Tx, key string) (v T, found bool, err error) {
 	found, err = tx.getJSON(b.spec, key, &v)
 	return v, found, err
 }
+
+// GetDecoded is Get remembering in d what it decoded: a record read
+// again unchanged (the same bytes, their MAC checked as Get checks it) is
+// not decoded again. What it returns may be shared with other readers:
+// the caller must not modify it or anything it points to.
+func (b Bucket[T]) GetDecoded(tx *Tx, key string, d *Decoded[T]) (v T, found bool, err error) {
+	raw, err := tx.get(b.spec, key)
+	if err != nil || raw == nil {
+		return v, false, err
+	}
+	d.mu.Lock()
+	kept, ok := d.m[key]
+	d.mu.Unlock()
+	if ok && bytes.Equal(kept.raw, raw) {
+		return kept.v, true, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, true, fmt.Errorf("store: decode %s/%s: %w", b.spec.name, key, err)
+	}
+	d.mu.Lock()
+	if d.m == nil || len(d.m) >= maxDecoded {
+		d.m = map[string]decodedValue[T]{}
+	}
+	d.m[key] = decodedValue[T]{raw: bytes.Clone(raw), v: v}
+	d.mu.Unlock()
+	return v, true, nil
+}
+
+// Decoded holds the values GetDecoded decoded, by key, with the bytes
+// each came from (at most maxDecoded; then it starts again). The zero
+// value is ready.
+type Decoded[T any] struct {
+	mu sync.Mutex
+	m  map[string]decodedValue[T]
+}
+
+type decodedValue[T any] struct {
+	raw []byte
+	v   T
+}
+
+const maxDecoded = 4096
 
 // Has reports whether key holds a (valid) record.
 func (b Bucket[T]) Has(tx *Tx, key string) bool { return tx.getRaw(b.spec, key) != nil }

@@ -283,3 +283,50 @@ func TestPutJSONIsPut(t *testing.T) {
 		})
 	})
 }
+
+// GetDecoded answers what Get answers: the value decoded before while
+// the record's bytes are unchanged, the new one once they change, and
+// absent once they fail their MAC (a record forged over a decoded one).
+func TestGetDecodedIsGet(t *testing.T) {
+	backends(t, func(t *testing.T, target string, open opener) {
+		db := open(t)
+		var d Decoded[map[string]string]
+		put := func(v map[string]string) {
+			t.Helper()
+			if err := db.Update(func(tx *Tx) error { return authTest.Put(tx, "k", v) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		get := func() (map[string]string, bool) {
+			t.Helper()
+			var v map[string]string
+			var found bool
+			if err := db.View(func(tx *Tx) error {
+				var err error
+				v, found, err = authTest.GetDecoded(tx, "k", &d)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return v, found
+		}
+		put(map[string]string{"who": "admin"})
+		for range 2 {
+			if v, found := get(); !found || v["who"] != "admin" {
+				t.Fatalf("GetDecoded = %v %v", v, found)
+			}
+		}
+		put(map[string]string{"who": "operator"})
+		if v, found := get(); !found || v["who"] != "operator" {
+			t.Fatalf("after a change GetDecoded = %v %v", v, found)
+		}
+		if err := db.Update(func(tx *Tx) error {
+			return Named(authTest.Name()).Put(tx, "k", []byte(`{"who":"intruder"}`))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if v, found := get(); found {
+			t.Fatalf("a forged record read as %v", v)
+		}
+	})
+}
