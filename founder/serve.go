@@ -256,7 +256,9 @@ func (f *Founder) run(ctx context.Context) error {
 		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
 		Releases: f.repo,
 	})
-	servers := []*http.Server{newServer(f.api.AdminHandler(), f.log), newServer(f.api.JoinHandler(), f.log)}
+	join := newServer(corkOnClose(f.api.JoinHandler()), f.log)
+	join.ConnContext = withConn
+	servers := []*http.Server{newServer(f.api.AdminHandler(), f.log), join}
 	lns := []net.Listener{apiLn, joinLn}
 	errc := make(chan error, 2)
 	for i := range servers {

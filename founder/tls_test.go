@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -104,6 +105,55 @@ func TestListenTLSGrowsTheConnectionGoroutine(t *testing.T) {
 	defer mu.Unlock()
 	if len(grownOn) != 1 || grownOn[0] != handler {
 		t.Errorf("stack grown on goroutines %v, the request served on goroutine %s: want once, on the serving goroutine", grownOn, handler)
+	}
+}
+
+// TestCorkOnClose: a request after which the connection closes
+// (Connection: close) is answered on a corked socket, so the answer,
+// close_notify and FIN leave together; a keep-alive request's socket is
+// not corked (its answer must not wait for a close that does not come).
+// Both answers arrive whole.
+func TestCorkOnClose(t *testing.T) {
+	ln, err := listenTLS("127.0.0.1:0", joinTLS(testServerCert(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	corked := func(r *http.Request) int {
+		raw, err := r.Context().Value(connKey{}).(*tls.Conn).NetConn().(*grownConn).Conn.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			return -1
+		}
+		v := -1
+		_ = raw.Control(func(fd uintptr) { v, _ = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK) })
+		return v
+	}
+	srv := &http.Server{Handler: corkOnClose(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "cork=%d %s", corked(r), strings.Repeat("x", 3000))
+	})), ConnContext: withConn}
+	go srv.Serve(ln)
+	defer srv.Close()
+	for _, tc := range []struct {
+		name      string
+		keepAlive bool
+		want      string
+	}{{"connection close", false, "cork=1"}, {"keep-alive", true, "cork=0"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &http.Transport{DisableKeepAlives: !tc.keepAlive,
+				TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{testClientCert(t)}}}
+			defer tr.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("https://" + ln.Addr().String() + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(body); !strings.HasPrefix(got, tc.want+" ") || len(got) != len(tc.want)+1+3000 {
+				t.Errorf("answer %.20q... (%d bytes), want %q and 3000 bytes", got, len(got), tc.want)
+			}
+		})
 	}
 }
 
