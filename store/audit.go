@@ -80,19 +80,26 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 		}
 		link = hmacLink(key)
 	}
-	prev := genesis
 	k, v, err := tx.kv.last(AuditBucket.Name())
 	if err != nil {
 		return err
 	}
-	if k != nil {
-		prev = link(v)
+	var prev string
+	switch {
+	case k == nil:
+		prev = hex.EncodeToString(genesis)
+	case keyed && tx.auditHead != nil && bytes.Equal(k, seqKey(tx.auditHead.Seq)):
+		// The last event is this transaction's own, whose link the head
+		// already holds (a registration appends two events).
+		prev = tx.auditHead.Hash
+	default:
+		prev = hex.EncodeToString(link(v))
 	}
 	seq, err := tx.kv.nextSequence(AuditBucket.Name())
 	if err != nil {
 		return err
 	}
-	ev := wire.AuditEvent{Seq: seq, Time: time.Now().UTC(), Kind: kind, Actor: actor, Subject: subject, Data: data, Prev: hex.EncodeToString(prev)}
+	ev := wire.AuditEvent{Seq: seq, Time: time.Now().UTC(), Kind: kind, Actor: actor, Subject: subject, Data: data, Prev: prev}
 	raw, err := json.Marshal(ev)
 	if err != nil {
 		return err
