@@ -51,10 +51,16 @@ const (
 	mirrorRangeSize    = 64 << 10
 	mirrorRanges       = 2000
 	mirrorRangeClients = 4
-	// mirrorRounds runs of every case on each server, the order of the two
-	// servers alternating from round to round (an even number: each goes
-	// first as often); the best throughput and the median CPU are reported.
-	mirrorRounds = 2
+	// mirrorRounds runs of a download case on each server, the order of
+	// the two servers alternating from round to round (an even number:
+	// each goes first as often); the best throughput and the median CPU
+	// are reported. A range round is 2,000 requests, a fraction of a
+	// second, so one stall of the shared machine moved its ratio by up to
+	// 0.4 between runs of the same binary: the range case runs
+	// mirrorRangeRounds rounds, still alternating, so that its best round
+	// on each server is one the machine left alone.
+	mirrorRounds      = 2
+	mirrorRangeRounds = 8
 	// mirrorSlots is the founder's semaphore: high enough that no request
 	// of the benchmark is refused with RELEASE_BUSY.
 	mirrorSlots = 64
@@ -572,14 +578,15 @@ func (s mirrorSample) rps() float64  { return float64(s.requests) / s.elapsed.Se
 
 // mirrorCase is one load; run sends it to base and returns what it read.
 type mirrorCase struct {
-	name string
-	run  func(e *mirrorEnv, base string) (mirrorSample, error)
+	name   string
+	rounds int
+	run    func(e *mirrorEnv, base string) (mirrorSample, error)
 }
 
 var mirrorCases = []mirrorCase{
-	{"full", func(e *mirrorEnv, base string) (mirrorSample, error) { return e.downloads(base, 1) }},
-	{"parallel4", func(e *mirrorEnv, base string) (mirrorSample, error) { return e.downloads(base, mirrorParallel) }},
-	{"range64k", (*mirrorEnv).ranges},
+	{"full", mirrorRounds, func(e *mirrorEnv, base string) (mirrorSample, error) { return e.downloads(base, 1) }},
+	{"parallel4", mirrorRounds, func(e *mirrorEnv, base string) (mirrorSample, error) { return e.downloads(base, mirrorParallel) }},
+	{"range64k", mirrorRangeRounds, (*mirrorEnv).ranges},
 }
 
 // mirrorSelectedCases are the cases MIRROR_CASES names (comma-separated,
@@ -598,20 +605,25 @@ func mirrorSelectedCases() []mirrorCase {
 	return out
 }
 
-// measure runs every case mirrorRounds times on each server: the founder
-// first in even rounds, nginx first in odd ones, so that neither always
-// runs after the other on a noisy machine.
+// measure runs every case its rounds on each server: the founder first
+// in even rounds, nginx first in odd ones, so that neither always runs
+// after the other on a noisy machine.
 func (e *mirrorEnv) measure(b *testing.B) map[string]map[string][]mirrorSample {
 	out := map[string]map[string][]mirrorSample{}
+	rounds := 0
 	for _, c := range mirrorSelectedCases() {
 		out[c.name] = map[string][]mirrorSample{}
+		rounds = max(rounds, c.rounds)
 	}
-	for round := range mirrorRounds {
+	for round := range rounds {
 		order := mirrorServers
 		if round%2 == 1 {
 			order = []string{mirrorServers[1], mirrorServers[0]}
 		}
 		for _, c := range mirrorSelectedCases() {
+			if round >= c.rounds {
+				continue
+			}
 			for _, server := range order {
 				runtime.GC()
 				pid := e.founderPID
