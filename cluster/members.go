@@ -82,6 +82,35 @@ func GetMember(tx *store.Tx, nodeID string) (Member, bool, error) {
 	return bucketMembers.Get(tx, nodeID)
 }
 
+// Decoded keeps the identity and the member records a reader decoded,
+// for readers that read them again and again (every registration checks
+// its address against the founder's and the VIPs): a record read again
+// unchanged, its MAC checked, is not decoded again
+// (store.Bucket.GetDecoded). What its methods return may be shared with
+// other readers: the caller must not modify it or anything it points to.
+// The zero value is ready.
+type Decoded struct {
+	identity store.Decoded[Identity]
+	members  store.Decoded[Member]
+}
+
+// Identity is LoadIdentity through d.
+func (d *Decoded) Identity(tx *store.Tx) (Identity, error) {
+	id, found, err := identity.GetDecoded(tx, &d.identity)
+	if err != nil {
+		return id, err
+	}
+	if !found {
+		return id, ErrNotInitialized
+	}
+	return id, nil
+}
+
+// Member is GetMember through d.
+func (d *Decoded) Member(tx *store.Tx, nodeID string) (Member, bool, error) {
+	return bucketMembers.GetDecoded(tx, nodeID, &d.members)
+}
+
 // PutMember writes a member.
 func PutMember(tx *store.Tx, m Member) error { return bucketMembers.Put(tx, m.NodeID, m) }
 

@@ -4,7 +4,6 @@ import (
 	"net/netip"
 
 	"stratum/apierr"
-	"stratum/cluster"
 	"stratum/store"
 )
 
@@ -36,7 +35,7 @@ func (s *Service) mgmtAddrProblem(tx *store.Tx, ip string) (string, error) {
 	case a == limitedBroadcast:
 		return "the broadcast address is no host's address", nil
 	}
-	id, err := cluster.LoadIdentity(tx)
+	id, err := s.decoded.Identity(tx)
 	if err != nil {
 		return "", err
 	}
@@ -47,7 +46,7 @@ func (s *Service) mgmtAddrProblem(tx *store.Tx, ip string) (string, error) {
 		}
 	}
 	founderAddrs := append([]string{}, s.cfg.FounderAddrs...)
-	if f, found, err := cluster.GetMember(tx, id.FounderNodeID); err != nil {
+	if f, found, err := s.decoded.Member(tx, id.FounderNodeID); err != nil {
 		return "", err
 	} else if found {
 		founderAddrs = append(founderAddrs, f.MgmtIP)

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"stratum/apierr"
+	"stratum/cluster"
+	"stratum/store"
 	"stratum/wire"
 )
 
@@ -53,6 +55,41 @@ func TestMgmtAddrRule(t *testing.T) {
 				token = e.token("worker", 1)
 			}
 		}
+	}
+}
+
+// TestMgmtAddrFollowsTheFounder: the service keeps the founder's record
+// it decoded (cluster.Decoded), yet a registration is judged by the
+// founder's address as stored now: once the founder's member record
+// moves to another address, that one is refused and the old one is free.
+func TestMgmtAddrFollowsTheFounder(t *testing.T) {
+	e := newEnv(t)
+	register := func(ip string) error {
+		_, _, err := e.svc.Register(keyPin("k-"+ip+"-"+e.token("worker", 1)), wire.RegisterRequest{Token: e.token("worker", 1), Release: clusterRelease, Hostname: "lab", MgmtIP: ip})
+		return err
+	}
+	if err := register("192.0.2.10"); err == nil {
+		t.Fatal("the founder's address was accepted")
+	}
+	if err := register("192.0.2.77"); err != nil {
+		t.Fatalf("192.0.2.77 before the move: %v", err)
+	}
+	if err := e.db.Update(func(tx *store.Tx) error {
+		f, _, err := cluster.GetMember(tx, e.id.FounderNodeID)
+		if err != nil {
+			return err
+		}
+		f.MgmtIP = "192.0.2.78"
+		return cluster.PutMember(tx, f)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ae *apierr.Error
+	if err := register("192.0.2.78"); !errors.As(err, &ae) || ae.Code != apierr.InvalidInput {
+		t.Errorf("the founder's new address: %v, want INVALID_INPUT", err)
+	}
+	if err := register("192.0.2.10"); err != nil {
+		t.Errorf("the founder's old address after the move: %v", err)
 	}
 }
 

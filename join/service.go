@@ -82,6 +82,9 @@ type Service struct {
 	kick    chan struct{} // wakes Step (Wake) when the turn changes
 	// holds counts each registration's held long-polls (SPEC 10.10).
 	holds *holdCounter
+	// decoded keeps the identity and the founder's member record, which
+	// every registration's address check reads.
+	decoded cluster.Decoded
 }
 
 // New fills defaults; it starts nothing (see Step).

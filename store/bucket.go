@@ -79,7 +79,11 @@ func (b Bucket[T]) Get(tx *Tx, key string) (v T, found bool, err error) {
 // not decoded again. What it returns may be shared with other readers:
 // the caller must not modify it or anything it points to.
 func (b Bucket[T]) GetDecoded(tx *Tx, key string, d *Decoded[T]) (v T, found bool, err error) {
-	raw, err := tx.get(b.spec, key)
+	return getDecoded(tx, b.spec, key, d)
+}
+
+func getDecoded[T any](tx *Tx, spec bucketSpec, key string, d *Decoded[T]) (v T, found bool, err error) {
+	raw, err := tx.get(spec, key)
 	if err != nil || raw == nil {
 		return v, false, err
 	}
@@ -90,7 +94,7 @@ func (b Bucket[T]) GetDecoded(tx *Tx, key string, d *Decoded[T]) (v T, found boo
 		return kept.v, true, nil
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return v, true, fmt.Errorf("store: decode %s/%s: %w", b.spec.name, key, err)
+		return v, true, fmt.Errorf("store: decode %s/%s: %w", spec.name, key, err)
 	}
 	d.mu.Lock()
 	if d.m == nil || len(d.m) >= maxDecoded {
@@ -244,6 +248,12 @@ func NewField[T any](b RawBucket, key string) Field[T] { return Field[T]{b: b, k
 func (f Field[T]) Get(tx *Tx) (v T, found bool, err error) {
 	found, err = tx.getJSON(f.b.spec, f.key, &v)
 	return v, found, err
+}
+
+// GetDecoded is Get remembering in d what it decoded, as
+// Bucket.GetDecoded: what it returns may be shared with other readers.
+func (f Field[T]) GetDecoded(tx *Tx, d *Decoded[T]) (v T, found bool, err error) {
+	return getDecoded(tx, f.b.spec, f.key, d)
 }
 
 // Put stores v.

@@ -13,6 +13,7 @@ import (
 
 var (
 	authTest    = NewBucket[map[string]string]("test-auth", Authenticated())
+	fieldTest   = NewField[map[string]string](NewRawBucket("test-field", Authenticated()), "f")
 	authTestRaw = NewRawBucket("test-auth-raw", Authenticated())
 	authTestMem = NewRawBucket("test-auth-remembered", Authenticated(), Remembered())
 )
@@ -287,6 +288,55 @@ func TestPutJSONIsPut(t *testing.T) {
 // GetDecoded answers what Get answers: the value decoded before while
 // the record's bytes are unchanged, the new one once they change, and
 // absent once they fail their MAC (a record forged over a decoded one).
+// TestFieldGetDecodedIsGet: a field read through Decoded answers what
+// Get answers, after each change too, and a forged value not at all.
+func TestFieldGetDecodedIsGet(t *testing.T) {
+	backends(t, func(t *testing.T, target string, open opener) {
+		db := open(t)
+		var d Decoded[map[string]string]
+		put := func(v map[string]string) {
+			t.Helper()
+			if err := db.Update(func(tx *Tx) error { return fieldTest.Put(tx, v) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		get := func() (map[string]string, bool) {
+			t.Helper()
+			var v map[string]string
+			var found bool
+			if err := db.View(func(tx *Tx) error {
+				var err error
+				v, found, err = fieldTest.GetDecoded(tx, &d)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return v, found
+		}
+		if _, found := get(); found {
+			t.Fatal("an absent field was found")
+		}
+		put(map[string]string{"vip": "10.0.0.1"})
+		for range 2 {
+			if v, found := get(); !found || v["vip"] != "10.0.0.1" {
+				t.Fatalf("GetDecoded = %v %v", v, found)
+			}
+		}
+		put(map[string]string{"vip": "10.0.0.2"})
+		if v, found := get(); !found || v["vip"] != "10.0.0.2" {
+			t.Fatalf("after a change GetDecoded = %v %v", v, found)
+		}
+		if err := db.Update(func(tx *Tx) error {
+			return Named("test-field").Put(tx, "f", []byte(`{"vip":"10.9.9.9"}`))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if v, found := get(); found {
+			t.Fatalf("a forged field read as %v", v)
+		}
+	})
+}
+
 func TestGetDecodedIsGet(t *testing.T) {
 	backends(t, func(t *testing.T, target string, open opener) {
 		db := open(t)
