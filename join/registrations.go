@@ -44,7 +44,7 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 		}
 		// The token before the release: a RELEASE_MISMATCH tells the
 		// cluster's release, which only a token holder may learn.
-		tok, err := redeemable(t.Tx, req.Token, t.now)
+		tok, err := redeemable(t.Tx, req.Token, t.now, &s.tokens)
 		if err != nil {
 			refused = err
 			return nil
@@ -103,7 +103,7 @@ func (s *Service) precheck(keyPin string, req wire.RegisterRequest) error {
 		if prev := bucketKeys.Get(tx, keyPin); prev != nil {
 			return nil // an open or final registration: Register decides
 		}
-		_, err := redeemable(tx, req.Token, s.now().UTC())
+		_, err := redeemable(tx, req.Token, s.now().UTC(), &s.tokens)
 		return err
 	})
 }

@@ -83,8 +83,11 @@ type Service struct {
 	// holds counts each registration's held long-polls (SPEC 10.10).
 	holds *holdCounter
 	// decoded keeps the identity and the founder's member record, which
-	// every registration's address check reads.
+	// every registration's address check reads; tokens the join tokens
+	// the registrations' prechecks read (between two commits, the
+	// joiners sharing a token read the same bytes).
 	decoded cluster.Decoded
+	tokens  store.Decoded[tokenRecord]
 }
 
 // New fills defaults; it starts nothing (see Step).

@@ -210,14 +210,14 @@ func errTokenInvalid() error {
 
 // redeemable finds the token a joiner presents, valid at now. The hash is
 // compared in constant time, and a miss costs what a hit costs.
-func redeemable(tx *store.Tx, token string, now time.Time) (tokenRecord, error) {
+func redeemable(tx *store.Tx, token string, now time.Time, d *store.Decoded[tokenRecord]) (tokenRecord, error) {
 	var rec tokenRecord
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 || parts[0] != tokenPrefix || parts[1] == "" {
 		crypto.TokenMatches(token, crypto.HashToken("absent"))
 		return rec, errTokenInvalid()
 	}
-	rec, found, err := bucketTokens.Get(tx, parts[1])
+	rec, found, err := bucketTokens.GetDecoded(tx, parts[1], d)
 	if err != nil {
 		return rec, err
 	}

@@ -139,6 +139,25 @@ func TestRevokeToken(t *testing.T) {
 	}
 }
 
+// TestTokenRevokedAfterUse: the service keeps the token records it
+// decoded (store.Decoded), yet a token read, used and then revoked is
+// refused: the record's bytes changed, so it is read as it is now.
+func TestTokenRevokedAfterUse(t *testing.T) {
+	e := newEnv(t)
+	tok, err := e.svc.CreateToken(e.admin, wire.JoinTokenRequest{Role: "worker", Uses: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.register("first", tok.Token, clusterRelease, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.RevokeToken(e.admin, tok.TokenID); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = e.register("second", tok.Token, clusterRelease, false)
+	wantCode(t, err, apierr.JoinTokenInvalid)
+}
+
 func TestTokenInvalid(t *testing.T) {
 	e := newEnv(t)
 	used := e.token("worker", 1)
