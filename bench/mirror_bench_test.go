@@ -54,12 +54,12 @@ const (
 	// mirrorRounds runs of a download case on each server, the order of
 	// the two servers alternating from round to round (an even number:
 	// each goes first as often); the best throughput and the median CPU
-	// are reported. A range round is 2,000 requests, a fraction of a
-	// second, so one stall of the shared machine moved its ratio by up to
-	// 0.4 between runs of the same binary: the range case runs
-	// mirrorRangeRounds rounds, still alternating, so that its best round
-	// on each server is one the machine left alone.
-	mirrorRounds      = 2
+	// are reported. A round is a second or a few, a range round a fraction
+	// of one, so one stall of the shared machine moved a ratio by up to
+	// 0.4 between runs of the same binary when each case ran twice: more
+	// rounds, still alternating, make each server's best round one the
+	// machine left alone.
+	mirrorRounds      = 4
 	mirrorRangeRounds = 8
 	// mirrorSlots is the founder's semaphore: high enough that no request
 	// of the benchmark is refused with RELEASE_BUSY.
