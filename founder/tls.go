@@ -179,9 +179,16 @@ func withConn(ctx context.Context, c net.Conn) context.Context {
 // its own does), the answer, TLS's close_notify and the FIN leave the
 // founder as one segment instead of three (each a trip through the
 // loopback or network stack, 2 of 6 segments a registration).
+//
+// Only when the whole body will have been read by the close: a body
+// refused unread (413 from its Content-Length) is still in the socket
+// when it closes, which makes the close a reset, and a reset drops what
+// the cork still holds, the 413 with it. net/http reads and discards up
+// to corkBodyLimit of a body the handler left before it closes; a body
+// of unknown length (chunked) may be longer, so it is not corked either.
 func corkOnClose(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Close {
+		if r.Close && r.ContentLength >= 0 && r.ContentLength <= corkBodyLimit {
 			if tc, ok := r.Context().Value(connKey{}).(*tls.Conn); ok {
 				if gc, ok := tc.NetConn().(*grownConn); ok {
 					_ = gc.cork() // an optimization: the answer goes out either way
@@ -191,6 +198,11 @@ func corkOnClose(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// corkBodyLimit is net/http's maxPostHandlerReadBytes: the most of a
+// request body the server reads on its own after the handler, so that
+// closing the connection leaves nothing unread.
+const corkBodyLimit = 256 << 10
 
 // handshakeStack is growStack's frame: the stack grows to 16 KiB, which
 // holds the handshake, and is the largest size Go keeps in its
