@@ -3,12 +3,14 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -219,16 +221,32 @@ func freeAddr(t *testing.T) string {
 	return "127.0.0.1:" + freePort(t, "127.0.0.1")
 }
 
-// freePort is a port nothing listens on at ip right now.
+// freePort is a port nothing listens on at ip right now, below the
+// kernel's ephemeral range: the quick start's founder binds it a second
+// or more later, and a port of that range (what listening on port 0
+// gives) was meanwhile taken as the source port of one of the other test
+// packages' many loopback connections ("bind: address already in use",
+// seen in CI). Nothing else takes a port below the range unasked.
 func freePort(t *testing.T, ip string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
+	low := 32768 // Linux's default start of net.ipv4.ip_local_port_range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
 	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
+	const from = 10000
+	for range 200 {
+		port := strconv.Itoa(from + rand.IntN(max(low-from, 1)))
+		if l, err := net.Listen("tcp", net.JoinHostPort(ip, port)); err == nil {
+			l.Close()
+			return port
+		}
+	}
+	t.Fatalf("no free port on %s between %d and %d", ip, from, low)
+	return ""
 }
 
 // quickStart is the run: one bash session per terminal.
