@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"stratum/crypto"
+	"stratum/founder"
 	"stratum/httpapi"
 	"stratum/internal/gcfloor"
 	"stratum/release"
@@ -440,19 +440,13 @@ func TestMirrorFounderServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The join listener's settings (founder/tls.go joinTLS): TLS 1.3, no
-	// session tickets.
-	ln, err := tls.Listen("tcp", os.Getenv("MIRROR_FOUNDER_ADDR"), &tls.Config{
-		Certificates:           []tls.Certificate{cert},
-		ClientAuth:             tls.RequireAnyClientCert,
-		MinVersion:             tls.VersionTLS13,
-		SessionTicketsDisabled: true,
-	})
+	// The join listener's transport and server settings.
+	ln, err := founder.ListenJoin(os.Getenv("MIRROR_FOUNDER_ADDR"), cert)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := founder.NewHTTPServer(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == mirrorStatsPath {
 				fmt.Fprintf(w, "%d %d", m.CacheHits(), m.CacheMisses())
 				return
@@ -460,13 +454,7 @@ func TestMirrorFounderServer(t *testing.T) {
 			if err := httpapi.ServeReleaseFile(w, r, m, r.RemoteAddr, mirrorRelease, strings.TrimPrefix(r.URL.Path, "/")); err != nil {
 				http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			}
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          log.New(io.Discard, "", 0),
-	}
+		}), slog.New(slog.DiscardHandler))
 	go srv.Serve(ln)
 	io.Copy(io.Discard, os.Stdin)
 	srv.Close()

@@ -1,11 +1,10 @@
 package bench
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,11 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"stratum/crypto"
+	"stratum/founder"
 	"stratum/internal/stratumtest"
 )
 
@@ -160,23 +159,14 @@ func TestRegisterBareServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	answer := []byte(`{"joinId":"j-00000000","pad":"` + strings.Repeat("x", max(0, n-32)) + `"}` + "\n")
-	// As founder.listenTLS: keepalive set once on the listening socket.
-	lc := net.ListenConfig{KeepAlive: -1, Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_KEEPALIVE, 1) })
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
-	raw, err := lc.Listen(context.Background(), "tcp", os.Getenv("REGISTER_BARE_ADDR"))
+	// The join listener's transport and server settings, without the
+	// founder's handler.
+	ln, err := founder.ListenJoin(os.Getenv("REGISTER_BARE_ADDR"), cert)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := tls.NewListener(raw, &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAnyClientCert,
-		MinVersion: tls.VersionTLS13, SessionTicketsDisabled: true})
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := founder.NewHTTPServer(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if _, err := io.Copy(io.Discard, r.Body); err != nil {
 				return
 			}
@@ -184,13 +174,7 @@ func TestRegisterBareServer(t *testing.T) {
 			w.Header().Set("Location", "/v1/join/registrations/j-00000000")
 			w.WriteHeader(http.StatusCreated)
 			_, _ = w.Write(answer)
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          log.New(io.Discard, "", 0),
-	}
+		}), slog.New(slog.DiscardHandler))
 	go srv.Serve(ln)
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	srv.Close()

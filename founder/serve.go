@@ -256,9 +256,9 @@ func (f *Founder) run(ctx context.Context) error {
 		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
 		Releases: f.repo,
 	})
-	join := newServer(corkOnClose(f.api.JoinHandler()), f.log)
+	join := NewHTTPServer(corkOnClose(f.api.JoinHandler()), f.log)
 	join.ConnContext = withConn
-	servers := []*http.Server{newServer(f.api.AdminHandler(), f.log), join}
+	servers := []*http.Server{NewHTTPServer(f.api.AdminHandler(), f.log), join}
 	lns := []net.Listener{apiLn, joinLn}
 	errc := make(chan error, 2)
 	for i := range servers {
@@ -300,7 +300,10 @@ func (f *Founder) run(ctx context.Context) error {
 	return nil
 }
 
-func newServer(h http.Handler, log *slog.Logger) *http.Server {
+// NewHTTPServer is the http.Server both listeners serve with: its limits
+// on slow clients, and its errors to log at debug level. The benchmarks'
+// stand-in servers use it too, so that they measure the founder's settings.
+func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,

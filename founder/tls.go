@@ -77,6 +77,13 @@ const (
 	keepAliveCount    = 9
 )
 
+// ListenJoin listens on addr as the join listener does: joinTLS over
+// listenTLS. The benchmarks' stand-in servers listen with it, so that they
+// measure the founder's transport.
+func ListenJoin(addr string, cert tls.Certificate) (net.Listener, error) {
+	return listenTLS(addr, joinTLS(cert))
+}
+
 // listenTLS listens on addr with keepalive set once on the listening
 // socket: Linux copies SO_KEEPALIVE and the TCP_KEEP* values into every
 // accepted socket, where Go would otherwise set them again with four
