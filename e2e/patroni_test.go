@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"stratum/internal/freeport"
 	"stratum/internal/syncbuf"
 	"strconv"
 	"strings"
@@ -224,7 +225,7 @@ func startAgent(t *testing.T, a, b *stratumtest.Founder, root, ip string) (*sync
 		_ = os.WriteFile(filepath.Join(root, "etc/os-release"), raw, 0o644)
 	}
 	cmd := exec.Command(stratumtest.Binary(t), "agent", "--api", "https://"+a.API+",https://"+b.API, "--root", root,
-		"--listen", net.JoinHostPort(ip, strconv.Itoa(freePortOn(t, ip))), "--interval", "1s")
+		"--listen", net.JoinHostPort(ip, strconv.Itoa(freeport.Must(t, ip))), "--interval", "1s")
 	cmd.Env = env()
 	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -236,16 +237,6 @@ func startAgent(t *testing.T, a, b *stratumtest.Founder, root, ip string) (*sync
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	return out, done
-}
-
-func freePortOn(t *testing.T, ip string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // recordedAt is when the release set last heard from node.

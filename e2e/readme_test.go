@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"stratum/internal/freeport"
 	"stratum/internal/stratumtest"
 	"stratum/internal/syncbuf"
 )
@@ -69,7 +69,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	// The agent's /startupz port (default 9444 on the node's mgmtIp) is
 	// moved too, for the founder's prober and the agent alike, so a quick
 	// start a person runs on this machine does not collide with this one.
-	agentPort := freePort(t, "127.0.0.2")
+	agentPort := strconv.Itoa(freeport.Must(t, "127.0.0.2"))
 	// A person's quick start holds the default ports meanwhile: this run
 	// must not need them.
 	for _, addr := range []string{"127.0.0.1:8443", "127.0.0.1:9443", "127.0.0.2:9444"} {
@@ -218,35 +218,7 @@ func quickStartBlocks(t *testing.T) []readmeBlock {
 // freeAddr is a loopback address nothing listens on (just now).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	return "127.0.0.1:" + freePort(t, "127.0.0.1")
-}
-
-// freePort is a port nothing listens on at ip right now, below the
-// kernel's ephemeral range: the quick start's founder binds it a second
-// or more later, and a port of that range (what listening on port 0
-// gives) was meanwhile taken as the source port of one of the other test
-// packages' many loopback connections ("bind: address already in use",
-// seen in CI). Nothing else takes a port below the range unasked.
-func freePort(t *testing.T, ip string) string {
-	t.Helper()
-	low := 32768 // Linux's default start of net.ipv4.ip_local_port_range
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil {
-				low = n
-			}
-		}
-	}
-	const from = 10000
-	for range 200 {
-		port := strconv.Itoa(from + rand.IntN(max(low-from, 1)))
-		if l, err := net.Listen("tcp", net.JoinHostPort(ip, port)); err == nil {
-			l.Close()
-			return port
-		}
-	}
-	t.Fatalf("no free port on %s between %d and %d", ip, from, low)
-	return ""
+	return "127.0.0.1:" + strconv.Itoa(freeport.Must(t, "127.0.0.1"))
 }
 
 // quickStart is the run: one bash session per terminal.

@@ -3,7 +3,6 @@ package joinflow
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"stratum/internal/freeport"
 	"stratum/internal/stratumtest"
 )
 
@@ -21,7 +21,7 @@ import (
 // then), the prober sees it ready, and unreachable once it is killed.
 func TestAgent(t *testing.T) {
 	work := t.TempDir()
-	agentPort := freePort(t, "127.0.0.2")
+	agentPort := freeport.Must(t, "127.0.0.2")
 	f := stratumtest.Serve(t, filepath.Join(work, "founder"), "--dev", "--agent-port", strconv.Itoa(agentPort), "--probe-interval", "300ms")
 
 	rootA := joinNode(t, f, work, "node-a", "127.0.0.2")
@@ -186,15 +186,6 @@ func (j *runningJoin) wait(t *testing.T, f *stratumtest.Founder, limit time.Dura
 		t.Fatalf("join %s did not finish:\n%s", j.name, j.out.String())
 	}
 	return j.root
-}
-
-func freePort(t *testing.T, ip string) int {
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func mustOutput(t *testing.T, name string, args ...string) string {

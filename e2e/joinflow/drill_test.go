@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"stratum/internal/freeport"
 	"stratum/internal/syncbuf"
 	"strconv"
 	"strings"
@@ -92,7 +93,7 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 	work := t.TempDir()
 	dirA, dirB := filepath.Join(work, "a"), filepath.Join(work, "b")
 	apiB, joinB := freeAddr(t), freeAddr(t)
-	agentPort := freePort(t, "127.0.0.2")
+	agentPort := freeport.Must(t, "127.0.0.2")
 
 	cfg := filepath.Join(work, "cluster.yaml")
 	os.WriteFile(cfg, []byte("parentDomain: stratum.example.com\nregion: lab-1\nclusterRelease: 0.2.0\ndnsUpstreamServers: []\n"), 0o600)

@@ -14,11 +14,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"stratum/internal/freeport"
 	"stratum/internal/syncbuf"
 	"strconv"
 	"syscall"
@@ -84,7 +84,7 @@ func Start(t testing.TB) *Server {
 func start(bin string) (*Server, error) {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a free port can be taken between probe and bind
-		port, err := freePort()
+		port, err := freeport.Pick("127.0.0.1")
 		if err != nil {
 			return nil, err
 		}
@@ -112,15 +112,6 @@ func start(bin string) (*Server, error) {
 		s.Stop()
 	}
 	return nil, lastErr
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // waitReady polls sys/health until the server is unsealed and active.

@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,6 +32,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"stratum/internal/freeport"
 	"stratum/internal/pgtest"
 )
 
@@ -109,7 +109,7 @@ func Start(t testing.TB) *Cluster {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"n1", "n2"} {
-		n := &Node{Name: name, Dir: filepath.Join(dir, name), PGPort: freePort(t), APIPort: freePort(t)}
+		n := &Node{Name: name, Dir: filepath.Join(dir, name), PGPort: freeport.Must(t, "127.0.0.1"), APIPort: freeport.Must(t, "127.0.0.1")}
 		if err := c.writeConfig(n); err != nil {
 			t.Fatal(err)
 		}
@@ -138,16 +138,6 @@ func secret() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // DSN is the founders' multi-host DSN: every node, the writable one
@@ -267,8 +257,8 @@ func (c *Cluster) spawn(name string, logFile string, argv ...string) (*exec.Cmd,
 }
 
 func (c *Cluster) startEtcd() error {
-	c.EtcdPort = freePort(c.t)
-	peer := freePort(c.t)
+	c.EtcdPort = freeport.Must(c.t, "127.0.0.1")
+	peer := freeport.Must(c.t, "127.0.0.1")
 	client := fmt.Sprintf("http://127.0.0.1:%d", c.EtcdPort)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
 	_, err := c.spawn("etcd", filepath.Join(c.Dir, "etcd.log"), "etcd", "--name", "e0", "--data-dir", filepath.Join(c.Dir, "etcd"),
