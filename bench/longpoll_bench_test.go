@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -84,7 +83,7 @@ func BenchmarkLongPoll10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	keysTook := time.Since(keysStart)
-	regLoad, regCPU := lpLoad(), fa.CPU()
+	regLoad, regCPU := loadAvg(), fa.CPU()
 	regTook, regLat, batches := lpRegisterAll(b, fa, joiners, tokens)
 	regCPU = fa.CPU() - regCPU
 	fmt.Printf("longpoll register joiners=%d workers=%d took_s=%.1f per_s=%.0f p50_ms=%.1f p99_ms=%.1f founder_cpu_ms_per_registration=%.2f founder_cpu_busy=%.0f%% first_1000_per_s=%.0f cpu_ms=%.2f last_1000_per_s=%.0f cpu_ms=%.2f load1=%s keygen_s=%.1f\n",
@@ -102,7 +101,7 @@ func BenchmarkLongPoll10k(b *testing.B) {
 
 	// 3. 10,000 waiting long-polls.
 	p := &lpPoll{host: fb.Join, wait: lpWait, dials: make(chan struct{}, lpDials)}
-	openLoad, openCPU := lpLoad(), fb.CPU()
+	openLoad, openCPU := loadAvg(), fb.CPU()
 	openStart := time.Now()
 	p.sent.Add(len(joiners))
 	p.done.Add(len(joiners))
@@ -154,7 +153,7 @@ func BenchmarkLongPoll10k(b *testing.B) {
 		m0.goroutines, m1.goroutines, m0.openFDs, m1.openFDs, fb.FDLimit(), float64(lpSelfRSS())/1024)
 
 	// 4. Approvals, one at a time.
-	approveLoad, approveCPU := lpLoad(), fb.CPU()
+	approveLoad, approveCPU := loadAvg(), fb.CPU()
 	approveStart := time.Now()
 	var fromCommit, fromRequest, approveRTT []time.Duration
 	stride := lpWaiters / lpApprovals
@@ -211,7 +210,7 @@ func BenchmarkLongPoll10k(b *testing.B) {
 		time.Since(firstSent).Seconds(), lpWait, hold.unchanged, len(hold.early), lpRange(hold.early), hold.full, hold.errors)
 
 	// 6. SIGTERM: every waiter left must be answered.
-	termLoad, termCPU := lpLoad(), fb.CPU()
+	termLoad, termCPU := loadAvg(), fb.CPU()
 	p.stopping.Store(true)
 	term := time.Now()
 	exitTook := lpStop(b, fb)
@@ -463,14 +462,4 @@ func lpMem(b *testing.B, f *stratumtest.Founder) stratumtest.Mem {
 		b.Fatal(err)
 	}
 	return m
-}
-
-// lpLoad is the machine's one-minute load average: the founder shares
-// the CPUs with this process and whatever else runs.
-func lpLoad() string {
-	raw, _ := os.ReadFile("/proc/loadavg")
-	if p := strings.Fields(string(raw)); len(p) > 0 {
-		return p[0]
-	}
-	return "?"
 }

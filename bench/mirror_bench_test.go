@@ -29,6 +29,7 @@ import (
 	"stratum/founder"
 	"stratum/httpapi"
 	"stratum/internal/gcfloor"
+	"stratum/internal/stratumtest"
 	"stratum/release"
 	"stratum/release/repo"
 	"stratum/store"
@@ -270,7 +271,7 @@ func newMirrorEnv(b *testing.B, nginx string) *mirrorEnv {
 	}
 	fmt.Printf("mirror setup: %d MiB tree signed and imported (import %v) in %v; %s; cpus=%d GOMAXPROCS=%d loadavg=%s\n",
 		mirrorBigSize>>20, importTook.Round(time.Millisecond), time.Since(setup).Round(time.Millisecond),
-		e.nginxVer, runtime.NumCPU(), runtime.GOMAXPROCS(0), mirrorLoadAvg())
+		e.nginxVer, runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAvg())
 	return e
 }
 
@@ -682,7 +683,7 @@ func (e *mirrorEnv) report(b *testing.B, variant string, samples map[string]map[
 	}
 	first := mirrorSelectedCases()[0].name
 	f, n := mirrorBest(samples[first]["founder"]), mirrorBest(samples[first]["nginx"])
-	fmt.Printf("mirror tls founder=%s nginx=%s loadavg=%s\n", f.tls, n.tls, mirrorLoadAvg())
+	fmt.Printf("mirror tls founder=%s nginx=%s loadavg=%s\n", f.tls, n.tls, loadAvg())
 }
 
 // founderCache reads the founder child's cache counters (zero for nginx).
@@ -714,19 +715,6 @@ func mirrorMedian(ss []mirrorSample, v func(mirrorSample) float64) float64 {
 		return xs[len(xs)/2]
 	}
 	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
-}
-
-// mirrorLoadAvg is the 1-minute load average: on a shared machine, the
-// other processes that took CPU from both servers.
-func mirrorLoadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	if f := strings.Fields(string(b)); len(f) > 0 {
-		return f[0]
-	}
-	return "?"
 }
 
 // mirrorBest is the run with the highest throughput.
@@ -862,7 +850,7 @@ func mirrorSelfCPU() time.Duration {
 }
 
 // mirrorTreeCPU is the CPU time of process pid and of its children (the
-// nginx master and its workers), from /proc (clock ticks of 1/100 s).
+// nginx master and its workers), from /proc.
 func mirrorTreeCPU(pid int) time.Duration {
 	var total time.Duration
 	entries, err := os.ReadDir("/proc")
@@ -874,26 +862,9 @@ func mirrorTreeCPU(pid int) time.Duration {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
+		if ppid, user, sys, ok := stratumtest.ProcStat(p); ok && (p == pid || ppid == pid) {
+			total += user + sys
 		}
-		// pid (comm) state ppid pgrp session tty tpgid flags minflt
-		// cminflt majflt cmajflt utime stime ...
-		end := bytes.LastIndexByte(b, ')')
-		if end < 0 {
-			continue
-		}
-		fields := strings.Fields(string(b[end+1:]))
-		if len(fields) < 13 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(fields[1]); p != pid && ppid != pid {
-			continue
-		}
-		utime, _ := strconv.ParseInt(fields[11], 10, 64)
-		stime, _ := strconv.ParseInt(fields[12], 10, 64)
-		total += time.Duration(utime+stime) * 10 * time.Millisecond
 	}
 	return total
 }

@@ -53,7 +53,7 @@ func BenchmarkRegistrations(b *testing.B) {
 		verdict = "MISS"
 	}
 	fmt.Printf("registrations count=%d workers=%d per_s=%.0f target>=1500 %s cpu_ms_per_registration=%.2f (founder and clients, one process) load1=%s\n",
-		count, workers, rate, verdict, float64(cpu.Microseconds())/1000/float64(count), lpLoad())
+		count, workers, rate, verdict, float64(cpu.Microseconds())/1000/float64(count), loadAvg())
 	b.ReportMetric(rate, "registrations/s")
 }
 

@@ -160,7 +160,7 @@ func BenchmarkRegisterCPU(b *testing.B) {
 	bareCPU, bareSys = bareCPU+c, bareSys+s
 	bareMs := float64(bareCPU.Microseconds()) / 1000 / float64(count)
 	fmt.Printf("register-cpu count=%d workers=%d founder_cpu=%v (system %v) idle_share=%v per_registration=%.3fms (user %.3f system %.3f; gross %.3fms) wall_rate=%.0f/s load1=%s x25519_cpu=%v (after: %v)\n",
-		count, workers, cpu, sys, idle.Round(10*time.Millisecond), perReg, perReg-sysPerReg, sysPerReg, gross, float64(count)/took.Seconds(), lpLoad(),
+		count, workers, cpu, sys, idle.Round(10*time.Millisecond), perReg, perReg-sysPerReg, sysPerReg, gross, float64(count)/took.Seconds(), loadAvg(),
 		median(during).Round(time.Microsecond), x25519After().Round(time.Microsecond))
 	fmt.Printf("register-cpu floor: a bare Go HTTPS server with the join listener's TLS settings, the same %d connections: %.3fms a connection (system %.3f); the founder's registration above it: %.3fms\n",
 		count, bareMs, float64(bareSys.Microseconds())/1000/float64(count), perReg-bareMs)

@@ -162,7 +162,7 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 	stopProfile()
 	rate := float64(nodes) / recordTook.Seconds()
 	b.Logf("recorded %d nodes in %v from %d clients: %.3f ms of this process's CPU a record (founder and clients), %.2f cores busy, load average %s",
-		nodes, recordTook.Round(time.Millisecond), recordClients, float64(recordCPU)/1e6/float64(nodes), recordCPU.Seconds()/recordTook.Seconds(), mirrorLoadAvg())
+		nodes, recordTook.Round(time.Millisecond), recordClients, float64(recordCPU)/1e6/float64(nodes), recordCPU.Seconds()/recordTook.Seconds(), loadAvg())
 
 	get := func(query, enc string) (time.Duration, []byte, string) {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+releasePath+query, nil)

@@ -56,3 +56,13 @@ func procStatus(pid int, field string) int64 {
 	}
 	return -1
 }
+
+// loadAvg is the machine's one-minute load average: the benchmarks share
+// the CPUs with whatever else runs, and each figure is printed with it.
+func loadAvg() string {
+	raw, _ := os.ReadFile("/proc/loadavg")
+	if p := strings.Fields(string(raw)); len(p) > 0 {
+		return p[0]
+	}
+	return "?"
+}

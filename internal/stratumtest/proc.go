@@ -48,22 +48,32 @@ func (f *Founder) CPUTimes() (user, sys time.Duration) {
 }
 
 // ProcCPU is process pid's user and system CPU time so far, from
-// /proc/PID/stat (ticks of USER_HZ, 100 on Linux); zero if unread.
+// /proc/PID/stat; zero if unread.
 func ProcCPU(pid int) (user, sys time.Duration) {
+	_, user, sys, _ = ProcStat(pid)
+	return user, sys
+}
+
+// ProcStat is process pid's parent and its user and system CPU time so
+// far, from /proc/PID/stat (ticks of USER_HZ, 100 on Linux); ok is false
+// if it could not be read (the process is gone).
+func ProcStat(pid int) (ppid int, user, sys time.Duration, ok bool) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0, false
 	}
 	// The fields after the command name, which is in parentheses and
-	// may hold spaces and parentheses itself.
+	// may hold spaces and parentheses itself: state ppid pgrp session
+	// tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
 	rest := raw[bytes.LastIndexByte(raw, ')')+1:]
 	p := strings.Fields(string(rest))
 	if len(p) < 13 {
-		return 0, 0
+		return 0, 0, 0, false
 	}
+	ppid, _ = strconv.Atoi(p[1])
 	utime, _ := strconv.ParseInt(p[11], 10, 64)
 	stime, _ := strconv.ParseInt(p[12], 10, 64)
-	return time.Duration(utime) * 10 * time.Millisecond, time.Duration(stime) * 10 * time.Millisecond
+	return ppid, time.Duration(utime) * 10 * time.Millisecond, time.Duration(stime) * 10 * time.Millisecond, true
 }
 
 // Mem is a process's resident memory from /proc/PID/status, in KiB.
