@@ -36,15 +36,16 @@ func factsOf(id string, rec *wire.Record, in *interner) *facts {
 	for k, field := range fixedFields {
 		f.fixed[k] = in.value(field.of(rec))
 	}
-	seen := make(map[string]bool, len(rec.Packages))
+	// Sorted by component, stably, so the first package of each
+	// component (packageValue's) leads its run and the others are
+	// dropped.
+	f.pkgs = make([]pkgFact, 0, len(rec.Packages))
 	for _, p := range rec.Packages {
-		if seen[p.Component] {
-			continue
-		}
-		seen[p.Component] = true
-		f.pkgs = append(f.pkgs, pkgFact{in.string(p.Component), in.value(packageValue(rec, p.Component))})
+		v := in.nameAt(p.Name, p.Version)
+		f.pkgs = append(f.pkgs, pkgFact{in.string(p.Component), fieldValue{v, v}})
 	}
-	slices.SortFunc(f.pkgs, func(a, b pkgFact) int { return strings.Compare(a.component, b.component) })
+	slices.SortStableFunc(f.pkgs, func(a, b pkgFact) int { return strings.Compare(a.component, b.component) })
+	f.pkgs = slices.CompactFunc(f.pkgs, func(a, b pkgFact) bool { return a.component == b.component })
 	// Most nodes have the same values: they share one list of each.
 	if in != nil {
 		f.fixed = internList(in, &in.fixed, f.fixed, func(h *maphash.Hash, v fieldValue) { h.WriteString(v.value) })
@@ -210,6 +211,29 @@ func (in *interner) string(s string) string {
 	}
 	if len(in.m) < internLimit {
 		s = strings.Clone(s)
+		in.m[s] = s
+	}
+	return s
+}
+
+// nameAt is in.string(name + "@" + version), made without a string
+// when in already holds it (a package's value: 30 a record).
+func (in *interner) nameAt(name, version string) string {
+	var buf [128]byte
+	b := append(append(append(buf[:0], name...), '@'), version...)
+	if in == nil {
+		return string(b)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[string(b)]; ok {
+		return v
+	}
+	s := string(b)
+	if in.m == nil {
+		in.m = map[string]string{}
+	}
+	if len(in.m) < internLimit {
 		in.m[s] = s
 	}
 	return s
