@@ -78,15 +78,19 @@ func (a *API) recordRelease(w http.ResponseWriter, r *http.Request, c *call) err
 		recordBodies.Put(buf)
 		return err
 	}
-	req, err := releaseset.DecodeRecordRequest(body)
-	if cap(body) <= maxPooledRecordBody {
-		*buf = body[:0]
-	}
-	recordBodies.Put(buf) // req holds copies of what it took from body
+	// The body goes back to the pool once the record is stored: the
+	// request may take its encoding from it (releaseset.Request).
+	defer func() {
+		if cap(body) <= maxPooledRecordBody {
+			*buf = body[:0]
+		}
+		recordBodies.Put(buf)
+	}()
+	req, err := releaseset.DecodeRequest(body)
 	if err != nil {
 		return err
 	}
-	if err := a.ReleaseSet.Record(c.actor, c.params.ByName("nodeId"), req); err != nil {
+	if err := a.ReleaseSet.RecordDecoded(c.actor, c.params.ByName("nodeId"), req); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

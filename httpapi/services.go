@@ -83,5 +83,5 @@ type ReleaseSet interface {
 	SummaryAnswer() (*releaseset.Answer, error)
 	Page(after string, limit int) (*releaseset.Answer, error)
 	SetAdmission(actor string, req wire.SetAdmissionRequest) (wire.AdmissionView, error)
-	Record(actor, nodeID string, req wire.RecordRequest) error
+	RecordDecoded(actor, nodeID string, req releaseset.Request) error
 }

@@ -77,17 +77,17 @@ var scratchPool = sync.Pool{New: func() any { return &scratch{plain: make([]byte
 
 // cache makes node's cachedRecord of st.
 func (s *Service) cache(node string, st Stored, seq uint64) (cachedRecord, error) {
-	c, _, err := s.keep(node, st, seq, nil)
+	c, _, err := s.keep(node, st, seq, nil, nil)
 	return c, err
 }
 
 // keep makes node's cachedRecord of st and, given a buffer to append it
 // to (non-nil), st's stored JSON (storedJSON) from the same encoding of
-// its release.
-func (s *Service) keep(node string, st Stored, seq uint64, stored []byte) (cachedRecord, []byte, error) {
+// its release, taken from tail when it is not nil (Request).
+func (s *Service) keep(node string, st Stored, seq uint64, stored, tail []byte) (cachedRecord, []byte, error) {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	plain, err := encodeRelease(sc.plain[:0], &st.Release)
+	plain, err := appendPlain(sc.plain[:0], &st.Release, tail)
 	if err != nil {
 		return cachedRecord{}, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"stratum/releaseset/releasesettest"
 	"stratum/wire"
@@ -45,7 +46,7 @@ func checkStoredJSON(t *testing.T, st Stored) {
 		t.Fatal(err)
 	}
 	var s Service
-	c, raw, err := s.keep("n-1", st, 0, []byte{})
+	c, raw, err := s.keep("n-1", st, 0, []byte{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +55,87 @@ func checkStoredJSON(t *testing.T, st Stored) {
 	}
 	if c.plain == 0 || len(c.release) == 0 {
 		t.Fatalf("nothing kept: %+v", c)
+	}
+	// The same record in a body, as an agent sends it: what is stored
+	// and kept is the same whether it is taken from the body or encoded.
+	body, err := json.Marshal(wire.RecordRequest{RunningRelease: st.RunningRelease, Release: st.Release})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTakenFromBody(t, body, st.Release.RecordedAt)
+}
+
+// checkTakenFromBody: body's record, stamped at, is stored and kept as
+// it is encoded, whether Record takes it from the body or not; it
+// reports whether it took it.
+func checkTakenFromBody(t *testing.T, body []byte, at time.Time) bool {
+	t.Helper()
+	r, err := DecodeRequest(body)
+	if err != nil {
+		return false // a record the fuzzer made invalid
+	}
+	st := Stored(r.RecordRequest)
+	st.Release.RecordedAt = at
+	want, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPlain, err := encodeRelease(nil, &st.Release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Service
+	c, raw, err := s.keep("n-1", st, 0, []byte{}, r.tail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw, want) {
+		t.Fatalf("stored JSON (tail %v) differs from json.Marshal:\n got %.300s\nwant %.300s", r.tail != nil, raw, want)
+	}
+	plain, err := s.appendRelease(nil, c)
+	if err != nil || !bytes.Equal(plain, wantPlain) {
+		t.Fatalf("kept release (tail %v) differs from its encoding (%v):\n got %.300s\nwant %.300s", r.tail != nil, err, plain, wantPlain)
+	}
+	return r.tail != nil
+}
+
+// TestRecordTakenFromBody: an agent's record body is not encoded again:
+// its encoding is taken from the body around the founder's recordedAt,
+// and is what encoding it gives; a body written otherwise (indented,
+// keys out of order, an empty list that decodes to none) is encoded.
+func TestRecordTakenFromBody(t *testing.T) {
+	at := time.Date(2026, 12, 1, 22, 16, 49, 123456789, time.UTC)
+	for i := range 6 {
+		body, err := json.Marshal(wire.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(i, i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !checkTakenFromBody(t, body, at) {
+			t.Fatalf("record %d: an agent's body was not taken", i)
+		}
+		if !checkTakenFromBody(t, append(body, '\n'), at.Add(time.Second).Truncate(time.Second)) {
+			t.Fatalf("record %d: a body with a newline after it was not taken", i)
+		}
+		indented, err := json.MarshalIndent(wire.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(i, i)}, "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if checkTakenFromBody(t, indented, at) {
+			t.Fatalf("record %d: an indented body was taken as it is", i)
+		}
+	}
+	rec := releasesettest.Record(1, 0)
+	rec.Extensions = []wire.Extension{}
+	body, err := json.Marshal(wire.RecordRequest{RunningRelease: "0.2.0", Release: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checkTakenFromBody(t, body, at) {
+		t.Fatal(`a body with "extensions":[] (decoded as none, encoded null) was taken as it is`)
+	}
+	swapped := []byte(`{"release":{"recordedAt":"0001-01-01T00:00:00Z","hostReportedAt":null,"imageMode":false,"extensions":null,"stored":null},"runningRelease":"0.2.0"}`)
+	if checkTakenFromBody(t, swapped, at) {
+		t.Fatal("a body with its keys out of order was taken as it is")
 	}
 }
 

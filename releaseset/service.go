@@ -62,6 +62,13 @@ type Service struct {
 // Record stores nodeID's release, stamping recordedAt. A node that is not
 // a member is NOT_FOUND.
 func (s *Service) Record(actor, nodeID string, req wire.RecordRequest) error {
+	return s.RecordDecoded(actor, nodeID, Request{RecordRequest: req})
+}
+
+// RecordDecoded is Record of a request as DecodeRequest read it, while
+// its body is still held.
+func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
+	req := r.RecordRequest
 	req.Release.RecordedAt = s.Now().UTC()
 	stored := Stored(req)
 	// What the cache keeps and the stored JSON are made before the
@@ -69,7 +76,7 @@ func (s *Service) Record(actor, nodeID string, req wire.RecordRequest) error {
 	// share one commit (Batch), which runs their transactions one after
 	// the other.
 	buf := storedPool.Get().(*[]byte)
-	kept, raw, err := s.keep(nodeID, stored, 0, (*buf)[:0])
+	kept, raw, err := s.keep(nodeID, stored, 0, (*buf)[:0], r.tail)
 	defer func() {
 		// The store holds raw until the commit, which Batch waits for.
 		if raw != nil && cap(raw) <= maxPooledStored {

@@ -1,8 +1,13 @@
 package strictjson
 
 import (
+	"bytes"
+	"cmp"
+	"encoding"
 	"encoding/binary"
+	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,8 +34,17 @@ type plan struct {
 	typ  reflect.Type
 	bits int   // numbers: their size
 	elem *plan // pointers and slices
-	// Structs: each JSON name (promoted fields included) and its field.
+	// canon: a value of this type may be judged canonical (Canonical);
+	// false for floats (encoding/json picks among their forms), types
+	// that encode themselves, and structs with a field tagged string or
+	// omitzero.
+	canon bool
+	// Structs: each JSON name (promoted fields included) and its field,
+	// and the fields in declaration order: the order encoding/json
+	// writes them, which is how nearly every document lists them, so
+	// the key after field k is looked for at order[k+1] before the map.
 	fields map[string]planField
+	order  []planField
 }
 
 type planKind uint8
@@ -48,10 +62,13 @@ const (
 )
 
 type planField struct {
-	index  []int
-	plan   *plan
-	ignore bool
-	bit    uint64 // this field's bit in a set of the keys seen
+	name      string
+	pos       int // in order
+	index     []int
+	plan      *plan
+	ignore    bool
+	omitEmpty bool   // tagged omitempty: encoding/json leaves it out when empty
+	bit       uint64 // this field's bit in a set of the keys seen
 }
 
 var plans sync.Map // reflect.Type -> *plan, nil when the type has none
@@ -73,11 +90,12 @@ func makePlan(t reflect.Type, making map[reflect.Type]*plan) *plan {
 		return p
 	}
 	if t == timeType {
-		return &plan{kind: planTime, typ: t}
+		return &plan{kind: planTime, typ: t, canon: true}
 	}
-	p := &plan{typ: t}
+	p := &plan{typ: t, canon: !encodesItself(t)}
 	if t.Kind() == reflect.Pointer {
 		p.kind = planPointer
+		p.canon = true // its target's encoding
 		making[t] = p
 		if p.elem = makePlan(t.Elem(), making); p.elem == nil {
 			return nil
@@ -98,6 +116,7 @@ func makePlan(t reflect.Type, making map[reflect.Type]*plan) *plan {
 		p.kind, p.bits = planUint, t.Bits()
 	case reflect.Float32, reflect.Float64:
 		p.kind, p.bits = planFloat, t.Bits()
+		p.canon = false
 	case reflect.Slice:
 		p.kind = planSlice
 		making[t] = p
@@ -122,8 +141,19 @@ func makePlan(t reflect.Type, making map[reflect.Type]*plan) *plan {
 			} else {
 				lower[l] = true
 			}
-			pf := planField{index: f.index, ignore: f.ignore, bit: bit}
+			pf := planField{name: name, index: f.index, ignore: f.ignore, bit: bit}
 			bit <<= 1
+			if len(f.index) == 1 {
+				_, opts, _ := strings.Cut(t.Field(f.index[0]).Tag.Get("json"), ",")
+				for o := range strings.SplitSeq(opts, ",") {
+					switch o {
+					case "omitempty":
+						pf.omitEmpty = true
+					case "string", "omitzero":
+						p.canon = false
+					}
+				}
+			}
 			if !f.ignore {
 				ft := t.FieldByIndex(f.index).Type
 				if pf.plan = makePlan(ft, making); pf.plan == nil {
@@ -138,6 +168,12 @@ func makePlan(t reflect.Type, making map[reflect.Type]*plan) *plan {
 			if len(f.index) > 1 {
 				return nil
 			}
+			p.order = append(p.order, f)
+		}
+		slices.SortFunc(p.order, func(a, b planField) int { return cmp.Compare(a.index[0], b.index[0]) })
+		for k := range p.order {
+			p.order[k].pos = k
+			p.fields[p.order[k].name] = p.order[k]
 		}
 	default:
 		return nil
@@ -145,20 +181,68 @@ func makePlan(t reflect.Type, making map[reflect.Type]*plan) *plan {
 	return p
 }
 
+// encodesItself: encoding/json writes t's values by a method of t's.
+func encodesItself(t reflect.Type) bool {
+	pt := reflect.PointerTo(t)
+	return t.Implements(marshalerType) || pt.Implements(marshalerType) ||
+		t.Implements(textMarshalerType) || pt.Implements(textMarshalerType)
+}
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
 // fastDecode decodes b into v, settable and zero, and reports whether it
-// did; when it did not, v may hold part of the document.
-func fastDecode(b []byte, v reflect.Value, p *plan) bool {
-	d := fastDecoder{b: b}
+// did; when it did not, v may hold part of the document. When canon is
+// not nil it is told whether b is v's encoding (Canonical).
+func fastDecode(b []byte, v reflect.Value, p *plan, canon *Canonical) bool {
+	d := fastDecoder{b: b, canon: true, track: canon != nil}
 	if !d.value(v, p, 0) {
 		return false
 	}
+	ok := d.canon
 	d.space()
+	if canon != nil {
+		*canon = Canonical{OK: ok}
+		if ok {
+			canon.Ignored = d.ignored
+		}
+	}
 	return d.i == len(d.b)
 }
 
 type fastDecoder struct {
 	b []byte
 	i int
+	// canon: nothing read so far is other than encoding/json writes it
+	// (Canonical); track: the ignored values' places are kept.
+	canon, track bool
+	ignored      [][2]int
+}
+
+// isEmpty is encoding/json's test for leaving an omitempty field out.
+func isEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Interface, reflect.Pointer:
+		return v.IsZero()
+	}
+	return false
+}
+
+// omittedAll: every field of p.order[from:to] is one encoding/json leaves
+// out when empty (as an absent field is).
+func omittedAll(p *plan, from, to int) bool {
+	for _, f := range p.order[from:to] {
+		if !f.omitEmpty {
+			return false
+		}
+	}
+	return true
 }
 
 // maxFastDepth bounds nesting on the fast path (the full decoder takes
@@ -170,6 +254,7 @@ func (d *fastDecoder) space() {
 		switch d.b[d.i] {
 		case ' ', '\t', '\n', '\r':
 			d.i++
+			d.canon = false // encoding/json writes none
 		default:
 			return
 		}
@@ -213,8 +298,14 @@ func (d *fastDecoder) str() ([]byte, bool) {
 		switch {
 		case c == '"':
 			s := d.b[start:j]
-			if !ascii && !utf8.Valid(s) {
-				return nil, false
+			if !ascii {
+				if !utf8.Valid(s) {
+					return nil, false
+				}
+				// encoding/json escapes these two.
+				if bytes.Contains(s, lineSep) || bytes.Contains(s, paraSep) {
+					d.canon = false
+				}
 			}
 			d.i = j + 1
 			return s, true
@@ -226,6 +317,8 @@ func (d *fastDecoder) str() ([]byte, bool) {
 	}
 	return nil, false
 }
+
+var lineSep, paraSep = []byte("\u2028"), []byte("\u2029")
 
 const (
 	lsb = 0x0101010101010101
@@ -290,8 +383,16 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 		return false
 	}
 	c := d.peek()
+	if !p.canon {
+		d.canon = false
+	}
 	if c == 'n' {
-		return d.literal("null") // null: absent
+		// null: absent, which encoding/json writes as null only for a
+		// pointer or a slice.
+		if p.kind != planPointer && p.kind != planSlice {
+			d.canon = false
+		}
+		return d.literal("null")
 	}
 	switch p.kind {
 	case planPointer:
@@ -326,6 +427,9 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 		if !ok {
 			return false
 		}
+		if len(raw) == 2 && raw[0] == '-' && raw[1] == '0' {
+			d.canon = false // written 0
+		}
 		switch p.kind {
 		case planInt:
 			n, err := strconv.ParseInt(string(raw), 10, p.bits)
@@ -352,6 +456,12 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 		if y := tm.Year(); y < 0 || y > 9999 {
 			return false
 		}
+		if d.canon {
+			var buf [64]byte
+			if string(tm.AppendFormat(buf[:0], time.RFC3339Nano)) != string(s) {
+				d.canon = false
+			}
+		}
 		*v.Addr().Interface().(*time.Time) = tm
 		return true
 	case planSlice:
@@ -361,7 +471,8 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 		d.i++
 		if d.peek() == ']' {
 			d.i++
-			return true // an empty array leaves v nil
+			d.canon = false // written null
+			return true     // an empty array leaves v nil
 		}
 		v.Set(reflect.MakeSlice(p.typ, 0, 4))
 		for n := 0; ; n++ {
@@ -387,9 +498,13 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 		d.i++
 		if d.peek() == '}' {
 			d.i++
+			if !omittedAll(p, 0, len(p.order)) {
+				d.canon = false
+			}
 			return true
 		}
 		var seen uint64
+		next := 0 // in p.order: the field expected next
 		for {
 			if d.peek() != '"' {
 				return false
@@ -398,19 +513,38 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 			if !ok {
 				return false
 			}
-			f, known := p.fields[string(key)]
-			if !known || seen&f.bit != 0 {
+			var f planField
+			if next < len(p.order) && string(key) == p.order[next].name {
+				f = p.order[next]
+			} else if f, ok = p.fields[string(key)]; !ok {
 				return false
 			}
+			if seen&f.bit != 0 {
+				return false
+			}
+			// encoding/json writes the fields in order, leaving out
+			// only empty omitempty ones.
+			if f.pos < next || !omittedAll(p, next, f.pos) {
+				d.canon = false
+			}
+			next = f.pos + 1
 			seen |= f.bit
 			if d.peek() != ':' {
 				return false
 			}
 			d.i++
 			if f.ignore {
+				start := d.i
 				ok = d.skip(depth + 1)
+				if d.track {
+					d.ignored = append(d.ignored, [2]int{start, d.i})
+				}
 			} else {
-				ok = d.value(v.Field(f.index[0]), f.plan, depth+1)
+				fv := v.Field(f.index[0])
+				ok = d.value(fv, f.plan, depth+1)
+				if f.omitEmpty && d.canon && isEmpty(fv) {
+					d.canon = false // left out
+				}
 			}
 			if !ok {
 				return false
@@ -420,6 +554,9 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 				d.i++
 			case '}':
 				d.i++
+				if !omittedAll(p, next, len(p.order)) {
+					d.canon = false
+				}
 				return true
 			default:
 				return false

@@ -1,9 +1,12 @@
 package strictjson_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +96,8 @@ func FuzzFastPath(f *testing.F) {
 		`{"ps":{"ps":{"s":"x"}},"l":[{},{"s":"y"}],"ls":[],"lp":[1,null,2],"ll":[[1],[],[2,3]]}`,
 		`{"ign":{"a":[1,{"b":null}],"a":true},"s":"x"}`, `{"ign":"2026"}`, `{"s":"a","s":"b"}`, `{"s":"a","S":"b"}`, `{"un":1}`,
 		`{"s":"a"}x`, `{"s":"a",}`, `{"l":[{},]}`, `{"s" : "a" , "b" : true }`, `{"pay":[{"release":"1","sha256":"x"}]}`, `[]`, `"x"`, `{"l":null,"ls":null}`,
+		`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":null,"imageMode":false,"extensions":null,"pins":[{"name":"a","pinned":"","state":"current","containers":-1}],"stored":null}}`,
+		`{"runningRelease":"0.2.0","release":{"recordedAt":"0001-01-01T00:00:00Z","hostReportedAt":"2026-07-01T12:00:00.5Z","imageMode":true,"extensions":[{"name":"é"}],"stored":{}}}`,
 		`{"src":"os-image","lp":[]}`, "{\"s\":\"a\tb\"}", `{"ign":[[[[[[]]]]]]}`, `{"ign":-}`, `{"ign":tru}`, `{"u":-1}`,
 	} {
 		f.Add([]byte(s))
@@ -103,9 +108,14 @@ func FuzzFastPath(f *testing.F) {
 	})
 }
 
+// ignoredAs is how encoding/json writes the (never set) ignored field of
+// each fuzzed type: kinds.Ign and a record's recordedAt.
+var ignoredAs = map[string]string{"strictjson_test.kinds": `null`, "strictjson_test.recordWire": `"0001-01-01T00:00:00Z"`}
+
 func compare[T any](t *testing.T, b []byte) {
 	var fast, full T
-	if !strictjson.DecodeFastOnly(b, &fast) {
+	took, canon := strictjson.DecodeFastCanonical(b, &fast)
+	if !took {
 		var zero T
 		if !reflect.DeepEqual(fast, zero) {
 			t.Fatalf("%T %q: the fast path gave up and left %+v", fast, b, fast)
@@ -118,6 +128,72 @@ func compare[T any](t *testing.T, b []byte) {
 	}
 	if !reflect.DeepEqual(fast, full) {
 		t.Fatalf("%T %q: fast %+v, full %+v", fast, b, fast, full)
+	}
+	if canon.OK {
+		// Canonical: b is the encoding of what was decoded, the
+		// ignored fields' values (never set) aside.
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(fast); err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		at := 0
+		for _, span := range canon.Ignored {
+			got = append(append(got, b[at:span[0]]...), ignoredAs[fmt.Sprintf("%T", fast)]...)
+			at = span[1]
+		}
+		got = append(got, bytes.TrimRight(b[at:], " \t\r\n")...)
+		if string(got) != strings.TrimSuffix(want.String(), "\n") {
+			t.Fatalf("%T %q: called canonical, but encoding/json writes %q", fast, got, want.String())
+		}
+	}
+}
+
+// TestCanonical: an agent's record body is its own encoding (so the
+// release set need not encode it again), and each thing encoding/json
+// would write otherwise makes a document not canonical.
+func TestCanonical(t *testing.T) {
+	for i, b := range recordBodies(t) {
+		var r recordWire
+		took, canon := strictjson.DecodeFastCanonical(b, &r)
+		if !took || !canon.OK || len(canon.Ignored) != 1 {
+			t.Fatalf("record %d: fast path %v, canonical %+v", i, took, canon)
+		}
+		if at := canon.Ignored[0]; !bytes.HasPrefix(b[at[0]-len(`"recordedAt":`):], []byte(`"recordedAt":"`)) {
+			t.Fatalf("record %d: ignored value at %v is not recordedAt's", i, at)
+		}
+	}
+	for _, tc := range []struct {
+		doc   string
+		canon bool
+	}{
+		{`{"runningRelease":"0.2.0","release":null}`, true},
+		{`{"runningRelease":"0.2.0","release":null}` + "\n", true},
+		{`{"runningRelease":"é","release":null}`, true},
+		{`{"runningRelease":"0.2.0", "release":null}`, false},
+		{`{"release":null,"runningRelease":"0.2.0"}`, false},
+		{`{"runningRelease":"0.2.0"}`, false},
+		{`{"runningRelease":null,"release":null}`, false},
+		{`{"runningRelease":"a b","release":null}`, false},
+		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":null,"imageMode":false,"extensions":null,"stored":null}}`, true},
+		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":null,"imageMode":false,"extensions":[],"stored":null}}`, false},
+		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":null,"imageMode":false,"packageManager":"","extensions":null,"stored":null}}`, false},
+		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":"2026-07-01T12:00:00Z","imageMode":false,"extensions":null,"stored":null}}`, true},
+		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":"2026-07-01T14:00:00+02:00","imageMode":false,"extensions":null,"stored":null}}`, false},
+		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":"2026-07-01T12:00:00.500000000Z","imageMode":false,"extensions":null,"stored":null}}`, false},
+		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":null,"imageMode":false,"extensions":null,"pins":[{"name":"a","pinned":"","state":"current","containers":-0}],"stored":null}}`, false},
+	} {
+		var r recordWire
+		took, canon := strictjson.DecodeFastCanonical([]byte(tc.doc), &r)
+		if !took || canon.OK != tc.canon {
+			t.Errorf("%s: fast path %v, canonical %v; want canonical %v", tc.doc, took, canon.OK, tc.canon)
+		}
+	}
+	var k kinds // floats: encoding/json picks their form
+	if _, canon := strictjson.DecodeFastCanonical([]byte(`{"s":"a"}`), &k); canon.OK {
+		t.Error("a type with floats called canonical")
 	}
 }
 

@@ -86,11 +86,42 @@ func Decode(b []byte, v any) error {
 // of "must be a string" would only be noise). Every problem is answered
 // at once, as one INVALID_INPUT error whose message is what.
 func DecodeChecked[P ~[]Problem](b []byte, v any, what string, check func() P) error {
+	return decodeChecked(b, v, what, check, nil)
+}
+
+// Canonical is what DecodeCheckedCanonical finds out about a document
+// besides its value.
+type Canonical struct {
+	// OK: the document is byte for byte what a json.Encoder with
+	// SetEscapeHTML(false) writes for the value decoded (white space
+	// after it aside), but for the values of ignored fields, which
+	// Ignored locates. A caller that needs the encoding of what it
+	// decoded can then take the document's bytes instead of encoding
+	// again. Only documents on the fast path (fast.go) are judged;
+	// false says nothing about the others.
+	OK bool
+	// Ignored are the places [start, end) of the ignored fields' values
+	// in the document, in its order (when OK).
+	Ignored [][2]int
+}
+
+// DecodeCheckedCanonical is DecodeChecked, and says whether b is exactly
+// the encoding of what it decoded (Canonical).
+func DecodeCheckedCanonical[P ~[]Problem](b []byte, v any, what string, check func() P) (Canonical, error) {
+	var c Canonical
+	err := decodeChecked(b, v, what, check, &c)
+	if err != nil {
+		c = Canonical{}
+	}
+	return c, err
+}
+
+func decodeChecked[P ~[]Problem](b []byte, v any, what string, check func() P, canon *Canonical) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return &Error{Message: "the request body is empty; a JSON object is expected", Problems: []Problem{{Field: "", Message: "required"}}}
 	}
 	var fields Problems
-	if !decodeFast(b, reflect.ValueOf(v)) {
+	if !decodeFast(b, reflect.ValueOf(v), canon) {
 		if err := decode(b, reflect.ValueOf(v), &fields); err != nil {
 			return &Error{Message: "the request body is not valid JSON", Problems: []Problem{{Field: "", Message: err.Error()}}}
 		}
@@ -126,7 +157,7 @@ func Check[P ~[]Problem](b []byte, t reflect.Type, fields *P) error {
 // decodeFast fills ptr's target from b on the fast path (fast.go) when
 // the target is zero and b has no problem at all; otherwise it leaves the
 // target as it was and reports false.
-func decodeFast(b []byte, ptr reflect.Value) bool {
+func decodeFast(b []byte, ptr reflect.Value, canon *Canonical) bool {
 	if ptr.Kind() != reflect.Pointer || ptr.IsNil() || !fastPath {
 		return false
 	}
@@ -135,8 +166,11 @@ func decodeFast(b []byte, ptr reflect.Value) bool {
 	if p == nil || !v.IsZero() {
 		return false
 	}
-	if fastDecode(b, v, p) {
+	if fastDecode(b, v, p, canon) {
 		return true
+	}
+	if canon != nil {
+		*canon = Canonical{}
 	}
 	v.SetZero()
 	return false
