@@ -21,6 +21,7 @@ import (
 	"stratum/hostrecord"
 	"stratum/httpapi"
 	"stratum/iam"
+	"stratum/internal/gatherconn"
 	"stratum/join"
 	"stratum/openbao"
 	"stratum/release/repo"
@@ -313,6 +314,9 @@ func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 		IdleTimeout:    120 * time.Second,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		// The release mirror's response writes find the connection that
+		// gathers their TLS records (internal/gatherconn).
+		ConnContext: gatherconn.ConnContext,
 	}
 }
 

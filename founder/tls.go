@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"stratum/crypto"
+	"stratum/internal/gatherconn"
 )
 
 // serverCertificate issues a listener's certificate from the cluster CA
@@ -115,7 +116,9 @@ func listenTLS(addr string, cfg *tls.Config) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tls.NewListener(grownListener{ln}, cfg), nil
+	// A response write of the release mirror sends its TLS records in a
+	// few system calls instead of one each (internal/gatherconn).
+	return tls.NewListener(gatherconn.Listener(grownListener{ln}), cfg), nil
 }
 
 // grownListener hands out connections whose goroutine's stack is grown
@@ -178,7 +181,28 @@ func (c *grownConn) cork() error {
 type connKey struct{}
 
 func withConn(ctx context.Context, c net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, c)
+	return gatherconn.ConnContext(context.WithValue(ctx, connKey{}, c), c)
+}
+
+// joinConn is the founder's own connection under a request's TLS
+// connection (nil if there is none: another listener's).
+func joinConn(r *http.Request) *grownConn {
+	tc, _ := r.Context().Value(connKey{}).(*tls.Conn)
+	if tc == nil {
+		return nil
+	}
+	return ownConn(tc)
+}
+
+// ownConn is the founder's connection under tc: the grownConn under the
+// gatherconn.Conn listenTLS puts between them.
+func ownConn(tc *tls.Conn) *grownConn {
+	nc := tc.NetConn()
+	if g, ok := nc.(*gatherconn.Conn); ok {
+		nc = g.Conn
+	}
+	gc, _ := nc.(*grownConn)
+	return gc
 }
 
 // corkOnClose: when the connection closes after this answer (the client
@@ -196,10 +220,8 @@ func withConn(ctx context.Context, c net.Conn) context.Context {
 func corkOnClose(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Close && r.ContentLength >= 0 && r.ContentLength <= corkBodyLimit {
-			if tc, ok := r.Context().Value(connKey{}).(*tls.Conn); ok {
-				if gc, ok := tc.NetConn().(*grownConn); ok {
-					_ = gc.cork() // an optimization: the answer goes out either way
-				}
+			if gc := joinConn(r); gc != nil {
+				_ = gc.cork() // an optimization: the answer goes out either way
 			}
 		}
 		h.ServeHTTP(w, r)

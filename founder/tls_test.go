@@ -43,7 +43,7 @@ func TestListenTLSKeepAliveInherited(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	raw, err := c.(*tls.Conn).NetConn().(*grownConn).Conn.(*net.TCPConn).SyscallConn()
+	raw, err := ownConn(c.(*tls.Conn)).Conn.(*net.TCPConn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestCorkOnClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	corked := func(r *http.Request) int {
-		raw, err := r.Context().Value(connKey{}).(*tls.Conn).NetConn().(*grownConn).Conn.(*net.TCPConn).SyscallConn()
+		raw, err := joinConn(r).Conn.(*net.TCPConn).SyscallConn()
 		if err != nil {
 			return -1
 		}
