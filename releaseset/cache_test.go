@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+	"unsafe"
 
 	"stratum/releaseset/releasesettest"
 	"stratum/wire"
@@ -151,4 +152,53 @@ func FuzzStoredJSON(f *testing.F) {
 		rec.Pins = append(rec.Pins, wire.Pin{Name: hostname, Running: pretty + hostname})
 		checkStoredJSON(t, Stored{RunningRelease: running, Release: rec})
 	})
+}
+
+// TestKeptRecordHoldsNoPartOfItsBody: the strings of a decoded request
+// are parts of one copy of its body (strictjson.DecodeCheckedCanonical);
+// what the cache keeps of a record (its facts, drift findings included,
+// and its running release) are copies, so 100,000 kept records do not
+// hold 100,000 bodies.
+func TestKeptRecordHoldsNoPartOfItsBody(t *testing.T) {
+	body, err := json.Marshal(wire.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(13, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := DecodeRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The decoded strings lie within len(body) of this one.
+	base := uintptr(unsafe.Pointer(unsafe.StringData(r.RunningRelease)))
+	if p := uintptr(unsafe.Pointer(unsafe.StringData(r.Release.OS.PrettyName))); p < base-uintptr(len(body)) || p > base+uintptr(len(body)) {
+		t.Fatal("the decoded strings are not parts of one copy of the body: the test would prove nothing")
+	}
+	inBody := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return s != "" && p+uintptr(len(body)) >= base && p <= base+uintptr(len(body))
+	}
+	var s Service
+	st := Stored(r.RecordRequest)
+	c, _, err := s.keep("n-13", st, 0, []byte{}, r.tail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := []string{c.running}
+	for _, v := range c.facts.fixed {
+		kept = append(kept, v.value, v.display)
+	}
+	for _, p := range c.facts.pkgs {
+		kept = append(kept, p.component, p.value.value, p.value.display)
+	}
+	if len(c.facts.drift) == 0 {
+		t.Fatal("a variant-2 record has no drift: the test would prove nothing")
+	}
+	for _, d := range c.facts.drift {
+		kept = append(kept, string(d.Source), d.Commit, d.Want, d.Image, d.Digest, d.Version, d.Name, d.Pinned, d.Running)
+	}
+	for _, k := range kept {
+		if inBody(k) {
+			t.Errorf("kept %q is part of the request's body", k)
+		}
+	}
 }

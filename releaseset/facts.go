@@ -52,6 +52,9 @@ func factsOf(id string, rec *wire.Record, in *interner) *facts {
 		f.pkgs = internList(in, &in.pkgs, f.pkgs, func(h *maphash.Hash, p pkgFact) { h.WriteString(p.component); h.WriteString(p.value.value) })
 	}
 	f.drift = appendPinDrift(appendHostDrift(nil, id, rec), id, rec)
+	for i := range f.drift {
+		in.drift(&f.drift[i])
+	}
 	return f
 }
 
@@ -209,11 +212,22 @@ func (in *interner) string(s string) string {
 	if in.m == nil {
 		in.m = map[string]string{}
 	}
+	// A record's strings may be parts of its whole request body
+	// (strictjson.DecodeCheckedCanonical): what is kept is a copy.
+	s = strings.Clone(s)
 	if len(in.m) < internLimit {
-		s = strings.Clone(s)
 		in.m[s] = s
 	}
 	return s
+}
+
+// drift shares the strings a finding takes from its record (and so
+// keeps copies of them, not parts of the record's body).
+func (in *interner) drift(d *wire.Drift) {
+	for _, s := range [...]*string{&d.Commit, &d.Want, &d.Image, &d.Digest, &d.Version, &d.Name, &d.Pinned, &d.Running} {
+		*s = in.string(*s)
+	}
+	d.Source = wire.HostSource(in.string(string(d.Source)))
 }
 
 // nameAt is in.string(name + "@" + version), made without a string

@@ -198,6 +198,9 @@ var (
 // not nil it is told whether b is v's encoding (Canonical).
 func fastDecode(b []byte, v reflect.Value, p *plan, canon *Canonical) bool {
 	d := fastDecoder{b: b, canon: true, track: canon != nil}
+	if canon != nil {
+		d.whole = string(b) // one copy for every string (Canonical)
+	}
 	if !d.value(v, p, 0) {
 		return false
 	}
@@ -219,6 +222,18 @@ type fastDecoder struct {
 	// (Canonical); track: the ignored values' places are kept.
 	canon, track bool
 	ignored      [][2]int
+	// whole, when not empty, is b as a string: the strings decoded are
+	// parts of it, not copies of their own.
+	whole string
+}
+
+// text is s, which str read from d.b ending at d.i-1, as a string.
+func (d *fastDecoder) text(s []byte) string {
+	if d.whole == "" {
+		return string(s)
+	}
+	end := d.i - 1
+	return d.whole[end-len(s) : end]
 }
 
 // isEmpty is encoding/json's test for leaving an omitempty field out.
@@ -406,7 +421,7 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 		}
 		s, ok := d.str()
 		if ok {
-			v.SetString(string(s))
+			v.SetString(d.text(s))
 		}
 		return ok
 	case planBool:

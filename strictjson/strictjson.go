@@ -106,7 +106,10 @@ type Canonical struct {
 }
 
 // DecodeCheckedCanonical is DecodeChecked, and says whether b is exactly
-// the encoding of what it decoded (Canonical).
+// the encoding of what it decoded (Canonical). On the fast path the
+// strings of the value are parts of one copy of b (one allocation, not
+// one a string): a caller that keeps some of them beyond the request
+// clones them, or holds all of b's copy.
 func DecodeCheckedCanonical[P ~[]Problem](b []byte, v any, what string, check func() P) (Canonical, error) {
 	var c Canonical
 	err := decodeChecked(b, v, what, check, &c)
