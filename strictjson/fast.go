@@ -6,6 +6,7 @@ import (
 	"encoding"
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -68,6 +69,7 @@ type planField struct {
 	plan      *plan
 	ignore    bool
 	omitEmpty bool   // tagged omitempty: encoding/json leaves it out when empty
+	plainName bool   // name is printable ASCII without '"' or '\'
 	bit       uint64 // this field's bit in a set of the keys seen
 }
 
@@ -141,7 +143,7 @@ func makePlan(t reflect.Type, making map[reflect.Type]*plan) *plan {
 			} else {
 				lower[l] = true
 			}
-			pf := planField{name: name, index: f.index, ignore: f.ignore, bit: bit}
+			pf := planField{name: name, index: f.index, ignore: f.ignore, bit: bit, plainName: plainName(name)}
 			bit <<= 1
 			if len(f.index) == 1 {
 				_, opts, _ := strings.Cut(t.Field(f.index[0]).Tag.Get("json"), ",")
@@ -179,6 +181,15 @@ func makePlan(t reflect.Type, making map[reflect.Type]*plan) *plan {
 		return nil
 	}
 	return p
+}
+
+func plainName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // encodesItself: encoding/json writes t's values by a method of t's.
@@ -304,7 +315,11 @@ func (d *fastDecoder) str() ([]byte, bool) {
 	// control character or past ASCII (most of a record is digests).
 	for ; j+8 <= len(d.b); j += 8 {
 		x := binary.LittleEndian.Uint64(d.b[j:])
-		if (hasLess(x, 0x20)|hasZero(x^(lsb*'"'))|hasZero(x^(lsb*'\\')))&msb != 0 || x&msb != 0 {
+		if m := (hasLess(x, 0x20) | hasZero(x^(lsb*'"')) | hasZero(x^(lsb*'\\')) | x) & msb; m != 0 {
+			// The lowest byte marked is the first such byte (a false
+			// mark can only follow a true one): the bytes loop starts
+			// there.
+			j += bits.TrailingZeros64(m) >> 3
 			break
 		}
 	}
@@ -347,6 +362,18 @@ func hasZero(x uint64) uint64 { return (x - lsb) &^ x & msb }
 // hasLess: some byte of x is below n (n <= 0x80; exact for bytes up to
 // 0x7f).
 func hasLess(x, n uint64) uint64 { return (x - lsb*n) &^ x & msb }
+
+// plainKey reads f's name as the key at d.i (its opening quote) if it
+// is there, written as it is: a name with no byte a JSON string would
+// escape or hold otherwise.
+func (d *fastDecoder) plainKey(f planField) bool {
+	end := d.i + 1 + len(f.name)
+	if !f.plainName || end >= len(d.b) || d.b[end] != '"' || string(d.b[d.i+1:end]) != f.name {
+		return false
+	}
+	d.i = end + 1
+	return true
+}
 
 // number reads a number at d.i, as JSON writes one.
 func (d *fastDecoder) number() ([]byte, bool) {
@@ -491,7 +518,9 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 		}
 		v.Set(reflect.MakeSlice(p.typ, 0, 4))
 		for n := 0; ; n++ {
-			v.Grow(1)
+			if n == v.Cap() {
+				v.Grow(n) // doubled
+			}
 			v.SetLen(n + 1)
 			if !d.value(v.Index(n), p.elem, depth+1) {
 				return false
@@ -524,15 +553,17 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 			if d.peek() != '"' {
 				return false
 			}
-			key, ok := d.str()
-			if !ok {
-				return false
-			}
 			var f planField
-			if next < len(p.order) && string(key) == p.order[next].name {
+			if next < len(p.order) && d.plainKey(p.order[next]) {
 				f = p.order[next]
-			} else if f, ok = p.fields[string(key)]; !ok {
-				return false
+			} else {
+				key, ok := d.str()
+				if !ok {
+					return false
+				}
+				if f, ok = p.fields[string(key)]; !ok {
+					return false
+				}
 			}
 			if seen&f.bit != 0 {
 				return false
@@ -548,6 +579,7 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 				return false
 			}
 			d.i++
+			var ok bool
 			if f.ignore {
 				start := d.i
 				ok = d.skip(depth + 1)
