@@ -409,6 +409,12 @@ func (rd *Reader) readUnitsInto(first int64, out [][]byte, buf *[]byte) (n int, 
 	}
 	run := (*buf)[:runLen]
 	got, rerr := rd.f.ReadAt(run, start)
+	// Sub-chunks are hashed a group at a time (subSums: up to 64 units
+	// together, their BLAKE3 parents merged 16 at a time across units),
+	// each group once its units are read, and each unit's hash compared
+	// before any byte of it is handed on, as before.
+	var sums [slabUnits * 32]byte // the hashes of units group.. of out
+	group := -1
 	for i := range out {
 		u := first + int64(i)
 		off := u * rd.unit
@@ -427,12 +433,20 @@ func (rd *Reader) readUnitsInto(first int64, out [][]byte, buf *[]byte) (n int, 
 			return i, rd.m.broken(rd.fi, err)
 		}
 		want := rd.sums[u*32 : u*32+32]
-		sum, name := sha256.Sum256, "sha256"
+		var sum []byte
+		name := "sha256"
 		if rd.unit == SubChunkSize {
-			sum, name = subSum, subHash
+			if group < 0 || i-group == slabUnits {
+				group = i
+				subSums(sums[:], run[lo:min(int64(got), lo+slabUnits*SubChunkSize)])
+			}
+			sum, name = sums[(i-group)*32:(i-group)*32+32], subHash
+		} else {
+			s := sha256.Sum256(b)
+			sum = s[:]
 		}
-		if got := sum(b); !bytes.Equal(got[:], want) {
-			err := fmt.Errorf("bytes %d-%d: %s %x, index says %x", off, off+int64(len(b))-1, name, got, want)
+		if !bytes.Equal(sum, want) {
+			err := fmt.Errorf("bytes %d-%d: %s %x, index says %x", off, off+int64(len(b))-1, name, sum, want)
 			return i, rd.m.broken(rd.fi, err)
 		}
 		out[i] = b

@@ -9,8 +9,8 @@ import (
 
 	sha256 "github.com/minio/sha256-simd"
 	"lukechampine.com/blake3"
-	"lukechampine.com/blake3/guts"
 
+	"stratum/internal/b3unit"
 	"stratum/store"
 )
 
@@ -46,24 +46,27 @@ type subIndex struct {
 
 func (fi *fileIndex) subCount() int64 { return (fi.Size + SubChunkSize - 1) / SubChunkSize }
 
-// wholeUnit is the input a BLAKE3 compression of guts.MaxSIMD chunks at
-// once takes: 16 KiB, a whole sub-chunk.
-type wholeUnit = [guts.MaxSIMD * guts.ChunkSize]byte
-
-// subSum is the BLAKE3 hash of one sub-chunk. A whole 16 KiB unit is
-// compressed in one call, its 16 BLAKE3 chunks side by side (AVX-512
-// where the CPU has it, else AVX2): about 1.7 times the speed of hashing
-// it through a hasher here, the same hash. A file's shorter last unit
-// goes the general way.
+// subSum is the BLAKE3 hash of one sub-chunk (a whole unit, or a file's
+// shorter last unit).
 func subSum(b []byte) (sum [32]byte) {
-	if len(b) != len(wholeUnit{}) {
+	if len(b) != SubChunkSize {
 		return blake3.Sum256(b)
 	}
-	n := guts.CompressBuffer((*wholeUnit)(b), len(b), &guts.IV, 0, 0)
-	n.Flags |= guts.FlagRoot
-	out := guts.WordsToBytes(guts.CompressNode(n))
-	copy(sum[:], out[:])
+	b3unit.Sums(sum[:], b)
 	return sum
+}
+
+// subSums writes the hash of each sub-chunk of b (units from the start of
+// a file: whole ones, and maybe the file's shorter last one) to sums, 32
+// bytes each. The whole units are hashed together (b3unit.Sums: their
+// parents merged 16 at a time across units).
+func subSums(sums, b []byte) {
+	whole := len(b) / SubChunkSize * SubChunkSize
+	b3unit.Sums(sums, b[:whole])
+	if whole < len(b) {
+		s := blake3.Sum256(b[whole:])
+		copy(sums[whole/SubChunkSize*32:], s[:])
+	}
 }
 
 // indexChunk appends the hash of each sub-chunk of b (one chunk of a
@@ -72,10 +75,9 @@ func subSum(b []byte) (sum [32]byte) {
 func indexChunk(b, subs []byte) (chunk [32]byte, _ []byte) {
 	var wg sync.WaitGroup
 	wg.Go(func() { chunk = sha256.Sum256(b) })
-	for off := 0; off < len(b); off += SubChunkSize {
-		s := subSum(b[off:min(off+SubChunkSize, len(b))])
-		subs = append(subs, s[:]...)
-	}
+	n := len(subs)
+	subs = append(subs, make([]byte, (len(b)+SubChunkSize-1)/SubChunkSize*32)...)
+	subSums(subs[n:], b)
 	wg.Wait()
 	return chunk, subs
 }

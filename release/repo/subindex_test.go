@@ -490,3 +490,32 @@ func BenchmarkSubSum(b *testing.B) {
 		subSum(unit)
 	}
 }
+
+// TestGroupHashEdges: units are hashed in groups (subSums, up to 64 of
+// them together); a read returns exactly the file's bytes at any edge of
+// a unit, a group or the file, and a byte changed on disk in any unit of
+// a group (its first, a middle one, its last, the next group's first,
+// the file's shorter last unit) is refused: the read returns exactly the
+// bytes before that unit, then RELEASE_CORRUPT, with the cache or without.
+func TestGroupHashEdges(t *testing.T) {
+	const size = 2*ChunkSize + 5*SubChunkSize + 77 // 134 units, the last of 77 bytes
+	m, blob, data, _ := importedMirror(t, size, 4, -1)
+	for _, r := range []struct{ off, n int64 }{
+		{0, 1}, {0, size}, {SubChunkSize - 1, 2}, {63*SubChunkSize - 5, 10}, {64*SubChunkSize - 1, SubChunkSize + 2},
+		{ChunkSize - 3, ChunkSize + 6}, {size - 78, 78}, {size - 1, 1}, {5, size - 10},
+	} {
+		if got, err := readRange(t, m, blob, r.off, r.n); err != nil || !bytes.Equal(got, data[r.off:r.off+r.n]) {
+			t.Fatalf("[%d, +%d): %d bytes, %v", r.off, r.n, len(got), err)
+		}
+	}
+	for _, cache := range []int64{-1, 0} {
+		for _, bad := range []int64{0, 17, 63, 64, 127, 133} {
+			m, blob, data, _ := importedMirror(t, size, 4, cache)
+			releasetest.FlipByte(t, filepath.Join(m.dir, "0.6.0", filepath.FromSlash(blob)), bad*SubChunkSize+min(40, size-bad*SubChunkSize-1))
+			got, err := readRange(t, m, blob, 0, size)
+			if apierr.CodeOf(err) != apierr.ReleaseCorrupt || int64(len(got)) != bad*SubChunkSize || !bytes.Equal(got, data[:len(got)]) {
+				t.Fatalf("cache %d, unit %d changed: %d bytes (want %d), %v", cache, bad, len(got), bad*SubChunkSize, err)
+			}
+		}
+	}
+}
