@@ -100,6 +100,20 @@ func TestDecodeRecordRequestRejects(t *testing.T) {
 		{"one package per component", body(t, func(m map[string]any) {
 			rel(m)["packages"] = append(rel(m)["packages"].([]any), arr(rel(m), "packages", 0))
 		}), []string{"release.packages[2].component"}},
+		{"each checked field a fast check passes over, when bad", body(t, func(m map[string]any) {
+			obj(rel(m), "os")["baseDigest"] = "sha256:xyz"
+			obj(rel(m), "bootc")["staged"] = map[string]any{"digest": "sha256:" + strings.Repeat("a", 64)}
+			obj(rel(m), "bootc")["rollback"] = map[string]any{"image": "x", "digest": "sha256:A"}
+			obj(rel(m), "controlPlane")["compatSchemaLevel"] = -1
+			obj(rel(m), "stored")["releases"] = []any{
+				map[string]any{"release": "0.2.0", "path": "releases/0.2.0"},
+				map[string]any{"release": "x", "path": "releases/0.2.0"},
+				map[string]any{"release": "0.2.0", "os": "/os"},
+			}
+		}), []string{
+			"release.os.baseDigest", "release.bootc.staged.image", "release.bootc.rollback.digest",
+			"release.controlPlane.compatSchemaLevel", "release.stored.releases[1].release", "release.stored.releases[2].os",
+		}},
 		{"stored paths stay under the upgrade dir", body(t, func(m map[string]any) {
 			obj(rel(m), "stored")["leftovers"] = []any{
 				map[string]any{"path": "/etc"}, map[string]any{"path": "../x"}, map[string]any{"path": "os/./a"}, map[string]any{"path": "os/3f"},

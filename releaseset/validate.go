@@ -21,19 +21,35 @@ func validateRequest(f *apierr.Fields, r *wire.RecordRequest) {
 }
 
 func validateRecord(f *apierr.Fields, r *wire.Record, at string) {
+	// Paths are written out only for a problem (they were a fifth of
+	// a record's checking).
 	if r.OS != nil {
-		checkOptionalDigest(f, at+".os.baseDigest", r.OS.BaseDigest)
-		checkOptionalDigest(f, at+".os.kernelArgsDigest", r.OS.KernelArgsDigest)
+		if v := r.OS.BaseDigest; v != "" && !isDigest(v) {
+			checkDigest(f, at+".os.baseDigest", v)
+		}
+		if v := r.OS.KernelArgsDigest; v != "" && !isDigest(v) {
+			checkDigest(f, at+".os.kernelArgsDigest", v)
+		}
 	}
 	if b := r.Bootc; b != nil {
-		validateDeployment(f, b.Booted, at+".bootc.booted")
-		validateDeployment(f, b.Staged, at+".bootc.staged")
-		validateDeployment(f, b.Rollback, at+".bootc.rollback")
+		for _, d := range [...]struct {
+			name string
+			d    *wire.Deployment
+		}{{"booted", b.Booted}, {"staged", b.Staged}, {"rollback", b.Rollback}} {
+			if d.d != nil && (d.d.Image == "" || !isDigest(d.d.Digest)) {
+				validateDeployment(f, d.d, at+".bootc."+d.name)
+			}
+		}
 	}
 	if c := r.ControlPlane; c != nil {
-		checkLevel(f, at+".controlPlane.schemaLevel", c.SchemaLevel)
-		checkLevel(f, at+".controlPlane.compatSchemaLevel", c.CompatSchemaLevel)
-		checkLevel(f, at+".controlPlane.databaseSchemaLevel", c.DatabaseSchemaLevel)
+		for _, l := range [...]struct {
+			name string
+			v    *int
+		}{{"schemaLevel", c.SchemaLevel}, {"compatSchemaLevel", c.CompatSchemaLevel}, {"databaseSchemaLevel", c.DatabaseSchemaLevel}} {
+			if l.v != nil && *l.v < 0 {
+				checkLevel(f, at+".controlPlane."+l.name, l.v)
+			}
+		}
 	}
 	if h := r.HostBinaries; h != nil {
 		validateHostBinaries(f, h, at+".hostBinaries")
@@ -157,6 +173,9 @@ func validatePayload(f *apierr.Fields, p wire.Payload, el elem) {
 
 func validateStorage(f *apierr.Fields, s *wire.Storage, at string) {
 	for i, r := range s.Releases {
+		if r.Release != "" && semver.Valid(r.Release) == nil && (r.Path == "" || cleanDir(r.Path)) && (r.OS == "" || cleanDir(r.OS)) {
+			continue // nothing to say (the paths below are for a problem)
+		}
 		ra := index(at+".releases", i)
 		checkRelease(f, ra+".release", r.Release)
 		if r.Path != "" {
@@ -167,7 +186,9 @@ func validateStorage(f *apierr.Fields, s *wire.Storage, at string) {
 		}
 	}
 	for i, l := range s.Leftovers {
-		checkDir(f, index(at+".leftovers", i)+".path", l.Path)
+		if !cleanDir(l.Path) {
+			checkDir(f, index(at+".leftovers", i)+".path", l.Path)
+		}
 	}
 }
 
@@ -187,12 +208,6 @@ func checkDigest(f *apierr.Fields, at, v string) {
 	}
 }
 
-func checkOptionalDigest(f *apierr.Fields, at, v string) {
-	if v != "" {
-		checkDigest(f, at, v)
-	}
-}
-
 func checkLevel(f *apierr.Fields, at string, v *int) {
 	if v != nil && *v < 0 {
 		f.Add(at, "must not be negative")
@@ -207,9 +222,13 @@ func checkCount(f *apierr.Fields, at string, n int) {
 
 // checkDir accepts a clean relative path under the upgrade directory.
 func checkDir(f *apierr.Fields, at, p string) {
-	if p == "" || p == "." || strings.HasPrefix(p, "/") || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") {
+	if !cleanDir(p) {
 		f.Add(at, "must be a clean path relative to /var/lib/stratum/upgrade")
 	}
+}
+
+func cleanDir(p string) bool {
+	return !(p == "" || p == "." || strings.HasPrefix(p, "/") || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../"))
 }
 
 func isDigest(s string) bool {
