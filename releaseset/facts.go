@@ -44,7 +44,7 @@ func factsOf(id string, rec *wire.Record, in *interner) *facts {
 		v := in.nameAt(p.Name, p.Version)
 		f.pkgs = append(f.pkgs, pkgFact{in.string(p.Component), fieldValue{v, v}})
 	}
-	slices.SortStableFunc(f.pkgs, func(a, b pkgFact) int { return strings.Compare(a.component, b.component) })
+	in.sortPkgs(f.pkgs)
 	f.pkgs = slices.CompactFunc(f.pkgs, func(a, b pkgFact) bool { return a.component == b.component })
 	// Most nodes have the same values: they share one list of each.
 	if in != nil {
@@ -144,6 +144,54 @@ func skewOfFacts(nodes []*summaryNode) []wire.Skew {
 	return out
 }
 
+// sortPkgs sorts pk by component, stably. The order the last record
+// took is tried first (in one pass): the nodes of a fleet list their
+// packages in one order, and sorting them was a third of a record's
+// facts.
+func (in *interner) sortPkgs(pk []pkgFact) {
+	byComponent := func(a, b pkgFact) int { return strings.Compare(a.component, b.component) }
+	if in == nil || len(pk) > maxPermLen {
+		slices.SortStableFunc(pk, byComponent)
+		return
+	}
+	in.mu.Lock()
+	perm := in.perm // never changed once kept
+	in.mu.Unlock()
+	var buf [maxPermLen]pkgFact
+	sorted := buf[:len(pk)]
+	if len(perm) == len(pk) {
+		ok := true
+		for i, k := range perm {
+			sorted[i] = pk[k]
+			if i > 0 {
+				if c := byComponent(sorted[i-1], sorted[i]); c > 0 || c == 0 && perm[i-1] > k {
+					ok = false
+					break
+				}
+			}
+		}
+		if ok {
+			copy(pk, sorted)
+			return
+		}
+	}
+	perm = make([]uint8, len(pk))
+	for i := range perm {
+		perm[i] = uint8(i)
+	}
+	slices.SortStableFunc(perm, func(a, b uint8) int { return byComponent(pk[a], pk[b]) })
+	for i, k := range perm {
+		sorted[i] = pk[k]
+	}
+	copy(pk, sorted)
+	in.mu.Lock()
+	in.perm = perm
+	in.mu.Unlock()
+}
+
+// maxPermLen: longer package lists are sorted each time.
+const maxPermLen = 64
+
 // interner shares equal strings between the facts of many records: at
 // 100,000 nodes nearly every value repeats. It stops adding beyond
 // internLimit strings (values nodes send are bounded, not trusted).
@@ -152,8 +200,11 @@ type interner struct {
 	m  map[string]string
 	// fixed and pkgs share equal lists of facts between nodes.
 	fixed, pkgs lists
-	seed        maphash.Seed
-	seeded      bool
+	// perm is the order the last record's packages were sorted in
+	// (sortPkgs).
+	perm   []uint8
+	seed   maphash.Seed
+	seeded bool
 }
 
 // lists are the shared lists of one kind, by hash; n counts their
