@@ -446,7 +446,8 @@ func (rd *Reader) readUnitsInto(first int64, out [][]byte, buf *[]byte) (n int, 
 			sum = s[:]
 		}
 		if !bytes.Equal(sum, want) {
-			err := fmt.Errorf("bytes %d-%d: %s %x, index says %x", off, off+int64(len(b))-1, name, sum, want)
+			// A copy: sum's array stays on the stack.
+			err := fmt.Errorf("bytes %d-%d: %s %x, index says %x", off, off+int64(len(b))-1, name, bytes.Clone(sum), want)
 			return i, rd.m.broken(rd.fi, err)
 		}
 		out[i] = b
