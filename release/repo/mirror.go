@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -206,6 +207,14 @@ type waiter struct {
 // come back instead). While registrations holding no read wait for a
 // slot, a free slot goes to them in the order they came, and nobody
 // takes a second one; each waiter's Retry-After tells its place.
+// pipelines says whether a long read verifies its next steps on a
+// goroutine of its own while it sends (Verified): only while fewer reads
+// are in flight than the Go scheduler has processors. With as many reads
+// as processors every core already has a read to run, and the second
+// goroutine would only move every verified byte from the core that read
+// and hashed it to the one that encrypts and sends it.
+func (m *Mirror) pipelines() bool { return len(m.slots) < runtime.GOMAXPROCS(0) }
+
 func (m *Mirror) acquire(rd *Reader) error {
 	holder := rd.holder
 	m.mu.Lock()

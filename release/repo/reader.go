@@ -197,12 +197,18 @@ func (rd *Reader) Verified(start, end int64) iter.Seq2[[]byte, error] {
 		// it then reads past the cache (scan resistance), as without one.
 		long := rd.m.cache != nil && end-start > rd.m.cache.max
 		cached := func() bool { return rd.m.cache != nil && (!long || !rd.m.files.alone(rd.key)) }
-		if last-first <= step {
-			units, done, err := rd.units(first, last, cached())
-			if emit(first, units) && err != nil {
-				yield(nil, err)
+		if last-first <= step || !rd.m.pipelines() {
+			for n := first; n < last; n += step {
+				units, done, err := rd.units(n, min(n+step, last), cached())
+				sent := emit(n, units)
+				if sent && err != nil {
+					yield(nil, err)
+				}
+				done()
+				if !sent || err != nil {
+					return
+				}
 			}
-			done()
 			return
 		}
 		type verified struct {

@@ -519,3 +519,35 @@ func TestGroupHashEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyLongReadVerifiesInTurn: with as many reads in flight as the
+// scheduler has processors, a long read is not pipelined (each step is
+// read, hashed and handed on by its own goroutine, in turn); it returns
+// the same bytes, and a changed byte in a later step is refused with
+// exactly the bytes before its unit returned.
+func TestBusyLongReadVerifiesInTurn(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	m, blob, data, _ := importedMirror(t, 3*ChunkSize+77, procs+2, -1)
+	if !m.pipelines() {
+		t.Fatal("an idle mirror does not pipeline")
+	}
+	for range procs {
+		rd, err := openReader(t, m, blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rd.Close()
+	}
+	if m.pipelines() {
+		t.Fatalf("%d reads in flight on %d processors, and a long read would still be pipelined", procs, procs)
+	}
+	if got, err := readRange(t, m, blob, 5, int64(len(data))-10); err != nil || !bytes.Equal(got, data[5:len(data)-5]) {
+		t.Fatalf("busy long read: %d bytes, %v", len(got), err)
+	}
+	bad := int64(ChunkSize + 70*SubChunkSize)
+	releasetest.FlipByte(t, filepath.Join(m.dir, "0.6.0", filepath.FromSlash(blob)), bad+3)
+	got, err := readRange(t, m, blob, 0, int64(len(data)))
+	if apierr.CodeOf(err) != apierr.ReleaseCorrupt || int64(len(got)) != bad || !bytes.Equal(got, data[:bad]) {
+		t.Fatalf("busy long read over a changed byte: %d bytes (want %d), %v", len(got), bad, err)
+	}
+}
