@@ -131,8 +131,11 @@ func TestRecordTakenFromBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if checkTakenFromBody(t, body, at) {
-		t.Fatal(`a body with "extensions":[] (decoded as none, encoded null) was taken as it is`)
+	if !checkTakenFromBody(t, body, at) {
+		t.Fatal(`a body with "extensions":[] (a collector that ran and found none) was not taken as it is`)
+	}
+	if !bytes.Contains(body, []byte(`"extensions":[]`)) {
+		t.Fatalf("the agent's body %.200s has no empty extensions", body)
 	}
 	swapped := []byte(`{"release":{"recordedAt":"0001-01-01T00:00:00Z","hostReportedAt":null,"imageMode":false,"extensions":null,"stored":null},"runningRelease":"0.2.0"}`)
 	if checkTakenFromBody(t, swapped, at) {

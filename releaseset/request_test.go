@@ -187,11 +187,12 @@ func TestDecodeRecordRequestAccepts(t *testing.T) {
 			}
 		}
 	})
-	t.Run("null is absent, [] is none, times are UTC", func(t *testing.T) {
+	t.Run("null is absent, [] is empty, times are UTC", func(t *testing.T) {
 		req, err := DecodeRecordRequest(body(t, func(m map[string]any) {
 			m["runningRelease"] = ""
 			rel(m)["hostReportedAt"] = "2026-07-01T14:00:00+02:00"
 			rel(m)["pins"] = []any{}
+			rel(m)["extensions"] = []any{}
 			rel(m)["stored"] = nil
 			rel(m)["bootc"] = nil
 		}))
@@ -199,15 +200,21 @@ func TestDecodeRecordRequestAccepts(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := req.Release
-		if r.Pins != nil || r.Stored != nil || r.Bootc != nil {
-			t.Errorf("pins %v stored %v bootc %v, want all nil", r.Pins, r.Stored, r.Bootc)
+		if r.Stored != nil || r.Bootc != nil {
+			t.Errorf("stored %v bootc %v, want both nil", r.Stored, r.Bootc)
+		}
+		// SPEC 19: a collector that ran and found nothing is not one
+		// never read.
+		if r.Pins == nil || len(r.Pins) != 0 || r.Extensions == nil || len(r.Extensions) != 0 {
+			t.Errorf("pins %#v extensions %#v, want both empty and not nil", r.Pins, r.Extensions)
 		}
 		if r.HostReportedAt == nil || !r.HostReportedAt.Equal(testNow) || r.HostReportedAt.Location() != time.UTC {
 			t.Errorf("hostReportedAt = %v, want %v in UTC", r.HostReportedAt, testNow)
 		}
 		out, _ := json.Marshal(r)
-		if !strings.Contains(string(out), `"hostReportedAt":"2026-07-01T12:00:00Z"`) || !strings.Contains(string(out), `"stored":null`) {
-			t.Errorf("re-encoded %s: want hostReportedAt in UTC and stored null", out)
+		if !strings.Contains(string(out), `"hostReportedAt":"2026-07-01T12:00:00Z"`) || !strings.Contains(string(out), `"stored":null`) ||
+			!strings.Contains(string(out), `"extensions":[]`) || strings.Contains(string(out), `"pins"`) {
+			t.Errorf("re-encoded %s: want hostReportedAt in UTC, stored null, extensions [] and no pins", out)
 		}
 	})
 	t.Run("prerelease and commit forms", func(t *testing.T) {

@@ -523,8 +523,11 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 		d.i++
 		if d.peek() == ']' {
 			d.i++
-			d.canon = false // written null
-			return true     // an empty array leaves v nil
+			// Empty, not nil, as encoding/json decodes it: [] and null
+			// say different things (a collector that ran and found
+			// nothing, against one never read).
+			v.Set(reflect.MakeSlice(p.typ, 0, 0))
+			return true
 		}
 		v.Set(reflect.MakeSlice(p.typ, 0, max(4, int(p.lastLen.Load()))))
 		for n := 0; ; n++ {

@@ -178,7 +178,7 @@ func TestCanonical(t *testing.T) {
 		{`{"runningRelease":null,"release":null}`, false},
 		{`{"runningRelease":"a b","release":null}`, false},
 		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":null,"imageMode":false,"extensions":null,"stored":null}}`, true},
-		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":null,"imageMode":false,"extensions":[],"stored":null}}`, false},
+		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":null,"imageMode":false,"extensions":[],"stored":null}}`, true},
 		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":null,"imageMode":false,"packageManager":"","extensions":null,"stored":null}}`, false},
 		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":"2026-07-01T12:00:00Z","imageMode":false,"extensions":null,"stored":null}}`, true},
 		{`{"runningRelease":"","release":{"recordedAt":"x","hostReportedAt":"2026-07-01T14:00:00+02:00","imageMode":false,"extensions":null,"stored":null}}`, false},

@@ -12,7 +12,8 @@
 // is still decoded, so a caller's value checks can be reported together
 // with the decoding problems (DecodeChecked). Normalisations, so that a
 // decoded value re-encodes to itself: null means absent, an empty array
-// is a nil slice, times are in UTC.
+// is an empty slice that is not nil (as encoding/json decodes it, so []
+// and null stay apart where a field is not omitempty), times are in UTC.
 package strictjson
 
 import (
@@ -364,10 +365,13 @@ func (d *decoder) timeValue(v reflect.Value) error {
 	return nil
 }
 
-// array decodes the elements after '['; an empty array leaves v as it
-// was (nil).
+// array decodes the elements after '['; an empty array makes v an empty
+// slice that is not nil.
 func (d *decoder) array(v reflect.Value, t reflect.Type) error {
 	d.path = append(d.path, step{index: 0})
+	if t.Kind() == reflect.Slice && !d.dec.More() {
+		target(v).Set(reflect.MakeSlice(t, 0, 0))
+	}
 	for i := 0; d.dec.More(); i++ {
 		d.path[len(d.path)-1].index = i
 		if t.Kind() == reflect.Array {

@@ -1,0 +1,58 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"stratum/cluster"
+	"stratum/httpapi"
+	"stratum/releaseset"
+	"stratum/releaseset/releasesettest"
+	"stratum/store"
+	"stratum/wire"
+)
+
+// TestEmptyExtensionsAreNotUnread: a node whose systemd-sysext ran and
+// found nothing records "extensions":[], and the release set shows it so;
+// one that never read them shows null (SPEC 19, complete node records).
+func TestEmptyExtensionsAreNotUnread(t *testing.T) {
+	f := newFixture(t, func(db *store.DB, d *httpapi.Deps) {
+		d.ReleaseSet = mustSet(releaseset.Config{DB: db, Now: time.Now, Node: "n-founder"})
+	})
+	admin := f.login()
+	var node string
+	if err := f.db.View(func(tx *store.Tx) error {
+		members, err := cluster.Members(tx)
+		if len(members) > 0 {
+			node = members[0].NodeID
+		}
+		return err
+	}); err != nil || node == "" {
+		t.Fatalf("no member: %v", err)
+	}
+	for _, tc := range []struct {
+		name       string
+		extensions []wire.Extension
+		want       string
+	}{
+		{"ran, found none", []wire.Extension{}, `"extensions":[]`},
+		{"never read", nil, `"extensions":null`},
+	} {
+		rec := releasesettest.Record(1, 0)
+		rec.Extensions = tc.extensions
+		body, err := json.Marshal(wire.RecordRequest{RunningRelease: "0.2.0", Release: rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := f.do(http.MethodPut, "/v1/cluster/nodes/"+node+"/release", admin, bytes.NewReader(body), 0); r.status != http.StatusNoContent {
+			t.Fatalf("%s: PUT: %d %s", tc.name, r.status, r.body)
+		}
+		r := f.do(http.MethodGet, "/v1/admin/upgrades/release", admin, nil, 0)
+		if r.status != http.StatusOK || !bytes.Contains([]byte(r.body), []byte(tc.want)) {
+			t.Fatalf("%s: GET: %d, want %s in %.300s", tc.name, r.status, tc.want, r.body)
+		}
+	}
+}
