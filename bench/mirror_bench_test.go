@@ -85,7 +85,7 @@ var mirrorVariants = []struct{ name, cacheBytes string }{{"nocache", "-1"}, {"ca
 
 // BenchmarkMirrorVsNginx compares the founder's release mirror
 // (httpapi.ServeReleaseFile over repo.Mirror, which sends only bytes
-// SHA-256-checked against the 64 KiB sub-chunk index, read from disk or
+// checked against the BLAKE3 index of every 16 KiB unit, read from disk or
 // from its default-sized cache of verified chunks) with nginx serving the
 // same imported tree from the same disk, both over TLS on loopback with
 // the same certificate, both read by Go clients in this process:
