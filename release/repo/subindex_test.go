@@ -6,16 +6,12 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"golang.org/x/sys/cpu"
-	"lukechampine.com/blake3/guts"
 
 	"stratum/apierr"
 	"stratum/release"
@@ -439,42 +435,6 @@ func TestLongLoneReadPassesTheCache(t *testing.T) {
 	other.Close()
 	if _, err := readRange(t, m, blob, 0, int64(len(data))); apierr.CodeOf(err) != apierr.ReleaseCorrupt {
 		t.Fatalf("lone read over a flipped byte: %v, want RELEASE_CORRUPT", err)
-	}
-}
-
-// TestSubSumMatchesScalarBLAKE3: a whole unit's hash, computed by the
-// widest code this CPU has (guts picks AVX-512, else AVX2, else portable
-// Go, from CPUID at start), equals BLAKE3 computed one chunk and one
-// parent at a time by guts' portable code, on random units: the path a
-// founder without AVX-512 (an AMD EPYC before Zen 4) takes is checked on
-// that machine, and `GOARCH=386 go test -run SubSum ./release/repo/`
-// checks the portable path anywhere.
-func TestSubSumMatchesScalarBLAKE3(t *testing.T) {
-	t.Logf("GOARCH=%s avx512f=%v avx2=%v (guts: AVX-512 or AVX2 code on amd64 only)", runtime.GOARCH, cpu.X86.HasAVX512F, cpu.X86.HasAVX2)
-	rng := rand.New(rand.NewPCG(7, 8))
-	unit := make([]byte, SubChunkSize)
-	for range 64 {
-		for i := range unit {
-			unit[i] = byte(rng.Uint32())
-		}
-		var cvs [][8]uint32
-		for c := range SubChunkSize / guts.ChunkSize {
-			n := guts.CompressChunk(unit[c*guts.ChunkSize:(c+1)*guts.ChunkSize], &guts.IV, uint64(c), 0)
-			cvs = append(cvs, guts.ChainingValue(n))
-		}
-		for len(cvs) > 2 {
-			var up [][8]uint32
-			for i := 0; i < len(cvs); i += 2 {
-				up = append(up, guts.ChainingValue(guts.ParentNode(cvs[i], cvs[i+1], &guts.IV, 0)))
-			}
-			cvs = up
-		}
-		root := guts.ParentNode(cvs[0], cvs[1], &guts.IV, 0)
-		root.Flags |= guts.FlagRoot
-		want := guts.WordsToBytes(guts.CompressNode(root))
-		if got := subSum(unit); !bytes.Equal(got[:], want[:32]) {
-			t.Fatalf("subSum %x, portable BLAKE3 %x", got, want[:32])
-		}
 	}
 }
 
