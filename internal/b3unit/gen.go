@@ -6,8 +6,8 @@
 //
 // Both compress 16 BLAKE3 nodes at once, lane i of each 512-bit
 // register holding node i's word: chunks16 the 16 chunks of one unit
-// (16 blocks each, counters 0-15; each block's 16 lanes loaded whole and
-// transposed), parents16 16 parent nodes (their children gathered).
+// (16 blocks each, counters 0-15), parents16 16 parent nodes; each
+// node's 64-byte block is loaded whole and the 16 transposed.
 package main
 
 import (
@@ -133,17 +133,6 @@ func transpose(base string, stride int) (m [16]int, free [8]int) {
 	return m, free
 }
 
-// gather loads message word j of each lane into Z(16+j): lane i's block
-// starts at base + i*stride (Z8 = lane indexes, scaled here).
-func gather(base string, strideShift int) {
-	p("VMOVDQU32 seq<>(SB), Z8")
-	p("VPSLLD $%d, Z8, Z8", strideShift)
-	for j := range 16 {
-		p("KXNORW K1, K1, K1")
-		p("VPGATHERDD %d(%s)(Z8*1), K1, Z%d", 4*j, base, 16+j)
-	}
-}
-
 // stateIV fills the second half of the state v for a 64-byte block but
 // for the counter's low word (v[12]) and the flags (v[15]), which the
 // caller sets after.
@@ -234,14 +223,14 @@ func main() {
 	b.WriteString("TEXT ·parents16(SB), NOSPLIT, $0-20\n")
 	p("MOVQ out+0(FP), AX")
 	p("MOVQ in+8(FP), CX")
-	gather("CX", 6)
 	loadIV()
-	v = identity(0)
+	m, free = transpose("CX", 64)
+	v = state(free)
 	stateIV(v)
-	p("VPXORD Z12, Z12, Z12")
+	p("VPXORD Z%d, Z%d, Z%d", v[12], v[12], v[12])
 	p("MOVL flags+16(FP), DX")
-	p("VPBROADCASTD DX, Z15")
-	rounds(v, identity(16))
+	p("VPBROADCASTD DX, Z%d", v[15])
+	rounds(v, m)
 	scatter("AX")
 	p("VZEROUPPER")
 	p("RET")
