@@ -38,7 +38,7 @@ func TestGather(t *testing.T) {
 		wantCalls int64
 	}{
 		{"not held: one call a write", false, 20, 20},
-		{"held: one call per buffer", true, 20, 2}, // 15 records fill 256 KiB, 5 at Flush
+		{"held: one call per buffer", true, 20, 2}, // 16 records fill the buffer, 4 at Flush
 		{"held, one record", true, 1, 1},
 		{"held, nothing", true, 0, 0},
 	} {

@@ -159,6 +159,13 @@ func (rd *Reader) Sent(n int) {
 // is read and hashed on another goroutine while this one is sent.
 const pipelineBytes = ChunkSize
 
+// serialStepBytes is the step of a long read that is not pipelined
+// (Mirror.pipelines): a quarter of a pipelined one, so that each read's
+// pieces reach TLS and its client sooner, interleaved with the other
+// reads' (parallel4 without the cache: 0.98-1.13x in eight runs against
+// 0.84-1.14x with 1 MiB steps, alternating, the CPU a GiB unchanged).
+const serialStepBytes = 256 << 10
+
 // Verified yields the verified bytes of [start, end) of the file in order,
 // a unit or part of one at a time. The slices may be shared with other
 // readers through the cache: never write to them; without a cache they
@@ -198,6 +205,9 @@ func (rd *Reader) Verified(start, end int64) iter.Seq2[[]byte, error] {
 		long := rd.m.cache != nil && end-start > rd.m.cache.max
 		cached := func() bool { return rd.m.cache != nil && (!long || !rd.m.files.alone(rd.key)) }
 		if last-first <= step || !rd.m.pipelines() {
+			if last-first > step {
+				step = max(1, serialStepBytes/rd.unit)
+			}
 			for n := first; n < last; n += step {
 				units, done, err := rd.units(n, min(n+step, last), cached())
 				sent := emit(n, units)
