@@ -109,7 +109,7 @@ func streamPart(w http.ResponseWriter, r *http.Request, rd *repo.Reader, part By
 			writeHeader()
 			started = true
 		}
-		// The records of one piece (up to a pipelined step, 1 MiB) reach
+		// The records of one piece (up to a step, 256 KiB) reach
 		// the socket in a few system calls, all before Write returns.
 		n, err := gatherconn.Write(w, r, b)
 		rd.Sent(n)
