@@ -264,6 +264,22 @@ func (f *fixture) state() (tokens, events int) {
 	return tokens, len(evs)
 }
 
+// member is the id of the fixture's first cluster member (the founder).
+func (f *fixture) member() string {
+	f.t.Helper()
+	var node string
+	if err := f.db.View(func(tx *store.Tx) error {
+		members, err := cluster.Members(tx)
+		if len(members) > 0 {
+			node = members[0].NodeID
+		}
+		return err
+	}); err != nil || node == "" {
+		f.t.Fatalf("no member: %v", err)
+	}
+	return node
+}
+
 func apiCode(s string) apierr.Code { return apierr.Code(s) }
 
 const describeOnly = `{"version":"2026-01-01","statement":[{"effect":"allow","action":["upgrade:DescribeRelease"],"resource":["*"]}]}`

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"stratum/cluster"
 	"stratum/httpapi"
 	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
@@ -26,16 +25,7 @@ func TestRecordBodyBufferIsReused(t *testing.T) {
 		d.ReleaseSet = svc
 	})
 	admin := f.login()
-	var node string
-	if err := f.db.View(func(tx *store.Tx) error {
-		members, err := cluster.Members(tx)
-		if len(members) > 0 {
-			node = members[0].NodeID
-		}
-		return err
-	}); err != nil || node == "" {
-		t.Fatalf("no member: %v", err)
-	}
+	node := f.member()
 	rec := releasesettest.Record(1, 0)
 	rec.OS.PrettyName = "first record"
 	body, err := json.Marshal(wire.RecordRequest{RunningRelease: "0.2.0", Release: rec})

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"stratum/cluster"
 	"stratum/httpapi"
 	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
@@ -23,16 +22,7 @@ func TestEmptyExtensionsAreNotUnread(t *testing.T) {
 		d.ReleaseSet = mustSet(releaseset.Config{DB: db, Now: time.Now, Node: "n-founder"})
 	})
 	admin := f.login()
-	var node string
-	if err := f.db.View(func(tx *store.Tx) error {
-		members, err := cluster.Members(tx)
-		if len(members) > 0 {
-			node = members[0].NodeID
-		}
-		return err
-	}); err != nil || node == "" {
-		t.Fatalf("no member: %v", err)
-	}
+	node := f.member()
 	for _, tc := range []struct {
 		name       string
 		extensions []wire.Extension
