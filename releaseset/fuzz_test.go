@@ -32,6 +32,7 @@ func FuzzDecodeRecordRequest(f *testing.F) {
 		`{"release":{"bootc":{"booted":{"image":"x","digest":"sha256:` + releasesettest.Hex("x") + `"}}},"release":{}}`,
 		`{"release":{"controlPlane":{"schemaLevel":1e3}}}`,
 		`{"release":{"stored":{"releases":[{"release":"0.2.0","complete":true,"path":"releases/0.2.0"}]}}}`,
+		`{"release":{"stored":{"releases":[]}}}`, `{"release":{"extensions":[],"pins":[]}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -603,8 +603,11 @@ func (d *fastDecoder) value(v reflect.Value, p *plan, depth int) bool {
 			} else {
 				fv := v.Field(f.index[0])
 				ok = d.value(fv, f.plan, depth+1)
-				if f.omitEmpty && d.canon && isEmpty(fv) {
-					d.canon = false // left out
+				if f.omitEmpty {
+					if d.canon && isEmpty(fv) {
+						d.canon = false // left out
+					}
+					emptyIsAbsent(fv)
 				}
 			}
 			if !ok {

@@ -13,7 +13,8 @@
 // with the decoding problems (DecodeChecked). Normalisations, so that a
 // decoded value re-encodes to itself: null means absent, an empty array
 // is an empty slice that is not nil (as encoding/json decodes it, so []
-// and null stay apart where a field is not omitempty), times are in UTC.
+// and null stay apart), except in an omitempty field, which encoding/json
+// leaves out when empty: there it is nil. Times are in UTC.
 package strictjson
 
 import (
@@ -24,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -550,7 +552,10 @@ func (d *decoder) structObject(v reflect.Value, t reflect.Type) error {
 		case f.ignore:
 			err = skipValue(d.dec)
 		default:
-			err = d.value(fieldByIndex(v, f.index))
+			fv := fieldByIndex(v, f.index)
+			if err = d.value(fv); f.omitEmpty {
+				emptyIsAbsent(fv)
+			}
 		}
 		if err != nil {
 			return err
@@ -594,9 +599,19 @@ func setScalar(v reflect.Value, tok token) {
 }
 
 type field struct {
-	name   string // its JSON name
-	index  []int
-	ignore bool // tagged strictjson:"ignore": accepted, never read
+	name      string // its JSON name
+	index     []int
+	ignore    bool // tagged strictjson:"ignore": accepted, never read
+	omitEmpty bool // tagged omitempty
+}
+
+// emptyIsAbsent makes an empty slice or map of an omitempty field nil:
+// encoding/json leaves the field out, so that is what it decodes to
+// again. Elsewhere [] stays an empty slice, apart from null.
+func emptyIsAbsent(v reflect.Value) {
+	if (v.Kind() == reflect.Slice || v.Kind() == reflect.Map) && v.Len() == 0 && !v.IsNil() {
+		v.SetZero()
+	}
 }
 
 var fieldCache sync.Map // reflect.Type -> map[string]field
@@ -614,12 +629,12 @@ func structFields(t reflect.Type) map[string]field {
 		if tag == "-" {
 			continue
 		}
-		name, _, _ := strings.Cut(tag, ",")
+		name, opts, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" {
 			if ft := deref(f.Type); ft.Kind() == reflect.Struct {
 				for k, v := range structFields(ft) {
 					if _, shadowed := m[k]; !shadowed {
-						m[k] = field{name: k, index: append([]int{i}, v.index...), ignore: v.ignore}
+						m[k] = field{name: k, index: append([]int{i}, v.index...), ignore: v.ignore, omitEmpty: v.omitEmpty}
 					}
 				}
 				continue
@@ -631,7 +646,8 @@ func structFields(t reflect.Type) map[string]field {
 		if name == "" {
 			name = f.Name
 		}
-		m[name] = field{name: name, index: []int{i}, ignore: f.Tag.Get("strictjson") == "ignore"}
+		m[name] = field{name: name, index: []int{i}, ignore: f.Tag.Get("strictjson") == "ignore",
+			omitEmpty: slices.Contains(strings.Split(opts, ","), "omitempty")}
 	}
 	fieldCache.Store(t, m)
 	return m
