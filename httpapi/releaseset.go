@@ -86,7 +86,7 @@ func (a *API) recordRelease(w http.ResponseWriter, r *http.Request, c *call) err
 		}
 		recordBodies.Put(buf)
 	}()
-	req, err := releaseset.DecodeRequest(body)
+	req, err := releaseset.DecodeRecordRequest(body)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func TestStoredJSONIsMarshal(t *testing.T) {
 		name string
 		st   Stored
 	}{
-		{"seed", Stored(seed)},
+		{"seed", Stored(seed.RecordRequest)},
 		{"synthetic 0", Stored{RunningRelease: "0.2.0", Release: releasesettest.Record(0, 0)}},
 		{"synthetic older", Stored{RunningRelease: "0.1.0", Release: releasesettest.Record(1, 1)}},
 		{"synthetic drift", Stored{RunningRelease: "0.2.0", Release: releasesettest.Record(2, 2)}},
@@ -71,7 +71,7 @@ func checkStoredJSON(t *testing.T, st Stored) {
 // reports whether it took it.
 func checkTakenFromBody(t *testing.T, body []byte, at time.Time) bool {
 	t.Helper()
-	r, err := DecodeRequest(body)
+	r, err := DecodeRecordRequest(body)
 	if err != nil {
 		return false // a record the fuzzer made invalid
 	}
@@ -167,7 +167,7 @@ func TestKeptRecordHoldsNoPartOfItsBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := DecodeRequest(body)
+	r, err := DecodeRecordRequest(body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,16 +23,10 @@ type Request struct {
 // DecodeRecordRequest parses and checks a record request. Every problem is
 // reported at once as INVALID_INPUT with its field path (e.g.
 // release.pins[2].state). The returned Release has a zero RecordedAt for
-// the caller to stamp (a node's recordedAt is accepted and never read).
-// Body size is the HTTP layer's concern.
-func DecodeRecordRequest(body []byte) (wire.RecordRequest, error) {
-	r, err := DecodeRequest(body)
-	return r.RecordRequest, err
-}
-
-// DecodeRequest is DecodeRecordRequest, keeping what Record can take
-// from the body (Request).
-func DecodeRequest(body []byte) (Request, error) {
+// the caller to stamp (a node's recordedAt is accepted and never read);
+// what RecordDecoded can take from the body is kept (Request). Body size
+// is the HTTP layer's concern.
+func DecodeRecordRequest(body []byte) (Request, error) {
 	// Release is a pointer on the wire only, to tell a missing record
 	// from an empty one.
 	var in struct {

@@ -65,7 +65,7 @@ func (s *Service) Record(actor, nodeID string, req wire.RecordRequest) error {
 	return s.RecordDecoded(actor, nodeID, Request{RecordRequest: req})
 }
 
-// RecordDecoded is Record of a request as DecodeRequest read it, while
+// RecordDecoded is Record of a request as DecodeRecordRequest read it, while
 // its body is still held.
 func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 	req := r.RecordRequest
