@@ -26,6 +26,7 @@ import (
 	"stratum/crypto"
 	"stratum/httpapi"
 	"stratum/iam"
+	"stratum/releaseset"
 	"stratum/store"
 	"stratum/strictjson"
 )
@@ -262,6 +263,17 @@ func (f *fixture) state() (tokens, events int) {
 		f.t.Fatal(err)
 	}
 	return tokens, len(evs)
+}
+
+// newReleaseSetFixture is newFixture with a release set over its store.
+func newReleaseSetFixture(t *testing.T) (*fixture, *releaseset.Service) {
+	t.Helper()
+	var svc *releaseset.Service
+	f := newFixture(t, func(db *store.DB, d *httpapi.Deps) {
+		svc = mustSet(releaseset.Config{DB: db, Now: time.Now, Node: "n-founder"})
+		d.ReleaseSet = svc
+	})
+	return f, svc
 }
 
 // member is the id of the fixture's first cluster member (the founder).

@@ -6,12 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
-	"stratum/httpapi"
-	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
-	"stratum/store"
 	"stratum/wire"
 )
 
@@ -19,11 +15,7 @@ import (
 // buffers; a later body written over the buffer (here a refused one of
 // the same size) changes nothing of the record kept and stored before.
 func TestRecordBodyBufferIsReused(t *testing.T) {
-	var svc *releaseset.Service
-	f := newFixture(t, func(db *store.DB, d *httpapi.Deps) {
-		svc = mustSet(releaseset.Config{DB: db, Now: time.Now, Node: "n-founder"})
-		d.ReleaseSet = svc
-	})
+	f, svc := newReleaseSetFixture(t)
 	admin := f.login()
 	node := f.member()
 	rec := releasesettest.Record(1, 0)

@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
-	"time"
 
-	"stratum/httpapi"
-	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
-	"stratum/store"
 	"stratum/wire"
 )
 
@@ -18,9 +14,7 @@ import (
 // found nothing records "extensions":[], and the release set shows it so;
 // one that never read them shows null (SPEC 19, complete node records).
 func TestEmptyExtensionsAreNotUnread(t *testing.T) {
-	f := newFixture(t, func(db *store.DB, d *httpapi.Deps) {
-		d.ReleaseSet = mustSet(releaseset.Config{DB: db, Now: time.Now, Node: "n-founder"})
-	})
+	f, _ := newReleaseSetFixture(t)
 	admin := f.login()
 	node := f.member()
 	for _, tc := range []struct {

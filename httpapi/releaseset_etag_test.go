@@ -5,14 +5,11 @@ import (
 	"io"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	"stratum/httpapi"
 	"stratum/releaseset"
-	"stratum/store"
 	"stratum/wire"
 )
 
@@ -20,11 +17,7 @@ import (
 // ETag, If-None-Match answers 304 with no body, Content-Length is exact,
 // and a record changes the tag.
 func TestReleaseSetETag(t *testing.T) {
-	var svc *releaseset.Service
-	f := newFixture(t, func(db *store.DB, d *httpapi.Deps) {
-		svc = mustSet(releaseset.Config{DB: db, Now: time.Now, Node: "n-founder"})
-		d.ReleaseSet = svc
-	})
+	f, svc := newReleaseSetFixture(t)
 	admin := f.login()
 	get := func(enc, inm string) (*http.Response, []byte) {
 		t.Helper()
@@ -120,9 +113,7 @@ func TestReleaseSetETag(t *testing.T) {
 // HTTP with their own strong ETags (304 on a match), and a bad query is
 // INVALID_INPUT naming its parameter.
 func TestReleaseSetViews(t *testing.T) {
-	f := newFixture(t, func(db *store.DB, d *httpapi.Deps) {
-		d.ReleaseSet = mustSet(releaseset.Config{DB: db, Now: time.Now, Node: "n-founder"})
-	})
+	f, _ := newReleaseSetFixture(t)
 	admin := f.login()
 	get := func(query, inm string) (*http.Response, []byte) {
 		t.Helper()
