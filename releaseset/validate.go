@@ -36,7 +36,7 @@ func validateRecord(f *apierr.Fields, r *wire.Record, at string) {
 			name string
 			d    *wire.Deployment
 		}{{"booted", b.Booted}, {"staged", b.Staged}, {"rollback", b.Rollback}} {
-			if d.d != nil && (d.d.Image == "" || !isDigest(d.d.Digest)) {
+			if d.d != nil && !isDeployment(d.d) {
 				validateDeployment(f, d.d, at+".bootc."+d.name)
 			}
 		}
@@ -46,7 +46,7 @@ func validateRecord(f *apierr.Fields, r *wire.Record, at string) {
 			name string
 			v    *int
 		}{{"schemaLevel", c.SchemaLevel}, {"compatSchemaLevel", c.CompatSchemaLevel}, {"databaseSchemaLevel", c.DatabaseSchemaLevel}} {
-			if l.v != nil && *l.v < 0 {
+			if !isLevel(l.v) {
 				checkLevel(f, at+".controlPlane."+l.name, l.v)
 			}
 		}
@@ -91,6 +91,10 @@ func validateDeployment(f *apierr.Fields, d *wire.Deployment, at string) {
 	checkDigest(f, at+".digest", d.Digest)
 }
 
+// isDeployment is validateDeployment's rule, for the caller that tests a
+// deployment before it writes its path out.
+func isDeployment(d *wire.Deployment) bool { return d.Image != "" && isDigest(d.Digest) }
+
 func validateHostBinaries(f *apierr.Fields, h *wire.HostBinaries, at string) {
 	switch h.Source {
 	case wire.SourceOSImage, wire.SourceOverlay, wire.SourceControlPlaneImage:
@@ -121,7 +125,7 @@ func validateExtension(f *apierr.Fields, e wire.Extension, el elem) {
 	if e.Name == "" {
 		f.Add(el.at("name"), "is required")
 	}
-	if e.Release != "" && semver.Valid(e.Release) != nil {
+	if e.Release != "" && !isRelease(e.Release) {
 		checkRelease(f, el.at("release"), e.Release)
 	}
 	if e.RootHash != "" && !isHex(e.RootHash, 2, 128) {
@@ -163,7 +167,7 @@ func validateUnpinned(f *apierr.Fields, u wire.Unpinned, el elem) {
 }
 
 func validatePayload(f *apierr.Fields, p wire.Payload, el elem) {
-	if p.Release == "" || semver.Valid(p.Release) != nil {
+	if !isRelease(p.Release) {
 		checkRelease(f, el.at("release"), p.Release)
 	}
 	if !isHex(p.SHA256, 64, 64) {
@@ -173,7 +177,7 @@ func validatePayload(f *apierr.Fields, p wire.Payload, el elem) {
 
 func validateStorage(f *apierr.Fields, s *wire.Storage, at string) {
 	for i, r := range s.Releases {
-		if r.Release != "" && semver.Valid(r.Release) == nil && (r.Path == "" || cleanDir(r.Path)) && (r.OS == "" || cleanDir(r.OS)) {
+		if isRelease(r.Release) && (r.Path == "" || cleanDir(r.Path)) && (r.OS == "" || cleanDir(r.OS)) {
 			continue // nothing to say (the paths below are for a problem)
 		}
 		ra := index(at+".releases", i)
@@ -197,10 +201,14 @@ func index(at string, i int) string { return at + "[" + strconv.Itoa(i) + "]" }
 func checkRelease(f *apierr.Fields, at, v string) {
 	if v == "" {
 		f.Add(at, "is required")
-	} else if semver.Valid(v) != nil {
+	} else if !isRelease(v) {
 		f.Add(at, "must be a semantic version such as 0.2.0, not %q", v)
 	}
 }
+
+// isRelease is checkRelease's rule, for the callers that test a value
+// before they write its path out.
+func isRelease(v string) bool { return v != "" && semver.Valid(v) == nil }
 
 func checkDigest(f *apierr.Fields, at, v string) {
 	if !isDigest(v) {
@@ -209,10 +217,13 @@ func checkDigest(f *apierr.Fields, at, v string) {
 }
 
 func checkLevel(f *apierr.Fields, at string, v *int) {
-	if v != nil && *v < 0 {
+	if !isLevel(v) {
 		f.Add(at, "must not be negative")
 	}
 }
+
+// isLevel is checkLevel's rule: absent, or not negative.
+func isLevel(v *int) bool { return v == nil || *v >= 0 }
 
 func checkCount(f *apierr.Fields, at string, n int) {
 	if n < 0 {
