@@ -149,16 +149,13 @@ func makePlan(t reflect.Type, making map[reflect.Type]*plan) *plan {
 			} else {
 				lower[l] = true
 			}
-			pf := planField{name: name, index: f.index, ignore: f.ignore, bit: bit, plainName: plainName(name)}
+			pf := planField{name: name, index: f.index, ignore: f.ignore, omitEmpty: f.omitEmpty, bit: bit, plainName: plainName(name)}
 			bit <<= 1
 			if len(f.index) == 1 {
 				_, opts, _ := strings.Cut(t.Field(f.index[0]).Tag.Get("json"), ",")
 				for o := range strings.SplitSeq(opts, ",") {
-					switch o {
-					case "omitempty":
-						pf.omitEmpty = true
-					case "string", "omitzero":
-						p.canon = false
+					if o == "string" || o == "omitzero" {
+						p.canon = false // encoded otherwise
 					}
 				}
 			}
