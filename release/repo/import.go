@@ -97,7 +97,7 @@ func importTree(ctx context.Context, db *store.DB, dataDir, src string, keys *re
 	if err != nil {
 		return nil, err
 	}
-	if err := sealTree(tmp); err != nil {
+	if err := SealTree(tmp); err != nil {
 		return nil, ioError("seal the imported tree", err)
 	}
 

@@ -12,10 +12,11 @@ import (
 	"stratum/wire"
 )
 
-// sealTree makes the imported tree read-only (files 0444, directories
+// SealTree makes the imported tree read-only (files 0444, directories
 // 0555, deepest first) and syncs every directory so the tree is durable
-// before the store says it exists.
-func sealTree(dir string) error {
+// before the store says it exists. Exported for the crash tests, which
+// leave a tree as an import killed after this step leaves it.
+func SealTree(dir string) error {
 	var dirs []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"stratum/internal/stratumtest"
+	"stratum/release/repo"
 	"strings"
 	"syscall"
 	"testing"
@@ -233,28 +234,11 @@ func copyDir(t *testing.T, from, to string) {
 	}
 }
 
-// sealTree makes a tree read-only as the importer does (files 0444,
-// directories 0555).
+// sealTree makes a tree read-only with the importer's own step.
 func sealTree(t *testing.T, dir string) {
 	t.Helper()
-	var dirs []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			dirs = append(dirs, p)
-			return nil
-		}
-		return os.Chmod(p, 0o444)
-	})
-	if err != nil {
+	if err := repo.SealTree(dir); err != nil {
 		t.Fatal(err)
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := os.Chmod(dirs[i], 0o555); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
