@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"stratum/internal/zframe"
 )
 
 // TestRawFrames: raw frames of every header size (content sizes 0 to
@@ -36,7 +38,7 @@ func TestRawFrames(t *testing.T) {
 		}
 		stream = append(stream, f...)
 		want = append(want, p...)
-		c := codec.enc.EncodeAll(p, nil)
+		c := zframe.Append(nil, p)
 		stream = append(stream, c...)
 		want = append(want, p...)
 	}
