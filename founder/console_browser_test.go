@@ -399,6 +399,26 @@ func TestConsoleInBrowser(t *testing.T) {
 			})()`) {
 			t.Error("the skew matrix does not colour the two nodes' values apart")
 		}
+		// Chromium's zstd decoder reads a page of nodes[] as the founder
+		// sends it: each recorded node's kept frame (internal/zframe)
+		// between raw frames. The founder has recorded its own host.
+		if p.page == "release-set" {
+			got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(async () => {
+				const s = JSON.parse(sessionStorage.getItem('stratum.session'));
+				const r = await fetch('/v1/admin/upgrades/release?limit=500', { cache: 'no-store', credentials: 'omit',
+					headers: { Accept: 'application/json', Authorization: 'Bearer ' + s.token } });
+				const page = await r.json();
+				const withOS = (page.nodes || []).filter((n) => n.release && n.release.os && n.release.os.id);
+				return (r.headers.get('content-encoding') || 'identity') + ' ' + withOS.length;
+			})()`, chromedp.EvalAwaitPromise))
+			want := "zstd 1"
+			if recorded {
+				want = "zstd 2"
+			}
+			if err != nil || got != want {
+				t.Errorf("a page of nodes[] fetched by the browser: coding and nodes with a release %q (%v), want %q", got, err, want)
+			}
+		}
 	}
 
 	// Cancel the join under way, with a reason.

@@ -12,6 +12,7 @@ import (
 
 	"stratum/apierr"
 	membership "stratum/cluster"
+	"stratum/internal/zframe"
 	"stratum/store"
 	"stratum/wire"
 )
@@ -525,7 +526,7 @@ func (s *Service) encodePage(v *view, from, to int) (*Answer, error) {
 			lo = ends[k-1]
 		}
 		pieces[k] = glue[lo:end:end]
-		rawSize += rawFrameSize(end - lo)
+		rawSize += zframe.RawSize(end - lo)
 	}
 	raw := make([]byte, 0, rawSize)
 	a := &Answer{ETag: `"rsp-` + instanceTag + "-" + hex.EncodeToString(h.Sum(nil)[:12]) + `"`,
@@ -533,7 +534,7 @@ func (s *Service) encodePage(v *view, from, to int) (*Answer, error) {
 	a.size = len(glue)
 	for k, p := range pieces {
 		lo := len(raw)
-		raw = appendRawFrame(raw, p)
+		raw = zframe.AppendRaw(raw, p)
 		a.zstdParts = append(a.zstdParts, raw[lo:len(raw):len(raw)])
 		a.zstdSize += len(raw) - lo
 		if k < len(recs) {

@@ -1,11 +1,13 @@
-// Package zframe writes one zstd frame (RFC 8878) of a byte string, its
-// matches found by S2's snappy-compatible block encoder: S2 finds the
-// repeats of a record full of hex digests in a third of the time zstd's
-// fastest encoder takes, and the frame it makes is any zstd decoder's.
+// Package zframe writes zstd frames (RFC 8878) of byte strings that any
+// zstd decoder reads, and that concatenate into one stream. Append's
+// frame is compressed, its matches found by S2's snappy-compatible
+// block encoder: S2 finds the repeats of a record full of hex digests in
+// a third of the time zstd's fastest encoder takes. AppendRaw's frame is
+// stored, for bytes not worth compressing.
 //
 // A frame is single segment with its content size, no checksum and no
-// dictionary. Each block of at most 128 KiB of content is encoded on its
-// own (matches stay inside it): its literals are left raw and its
+// dictionary. Append encodes each block of at most 128 KiB of content on
+// its own (matches stay inside it): its literals are left raw and its
 // sequences are coded with the predefined FSE tables, every offset as
 // itself (no repeat offsets). A block that would not shrink is written
 // raw, and empty content is one empty raw block.
@@ -53,6 +55,34 @@ func Append(dst, src []byte) []byte {
 		src = src[n:]
 	}
 	return dst
+}
+
+// AppendRaw appends p to dst as one zstd frame of raw (stored) blocks.
+func AppendRaw(dst, p []byte) []byte {
+	dst = appendHeader(dst, len(p))
+	for first := true; first || len(p) > 0; first = false {
+		n := min(len(p), maxBlock)
+		dst = appendRaw(dst, p[:n], n == len(p))
+		p = p[n:]
+	}
+	return dst
+}
+
+// RawSize is len(AppendRaw(nil, p)) for len(p) == n.
+func RawSize(n int) int {
+	size := 4 + 1
+	switch {
+	case n < 256:
+		size++
+	case n < 65536+256:
+		size += 2
+	case uint64(n) < 1<<32:
+		size += 4
+	default:
+		size += 8
+	}
+	blocks := max(1, (n+maxBlock-1)/maxBlock)
+	return size + 3*blocks + n
 }
 
 // appendHeader appends the magic number and a frame header for content

@@ -97,14 +97,57 @@ func TestRoundTrip(t *testing.T) {
 // TestZstdCommand: the reference decoder (the zstd command) reads all
 // the frames concatenated, as a page of them is sent.
 func TestZstdCommand(t *testing.T) {
-	zstdCmd, err := exec.LookPath("zstd")
-	if err != nil {
-		t.Skip("no zstd command on this machine (.ci/run installs it): the reference decoder is not tried")
-	}
 	var stream, want []byte
 	for _, tc := range inputs(t) {
 		stream = zframe.Append(stream, tc.p)
 		want = append(want, tc.p...)
+	}
+	zstdDecodes(t, stream, want)
+}
+
+// TestRawFrames: raw frames of every header size (content sizes 0 to
+// past one 128 KiB block), alone and concatenated with compressed
+// frames, decode to their content, by klauspost's decoder and the zstd
+// command; RawSize is their size.
+func TestRawFrames(t *testing.T) {
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var stream, want []byte
+	for _, n := range []int{0, 1, 255, 256, 257, 65535, 65791, 65792, 128 << 10, 128<<10 + 1, 300 << 10} {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(rng.IntN(256))
+		}
+		f := zframe.AppendRaw(nil, p)
+		if len(f) != zframe.RawSize(n) {
+			t.Fatalf("%d bytes: frame of %d, RawSize says %d", n, len(f), zframe.RawSize(n))
+		}
+		got, err := dec.DecodeAll(f, nil)
+		if err != nil || !bytes.Equal(got, p) {
+			t.Fatalf("%d bytes: decodes to %d (%v)", n, len(got), err)
+		}
+		stream = append(stream, f...)
+		want = append(want, p...)
+		stream = zframe.Append(stream, p)
+		want = append(want, p...)
+	}
+	got, err := dec.DecodeAll(stream, nil)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("concatenated frames decode to %d bytes (%v), want %d", len(got), err, len(want))
+	}
+	zstdDecodes(t, stream, want)
+}
+
+// zstdDecodes checks that the zstd command decodes stream to want.
+func zstdDecodes(t *testing.T, stream, want []byte) {
+	t.Helper()
+	zstdCmd, err := exec.LookPath("zstd")
+	if err != nil {
+		t.Skip("no zstd command on this machine (.ci/run installs it): the reference decoder is not tried")
 	}
 	cmd := exec.Command(zstdCmd, "-d", "-c", "-q")
 	cmd.Stdin = bytes.NewReader(stream)
