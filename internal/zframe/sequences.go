@@ -165,7 +165,7 @@ func appendSequences(dst []byte, seqs []seq) []byte {
 	for i := len(seqs) - 1; i >= 0; i-- {
 		s := &seqs[i]
 		llc, mlc := llCode(s.lit), mlCode(s.ml)
-		ofv := s.off + 3 // Offset_Value: never a repeat offset
+		ofv := s.ov
 		ofc := uint8(bits.Len32(ofv) - 1)
 		if i == len(seqs)-1 {
 			llState, mlState, ofState = llTable.first[llc.code], mlTable.first[mlc.code], ofTable.first[ofc]

@@ -8,9 +8,9 @@
 // A frame is single segment with its content size, no checksum and no
 // dictionary. Append encodes each block of at most 128 KiB of content on
 // its own (matches stay inside it): its literals are left raw and its
-// sequences are coded with the predefined FSE tables, every offset as
-// itself (no repeat offsets). A block that would not shrink is written
-// raw, and empty content is one empty raw block.
+// sequences are coded with the predefined FSE tables, an offset as a
+// repeat code where it is one of the last three. A block that would not
+// shrink is written raw, and empty content is one empty raw block.
 package zframe
 
 import (
@@ -27,9 +27,9 @@ const (
 )
 
 // seq is one zstd sequence: lit literals from litPos, then ml bytes
-// copied from off bytes back.
+// copied from off bytes back, off written as Offset_Value ov.
 type seq struct {
-	litPos, lit, ml, off uint32
+	litPos, lit, ml, off, ov uint32
 }
 
 // scratch is one Append's working memory, pooled: steady state allocates
@@ -37,6 +37,7 @@ type seq struct {
 type scratch struct {
 	snappy []byte
 	seqs   []seq
+	rep    [3]uint32 // the frame's repeat offsets, newest first
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -49,6 +50,7 @@ func Append(dst, src []byte) []byte {
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
+	sc.rep = [3]uint32{1, 4, 8}
 	for len(src) > 0 {
 		n := min(len(src), maxBlock)
 		dst = sc.appendBlock(dst, src[:n], n == len(src))
@@ -124,6 +126,8 @@ func (sc *scratch) appendBlock(dst, b []byte, last bool) []byte {
 	if !ok || len(seqs) == 0 {
 		return appendRaw(dst, b, last)
 	}
+	rep := sc.rep // as it was, should the block be raw
+	offsetValues(seqs, &sc.rep)
 	start := len(dst)
 	dst = appendBlockHeader(dst, last, blockCompressed, 0)
 	// Literals section: Raw_Literals_Block, its size in 1, 2 or 3 bytes.
@@ -144,6 +148,7 @@ func (sc *scratch) appendBlock(dst, b []byte, last bool) []byte {
 	dst = appendSequences(dst, seqs)
 	size := len(dst) - start - 3
 	if size >= len(b) {
+		sc.rep = rep
 		return appendRaw(dst[:start], b, last)
 	}
 	h := uint32(blockCompressed)<<1 | uint32(size)<<3
@@ -156,6 +161,34 @@ func (sc *scratch) appendBlock(dst, b []byte, last bool) []byte {
 
 func appendRaw(dst, b []byte, last bool) []byte {
 	return append(appendBlockHeader(dst, last, blockRaw, len(b)), b...)
+}
+
+// offsetValues sets each sequence's Offset_Value (RFC 8878 section
+// 3.1.1.5): a repeat code where its offset is one of rep, the last
+// three, else the offset plus 3; it keeps rep as a decoder does.
+func offsetValues(seqs []seq, rep *[3]uint32) {
+	for i := range seqs {
+		s := &seqs[i]
+		// With no literals before it, codes 1 and 2 stand for the
+		// second and third offsets, and the first has none.
+		shift := uint32(0)
+		if s.lit == 0 {
+			shift = 1
+		}
+		switch off := s.off; {
+		case off == rep[0] && shift == 0:
+			s.ov = 1
+		case off == rep[1]:
+			s.ov = 2 - shift
+			rep[0], rep[1] = rep[1], rep[0]
+		case off == rep[2]:
+			s.ov = 3 - shift
+			rep[0], rep[1], rep[2] = rep[2], rep[0], rep[1]
+		default:
+			s.ov = off + 3
+			rep[0], rep[1], rep[2] = off, rep[0], rep[1]
+		}
+	}
 }
 
 // parseSnappy reads the snappy block enc of n bytes of content into

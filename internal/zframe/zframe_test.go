@@ -58,6 +58,12 @@ func inputs(t testing.TB) []input {
 	// (S2's copies of 4-byte offsets, split into pieces of up to 64).
 	far := random(70 << 10)
 	in = append(in, input{"far-repeat", append(far, far[:50<<10]...), true})
+	// A raw block (S2 finds nothing in random bytes), then a block whose
+	// first match, at offset 1, is the frame's first repeat offset: a raw
+	// block changes none.
+	once := random(128 << 10)
+	second := append([]byte("ab"), make([]byte, 1000)...)
+	in = append(in, input{"raw-then-repeats", append(append(once, second...), text[:50_000]...), true})
 	// Literal runs of every length code and matches of every length code.
 	var mixed []byte
 	for _, n := range []int{1, 15, 16, 17, 63, 64, 65, 127, 128, 300, 1000, 5000, 20000, 70000} {
