@@ -44,8 +44,8 @@ type cachedRecord struct {
 // at 30,000 records in a row instead of zstd's fastest encoder's 18.5%
 // (with raw literals already: Huffman-coded ones cost twice that), and
 // the record 0.31 ms of CPU instead of 0.36 (six pairs of runs). It is
-// 5.4 KB (5.2 with that encoder, 3.6 with Huffman coding), kept in Go's
-// 6 KB size class: 800 MiB at 100,000 nodes, well inside the gigabyte.
+// 5.3-5.6 KB (5.2-5.4 with that encoder, 3.6 with Huffman coding): 733
+// MiB at 100,000 nodes, well inside the gigabyte.
 // Its repeats are still found, and they are most of a record's size.
 // Decoders keep no state between DecodeAll calls.
 var recordDecoder = func() *zstd.Decoder {
