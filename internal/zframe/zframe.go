@@ -2,8 +2,11 @@
 // zstd decoder reads, and that concatenate into one stream. Append's
 // frame is compressed, its matches found by S2's snappy-compatible
 // block encoder: S2 finds the repeats of a record full of hex digests in
-// a third of the time zstd's fastest encoder takes. AppendRaw's frame is
-// stored, for bytes not worth compressing.
+// a third of the time zstd's fastest encoder takes to make its frame;
+// the whole frame takes 70-90% of that encoder's time in a benchmark of
+// its own (BenchmarkAppend) and half of it in the founder (33 us a
+// record instead of 65, profiled at 30,000 records in a row).
+// AppendRaw's frame is stored, for bytes not worth compressing.
 //
 // A frame is single segment with its content size, no checksum and no
 // dictionary. Append encodes each block of at most 128 KiB of content on
