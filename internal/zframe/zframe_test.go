@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os/exec"
 	"slices"
@@ -145,6 +146,15 @@ func TestRawFrames(t *testing.T) {
 	got, err := dec.DecodeAll(stream, nil)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("concatenated frames decode to %d bytes (%v), want %d", len(got), err, len(want))
+	}
+	// As the CLI reads a page: klauspost's streaming decoder.
+	zr, err := zstd.NewReader(bytes.NewReader(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	if got, err := io.ReadAll(zr); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("concatenated frames stream to %d bytes (%v), want %d", len(got), err, len(want))
 	}
 	zstdDecodes(t, stream, want)
 }
