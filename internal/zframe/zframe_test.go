@@ -102,15 +102,16 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// TestZstdCommand: the reference decoder (the zstd command) reads all
-// the frames concatenated, as a page of them is sent.
+// TestZstdCommand: the streaming decoder and the reference decoder (the
+// zstd command) read all the frames concatenated, as a page of them is
+// sent.
 func TestZstdCommand(t *testing.T) {
 	var stream, want []byte
 	for _, tc := range inputs(t) {
 		stream = zframe.Append(stream, tc.p)
 		want = append(want, tc.p...)
 	}
-	zstdDecodes(t, stream, want)
+	streamDecodes(t, stream, want)
 }
 
 // TestRawFrames: raw frames of every header size (content sizes 0 to
@@ -147,7 +148,14 @@ func TestRawFrames(t *testing.T) {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("concatenated frames decode to %d bytes (%v), want %d", len(got), err, len(want))
 	}
-	// As the CLI reads a page: klauspost's streaming decoder.
+	streamDecodes(t, stream, want)
+}
+
+// streamDecodes checks that concatenated frames decode to want as the
+// CLI reads a page (klauspost's streaming decoder) and by the zstd
+// command.
+func streamDecodes(t *testing.T, stream, want []byte) {
+	t.Helper()
 	zr, err := zstd.NewReader(bytes.NewReader(stream))
 	if err != nil {
 		t.Fatal(err)
@@ -156,12 +164,6 @@ func TestRawFrames(t *testing.T) {
 	if got, err := io.ReadAll(zr); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("concatenated frames stream to %d bytes (%v), want %d", len(got), err, len(want))
 	}
-	zstdDecodes(t, stream, want)
-}
-
-// zstdDecodes checks that the zstd command decodes stream to want.
-func zstdDecodes(t *testing.T, stream, want []byte) {
-	t.Helper()
 	zstdCmd, err := exec.LookPath("zstd")
 	if err != nil {
 		t.Skip("no zstd command on this machine (.ci/run installs it): the reference decoder is not tried")
