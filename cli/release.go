@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"stratum/apierr"
+	"stratum/crypto"
 	"stratum/founder"
 	"stratum/release"
 	"stratum/release/repo"
@@ -31,13 +32,15 @@ func init() { Register(newReleaseCmd) }
 func newReleaseCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "release",
-		Short: "release tooling: keygen, sign, verify; import, push, list, get on the founder",
+		Short: "release tooling: keygen, sign, verify; import, push, list, get, keys, trust-key on the founder",
 		Long: `Release tooling. keygen, sign and verify work on local files. import, push,
-list and get talk to the founder's admin API (--api); import and list take
---data DIR instead to work on a stopped founder's data directory.`,
+list, get, keys and trust-key talk to the founder's admin API (--api);
+import, list and trust-key take --data DIR instead to work on a stopped
+founder's data directory.`,
 	}
 	cmd.AddCommand(newReleaseKeygenCmd(), newReleaseSignCmd(), newReleaseVerifyCmd(),
-		newReleaseImportCmd(), newReleasePushCmd(), newReleaseListCmd(), newReleaseGetCmd())
+		newReleaseImportCmd(), newReleasePushCmd(), newReleaseListCmd(), newReleaseGetCmd(),
+		newReleaseKeysCmd(), newReleaseTrustKeyCmd())
 	return cmd
 }
 
@@ -144,8 +147,11 @@ func openReleaseStore(dataDir, viaAPI string) (*store.DB, error) {
 }
 
 func apiHint(what string) string {
-	if strings.HasPrefix(what, "import") {
+	switch {
+	case strings.HasPrefix(what, "import"):
 		return "stratum release import PATH --api URL, or stratum release push DIR"
+	case strings.HasPrefix(what, "trust"):
+		return "stratum release trust-key FILE.pub --api URL"
 	}
 	return "stratum release list --api URL"
 }
@@ -199,10 +205,6 @@ uploaded with stratum release push DIR.`,
 }
 
 func importStopped(cmd *cobra.Command, dataDir, src string, threshold int, replace bool) error {
-	keys, err := release.LoadKeyring(filepath.Join(dataDir, "release-keys"), threshold)
-	if err != nil {
-		return err
-	}
 	db, err := openReleaseStore(dataDir, "import the release")
 	if err != nil {
 		return err
@@ -210,8 +212,12 @@ func importStopped(cmd *cobra.Command, dataDir, src string, threshold int, repla
 	defer db.Close()
 	progress, finish := importProgress(os.Stderr, "importing")
 	start := time.Now()
-	r, err := repo.New(repo.Config{DB: db, DataDir: dataDir, Keys: keys, CacheBytes: -1})
+	r, err := repo.New(repo.Config{DB: db, DataDir: dataDir, Threshold: threshold, CacheBytes: -1})
 	if err != nil {
+		finish()
+		return err
+	}
+	if err := r.AdoptKeys(); err != nil {
 		finish()
 		return err
 	}
@@ -357,4 +363,91 @@ func printReleases(w io.Writer, list []wire.ImportedRelease) error {
 			r.ImportedAt.Format(time.RFC3339), r.ManifestSHA256[:min(16, len(r.ManifestSHA256))], state)
 	}
 	return tw.Flush()
+}
+
+func newReleaseKeysCmd() *cobra.Command {
+	var list struct {
+		Keys []wire.ReleaseKey `json:"keys"`
+	}
+	return showCommand("keys", "list the founder's release key files and whether each is trusted", cobra.NoArgs,
+		fixed("/v1/admin/release-keys"), &list, func(w io.Writer) error {
+			if len(list.Keys) == 0 {
+				_, err := fmt.Fprintln(w, "no release key file")
+				return err
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "FILE\tKEY ID\tTRUSTED")
+			for _, k := range list.Keys {
+				trusted := "yes"
+				switch {
+				case k.Problem != "":
+					trusted = "NO: " + k.Problem
+				case !k.Trusted:
+					trusted = "NO: stratum release trust-key to trust it"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", k.File, cmp.Or(k.KeyID, "-"), trusted)
+			}
+			return tw.Flush()
+		})
+}
+
+// maxPublicKeyFile bounds the public key file trust-key reads.
+const maxPublicKeyFile = 16 << 10
+
+func newReleaseTrustKeyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trust-key FILE.pub [--name NAME.pub]",
+		Short: "trust a release public key: the founder keeps it in DATA/release-keys and imports releases it signs",
+		Long: `Trust a release public key (as written by stratum release keygen). The
+founder writes it to DATA/release-keys/NAME.pub (NAME.pub: FILE's own name
+unless --name) and records it: a key file put there by other means is not
+trusted (SPEC 16.2). By default through the running founder's admin API
+(--api); with --data DIR on a stopped founder's data directory. Each
+replica of an HA founder needs the file: run it on each.`,
+		Args: cobra.ExactArgs(1),
+	}
+	admin := addAdminFlags(cmd)
+	o := addOutput(cmd)
+	dataDir := cmd.Flags().String("data", "", "a stopped founder's data directory (--api is then not used)")
+	name := cmd.Flags().String("name", "", "the key file's name in DATA/release-keys (default: FILE's name)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		pem, err := crypto.ReadFileLimit(args[0], maxPublicKeyFile)
+		if err != nil {
+			return err
+		}
+		req := wire.TrustReleaseKey{Name: cmp.Or(*name, filepath.Base(args[0])), PublicKey: string(pem)}
+		var raw json.RawMessage
+		if *dataDir != "" {
+			db, err := openReleaseStore(*dataDir, "trust the key")
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			r, err := repo.New(repo.Config{DB: db, DataDir: *dataDir, CacheBytes: -1})
+			if err != nil {
+				return err
+			}
+			k, err := r.TrustKey(req.Name, []byte(req.PublicKey), "cli")
+			if err != nil {
+				return releaseErr(err)
+			}
+			if raw, err = json.Marshal(k); err != nil {
+				return err
+			}
+		} else {
+			c, err := admin.client()
+			if err != nil {
+				return err
+			}
+			if err := c.do(cmd.Context(), "POST", "/v1/admin/release-keys", req, &raw); err != nil {
+				return err
+			}
+		}
+		var k wire.ReleaseKey
+		return o.render(cmd.OutOrStdout(), raw, &k, func() error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "trusted release key %s as %s\n", k.KeyID, k.File)
+			return err
+		})
+	}
+	return cmd
 }

@@ -219,7 +219,14 @@ func testResourceOutputs(t *testing.T, cmds []*cobra.Command) {
 	cover("cluster release set")
 
 	a := stratumtest.SignedReleaseTree(t, "0.2.0", []string{"0.1.0"}, 1<<20)
-	a.Trust(t, f.Dir)
+	if v := jsonOf("release", "trust-key", a.PubFile, "--name", "a.pub"); v["keyId"] != a.KeyID || v["file"] != "a.pub" || v["trusted"] != true {
+		t.Fatalf("release trust-key: %v", v)
+	}
+	cover("release trust-key")
+	if v := jsonOf("release", "keys"); len(v["keys"].([]any)) != 1 || v["keys"].([]any)[0].(map[string]any)["trusted"] != true {
+		t.Fatalf("release keys: %v", v)
+	}
+	cover("release keys")
 	if v := jsonOf("release", "push", a.Dir); v["release"] != "0.2.0" {
 		t.Fatalf("release push: %v", v)
 	}
@@ -229,7 +236,7 @@ func testResourceOutputs(t *testing.T, cmds []*cobra.Command) {
 	}
 	cover("release get")
 	b := stratumtest.SignedReleaseTree(t, "0.3.0", []string{"0.2.0"}, 1<<10)
-	b.Trust(t, f.Dir)
+	b.TrustOn(t, f)
 	if v := jsonOf("release", "import", b.Dir); v["release"] != "0.3.0" {
 		t.Fatalf("release import: %v", v)
 	}
@@ -364,11 +371,11 @@ func TestCLIReleasePush(t *testing.T) {
 	tree := stratumtest.SignedReleaseTree(t, "0.2.0", []string{"0.1.0"}, 8<<20)
 
 	// Untrusted: the founder holds another signer's key only.
-	stratumtest.SignedReleaseTree(t, "0.2.0", nil, 10).Trust(t, f.Dir)
+	stratumtest.SignedReleaseTree(t, "0.2.0", nil, 10).TrustOn(t, f)
 	if r := stratumEnv(t, env, "release", "push", tree.Dir); r.code == 0 || !strings.Contains(r.stderr, "signature") {
 		t.Fatalf("an untrusted tree: exit %d %s", r.code, r.stderr)
 	}
-	tree.Trust(t, f.Dir)
+	tree.TrustOn(t, f)
 	blob := filepath.Join(tree.Dir, filepath.FromSlash(tree.Blob))
 	good, _ := os.ReadFile(blob)
 	bad := bytes.Clone(good)
@@ -418,7 +425,7 @@ func TestReleaseUploadRefusesHostileTar(t *testing.T) {
 	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true, Args: []string{"--release-upload-limit", "2MiB"}})
 	admin := f.Admin(t)
 	tree := stratumtest.SignedReleaseTree(t, "0.2.0", []string{"0.1.0"}, 4<<10)
-	tree.Trust(t, f.Dir)
+	tree.TrustOn(t, f)
 	mb, _ := os.ReadFile(filepath.Join(tree.Dir, "payload", "manifest.json"))
 	sb, _ := os.ReadFile(filepath.Join(tree.Dir, "payload", "manifest.sig"))
 	outside := filepath.Join(filepath.Dir(f.Dir), "escaped-"+filepath.Base(f.Dir))
@@ -477,7 +484,7 @@ func TestReleaseUploadRefusesHostileTar(t *testing.T) {
 	}
 	// The CLI against the limit: a clear refusal, exit 1.
 	big := stratumtest.SignedReleaseTree(t, "0.3.0", []string{"0.1.0"}, 3<<20)
-	big.Trust(t, f.Dir)
+	big.TrustOn(t, f)
 	env := cliEnv(t, f)
 	cliLogin(t, f, env)
 	if r := stratumEnv(t, env, "release", "push", big.Dir); r.code != 1 || !strings.Contains(r.stderr, "limit") {

@@ -83,6 +83,22 @@ func TestRestoreIsComplete(t *testing.T) {
 	}
 	tokB := fB.Login(t, email, password).Token
 	waitUntil(t, "0.3.0 verified on B", func() bool { s, _, _ := releases(fB, tokB); return s == "verified" })
+	// B still trusts the restored keys: their records came with the store
+	// (SPEC 16.2), not only the files.
+	var keysB struct {
+		Keys []struct {
+			File    string
+			Trusted bool
+		}
+	}
+	if status, raw, err := call(fB, "GET", "/v1/admin/release-keys", tokB, nil); err != nil || status != 200 || json.Unmarshal(raw, &keysB) != nil || len(keysB.Keys) != len(keys) {
+		t.Fatalf("release keys on B: %d %s %v", status, raw, err)
+	}
+	for _, k := range keysB.Keys {
+		if !k.Trusted {
+			t.Fatalf("restored key %s is not trusted on B: %+v", k.File, keysB.Keys)
+		}
+	}
 	stopOK(t, fB)
 
 	// Without the release files: missing, with the command that fixes it.

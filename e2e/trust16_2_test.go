@@ -498,3 +498,76 @@ func markMustChange(t *testing.T, dir, dsn, email, password string) {
 		t.Fatalf("mark must-change: %v %v", marked, err)
 	}
 }
+
+// TestTrust16_2_DroppedReleaseKeyTrustsNothing: a founder trusts key K1.
+// An intruder who can write the data directory drops K2.pub into
+// DIR/release-keys: a release signed by K2 is refused, naming the file
+// and the command that trusts it, and nothing is imported. A record for
+// K2 written into the store without the data key changes nothing. The
+// admin trusting K2 (stratum release trust-key) makes it import, audited.
+func TestTrust16_2_DroppedReleaseKeyTrustsNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, o onBackend) {
+		f, dir, dsn := o.f, o.dir, o.dsn
+		k1 := stratumtest.SignedReleaseTree(t, "0.2.0", nil, 1024)
+		k1.TrustOn(t, f)
+		f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": k1.Dir}, 201, nil)
+
+		k2 := stratumtest.SignedReleaseTree(t, "0.3.0", nil, 1024)
+		dropped := filepath.Join(dir, "release-keys", "k2.pub")
+		pem, err := os.ReadFile(k2.PubFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dropped, pem, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		refused := func(when string) {
+			t.Helper()
+			e := f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": k2.Dir}, 400, nil)
+			if !strings.Contains(e.Message, dropped) || !strings.Contains(e.Message, "stratum release trust-key "+dropped) {
+				t.Fatalf("%s: the refusal does not name %s and how to trust it: %s", when, dropped, e.Message)
+			}
+			var list struct{ Releases []struct{ Release string } }
+			f.Operator(t).Must(t, "GET", "/v1/admin/releases", nil, 200, &list)
+			if len(list.Releases) != 1 || list.Releases[0].Release != "0.2.0" {
+				t.Fatalf("%s: releases %+v, want 0.2.0 only", when, list.Releases)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "releases", "0.3.0")); !os.IsNotExist(err) {
+				t.Fatalf("%s: the refused release is on disk: %v", when, err)
+			}
+		}
+		refused("a dropped key file")
+
+		forged, _ := json.Marshal(map[string]any{"keyId": k2.KeyID, "file": "k2.pub", "trustedAt": time.Now().UTC(), "trustedBy": "user:" + o.email})
+		if dsn == "" {
+			f.Stop(os.Interrupt, 20*time.Second)
+			forgeRows(t, dir, dsn, []forgedRow{{"release-keys", k2.KeyID, string(forged)}})
+			f = stratumtest.ServeDev(t, dir, serveStore(dsn)...)
+		} else {
+			forgeRows(t, dir, dsn, []forgedRow{{"release-keys", k2.KeyID, string(forged)}})
+		}
+		refused("a forged key record")
+
+		env := cliEnv(t, f)
+		cliLogin(t, f, env)
+		if r := stratumEnv(t, env, "release", "trust-key", dropped); r.code != 0 || !strings.Contains(r.stdout, k2.KeyID) {
+			t.Fatalf("release trust-key: exit %d %q %q", r.code, r.stdout, r.stderr)
+		}
+		f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": k2.Dir}, 201, nil)
+		var audit struct {
+			Events []struct {
+				Kind, Subject string
+				Data          map[string]string
+			}
+		}
+		f.Operator(t).Must(t, "GET", "/v1/admin/audit?limit=1000", nil, 200, &audit)
+		if !slices.ContainsFunc(audit.Events, func(e struct {
+			Kind, Subject string
+			Data          map[string]string
+		}) bool {
+			return e.Kind == "release.key.trusted" && e.Subject == k2.KeyID && e.Data["file"] == "k2.pub"
+		}) {
+			t.Fatalf("release.key.trusted of %s is not audited: %+v", k2.KeyID, audit.Events)
+		}
+	})
+}

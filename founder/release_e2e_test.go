@@ -21,7 +21,7 @@ import (
 func trustedTree(t *testing.T, f *stratumtest.Founder, rel string, blobSize int) stratumtest.ReleaseTree {
 	t.Helper()
 	tree := stratumtest.SignedReleaseTree(t, rel, []string{"0.1.0"}, blobSize)
-	tree.Trust(t, f.Dir)
+	tree.TrustOn(t, f)
 	return tree
 }
 

@@ -2,6 +2,7 @@ package founder
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"stratum/cluster"
@@ -33,6 +34,11 @@ func (f *Founder) services(ctx context.Context) error {
 		Concurrency: f.opts.ReleaseConcurrency, Limits: f.opts.ReleaseReads, CacheBytes: f.opts.ReleaseCacheBytes,
 		UploadLimits: uploadLimits(f.opts.ReleaseUploadBytes), Log: f.log}); err != nil {
 		return err
+	}
+	// SPEC 16.2: the key files a data directory held before this build
+	// are trusted once; later ones only through stratum release trust-key.
+	if err := f.repo.AdoptKeys(); err != nil {
+		return fmt.Errorf("adopting the release keys: %w", err)
 	}
 	if err := f.repo.Recover(); err != nil {
 		f.log.Error("settling an interrupted release import failed", "err", err)

@@ -3,9 +3,11 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"net"
@@ -28,8 +30,9 @@ import (
 )
 
 // refusingCatalog answers every import with NOT_FOUND: the target checks
-// the request body's decoding, not the importer.
-type refusingCatalog struct{}
+// the request body's decoding, not the importer. Its release keys are a
+// real repository's, over the target's store and a temporary directory.
+type refusingCatalog struct{ *repo.Service }
 
 func (refusingCatalog) Import(_ context.Context, path string, _ repo.ImportOptions) (*release.Manifest, error) {
 	return nil, apierr.New(apierr.NotFound, "no release tree at %s", path)
@@ -40,6 +43,20 @@ func (refusingCatalog) ImportTar(context.Context, io.Reader, repo.ImportOptions)
 func (refusingCatalog) List() ([]wire.ImportedRelease, error) { return nil, nil }
 func (refusingCatalog) Get(r string) (*wire.ImportedRelease, error) {
 	return nil, apierr.New(apierr.NotFound, "release %s is not imported", r)
+}
+
+// trustKeyBody is POST /v1/admin/release-keys' body trusting a fixed
+// release public key as name.
+func trustKeyBody(tb testing.TB, name string) string {
+	der, err := x509.MarshalPKIXPublicKey(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := json.Marshal(wire.TrustReleaseKey{Name: name, PublicKey: string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
 }
 
 // bodyRoute is one body-taking endpoint of either listener.
@@ -73,7 +90,11 @@ func FuzzHTTPBodies(f *testing.F) {
 	d.Log, d.Build = quiet, buildinfo.Info{Version: "v9.9.9-test", Commit: "abc1234"}
 	d.Identity = mustIAM(iam.Config{DB: db, Limits: iam.LoginLimits{SourceBurst: 1 << 30, PairBurst: 1 << 30, AccountFailures: 1 << 30}})
 	d.ClusterRelease = func() string { return id.ClusterRelease }
-	d.ReleaseSet, d.JoinAdmin, d.Joiners, d.Releases = sets, joins, joins, refusingCatalog{}
+	keys, err := repo.New(repo.Config{DB: db, DataDir: f.TempDir(), CacheBytes: -1, Log: quiet})
+	if err != nil {
+		f.Fatal(err)
+	}
+	d.ReleaseSet, d.JoinAdmin, d.Joiners, d.Releases = sets, joins, joins, refusingCatalog{keys}
 	api := httpapi.New(d)
 	admin, joinH := api.AdminHandler(), api.JoinHandler()
 
@@ -133,6 +154,7 @@ func FuzzHTTPBodies(f *testing.F) {
 		{method: "POST", path: "/v1/admin/join/registrations/" + jid + "/cancel", bearer: true},
 		{method: "PUT", path: "/v1/cluster/nodes/" + id.FounderNodeID + "/release", bearer: true},
 		{method: "POST", path: "/v1/admin/releases", bearer: true},
+		{method: "POST", path: "/v1/admin/release-keys", bearer: true},
 		{method: "PUT", path: "/v1/cluster/members/" + id.FounderNodeID + "/applied", node: true},
 		{method: "POST", path: "/v1/join/registrations", join: true},
 		{method: "POST", path: "/v1/join/registrations/" + jid + "/progress", join: true},
@@ -146,6 +168,7 @@ func FuzzHTTPBodies(f *testing.F) {
 		{`{"reason":"\ud800"}`},
 		{`{"runningRelease":"0.1.0","release":{}}`, `{"release":null}`},
 		{`{"path":"/srv/release"}`, `{"path":""}`, `{"path":1}`},
+		{trustKeyBody(f, "k1.pub"), trustKeyBody(f, "../k.pub"), trustKeyBody(f, ""), `{"name":"k.pub","publicKey":"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"}`, `{"name":"k.pub"}`},
 		{`{"generation":1}`, `{"generation":0}`},
 		{`{"token":"` + jt.Token + `","release":"0.1.0","hostname":"node-b"}`, `{"token":"sjt1.x","release":"9.9.9","hostname":"h"}`},
 		{`{"phase":"installing"}`, `{"phase":"failed","message":"x"}`},

@@ -25,6 +25,10 @@ type ReleaseCatalog interface {
 	ImportTar(ctx context.Context, r io.Reader, opts repo.ImportOptions) (*release.Manifest, error)
 	List() ([]wire.ImportedRelease, error)
 	Get(release string) (*wire.ImportedRelease, error)
+	// ListKeys lists the key files of the founder's release keys;
+	// TrustKey trusts a public key under a file name.
+	ListKeys() ([]wire.ReleaseKey, error)
+	TrustKey(name string, publicKey []byte, actor string) (wire.ReleaseKey, error)
 }
 
 type importRequest struct {
@@ -104,5 +108,27 @@ func (a *API) listReleases(w http.ResponseWriter, r *http.Request, c *call) erro
 	}
 	out = iam.Visible(c.principal, out, c.action, func(im wire.ImportedRelease) string { return iam.Resource(iam.ResRelease, im.Release) })
 	writeJSON(w, http.StatusOK, map[string]any{"releases": out})
+	return nil
+}
+
+func (a *API) listReleaseKeys(w http.ResponseWriter, r *http.Request, c *call) error {
+	keys, err := a.Releases.ListKeys()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"keys": keys})
+	return nil
+}
+
+func (a *API) trustReleaseKey(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req wire.TrustReleaseKey
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	k, err := a.Releases.TrustKey(req.Name, []byte(req.PublicKey), c.principal.Subject)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, k)
 	return nil
 }

@@ -81,6 +81,10 @@ func (a *API) adminRoutes() []Route {
 			Summary: "List imported releases.", handler: a.listReleases},
 		{Method: "GET", Path: "/v1/admin/releases/:release", Auth: authBearer, Action: "upgrade:DescribeRelease", Resource: param("release"),
 			Summary: "One imported release.", handler: a.getRelease},
+		{Method: "GET", Path: "/v1/admin/release-keys", Auth: authBearer, Action: "upgrade:DescribeRelease",
+			Summary: "The key files of DIR/release-keys, each with its key id and whether it is trusted (SPEC 16.2: a file counts only once trusted).", handler: a.listReleaseKeys},
+		{Method: "POST", Path: "/v1/admin/release-keys", Auth: authBearer, Action: "upgrade:TrustReleaseKey",
+			Summary: "Trust a release public key: body {name (NAME.pub), publicKey (PEM)}; the founder writes DIR/release-keys/NAME.pub (a different key under that name is refused) and records the key (audited release.key.trusted).", handler: a.trustReleaseKey},
 	}
 }
 

@@ -35,6 +35,7 @@ var Actions = map[string]ResourceType{
 	"upgrade:RecordRelease":     ResNode,
 	"upgrade:ImportRelease":     ResRelease,
 	"upgrade:SetClusterRelease": ResRelease,
+	"upgrade:TrustReleaseKey":   ResRelease,
 	"iam:CreateToken":           ResIAMToken,
 	"iam:ListTokens":            ResIAMToken,
 	"iam:RevokeToken":           ResIAMToken,

@@ -93,6 +93,18 @@ func signManifest(priv ed25519.PrivateKey, manifest []byte) Signature {
 type Keyring struct {
 	keys      map[string]ed25519.PublicKey // by keyId
 	threshold int
+	// notes say, by keyId, why a key the verifier holds is not in the
+	// ring (Note): a failure over its signature says so.
+	notes map[string]string
+}
+
+// Note records why keyID, a key the verifier knows of, is not trusted:
+// a manifest that fails for want of its signature names note.
+func (k *Keyring) Note(keyID, note string) {
+	if k.notes == nil {
+		k.notes = map[string]string{}
+	}
+	k.notes[keyID] = note
 }
 
 // NewKeyring trusts keys and needs threshold (>= 1) distinct ones to sign.
@@ -149,6 +161,11 @@ func (k *Keyring) VerifyManifest(manifest, sig []byte) (*Manifest, error) {
 		}
 		if len(untrusted) > 0 {
 			fmt.Fprintf(&b, "; signed by untrusted key %s", strings.Join(untrusted, ", "))
+			for _, id := range untrusted {
+				if n := k.notes[id]; n != "" {
+					fmt.Fprintf(&b, "; %s", n)
+				}
+			}
 		}
 		if len(other) > 0 {
 			fmt.Fprintf(&b, "; unsupported algorithm %s", strings.Join(other, ", "))

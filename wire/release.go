@@ -38,3 +38,22 @@ const (
 	ReleaseMissing  = "missing"
 	ReleaseCorrupt  = "corrupt"
 )
+
+// ReleaseKey is a file of the founder's release keys (GET
+// /v1/admin/release-keys, stratum release keys): a release it signs is
+// imported only while it is trusted (SPEC 16.2).
+type ReleaseKey struct {
+	File    string `json:"file"`
+	KeyID   string `json:"keyId,omitempty"`
+	Trusted bool   `json:"trusted"`
+	// Problem says why a file holds no release public key.
+	Problem string `json:"problem,omitempty"`
+}
+
+// TrustReleaseKey is POST /v1/admin/release-keys' body: the public key's
+// PEM text and the file name to keep it under (NAME.pub; empty: the key
+// id's first 16 digits).
+type TrustReleaseKey struct {
+	Name      string `json:"name"`
+	PublicKey string `json:"publicKey"`
+}

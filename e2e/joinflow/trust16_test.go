@@ -60,7 +60,7 @@ func TestTrust16_6_AdmissionRisesOnlyToAHeldRelease(t *testing.T) {
 			// Imported on the founder and reported by every joined member:
 			// the admission release follows by itself, to that release.
 			tree := stratumtest.SignedReleaseTree(t, "0.3.0", nil, 1024)
-			tree.Trust(t, f.Dir)
+			tree.TrustOn(t, f)
 			f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": tree.Dir}, 201, nil)
 			if got := admission(t, f); got != "0.2.0" {
 				t.Fatalf("the import alone moved the admission release to %s", got)
@@ -102,7 +102,7 @@ func TestTrust16_8_NoDowngradeByBuildMetadata(t *testing.T) {
 		t.Run(be.name, func(t *testing.T) {
 			f := trustFounderOn(t, "0.3.0", be.dsn(t))
 			rel := stratumtest.SignedReleaseTree(t, "0.3.0", []string{"0.1.0"}, 1024)
-			rel.Trust(t, f.Dir)
+			rel.TrustOn(t, f)
 			f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": rel.Dir}, 201, nil)
 			register := func(joinerRelease, mgmt string) answer {
 				j := selfSignedClient(t, f.Pool, 0)
@@ -132,7 +132,7 @@ func TestTrust16_8_NoDowngradeByBuildMetadata(t *testing.T) {
 func TestTrust16_9_FairReleaseSlots(t *testing.T) {
 	f := trustFounder(t, "0.2.0", "--release-concurrency", "4")
 	tree := stratumtest.SignedReleaseTree(t, "0.2.0", nil, 32<<20)
-	tree.Trust(t, f.Dir)
+	tree.TrustOn(t, f)
 	f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": tree.Dir}, 201, nil)
 	token := joinToken(t, f, 4)
 	type reg struct {

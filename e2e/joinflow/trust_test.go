@@ -93,7 +93,7 @@ func TestTrust02_RecordCannotLowerAdmissionRelease(t *testing.T) {
 	// Every joined member (a is the only one) reports 0.3.0, which the
 	// founder holds (SPEC 16.6): the admission release follows by itself.
 	tree := stratumtest.SignedReleaseTree(t, "0.3.0", nil, 1024)
-	tree.Trust(t, f.Dir)
+	tree.TrustOn(t, f)
 	f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": tree.Dir}, 201, nil)
 	a.record(t, "0.3.0").want(t, 204, "")
 	if v := versionView(t, f, f.Operator(t).Token); v["admissionRelease"] != "0.3.0" {

@@ -7,6 +7,7 @@ import (
 
 	"stratum/release"
 	"stratum/release/releasetest"
+	"stratum/wire"
 )
 
 // ReleaseTree is a signed release tree on disk.
@@ -30,8 +31,10 @@ func SignedReleaseTree(t testing.TB, rel string, upgradesFrom []string, blobSize
 }
 
 // Trust puts the tree's public key in the founder data directory's
-// release keys, named by its key id (the keys of other trees stay), so
-// the founder imports the tree.
+// release keys, named by its key id (the keys of other trees stay), for a
+// founder that has not started yet: its first start adopts the files
+// there (SPEC 16.2). A running founder trusts a key through its API:
+// TrustOn.
 func (r ReleaseTree) Trust(t testing.TB, dataDir string) {
 	t.Helper()
 	pub, err := os.ReadFile(r.PubFile)
@@ -81,8 +84,32 @@ func (k ReleaseKey) CopyPub(t testing.TB, dir string) string {
 }
 
 // Trust puts the public key in the founder data directory's release
-// keys.
+// keys, for a founder that has not started yet (see ReleaseTree.Trust).
 func (k ReleaseKey) Trust(t testing.TB, dataDir string) {
 	t.Helper()
 	k.CopyPub(t, filepath.Join(dataDir, "release-keys"))
+}
+
+// TrustOn trusts the tree's key on the running founder f, as its
+// operator through the admin API (stratum release trust-key's request),
+// named by its key id.
+func (r ReleaseTree) TrustOn(t testing.TB, f *Founder) {
+	t.Helper()
+	trustOn(t, f, r.PubFile, r.KeyID[:16]+".pub")
+}
+
+// TrustOn trusts the key on the running founder f as release.pub (see
+// ReleaseTree.TrustOn).
+func (k ReleaseKey) TrustOn(t testing.TB, f *Founder) {
+	t.Helper()
+	trustOn(t, f, k.Pub, "release.pub")
+}
+
+func trustOn(t testing.TB, f *Founder, pubFile, name string) {
+	t.Helper()
+	pem, err := os.ReadFile(pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Operator(t).Must(t, "POST", "/v1/admin/release-keys", wire.TrustReleaseKey{Name: name, PublicKey: string(pem)}, 201, nil)
 }

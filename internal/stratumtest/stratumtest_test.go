@@ -51,7 +51,7 @@ func TestHarness(t *testing.T) {
 	}
 
 	tree := SignedReleaseTree(t, "0.3.0", []string{"0.1.0"}, 1<<20)
-	tree.Trust(t, f.Dir)
+	tree.TrustOn(t, f)
 	admin.Must(t, "POST", "/v1/admin/releases", map[string]string{"path": tree.Dir}, 201, nil)
 	var list struct{ Releases []struct{ Release string } }
 	admin.Must(t, "GET", "/v1/admin/releases", nil, 200, &list)

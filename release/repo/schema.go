@@ -25,4 +25,8 @@ var (
 	// (import id -> importMark): what a killed import leaves, for
 	// CollectOrphans.
 	bucketImports = store.NewBucket[importMark]("release-imports")
+	// bucketKeys makes a key file of DIR/release-keys count (keys.go):
+	// key id -> trustedKey, and keysAdoptedMark once the files found
+	// there were adopted.
+	bucketKeys = store.NewBucket[trustedKey]("release-keys", store.Authenticated())
 )

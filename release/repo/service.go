@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"stratum/apierr"
@@ -23,9 +24,9 @@ type Config struct {
 	// zero).
 	KeysDir   string
 	Threshold int
-	// Keys, when set, are the trusted keys instead (a test's, or the
-	// offline import's); else they are read from KeysDir at each import,
-	// so keys an operator adds count at once.
+	// Keys, when set, are the trusted keys instead (a test's); else they
+	// are read from KeysDir at each import, each counting only once
+	// trusted (keys.go: adopted, or trusted by TrustKey).
 	Keys *release.Keyring
 	// Concurrency is how many files are read at once across all joiners
 	// (<= 0: DefaultConcurrency).
@@ -46,6 +47,10 @@ type Service struct {
 	*Mirror
 	cfg    Config
 	checks *Checks
+	// keysMu serializes adoption and trusting of keys (keys.go);
+	// untrusted holds the ids of untrusted key files reported.
+	keysMu    sync.Mutex
+	untrusted sync.Map
 }
 
 // New builds the repository; it starts nothing (Recover, UpgradeIndexes
@@ -70,18 +75,6 @@ func New(cfg Config) (*Service, error) {
 	m := newMirror(mirrorConfig{DB: cfg.DB, DataDir: cfg.DataDir, Concurrency: cfg.Concurrency, Limits: cfg.Limits,
 		CacheBytes: cfg.CacheBytes, Log: cfg.Log, Checks: checks})
 	return &Service{Mirror: m, cfg: cfg, checks: checks}, nil
-}
-
-// keyring loads the trusted keys.
-func (s *Service) keyring() (*release.Keyring, error) {
-	if s.cfg.Keys != nil {
-		return s.cfg.Keys, nil
-	}
-	keys, err := release.LoadKeyring(s.cfg.KeysDir, s.cfg.Threshold)
-	if err != nil {
-		return nil, apierr.New(apierr.Conflict, "the founder's release keys (%s) cannot be loaded: %v", s.cfg.KeysDir, err)
-	}
-	return keys, nil
 }
 
 // Import imports the signed release tree at src (see importTree).
