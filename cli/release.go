@@ -169,7 +169,9 @@ func newReleaseImportCmd() *cobra.Command {
 		Short: "import a signed release tree that is on the founder (through its API, or --data on a stopped founder)",
 		Long: `Import a signed release tree found at PATH on the founder's machine. By
 default the running founder imports it through its admin API (--api) and
-verifies it against its DATA/release-keys; with --data DIR the command
+verifies it against its trusted keys in DATA/release-keys (stratum release
+keys; a key file counts once trusted: stratum release trust-key); with
+--data DIR the command
 opens a stopped founder's store itself. A tree on your own machine is
 uploaded with stratum release push DIR.`,
 		Args: cobra.ExactArgs(1),

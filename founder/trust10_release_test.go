@@ -28,6 +28,7 @@ func TestTrust10_ReimportOtherContent(t *testing.T) {
 	f := stratumtest.ServeDev(t, "")
 	op := f.Operator(t)
 	first := trustedTree(t, f, "0.3.0", 1<<20).Dir
+	other := trustedTree(t, f, "0.3.0", 1<<20+1).Dir // its key trusted (audited) before the count below
 	op.Must(t, "POST", "/v1/admin/releases", map[string]any{"path": first}, 201, nil)
 	before := imported(t, op)
 	events := func() []struct {
@@ -45,7 +46,6 @@ func TestTrust10_ReimportOtherContent(t *testing.T) {
 	}
 	auditBefore := len(events())
 
-	other := trustedTree(t, f, "0.3.0", 1<<20+1).Dir
 	for _, body := range []map[string]any{{"path": other}, {"path": other, "replace": false}} {
 		e := op.Must(t, "POST", "/v1/admin/releases", body, 409, nil)
 		if e.Code != apierr.Conflict || !strings.Contains(e.Message, `"replace": true`) {

@@ -42,6 +42,14 @@
 //     CONFLICT unless the caller asks to replace it. The new tree is
 //     swapped in, the store records replaced and the corrupt marks cleared
 //     in one transaction, then the old tree is removed.
+//   - The trusted release keys are the files of DIR/release-keys whose key
+//     has a record (bucket "release-keys", MAC'd, keyed by key id): a file
+//     alone trusts nothing (SPEC 16.2). The files there at the first start
+//     (or offline import) of this build are adopted once, marked in the
+//     bucket; later keys are trusted by TrustKey (stratum release
+//     trust-key), which writes the file and the record. A file without a
+//     record is named, with that command, in the failure of a release it
+//     signed, and logged and audited once per key in a process (keys.go).
 //   - Before the signature is verified, every failure to read the tree
 //     (no such path, not a directory, unreadable, no payload files) gets
 //     one answer, so the import endpoint cannot be used to learn what
