@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -164,8 +165,54 @@ func (s *Service) AdoptKeys() error {
 	if err != nil {
 		return err
 	}
-	return s.cfg.DB.Update(func(tx *store.Tx) error { return adoptKeys(tx, files, time.Now().UTC()) })
+	before, err := s.adoptedBefore()
+	if err != nil {
+		return err
+	}
+	return s.cfg.DB.Update(func(tx *store.Tx) error { return adoptKeys(tx, files, time.Now().UTC(), before) })
 }
+
+// adoptedEvent is the audit event of an adoption.
+const adoptedEvent = "release.keys.adopted"
+
+// adoptedBefore reports, for a store whose bucketKeys holds neither the
+// mark nor any record, whether its audit chain records an adoption: the
+// bucket emptied by hand (the bbolt file edited) must not have the files
+// found now adopted. The chain is read only then: at the first start of
+// this build, or after such an edit.
+func (s *Service) adoptedBefore() (bool, error) {
+	empty := true
+	err := s.cfg.DB.View(func(tx *store.Tx) error {
+		return bucketKeys.Keys(tx, func(string) error { empty = false; return errStopKeys })
+	})
+	if err != nil && !errors.Is(err, errStopKeys) {
+		return false, err
+	}
+	if !empty {
+		return false, nil
+	}
+	const page = 1000
+	var after uint64
+	for {
+		evs, err := s.cfg.DB.AuditEvents(after, page)
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs {
+			if ev.Kind == adoptedEvent {
+				s.cfg.Log.Warn("the release keys were adopted before (audit event "+strconv.FormatUint(ev.Seq, 10)+") yet their records are gone: nothing is adopted again; trust each key with stratum release trust-key",
+					"keysDir", s.cfg.KeysDir)
+				return true, nil
+			}
+		}
+		if len(evs) < page {
+			return false, nil
+		}
+		after = evs[len(evs)-1].Seq
+	}
+}
+
+var errStopKeys = errors.New("stop")
 
 // adoptable reads the key files adoption would trust; a file that holds
 // no key is logged and left out (an import names it).
@@ -188,15 +235,15 @@ func (s *Service) adoptable() ([]keyFile, error) {
 }
 
 // adoptKeys is AdoptKeys in tx: nothing once the mark is there. A
-// trusted-key record without the mark means adoption (or a trust)
-// happened and the mark was lost: the mark is put back, nothing adopted.
-func adoptKeys(tx *store.Tx, files []keyFile, now time.Time) error {
+// trusted-key record without the mark, or an adoption the audit records
+// (before), means adoption (or a trust) happened and the mark was lost:
+// the mark is put back, nothing adopted.
+func adoptKeys(tx *store.Tx, files []keyFile, now time.Time, before bool) error {
 	if bucketKeys.Has(tx, keysAdoptedMark) {
 		return nil
 	}
 	mark := trustedKey{TrustedAt: now, TrustedBy: adoptionActor}
-	errFound := errors.New("found")
-	if err := bucketKeys.Keys(tx, func(string) error { return errFound }); errors.Is(err, errFound) {
+	if err := bucketKeys.Keys(tx, func(string) error { return errStopKeys }); errors.Is(err, errStopKeys) || before {
 		return bucketKeys.Put(tx, keysAdoptedMark, mark)
 	} else if err != nil {
 		return err
@@ -214,7 +261,7 @@ func adoptKeys(tx *store.Tx, files []keyFile, now time.Time) error {
 	if err := bucketKeys.Put(tx, keysAdoptedMark, mark); err != nil {
 		return err
 	}
-	return tx.Audit("release.keys.adopted", "stratum", "release-keys", map[string]string{
+	return tx.Audit(adoptedEvent, "stratum", "release-keys", map[string]string{
 		"keyIds": strings.Join(ids, ","), "files": strings.Join(names, ","),
 	})
 }
@@ -267,12 +314,16 @@ func (s *Service) TrustKey(name string, publicKey []byte, actor string) (wire.Re
 	if err != nil {
 		return wire.ReleaseKey{}, err
 	}
+	before, err := s.adoptedBefore()
+	if err != nil {
+		return wire.ReleaseKey{}, err
+	}
 	if err := writeKeyFile(s.cfg.KeysDir, name, pub, publicKey); err != nil {
 		return wire.ReleaseKey{}, err
 	}
 	err = s.cfg.DB.Update(func(tx *store.Tx) error {
 		now := time.Now().UTC()
-		if err := adoptKeys(tx, files, now); err != nil {
+		if err := adoptKeys(tx, files, now, before); err != nil {
 			return err
 		}
 		if err := bucketKeys.Put(tx, id, trustedKey{KeyID: id, File: name, TrustedAt: now, TrustedBy: actor}); err != nil {

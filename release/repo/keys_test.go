@@ -164,3 +164,47 @@ func isCode(err error, code apierr.Code) bool {
 	e, ok := apierr.As(err)
 	return ok && e.Code == code
 }
+
+// TestKeysEmptiedBucketAdoptsNothing: the intruder who can edit the store
+// deletes the adoption mark and every key record, drops a key file and
+// waits for a restart. The audit records the adoption: nothing is adopted
+// again, the dropped file is not trusted.
+func TestKeysEmptiedBucketAdoptsNothing(t *testing.T) {
+	db, dataDir := storetest.Temp(t)
+	keysDir := filepath.Join(dataDir, "release-keys")
+	_, pub1 := signedBy(t, "0.6.0")
+	tree2, pub2 := signedBy(t, "0.7.0")
+	dropKey(t, keysDir, pub1, "k1.pub")
+	s, err := New(Config{DB: db, DataDir: dataDir, CacheBytes: -1, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AdoptKeys(); err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *store.Tx) error {
+		var keys []string
+		if err := bucketKeys.Keys(tx, func(k string) error { keys = append(keys, k); return nil }); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := bucketKeys.Delete(tx, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := dropKey(t, keysDir, pub2, "k2.pub")
+	if err := s.AdoptKeys(); err != nil {
+		t.Fatal(err)
+	}
+	if got := auditKinds(t, db, "release.keys.adopted"); len(got) != 1 {
+		t.Fatalf("adoption ran again on an emptied bucket: %+v", got)
+	}
+	if _, err := s.Import(context.Background(), tree2, ImportOptions{}); err == nil || !strings.Contains(err.Error(), "stratum release trust-key "+dropped) {
+		t.Fatalf("a release signed by a key dropped while the bucket was emptied: %v", err)
+	}
+}
