@@ -29,10 +29,10 @@ const (
 	minMatch = 3 // zstd's shortest match
 )
 
-// seq is one zstd sequence: lit literals from litPos, then ml bytes
-// copied from off bytes back, off written as Offset_Value ov.
+// seq is one zstd sequence: lit literals, then ml bytes copied from off
+// bytes back, off written as Offset_Value ov.
 type seq struct {
-	litPos, lit, ml, off, ov uint32
+	lit, ml, off, ov uint32
 }
 
 // scratch is one Append's working memory, pooled: steady state allocates
@@ -124,30 +124,22 @@ func appendBlockHeader(dst []byte, last bool, typ, size int) []byte {
 // raw where that would not be smaller.
 func (sc *scratch) appendBlock(dst, b []byte, last bool) []byte {
 	sc.snappy = s2.EncodeSnappy(sc.snappy[:cap(sc.snappy)], b)
-	seqs, lits, ok := parseSnappy(sc.seqs[:0], sc.snappy, len(b))
-	sc.seqs = seqs
-	if !ok || len(seqs) == 0 {
+	if len(sc.snappy) >= len(b) { // S2 found nothing worth it
 		return appendRaw(dst, b, last)
 	}
-	rep := sc.rep // as it was, should the block be raw
-	offsetValues(seqs, &sc.rep)
 	start := len(dst)
-	dst = appendBlockHeader(dst, last, blockCompressed, 0)
-	// Literals section: Raw_Literals_Block, its size in 1, 2 or 3 bytes.
-	switch {
-	case lits < 32:
-		dst = append(dst, byte(lits<<3))
-	case lits < 4096:
-		dst = append(dst, byte(lits<<4)|0x04, byte(lits>>4))
-	default:
-		dst = append(dst, byte(lits<<4)|0x0C, byte(lits>>4), byte(lits>>12))
+	rep := sc.rep // as it was, should the block be raw
+	// The block header and the literals section's header (a
+	// Raw_Literals_Block, its size in 3 bytes), filled in below.
+	dst = append(dst, 0, 0, 0, 0, 0, 0)
+	dst, seqs, ok := sc.parseSnappy(dst, b)
+	sc.seqs = seqs
+	if !ok || len(seqs) == 0 {
+		sc.rep = rep
+		return appendRaw(dst[:start], b, last)
 	}
-	end := 0
-	for _, s := range seqs {
-		dst = append(dst, b[s.litPos:s.litPos+s.lit]...)
-		end = int(s.litPos + s.lit + s.ml)
-	}
-	dst = append(dst, b[end:]...)
+	lits := len(dst) - start - 6
+	dst[start+3], dst[start+4], dst[start+5] = byte(lits<<4)|0x0C, byte(lits>>4), byte(lits>>12)
 	dst = appendSequences(dst, seqs)
 	size := len(dst) - start - 3
 	if size >= len(b) {
@@ -166,48 +158,45 @@ func appendRaw(dst, b []byte, last bool) []byte {
 	return append(appendBlockHeader(dst, last, blockRaw, len(b)), b...)
 }
 
-// offsetValues sets each sequence's Offset_Value (RFC 8878 section
-// 3.1.1.5): a repeat code where its offset is one of rep, the last
-// three, else the offset plus 3; it keeps rep as a decoder does.
-func offsetValues(seqs []seq, rep *[3]uint32) {
-	for i := range seqs {
-		s := &seqs[i]
-		// With no literals before it, codes 1 and 2 stand for the
-		// second and third offsets, and the first has none.
-		shift := uint32(0)
-		if s.lit == 0 {
-			shift = 1
-		}
-		switch off := s.off; {
-		case off == rep[0] && shift == 0:
-			s.ov = 1
-		case off == rep[1]:
-			s.ov = 2 - shift
-			rep[0], rep[1] = rep[1], rep[0]
-		case off == rep[2]:
-			s.ov = 3 - shift
-			rep[0], rep[1], rep[2] = rep[2], rep[0], rep[1]
-		default:
-			s.ov = off + 3
-			rep[0], rep[1], rep[2] = off, rep[0], rep[1]
-		}
+// offsetValue is the Offset_Value of a match off bytes back after lit
+// literals (RFC 8878 section 3.1.1.5): a repeat code where off is one
+// of rep, the last three offsets, else off plus 3. It updates rep as a
+// decoder does.
+func offsetValue(off, lit uint32, rep *[3]uint32) uint32 {
+	// With no literals before it, codes 1 and 2 stand for the second
+	// and third offsets, and the first has none.
+	shift := uint32(0)
+	if lit == 0 {
+		shift = 1
 	}
+	switch {
+	case off == rep[0] && shift == 0:
+		return 1
+	case off == rep[1]:
+		rep[0], rep[1] = rep[1], rep[0]
+		return 2 - shift
+	case off == rep[2]:
+		rep[0], rep[1], rep[2] = rep[2], rep[0], rep[1]
+		return 3 - shift
+	}
+	rep[0], rep[1], rep[2] = off, rep[0], rep[1]
+	return off + 3
 }
 
-// parseSnappy reads the snappy block enc of n bytes of content into
-// zstd sequences, appended to seqs, and the number of literal bytes
-// (those of the sequences and those after the last one). Copies in a
-// row with one offset become one sequence; a copy shorter than zstd's
-// shortest match stays literals. ok is false where enc is not a block
-// of n bytes this package can read (then the block is written raw).
-func parseSnappy(seqs []seq, enc []byte, n int) (_ []seq, lits int, ok bool) {
+// parseSnappy reads the snappy block sc.snappy of b into zstd
+// sequences, in sc.seqs, and appends their literals and those after the
+// last one to dst. Copies in a row with one offset become one sequence;
+// a copy shorter than zstd's shortest match stays literals. Offsets are
+// written as offsetValue says, from sc.rep. ok is false where the block
+// is not one of b that this package can read (then b is written raw).
+func (sc *scratch) parseSnappy(dst, b []byte) (_ []byte, _ []seq, ok bool) {
+	seqs, enc, n := sc.seqs[:0], sc.snappy, len(b)
 	size, k := binary.Uvarint(enc)
 	if k <= 0 || size != uint64(n) {
-		return seqs, 0, false
+		return dst, seqs, false
 	}
 	enc = enc[k:]
-	pos, litStart := 0, 0 // in the content
-	matched := 0
+	pos, litStart := 0, 0 // in b
 	for len(enc) > 0 {
 		tag := enc[0]
 		var length, off int
@@ -226,53 +215,50 @@ func parseSnappy(seqs []seq, enc []byte, n int) (_ []seq, lits int, ok bool) {
 			case l == 63 && len(enc) >= 5:
 				l, enc = int(binary.LittleEndian.Uint32(enc[1:])), enc[5:]
 			default:
-				return seqs, 0, false
+				return dst, seqs, false
 			}
 			l++
 			if l > len(enc) || l > n-pos {
-				return seqs, 0, false
+				return dst, seqs, false
 			}
+			dst = append(dst, enc[:l]...)
 			enc = enc[l:]
 			pos += l
 			continue
 		case 1:
 			if len(enc) < 2 {
-				return seqs, 0, false
+				return dst, seqs, false
 			}
 			length, off = 4+int(tag>>2&7), int(tag&0xe0)<<3|int(enc[1])
 			enc = enc[2:]
 		case 2:
 			if len(enc) < 3 {
-				return seqs, 0, false
+				return dst, seqs, false
 			}
 			length, off = 1+int(tag>>2), int(binary.LittleEndian.Uint16(enc[1:]))
 			enc = enc[3:]
 		case 3:
 			if len(enc) < 5 {
-				return seqs, 0, false
+				return dst, seqs, false
 			}
 			length, off = 1+int(tag>>2), int(binary.LittleEndian.Uint32(enc[1:]))
 			enc = enc[5:]
 		}
 		if off <= 0 || off > pos || length > n-pos {
-			return seqs, 0, false
+			return dst, seqs, false
 		}
 		switch {
 		case litStart == pos && len(seqs) > 0 && seqs[len(seqs)-1].off == uint32(off):
 			seqs[len(seqs)-1].ml += uint32(length)
-			matched += length
 			litStart = pos + length
 		case length < minMatch:
-			// literals: litStart stays
+			dst = append(dst, b[pos:pos+length]...) // literals: litStart stays
 		default:
-			seqs = append(seqs, seq{litPos: uint32(litStart), lit: uint32(pos - litStart), ml: uint32(length), off: uint32(off)})
-			matched += length
+			lit := uint32(pos - litStart)
+			seqs = append(seqs, seq{lit: lit, ml: uint32(length), off: uint32(off), ov: offsetValue(uint32(off), lit, &sc.rep)})
 			litStart = pos + length
 		}
 		pos += length
 	}
-	if pos != n {
-		return seqs, 0, false
-	}
-	return seqs, n - matched, true
+	return dst, seqs, pos == n
 }
