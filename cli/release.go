@@ -146,6 +146,20 @@ func openReleaseStore(dataDir, viaAPI string) (*store.DB, error) {
 	return founder.DataDir(dataDir).OpenStore(founder.KeySource{})
 }
 
+// stoppedRepo opens the release repository of a stopped founder's data
+// directory (openReleaseStore); closeStore closes its store.
+func stoppedRepo(dataDir, what string, threshold int) (r *repo.Service, closeStore func() error, err error) {
+	db, err := openReleaseStore(dataDir, what)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r, err = repo.New(repo.Config{DB: db, DataDir: dataDir, Threshold: threshold, CacheBytes: -1}); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return r, db.Close, nil
+}
+
 func apiHint(what string) string {
 	switch {
 	case strings.HasPrefix(what, "import"):
@@ -207,22 +221,16 @@ uploaded with stratum release push DIR.`,
 }
 
 func importStopped(cmd *cobra.Command, dataDir, src string, threshold int, replace bool) error {
-	db, err := openReleaseStore(dataDir, "import the release")
+	r, closeStore, err := stoppedRepo(dataDir, "import the release", threshold)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer closeStore()
+	if err := r.AdoptKeys(); err != nil {
+		return err
+	}
 	progress, finish := importProgress(os.Stderr, "importing")
 	start := time.Now()
-	r, err := repo.New(repo.Config{DB: db, DataDir: dataDir, Threshold: threshold, CacheBytes: -1})
-	if err != nil {
-		finish()
-		return err
-	}
-	if err := r.AdoptKeys(); err != nil {
-		finish()
-		return err
-	}
 	m, err := r.Import(cmd.Context(), src, repo.ImportOptions{Progress: progress, Actor: "cli", Replace: replace})
 	finish()
 	if err != nil {
@@ -291,15 +299,11 @@ func newReleaseListCmd() *cobra.Command {
 		}
 		var raw json.RawMessage
 		if *dataDir != "" {
-			db, err := openReleaseStore(*dataDir, "list the releases")
+			r, closeStore, err := stoppedRepo(*dataDir, "list the releases", 0)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			r, err := repo.New(repo.Config{DB: db, DataDir: *dataDir, CacheBytes: -1})
-			if err != nil {
-				return err
-			}
+			defer closeStore()
 			if list.Releases, err = r.ListStopped(); err != nil {
 				return err
 			}
@@ -420,15 +424,11 @@ replica of an HA founder needs the file: run it on each.`,
 		req := wire.TrustReleaseKey{Name: cmp.Or(*name, filepath.Base(args[0])), PublicKey: string(pem)}
 		var raw json.RawMessage
 		if *dataDir != "" {
-			db, err := openReleaseStore(*dataDir, "trust the key")
+			r, closeStore, err := stoppedRepo(*dataDir, "trust the key", 0)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			r, err := repo.New(repo.Config{DB: db, DataDir: *dataDir, CacheBytes: -1})
-			if err != nil {
-				return err
-			}
+			defer closeStore()
 			k, err := r.TrustKey(req.Name, []byte(req.PublicKey), "cli")
 			if err != nil {
 				return releaseErr(err)

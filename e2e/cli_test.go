@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -489,5 +490,30 @@ func TestReleaseUploadRefusesHostileTar(t *testing.T) {
 	cliLogin(t, f, env)
 	if r := stratumEnv(t, env, "release", "push", big.Dir); r.code != 1 || !strings.Contains(r.stderr, "limit") {
 		t.Fatalf("push over the limit: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// TestReleaseTrustKeyOnAStoppedFounder: on the data directory of a
+// founder that has started once (its keys adopted) and is stopped, a key
+// file dropped there trusts nothing: the offline import refuses the tree
+// it signs, naming the command that trusts it; stratum release trust-key
+// --data trusts it, and the same import goes through.
+func TestReleaseTrustKeyOnAStoppedFounder(t *testing.T) {
+	t.Parallel()
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true})
+	if code, _ := f.Stop(os.Interrupt, 20*time.Second); code != 0 {
+		t.Fatalf("the founder exited %d", code)
+	}
+	tree := stratumtest.SignedReleaseTree(t, "0.2.0", nil, 1024)
+	tree.Trust(t, f.Dir)
+	dropped := filepath.Join(f.Dir, "release-keys", tree.KeyID[:16]+".pub")
+	if r := stratum(t, "release", "import", "--data", f.Dir, tree.Dir); r.code == 0 || !strings.Contains(r.stderr, "stratum release trust-key "+dropped) {
+		t.Fatalf("an offline import signed by a dropped key: exit %d %s", r.code, r.stderr)
+	}
+	if r := stratum(t, "release", "trust-key", "--data", f.Dir, dropped); r.code != 0 || !strings.Contains(r.stdout, tree.KeyID) {
+		t.Fatalf("release trust-key --data: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := stratum(t, "release", "import", "--data", f.Dir, tree.Dir); r.code != 0 || !strings.Contains(r.stdout, "imported release 0.2.0") {
+		t.Fatalf("the offline import once the key is trusted: exit %d %q %q", r.code, r.stdout, r.stderr)
 	}
 }
