@@ -112,5 +112,16 @@ func adminClient(f *stratumtest.Founder, cert *tls.Certificate) *http.Client {
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}
-	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}}
+	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, MaxIdleConnsPerHost: 4, IdleConnTimeout: clientIdle}}
 }
+
+// clientIdle is how long the soak's clients keep an idle connection:
+// less than the founder's ReadHeaderTimeout (10 s). Go's Transport parks
+// a connection it dialed for a request that another connection served
+// first, unused, in its idle pool; the founder closes a connection that
+// sent no request for 10 s (a header timeout: its 120 s IdleTimeout is
+// for connections between requests). A POST sent on such a connection
+// as the founder closes it fails with EOF, and a POST is not retried:
+// one "admin token create" in a 30-minute soak (12,059 answers) failed
+// so. Closing idle connections first leaves no such race.
+const clientIdle = 5 * time.Second

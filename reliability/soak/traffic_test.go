@@ -265,7 +265,7 @@ func (s *soak) newJoiner() (*joiner, error) {
 			// a real link (on loopback the kernel would buffer a whole range).
 			DialContext:         smallRcvBuf.DialContext,
 			TLSClientConfig:     &tls.Config{RootCAs: s.f.Pool, Certificates: []tls.Certificate{key.Cert}},
-			MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second,
+			MaxIdleConnsPerHost: 4, IdleConnTimeout: clientIdle,
 		}},
 	}, nil
 }
