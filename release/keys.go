@@ -135,6 +135,36 @@ func LoadPublicKey(path string) (ed25519.PublicKey, error) {
 	return pub, nil
 }
 
+// KeyFile is one NAME.pub file of a keys directory: its key and key id,
+// or Err when it holds none.
+type KeyFile struct {
+	Name, Path string
+	ID         string
+	Pub        ed25519.PublicKey
+	Err        error
+}
+
+// ReadKeyFiles reads the *.pub files of dir, in name order; a file that
+// holds no ed25519 public key is listed with its Err.
+func ReadKeyFiles(dir string) ([]KeyFile, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []KeyFile
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".pub") || e.IsDir() {
+			continue
+		}
+		f := KeyFile{Name: e.Name(), Path: filepath.Join(dir, e.Name())}
+		if f.Pub, f.Err = LoadPublicKey(f.Path); f.Err == nil {
+			f.ID = KeyID(f.Pub)
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
 // LoadKeyring trusts every *.pub file in dir (threshold 0 means 1). A file
 // that does not hold an ed25519 public key is an error naming it: a
 // keyring that silently skipped a key would fail later and obscurely.
@@ -142,7 +172,7 @@ func LoadKeyring(dir string, threshold int) (*Keyring, error) {
 	if threshold == 0 {
 		threshold = 1
 	}
-	entries, err := os.ReadDir(dir)
+	files, err := ReadKeyFiles(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("release keys: %s does not exist (put the release public keys, NAME.pub, there)", dir)
@@ -150,15 +180,11 @@ func LoadKeyring(dir string, threshold int) (*Keyring, error) {
 		return nil, fmt.Errorf("release keys: %w", err)
 	}
 	var keys []ed25519.PublicKey
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".pub") || e.IsDir() {
-			continue
+	for _, f := range files {
+		if f.Err != nil {
+			return nil, fmt.Errorf("release keys: %w", f.Err)
 		}
-		pub, err := LoadPublicKey(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("release keys: %w", err)
-		}
-		keys = append(keys, pub)
+		keys = append(keys, f.Pub)
 	}
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("release keys: no *.pub file in %s", dir)

@@ -42,40 +42,10 @@ const keysAdoptedMark = "adopted"
 // adoptionActor is who trusted the keys adoption found.
 const adoptionActor = "adoption"
 
-// keyFile is one NAME.pub of the keys directory: its key, or err when
-// it holds none.
-type keyFile struct {
-	name string
-	path string
-	id   string
-	pub  ed25519.PublicKey
-	err  error
-}
-
-// readKeyFiles reads the *.pub files of dir, in name order.
-func readKeyFiles(dir string) ([]keyFile, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var files []keyFile
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".pub") || e.IsDir() {
-			continue
-		}
-		f := keyFile{name: e.Name(), path: filepath.Join(dir, e.Name())}
-		if f.pub, f.err = release.LoadPublicKey(f.path); f.err == nil {
-			f.id = release.KeyID(f.pub)
-		}
-		files = append(files, f)
-	}
-	return files, nil
-}
-
 // untrustedNote says that f is not trusted and how to trust it.
-func untrustedNote(f keyFile) string {
+func untrustedNote(f release.KeyFile) string {
 	return fmt.Sprintf("%s holds key %s but is not trusted (a key file counts once trusted): trust it with `stratum release trust-key %s` (add --data DIR on a stopped founder)",
-		f.path, f.id, f.path)
+		f.Path, f.ID, f.Path)
 }
 
 // keyring loads the trusted keys: the key files whose key has a valid
@@ -86,23 +56,23 @@ func (s *Service) keyring() (*release.Keyring, error) {
 		return s.cfg.Keys, nil
 	}
 	dir := s.cfg.KeysDir
-	files, err := readKeyFiles(dir)
+	files, err := release.ReadKeyFiles(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, apierr.New(apierr.Conflict, "the founder's release keys: %s does not exist (put the release public keys, NAME.pub, there)", dir)
 	} else if err != nil {
 		return nil, apierr.New(apierr.Conflict, "the founder's release keys (%s) cannot be loaded: %v", dir, err)
 	}
 	for _, f := range files {
-		if f.err != nil {
-			return nil, apierr.New(apierr.Conflict, "the founder's release keys (%s) cannot be loaded: %v", dir, f.err)
+		if f.Err != nil {
+			return nil, apierr.New(apierr.Conflict, "the founder's release keys (%s) cannot be loaded: %v", dir, f.Err)
 		}
 	}
 	var trusted []ed25519.PublicKey
-	var untrusted []keyFile
+	var untrusted []release.KeyFile
 	err = s.cfg.DB.View(func(tx *store.Tx) error {
 		for _, f := range files {
-			if bucketKeys.Has(tx, f.id) {
-				trusted = append(trusted, f.pub)
+			if bucketKeys.Has(tx, f.ID) {
+				trusted = append(trusted, f.Pub)
 			} else {
 				untrusted = append(untrusted, f)
 			}
@@ -132,24 +102,24 @@ func (s *Service) keyring() (*release.Keyring, error) {
 		return nil, apierr.New(apierr.Conflict, "%s", msg)
 	}
 	for _, f := range untrusted {
-		keys.Note(f.id, untrustedNote(f))
+		keys.Note(f.ID, untrustedNote(f))
 	}
 	return keys, nil
 }
 
 // reportUntrusted logs and audits, once per key in this process, a key
 // file that is not trusted.
-func (s *Service) reportUntrusted(f keyFile) {
-	if _, seen := s.untrusted.LoadOrStore(f.id, true); seen {
+func (s *Service) reportUntrusted(f release.KeyFile) {
+	if _, seen := s.untrusted.LoadOrStore(f.ID, true); seen {
 		return
 	}
-	s.cfg.Log.Warn("a release key file is not trusted: releases it signs are refused", "file", f.path, "keyId", f.id,
-		"trust", "stratum release trust-key "+f.path)
+	s.cfg.Log.Warn("a release key file is not trusted: releases it signs are refused", "file", f.Path, "keyId", f.ID,
+		"trust", "stratum release trust-key "+f.Path)
 	err := s.cfg.DB.Update(func(tx *store.Tx) error {
-		return tx.Audit("release.key.untrusted", "stratum", f.id, map[string]string{"keyId": f.id, "file": f.name})
+		return tx.Audit("release.key.untrusted", "stratum", f.ID, map[string]string{"keyId": f.ID, "file": f.Name})
 	})
 	if err != nil {
-		s.cfg.Log.Error("auditing an untrusted release key file failed", "file", f.path, "err", err)
+		s.cfg.Log.Error("auditing an untrusted release key file failed", "file", f.Path, "err", err)
 	}
 }
 
@@ -216,8 +186,8 @@ var errStopKeys = errors.New("stop")
 
 // adoptable reads the key files adoption would trust; a file that holds
 // no key is logged and left out (an import names it).
-func (s *Service) adoptable() ([]keyFile, error) {
-	files, err := readKeyFiles(s.cfg.KeysDir)
+func (s *Service) adoptable() ([]release.KeyFile, error) {
+	files, err := release.ReadKeyFiles(s.cfg.KeysDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {
@@ -225,8 +195,8 @@ func (s *Service) adoptable() ([]keyFile, error) {
 	}
 	keys := files[:0]
 	for _, f := range files {
-		if f.err != nil {
-			s.cfg.Log.Warn("a file in the release keys holds no key", "err", f.err)
+		if f.Err != nil {
+			s.cfg.Log.Warn("a file in the release keys holds no key", "err", f.Err)
 			continue
 		}
 		keys = append(keys, f)
@@ -238,7 +208,7 @@ func (s *Service) adoptable() ([]keyFile, error) {
 // trusted-key record without the mark, or an adoption the audit records
 // (before), means adoption (or a trust) happened and the mark was lost:
 // the mark is put back, nothing adopted.
-func adoptKeys(tx *store.Tx, files []keyFile, now time.Time, before bool) error {
+func adoptKeys(tx *store.Tx, files []release.KeyFile, now time.Time, before bool) error {
 	if bucketKeys.Has(tx, keysAdoptedMark) {
 		return nil
 	}
@@ -250,13 +220,13 @@ func adoptKeys(tx *store.Tx, files []keyFile, now time.Time, before bool) error 
 	}
 	var ids, names []string
 	for _, f := range files {
-		if bucketKeys.Has(tx, f.id) {
+		if bucketKeys.Has(tx, f.ID) {
 			continue // the same key in two files
 		}
-		if err := bucketKeys.Put(tx, f.id, trustedKey{KeyID: f.id, File: f.name, TrustedAt: now, TrustedBy: adoptionActor}); err != nil {
+		if err := bucketKeys.Put(tx, f.ID, trustedKey{KeyID: f.ID, File: f.Name, TrustedAt: now, TrustedBy: adoptionActor}); err != nil {
 			return err
 		}
-		ids, names = append(ids, f.id), append(names, f.name)
+		ids, names = append(ids, f.ID), append(names, f.Name)
 	}
 	if err := bucketKeys.Put(tx, keysAdoptedMark, mark); err != nil {
 		return err
@@ -362,7 +332,7 @@ func writeKeyFile(dir, name string, pub ed25519.PublicKey, pemText []byte) error
 // ListKeys lists every *.pub file of the keys directory with its key id
 // and whether it is trusted (a file that holds no key: why, in Problem).
 func (s *Service) ListKeys() ([]wire.ReleaseKey, error) {
-	files, err := readKeyFiles(s.cfg.KeysDir)
+	files, err := release.ReadKeyFiles(s.cfg.KeysDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []wire.ReleaseKey{}, nil
 	} else if err != nil {
@@ -371,11 +341,11 @@ func (s *Service) ListKeys() ([]wire.ReleaseKey, error) {
 	out := make([]wire.ReleaseKey, 0, len(files))
 	err = s.cfg.DB.View(func(tx *store.Tx) error {
 		for _, f := range files {
-			k := wire.ReleaseKey{File: f.name, KeyID: f.id}
-			if f.err != nil {
-				k.Problem = f.err.Error()
+			k := wire.ReleaseKey{File: f.Name, KeyID: f.ID}
+			if f.Err != nil {
+				k.Problem = f.Err.Error()
 			} else {
-				k.Trusted = bucketKeys.Has(tx, f.id)
+				k.Trusted = bucketKeys.Has(tx, f.ID)
 			}
 			out = append(out, k)
 		}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,7 +14,6 @@ import (
 	"stratum/release/releasetest"
 	"stratum/store"
 	"stratum/store/storetest"
-	"stratum/wire"
 )
 
 // signedBy writes a release tree rel signed with a new key and returns
@@ -46,31 +46,15 @@ func dropKey(t *testing.T, keysDir, pubFile, name string) string {
 	return p
 }
 
-func auditKinds(t *testing.T, db *store.DB, kind string) []wire.AuditEvent {
+// adoptedRepo is a repository over a new store whose keys directory held
+// pubs (as k1.pub, k2.pub, ...) when it adopted its keys.
+func adoptedRepo(t *testing.T, pubs ...string) (s *Service, db *store.DB, dataDir, keysDir string) {
 	t.Helper()
-	evs, err := db.AuditEvents(0, 10000)
-	if err != nil {
-		t.Fatal(err)
+	db, dataDir = storetest.Temp(t)
+	keysDir = filepath.Join(dataDir, "release-keys")
+	for i, pub := range pubs {
+		dropKey(t, keysDir, pub, "k"+strconv.Itoa(i+1)+".pub")
 	}
-	var out []wire.AuditEvent
-	for _, ev := range evs {
-		if ev.Kind == kind {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-// TestKeysAdoptedOnce: the files present at adoption are trusted; a file
-// dropped after it is not, and the import it would verify is refused
-// with a message naming the file and the command that trusts it; after
-// TrustKey it imports. Adoption runs once: a second one adopts nothing.
-func TestKeysAdoptedOnce(t *testing.T) {
-	db, dataDir := storetest.Temp(t)
-	keysDir := filepath.Join(dataDir, "release-keys")
-	tree1, pub1 := signedBy(t, "0.6.0")
-	tree2, pub2 := signedBy(t, "0.7.0")
-	dropKey(t, keysDir, pub1, "k1.pub")
 	s, err := New(Config{DB: db, DataDir: dataDir, CacheBytes: -1, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -78,10 +62,22 @@ func TestKeysAdoptedOnce(t *testing.T) {
 	if err := s.AdoptKeys(); err != nil {
 		t.Fatal(err)
 	}
-	if got := auditKinds(t, db, "release.keys.adopted"); len(got) != 1 || !strings.Contains(got[0].Data["files"], "k1.pub") {
+	return s, db, dataDir, keysDir
+}
+
+// TestKeysAdoptedOnce: the files present at adoption are trusted; a file
+// dropped after it is not, and the import it would verify is refused
+// with a message naming the file and the command that trusts it; after
+// TrustKey it imports. Adoption runs once: a second one adopts nothing.
+func TestKeysAdoptedOnce(t *testing.T) {
+	tree1, pub1 := signedBy(t, "0.6.0")
+	tree2, pub2 := signedBy(t, "0.7.0")
+	s, db, dataDir, keysDir := adoptedRepo(t, pub1)
+	if got := storetest.AuditEventsOf(t, db, "release.keys.adopted"); len(got) != 1 || !strings.Contains(got[0].Data["files"], "k1.pub") {
 		t.Fatalf("release.keys.adopted events = %+v", got)
 	}
-	if _, err := s.Import(context.Background(), tree1, ImportOptions{}); err != nil {
+	_, err := s.Import(context.Background(), tree1, ImportOptions{})
+	if err != nil {
 		t.Fatalf("a release signed by the adopted key: %v", err)
 	}
 
@@ -89,7 +85,7 @@ func TestKeysAdoptedOnce(t *testing.T) {
 	if err := s.AdoptKeys(); err != nil { // a restart: adoption is done
 		t.Fatal(err)
 	}
-	if got := auditKinds(t, db, "release.keys.adopted"); len(got) != 1 {
+	if got := storetest.AuditEventsOf(t, db, "release.keys.adopted"); len(got) != 1 {
 		t.Fatalf("adoption ran again: %+v", got)
 	}
 	for range 2 {
@@ -101,7 +97,7 @@ func TestKeysAdoptedOnce(t *testing.T) {
 	if left := releasesLeft(t, dataDir); len(left) != 1 || left[0] != "0.6.0" {
 		t.Fatalf("releases after the refused import: %v", left)
 	}
-	if got := auditKinds(t, db, "release.key.untrusted"); len(got) != 1 || got[0].Data["file"] != "k2.pub" {
+	if got := storetest.AuditEventsOf(t, db, "release.key.untrusted"); len(got) != 1 || got[0].Data["file"] != "k2.pub" {
 		t.Fatalf("release.key.untrusted events = %+v, want one (once per key)", got)
 	}
 	keys, err := s.ListKeys()
@@ -126,7 +122,7 @@ func TestKeysAdoptedOnce(t *testing.T) {
 	if err != nil || !k.Trusted || k.File != "k2.pub" {
 		t.Fatalf("TrustKey = %+v, %v", k, err)
 	}
-	if got := auditKinds(t, db, "release.key.trusted"); len(got) != 1 || got[0].Actor != "user:admin" {
+	if got := storetest.AuditEventsOf(t, db, "release.key.trusted"); len(got) != 1 || got[0].Actor != "user:admin" {
 		t.Fatalf("release.key.trusted events = %+v", got)
 	}
 	if _, err := s.Import(context.Background(), tree2, ImportOptions{}); err != nil {
@@ -137,16 +133,8 @@ func TestKeysAdoptedOnce(t *testing.T) {
 // TestKeysNoneTrusted: with only untrusted files, the import fails saying
 // no key is trusted and naming the file; with none, as before.
 func TestKeysNoneTrusted(t *testing.T) {
-	db, dataDir := storetest.Temp(t)
-	keysDir := filepath.Join(dataDir, "release-keys")
 	tree, pub := signedBy(t, "0.6.0")
-	s, err := New(Config{DB: db, DataDir: dataDir, CacheBytes: -1, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AdoptKeys(); err != nil { // nothing to adopt yet
-		t.Fatal(err)
-	}
+	s, _, _, keysDir := adoptedRepo(t) // nothing to adopt yet
 	if err := os.MkdirAll(keysDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +142,7 @@ func TestKeysNoneTrusted(t *testing.T) {
 		t.Fatalf("import with no key file: %v", err)
 	}
 	p := dropKey(t, keysDir, pub, "late.pub")
-	_, err = s.Import(context.Background(), tree, ImportOptions{})
+	_, err := s.Import(context.Background(), tree, ImportOptions{})
 	if !isCode(err, apierr.Conflict) || !strings.Contains(err.Error(), "no trusted key") || !strings.Contains(err.Error(), "stratum release trust-key "+p) {
 		t.Fatalf("import with only an untrusted key file: %v", err)
 	}
@@ -170,19 +158,10 @@ func isCode(err error, code apierr.Code) bool {
 // waits for a restart. The audit records the adoption: nothing is adopted
 // again, the dropped file is not trusted.
 func TestKeysEmptiedBucketAdoptsNothing(t *testing.T) {
-	db, dataDir := storetest.Temp(t)
-	keysDir := filepath.Join(dataDir, "release-keys")
 	_, pub1 := signedBy(t, "0.6.0")
 	tree2, pub2 := signedBy(t, "0.7.0")
-	dropKey(t, keysDir, pub1, "k1.pub")
-	s, err := New(Config{DB: db, DataDir: dataDir, CacheBytes: -1, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AdoptKeys(); err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *store.Tx) error {
+	s, db, _, keysDir := adoptedRepo(t, pub1)
+	err := db.Update(func(tx *store.Tx) error {
 		var keys []string
 		if err := bucketKeys.Keys(tx, func(k string) error { keys = append(keys, k); return nil }); err != nil {
 			return err
@@ -201,7 +180,7 @@ func TestKeysEmptiedBucketAdoptsNothing(t *testing.T) {
 	if err := s.AdoptKeys(); err != nil {
 		t.Fatal(err)
 	}
-	if got := auditKinds(t, db, "release.keys.adopted"); len(got) != 1 {
+	if got := storetest.AuditEventsOf(t, db, "release.keys.adopted"); len(got) != 1 {
 		t.Fatalf("adoption ran again on an emptied bucket: %+v", got)
 	}
 	if _, err := s.Import(context.Background(), tree2, ImportOptions{}); err == nil || !strings.Contains(err.Error(), "stratum release trust-key "+dropped) {

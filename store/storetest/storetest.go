@@ -9,6 +9,7 @@ import (
 
 	"stratum/crypto"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // Key is the fixed data key of the stores Open opens: a store opened
@@ -40,6 +41,22 @@ func Temp(tb testing.TB) (*store.DB, string) {
 	tb.Helper()
 	dir := tb.TempDir()
 	return Open(tb, filepath.Join(dir, "stratum.db")), dir
+}
+
+// AuditEventsOf is each of db's first 10,000 audit events of kind.
+func AuditEventsOf(tb testing.TB, db *store.DB, kind string) []wire.AuditEvent {
+	tb.Helper()
+	evs, err := db.AuditEvents(0, 10000)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []wire.AuditEvent
+	for _, e := range evs {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // AuditKinds is "kind:subject" of each of db's first 1000 audit events.
