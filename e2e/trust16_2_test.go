@@ -24,6 +24,7 @@ import (
 	"stratum/internal/pgtest"
 	"stratum/internal/stratumtest"
 	"stratum/store"
+	"stratum/wire"
 )
 
 // forgedRow is a row an intruder writes straight into the store.
@@ -523,18 +524,7 @@ func TestTrust16_2_DroppedReleaseKeyTrustsNothing(t *testing.T) {
 		}
 		refused := func(when string) {
 			t.Helper()
-			e := f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": k2.Dir}, 400, nil)
-			if !strings.Contains(e.Message, dropped) || !strings.Contains(e.Message, "stratum release trust-key "+dropped) {
-				t.Fatalf("%s: the refusal does not name %s and how to trust it: %s", when, dropped, e.Message)
-			}
-			var list struct{ Releases []struct{ Release string } }
-			f.Operator(t).Must(t, "GET", "/v1/admin/releases", nil, 200, &list)
-			if len(list.Releases) != 1 || list.Releases[0].Release != "0.2.0" {
-				t.Fatalf("%s: releases %+v, want 0.2.0 only", when, list.Releases)
-			}
-			if _, err := os.Stat(filepath.Join(dir, "releases", "0.3.0")); !os.IsNotExist(err) {
-				t.Fatalf("%s: the refused release is on disk: %v", when, err)
-			}
+			refusedImport(t, f, when, k2, 400, dropped)
 		}
 		refused("a dropped key file")
 
@@ -570,4 +560,153 @@ func TestTrust16_2_DroppedReleaseKeyTrustsNothing(t *testing.T) {
 			t.Fatalf("release.key.trusted of %s is not audited: %+v", k2.KeyID, audit.Events)
 		}
 	})
+}
+
+// TestTrust16_2_EmptiedReleaseKeysAdoptNothing: a founder adopted K1 (its
+// file was in DIR/release-keys at its first start) and imported a release
+// signed by it. Stopped, the intruder who can write the store (the bbolt
+// file, or the database as its owner) empties the release-keys bucket,
+// the key records and the adoption mark, and drops K2.pub beside K1's
+// file, for the next start to adopt. The audit chain records the
+// adoption: nothing is adopted again. K2 trusts nothing (its release is
+// refused, naming the file, nothing imported) and K1, whose record is
+// gone, is not trusted again behind the operator's back; the release
+// imported stays. The intruder then also deletes the adoption's audit
+// event: before the fix the chain, read without checking its links, held
+// no adoption and K2.pub was adopted (its release imported). A chain that
+// does not verify adopts nothing. The operator trusts K1 again with
+// stratum release trust-key.
+func TestTrust16_2_EmptiedReleaseKeysAdoptNothing(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			dir, dsn := t.TempDir(), be.dsn(t)
+			k1 := stratumtest.SignedReleaseTree(t, "0.2.0", nil, 1024)
+			k1.Trust(t, dir)
+			f := stratumtest.ServeDev(t, dir, serveStore(dsn)...)
+			f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": k1.Dir}, 201, nil)
+			k1File := filepath.Join(dir, "release-keys", k1.KeyID[:16]+".pub")
+
+			k2 := stratumtest.SignedReleaseTree(t, "0.3.0", nil, 1024)
+			dropped := filepath.Join(dir, "release-keys", "k2.pub")
+			pem, err := os.ReadFile(k2.PubFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			attack := func(when string, deleteEvent bool, wantAdoptions int) {
+				t.Helper()
+				f.Stop(os.Interrupt, 20*time.Second)
+				emptyReleaseKeys(t, dir, dsn, deleteEvent)
+				if err := os.WriteFile(dropped, pem, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				f = stratumtest.ServeDev(t, dir, serveStore(dsn)...)
+
+				// No key is trusted: CONFLICT, naming each file and how to
+				// trust it; 0.2.0 is kept.
+				if msg := refusedImport(t, f, when, k2, 409, dropped); !strings.Contains(msg, "no trusted key") {
+					t.Fatalf("%s: the refusal does not say that no key is trusted: %s", when, msg)
+				}
+				var keys struct{ Keys []wire.ReleaseKey }
+				f.Operator(t).Must(t, "GET", "/v1/admin/release-keys", nil, 200, &keys)
+				if len(keys.Keys) != 2 || slices.ContainsFunc(keys.Keys, func(k wire.ReleaseKey) bool { return k.Trusted }) {
+					t.Fatalf("%s: release keys %+v, want K1's file and k2.pub, neither trusted", when, keys.Keys)
+				}
+				if n := adoptions(t, f); n != wantAdoptions {
+					t.Fatalf("%s: %d release.keys.adopted events, want %d (none but the first start's)", when, n, wantAdoptions)
+				}
+				if f.LogCount("nothing is adopted") == 0 {
+					t.Errorf("%s: the founder does not say that nothing was adopted: %s", when, f.OutputTail(20))
+				}
+			}
+			attack("the bucket emptied", false, 1)
+			attack("the bucket emptied and the adoption's audit event deleted", true, 0)
+
+			// The operator trusts K1 again: its releases import.
+			env := cliEnv(t, f)
+			cliLogin(t, f, env)
+			if r := stratumEnv(t, env, "release", "trust-key", k1File); r.code != 0 || !strings.Contains(r.stdout, k1.KeyID) {
+				t.Fatalf("release trust-key %s: exit %d %q %q", k1File, r.code, r.stdout, r.stderr)
+			}
+			f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": k1.Dir}, 201, nil)
+		})
+	}
+}
+
+// refusedImport imports tree (release 0.3.0) on f, which holds 0.2.0
+// only, and checks that it is refused with status, naming the key file
+// dropped and the command that trusts it, and that nothing was imported;
+// it returns the refusal's message.
+func refusedImport(t *testing.T, f *stratumtest.Founder, when string, tree stratumtest.ReleaseTree, status int, dropped string) string {
+	t.Helper()
+	e := f.Operator(t).Must(t, "POST", "/v1/admin/releases", map[string]any{"path": tree.Dir}, status, nil)
+	if !strings.Contains(e.Message, dropped) || !strings.Contains(e.Message, "stratum release trust-key "+dropped) {
+		t.Fatalf("%s: the refusal does not name %s and how to trust it: %s", when, dropped, e.Message)
+	}
+	var list struct{ Releases []struct{ Release string } }
+	f.Operator(t).Must(t, "GET", "/v1/admin/releases", nil, 200, &list)
+	if len(list.Releases) != 1 || list.Releases[0].Release != "0.2.0" {
+		t.Fatalf("%s: releases %+v, want 0.2.0 only", when, list.Releases)
+	}
+	if _, err := os.Stat(filepath.Join(f.Dir, "releases", "0.3.0")); !os.IsNotExist(err) {
+		t.Fatalf("%s: the refused release is on disk: %v", when, err)
+	}
+	return e.Message
+}
+
+// emptyReleaseKeys is the intruder's edit of a stopped founder's store:
+// every record of the release-keys bucket (the trusted keys and the
+// adoption mark) deleted, and with deleteEvent the audit event of the
+// adoption too; in the bbolt file, or with plain SQL as the database's
+// owner.
+func emptyReleaseKeys(t *testing.T, dir, dsn string, deleteEvent bool) {
+	t.Helper()
+	const adopted = `"kind":"release.keys.adopted"`
+	if dsn != "" {
+		pgExec(t, dsn, "DELETE FROM stratum_kv WHERE bucket = 'release-keys'")
+		if deleteEvent {
+			pgExec(t, dsn, "DELETE FROM stratum_kv WHERE bucket = 'audit' AND position($1::bytea in value) > 0", []byte(adopted))
+		}
+		return
+	}
+	boltEdit(t, dir, func(tx *bolt.Tx) error {
+		deleteWhere := func(bucket string, match func(v []byte) bool) error {
+			b := tx.Bucket([]byte(bucket))
+			var keys [][]byte
+			if err := b.ForEach(func(k, v []byte) error {
+				if match(v) {
+					keys = append(keys, append([]byte(nil), k...))
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := deleteWhere("release-keys", func([]byte) bool { return true }); err != nil {
+			return err
+		}
+		if !deleteEvent {
+			return nil
+		}
+		return deleteWhere("audit", func(v []byte) bool { return strings.Contains(string(v), adopted) })
+	})
+}
+
+// adoptions counts the release.keys.adopted events of f's audit log.
+func adoptions(t *testing.T, f *stratumtest.Founder) int {
+	t.Helper()
+	var audit struct{ Events []struct{ Kind string } }
+	f.Operator(t).Must(t, "GET", "/v1/admin/audit?limit=1000", nil, 200, &audit)
+	n := 0
+	for _, e := range audit.Events {
+		if e.Kind == "release.keys.adopted" {
+			n++
+		}
+	}
+	return n
 }

@@ -149,7 +149,9 @@ const adoptedEvent = "release.keys.adopted"
 // mark nor any record, whether its audit chain records an adoption: the
 // bucket emptied by hand (the bbolt file edited) must not have the files
 // found now adopted. The chain is read only then: at the first start of
-// this build, or after such an edit.
+// this build, or after such an edit. Its links are checked first: a
+// chain that does not verify (the adoption's event deleted with the
+// bucket) proves no absence, and counts as an adoption.
 func (s *Service) adoptedBefore() (bool, error) {
 	empty := true
 	err := s.cfg.DB.View(func(tx *store.Tx) error {
@@ -160,6 +162,11 @@ func (s *Service) adoptedBefore() (bool, error) {
 	}
 	if !empty {
 		return false, nil
+	}
+	if _, err := s.cfg.DB.VerifyAuditChain(); err != nil {
+		s.cfg.Log.Warn("the release keys have no records and the audit chain does not verify, so it cannot show they were never adopted: nothing is adopted; trust each key with stratum release trust-key",
+			"keysDir", s.cfg.KeysDir, "err", err)
+		return true, nil
 	}
 	const page = 1000
 	var after uint64

@@ -14,6 +14,7 @@ import (
 	"stratum/release/releasetest"
 	"stratum/store"
 	"stratum/store/storetest"
+	"stratum/wire"
 )
 
 // signedBy writes a release tree rel signed with a new key and returns
@@ -156,34 +157,72 @@ func isCode(err error, code apierr.Code) bool {
 // TestKeysEmptiedBucketAdoptsNothing: the intruder who can edit the store
 // deletes the adoption mark and every key record, drops a key file and
 // waits for a restart. The audit records the adoption: nothing is adopted
-// again, the dropped file is not trusted.
+// again, the dropped file is not trusted, nor is the adopted one. Nor when
+// the intruder deletes the adoption's audit event too: the chain no longer
+// verifies, so it proves no absence (before the fix the dropped file was
+// adopted).
 func TestKeysEmptiedBucketAdoptsNothing(t *testing.T) {
-	_, pub1 := signedBy(t, "0.6.0")
-	tree2, pub2 := signedBy(t, "0.7.0")
-	s, db, _, keysDir := adoptedRepo(t, pub1)
-	err := db.Update(func(tx *store.Tx) error {
-		var keys []string
-		if err := bucketKeys.Keys(tx, func(k string) error { keys = append(keys, k); return nil }); err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := bucketKeys.Delete(tx, k); err != nil {
-				return err
+	for _, tc := range []struct {
+		name        string
+		deleteEvent bool
+		adoptions   int // release.keys.adopted events left
+	}{
+		{"bucket emptied", false, 1},
+		{"bucket emptied and the adoption's audit event deleted", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, pub1 := signedBy(t, "0.6.0")
+			tree2, pub2 := signedBy(t, "0.7.0")
+			s, db, _, keysDir := adoptedRepo(t, pub1)
+			err := db.Update(func(tx *store.Tx) error {
+				var keys []string
+				if err := bucketKeys.Keys(tx, func(k string) error { keys = append(keys, k); return nil }); err != nil {
+					return err
+				}
+				for _, k := range keys {
+					if err := bucketKeys.Delete(tx, k); err != nil {
+						return err
+					}
+				}
+				if !tc.deleteEvent {
+					return nil
+				}
+				var adoption []string
+				if err := store.AuditBucket.ForEach(tx, func(k string, ev wire.AuditEvent) error {
+					if ev.Kind == adoptedEvent {
+						adoption = append(adoption, k)
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+				for _, k := range adoption {
+					if err := store.AuditBucket.Delete(tx, k); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dropped := dropKey(t, keysDir, pub2, "k2.pub")
-	if err := s.AdoptKeys(); err != nil {
-		t.Fatal(err)
-	}
-	if got := storetest.AuditEventsOf(t, db, "release.keys.adopted"); len(got) != 1 {
-		t.Fatalf("adoption ran again on an emptied bucket: %+v", got)
-	}
-	if _, err := s.Import(context.Background(), tree2, ImportOptions{}); err == nil || !strings.Contains(err.Error(), "stratum release trust-key "+dropped) {
-		t.Fatalf("a release signed by a key dropped while the bucket was emptied: %v", err)
+			if err := db.Update(func(tx *store.Tx) error { return tx.Audit("later", "test", "", nil) }); err != nil {
+				t.Fatal(err) // the adoption's event is not the newest
+			}
+			dropped := dropKey(t, keysDir, pub2, "k2.pub")
+			if err := s.AdoptKeys(); err != nil {
+				t.Fatal(err)
+			}
+			if got := storetest.AuditEventsOf(t, db, adoptedEvent); len(got) != tc.adoptions {
+				t.Fatalf("adoption ran again: %+v", got)
+			}
+			if _, err := s.Import(context.Background(), tree2, ImportOptions{}); err == nil || !strings.Contains(err.Error(), "stratum release trust-key "+dropped) {
+				t.Fatalf("a release signed by a key dropped while the bucket was emptied: %v", err)
+			}
+			keys, err := s.ListKeys()
+			if err != nil || len(keys) != 2 || keys[0].Trusted || keys[1].Trusted {
+				t.Fatalf("ListKeys = %+v, %v, want k1.pub and k2.pub, neither trusted", keys, err)
+			}
+		})
 	}
 }
