@@ -85,6 +85,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"release", "sign", "dir"}, ExitUsage},
 		{[]string{"help", "bogus"}, ExitUsage},
 		{[]string{"join"}, ExitUsage},
+		{[]string{"backup", "--out", "/nonexistent/b.bak", "--include-data-key"}, ExitUsage},
 		{[]string{"joins", "list", "--help"}, ExitOK},
 		{[]string{"help", "exit-codes"}, ExitOK},
 		{[]string{"--version"}, ExitOK},

@@ -22,8 +22,8 @@ func init() {
 func newJoinsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "joins", Short: "join registrations: list | get | approve | reject | cancel"}
 	cmd.AddCommand(newJoinsListCmd(), newJoinsGetCmd(), newJoinsApproveCmd(),
-		newJoinsEndCmd("reject", "reject a registration (the joiner exits 3)"),
-		newJoinsEndCmd("cancel", "cancel an approved registration"))
+		newJoinsEndCmd("reject", "reject a registration that has not had its turn: pending, needs-upgrade or approved (the joiner exits 3)"),
+		newJoinsEndCmd("cancel", "cancel a join whose delivery is under way: delivering or installing (its member is removed)"))
 	return cmd
 }
 
@@ -187,7 +187,11 @@ func newJoinsEndCmd(verb, short string) *cobra.Command {
 	cmd := &cobra.Command{Use: verb + " JOIN_ID", Short: short, Args: cobra.ExactArgs(1)}
 	admin := addAdminFlags(cmd)
 	o := addOutput(cmd)
-	reason := cmd.Flags().String("reason", "", "why (the joiner shows it)")
+	reasonHelp := "why (the joiner shows it)"
+	if verb == "reject" {
+		reasonHelp = "why (required; the joiner shows it)"
+	}
+	reason := cmd.Flags().String("reason", "", reasonHelp)
 	if verb == "reject" {
 		_ = cmd.MarkFlagRequired("reason") // SPEC 17: rejecting needs a reason
 	}

@@ -45,21 +45,27 @@ func addOutput(cmd *cobra.Command) *outputFormat {
 func (o outputFormat) render(w io.Writer, raw []byte, out any, table func() error) error {
 	switch o {
 	case "json":
+		// json.Indent keeps the answer's own trailing newline: trimmed,
+		// so the document ends with exactly one.
 		var b bytes.Buffer
-		if err := json.Indent(&b, raw, "", "  "); err != nil {
+		if err := json.Indent(&b, bytes.TrimSpace(raw), "", "  "); err != nil {
 			return err
 		}
 		b.WriteByte('\n')
 		_, err := w.Write(b.Bytes())
 		return err
 	case "yaml":
+		// Numbers as the API wrote them: decoded into float64, an
+		// integer such as a byte count would print as 2.5e+10.
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
 		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
+		if err := d.Decode(&v); err != nil {
 			return err
 		}
 		enc := yaml.NewEncoder(w)
 		enc.SetIndent(2)
-		if err := enc.Encode(v); err != nil {
+		if err := enc.Encode(yamlNumbers(v)); err != nil {
 			return err
 		}
 		return enc.Close()
@@ -70,4 +76,29 @@ func (o outputFormat) render(w io.Writer, raw []byte, out any, table func() erro
 		}
 	}
 	return table()
+}
+
+// yamlNumbers replaces each json.Number in v (as decoded with UseNumber)
+// by an int64 when it is one, else a float64: the YAML encoder would
+// write a json.Number as a quoted string.
+func yamlNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		if f, err := v.Float64(); err == nil {
+			return f
+		}
+		return v.String()
+	case map[string]any:
+		for k, e := range v {
+			v[k] = yamlNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = yamlNumbers(e)
+		}
+	}
+	return v
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,6 +47,7 @@ manifest, and keeps nothing unless the whole tree verifies.`,
 		total := m.TotalSize()
 		progress, finish := importProgress(os.Stderr, "sending")
 		pr, pw := io.Pipe()
+		tarErr := make(chan error, 1)
 		go func() {
 			var done int64
 			_, err := release.WriteTar(pw, dir, func(n int64) {
@@ -53,6 +55,7 @@ manifest, and keeps nothing unless the whole tree verifies.`,
 				progress(done, total, "")
 			})
 			pw.CloseWithError(err)
+			tarErr <- err
 		}()
 		path := "/v1/admin/releases/upload"
 		if *replace {
@@ -74,6 +77,12 @@ manifest, and keeps nothing unless the whole tree verifies.`,
 		err = upload.send(req, &raw)
 		pr.Close()
 		finish()
+		// A tree that cannot be read or no longer matches its manifest
+		// stops the upload here: say that, not the request's failure
+		// around it (Post "https://...": ...).
+		if werr := <-tarErr; werr != nil && !errors.Is(werr, io.ErrClosedPipe) {
+			return fmt.Errorf("%s not sent: %w", dir, werr)
+		}
 		if err != nil {
 			return err
 		}

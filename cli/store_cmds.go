@@ -67,7 +67,7 @@ func runBackup(cmd *cobra.Command, data, out string, req founder.BackupRequest, 
 		return err
 	}
 	if req.IncludeDataKey && len(req.Recipients) == 0 {
-		return backup.ErrDataKeyNeedsRecipients
+		return usageError{backup.ErrDataKeyNeedsRecipients}
 	}
 	what := "backup"
 	if len(req.Recipients) > 0 {
@@ -147,7 +147,7 @@ func newRestoreCmd() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	data := fs.String("data", "./data", "empty data directory to restore into")
-	in := fs.String("in", "", "backup file written by `stratum backup`")
+	in := fs.String("in", "", "backup file written by stratum backup")
 	identities := fs.StringArray("identity", nil, "age identity file that opens an encrypted backup; repeatable")
 	keys := addKeyFlags(fs, "seal a data key carried in the backup to this TPM instead of writing data.key (or the TPM holding the directory's sealed key)")
 	caPin := fs.String("ca-pin", "", "the CA pin (sha256:...) of the cluster you mean to restore; nothing is written unless the backup's matches (default: the directory's ca.pem)")
@@ -171,7 +171,11 @@ func runRestore(stdout io.Writer, data string, req founder.RestoreRequest, keys 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "restored %d bytes of store and %d files of %d releases into %s\n", res.Bytes, res.ReleaseFiles, res.Releases, d)
+	releases := "releases"
+	if res.Releases == 1 {
+		releases = "release"
+	}
+	fmt.Fprintf(stdout, "restored %d bytes of store and %d files of %d %s into %s\n", res.Bytes, res.ReleaseFiles, res.Releases, releases, d)
 	if res.DataKey {
 		where := d.DataKey()
 		if ks.TPM != "" {

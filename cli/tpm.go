@@ -41,7 +41,7 @@ func newTPMCmd() *cobra.Command {
 	}
 
 	unseal := &cobra.Command{Use: "unseal --in FILE", Short: "print a sealed secret (the node's unseal service)", Args: cobra.NoArgs}
-	unsealIn := unseal.Flags().String("in", "", "sealed blob written by `stratum tpm seal` or the joiner")
+	unsealIn := unseal.Flags().String("in", "", "sealed blob written by stratum tpm seal or the joiner")
 	unsealTPM := unseal.Flags().String("tpm", tpm.DefaultPath, "TPM character device or swtpm unix socket")
 	_ = unseal.MarkFlagRequired("in")
 	unseal.RunE = func(cmd *cobra.Command, _ []string) error {

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"stratum/release/releasetest"
+)
+
+// TestPushNamesTheTreesFault: a tree whose file no longer matches its
+// manifest stops the upload, and push says so in its own words rather
+// than as the failed request (`Post "https://...": ...`).
+func TestPushNamesTheTreesFault(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STRATUM_TOKEN", "tok")
+	dir, _, _ := releasetest.SignedTree(t, 4096, "0.6.0")
+	if err := os.WriteFile(filepath.Join(dir, "os", "index.json"), []byte(`{"layers":12}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := Execute(context.Background(), []string{"release", "push", dir, "--api", srv.URL, "--ca-file", ca}, nil, &out, &errb)
+	if code != ExitFailed || strings.Contains(errb.String(), "Post ") || !strings.Contains(errb.String(), "not sent: os/index.json") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
