@@ -35,8 +35,8 @@ func newReleaseCmd() *cobra.Command {
 		Short: "release tooling: keygen, sign, verify; import, push, list, get, keys, trust-key on the founder",
 		Long: `Release tooling. keygen, sign and verify work on local files. import, push,
 list, get, keys and trust-key talk to the founder's admin API (--api);
-import, list and trust-key take --data DIR instead to work on a stopped
-founder's data directory.`,
+import, list, keys and trust-key take --data DIR instead to work on a
+stopped founder's data directory.`,
 	}
 	cmd.AddCommand(newReleaseKeygenCmd(), newReleaseSignCmd(), newReleaseVerifyCmd(),
 		newReleaseImportCmd(), newReleasePushCmd(), newReleaseListCmd(), newReleaseGetCmd(),
@@ -160,12 +160,40 @@ func stoppedRepo(dataDir, what string, threshold int) (r *repo.Service, closeSto
 	return r, db.Close, nil
 }
 
+// stoppedOrAPI is a release command's answer, kept as it came for -o:
+// with dataDir, what local returns on the stopped founder's repository
+// (stoppedRepo; what says what the command does), marshalled as the API
+// answers; else the admin API's answer to method path with body.
+func stoppedOrAPI(cmd *cobra.Command, admin *adminFlags, dataDir, what, method, path string, body any, local func(*repo.Service) (any, error)) (json.RawMessage, error) {
+	if dataDir == "" {
+		c, err := admin.client()
+		if err != nil {
+			return nil, err
+		}
+		var raw json.RawMessage
+		err = c.do(cmd.Context(), method, path, body, &raw)
+		return raw, err
+	}
+	r, closeStore, err := stoppedRepo(dataDir, what, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer closeStore()
+	v, err := local(r)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
 func apiHint(what string) string {
 	switch {
 	case strings.HasPrefix(what, "import"):
 		return "stratum release import PATH --api URL, or stratum release push DIR"
 	case strings.HasPrefix(what, "trust"):
 		return "stratum release trust-key FILE.pub --api URL"
+	case strings.HasSuffix(what, "keys"):
+		return "stratum release keys --api URL"
 	}
 	return "stratum release list --api URL"
 }
@@ -297,27 +325,13 @@ func newReleaseListCmd() *cobra.Command {
 		var list struct {
 			Releases []wire.ImportedRelease `json:"releases"`
 		}
-		var raw json.RawMessage
-		if *dataDir != "" {
-			r, closeStore, err := stoppedRepo(*dataDir, "list the releases", 0)
-			if err != nil {
-				return err
-			}
-			defer closeStore()
-			if list.Releases, err = r.ListStopped(); err != nil {
-				return err
-			}
-			if raw, err = json.Marshal(list); err != nil {
-				return err
-			}
-		} else {
-			c, err := admin.client()
-			if err != nil {
-				return err
-			}
-			if raw, err = c.get(cmd.Context(), "/v1/admin/releases"); err != nil {
-				return err
-			}
+		raw, err := stoppedOrAPI(cmd, admin, *dataDir, "list the releases", "GET", "/v1/admin/releases", nil, func(r *repo.Service) (any, error) {
+			var err error
+			list.Releases, err = r.ListStopped()
+			return list, err
+		})
+		if err != nil {
+			return err
 		}
 		return o.render(cmd.OutOrStdout(), raw, &list, func() error { return printReleases(cmd.OutOrStdout(), list.Releases) })
 	}
@@ -372,29 +386,57 @@ func printReleases(w io.Writer, list []wire.ImportedRelease) error {
 }
 
 func newReleaseKeysCmd() *cobra.Command {
-	var list struct {
-		Keys []wire.ReleaseKey `json:"keys"`
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "list the founder's release key files and whether each is trusted (through the API, or --data on a stopped founder)",
+		Long: `List the *.pub files of the founder's DATA/release-keys, each with its key
+id and whether it is trusted: a release it signs is imported only once
+it is (SPEC 16.2; stratum release trust-key). By default through the
+running founder's admin API (--api); with --data DIR on a stopped
+founder's data directory, whose key files are first adopted if this
+build never started there (as its next start would).`,
+		Args: cobra.NoArgs,
 	}
-	return showCommand("keys", "list the founder's release key files and whether each is trusted", cobra.NoArgs,
-		fixed("/v1/admin/release-keys"), &list, func(w io.Writer) error {
-			if len(list.Keys) == 0 {
-				_, err := fmt.Fprintln(w, "no release key file")
-				return err
+	admin := addAdminFlags(cmd)
+	o := addOutput(cmd)
+	dataDir := cmd.Flags().String("data", "", "a stopped founder's data directory (--api is then not used)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var list wire.ReleaseKeys
+		raw, err := stoppedOrAPI(cmd, admin, *dataDir, "list the release keys", "GET", "/v1/admin/release-keys", nil, func(r *repo.Service) (any, error) {
+			// A data directory this build never started in is adopted
+			// first, as its next start would.
+			if err := r.AdoptKeys(); err != nil {
+				return nil, err
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "FILE\tKEY ID\tTRUSTED")
-			for _, k := range list.Keys {
-				trusted := "yes"
-				switch {
-				case k.Problem != "":
-					trusted = "NO: " + k.Problem
-				case !k.Trusted:
-					trusted = "NO: stratum release trust-key to trust it"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", k.File, cmp.Or(k.KeyID, "-"), trusted)
-			}
-			return tw.Flush()
+			keys, err := r.ListKeys()
+			return wire.ReleaseKeys{Keys: keys}, releaseErr(err)
 		})
+		if err != nil {
+			return err
+		}
+		return o.render(cmd.OutOrStdout(), raw, &list, func() error { return printReleaseKeys(cmd.OutOrStdout(), list.Keys) })
+	}
+	return cmd
+}
+
+func printReleaseKeys(w io.Writer, keys []wire.ReleaseKey) error {
+	if len(keys) == 0 {
+		_, err := fmt.Fprintln(w, "no release key file")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FILE\tKEY ID\tTRUSTED")
+	for _, k := range keys {
+		trusted := "yes"
+		switch {
+		case k.Problem != "":
+			trusted = "NO: " + k.Problem
+		case !k.Trusted:
+			trusted = "NO: stratum release trust-key to trust it"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.File, cmp.Or(k.KeyID, "-"), trusted)
+	}
+	return tw.Flush()
 }
 
 // maxPublicKeyFile bounds the public key file trust-key reads.
@@ -422,28 +464,12 @@ replica of an HA founder needs the file: run it on each.`,
 			return err
 		}
 		req := wire.TrustReleaseKey{Name: cmp.Or(*name, filepath.Base(args[0])), PublicKey: string(pem)}
-		var raw json.RawMessage
-		if *dataDir != "" {
-			r, closeStore, err := stoppedRepo(*dataDir, "trust the key", 0)
-			if err != nil {
-				return err
-			}
-			defer closeStore()
+		raw, err := stoppedOrAPI(cmd, admin, *dataDir, "trust the key", "POST", "/v1/admin/release-keys", req, func(r *repo.Service) (any, error) {
 			k, err := r.TrustKey(req.Name, []byte(req.PublicKey), "cli")
-			if err != nil {
-				return releaseErr(err)
-			}
-			if raw, err = json.Marshal(k); err != nil {
-				return err
-			}
-		} else {
-			c, err := admin.client()
-			if err != nil {
-				return err
-			}
-			if err := c.do(cmd.Context(), "POST", "/v1/admin/release-keys", req, &raw); err != nil {
-				return err
-			}
+			return k, releaseErr(err)
+		})
+		if err != nil {
+			return err
 		}
 		var k wire.ReleaseKey
 		return o.render(cmd.OutOrStdout(), raw, &k, func() error {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -495,9 +496,12 @@ func TestReleaseUploadRefusesHostileTar(t *testing.T) {
 
 // TestReleaseTrustKeyOnAStoppedFounder: on the data directory of a
 // founder that has started once (its keys adopted) and is stopped, a key
-// file dropped there trusts nothing: the offline import refuses the tree
-// it signs, naming the command that trusts it; stratum release trust-key
-// --data trusts it, and the same import goes through.
+// file dropped there trusts nothing: stratum release keys --data lists it
+// untrusted, the offline import refuses the tree it signs, naming the
+// command that trusts it; stratum release trust-key --data trusts it, the
+// listing says so and the same import goes through. The founder started
+// again lists the same (table and -o json alike), and release keys --data
+// beside it points at the API.
 func TestReleaseTrustKeyOnAStoppedFounder(t *testing.T) {
 	t.Parallel()
 	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true})
@@ -507,6 +511,9 @@ func TestReleaseTrustKeyOnAStoppedFounder(t *testing.T) {
 	tree := stratumtest.SignedReleaseTree(t, "0.2.0", nil, 1024)
 	tree.Trust(t, f.Dir)
 	dropped := filepath.Join(f.Dir, "release-keys", tree.KeyID[:16]+".pub")
+	if r := stratum(t, "release", "keys", "--data", f.Dir); r.code != 0 || !regexp.MustCompile(`(?m)^`+tree.KeyID[:16]+`\.pub +`+tree.KeyID+` +NO: stratum release trust-key`).MatchString(r.stdout) {
+		t.Fatalf("release keys --data with a dropped key file: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
 	if r := stratum(t, "release", "import", "--data", f.Dir, tree.Dir); r.code == 0 || !strings.Contains(r.stderr, "stratum release trust-key "+dropped) {
 		t.Fatalf("an offline import signed by a dropped key: exit %d %s", r.code, r.stderr)
 	}
@@ -515,5 +522,29 @@ func TestReleaseTrustKeyOnAStoppedFounder(t *testing.T) {
 	}
 	if r := stratum(t, "release", "import", "--data", f.Dir, tree.Dir); r.code != 0 || !strings.Contains(r.stdout, "imported release 0.2.0") {
 		t.Fatalf("the offline import once the key is trusted: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	offline := map[string]string{}
+	for _, o := range []string{"table", "json"} {
+		r := stratum(t, "release", "keys", "--data", f.Dir, "-o", o)
+		if r.code != 0 || !strings.Contains(r.stdout, tree.KeyID) || strings.Contains(r.stdout, "NO") || strings.Contains(r.stdout, "false") {
+			t.Fatalf("release keys --data -o %s once the key is trusted: exit %d %q %q", o, r.code, r.stdout, r.stderr)
+		}
+		offline[o] = r.stdout
+	}
+	var keys wire.ReleaseKeys
+	if err := json.Unmarshal([]byte(offline["json"]), &keys); err != nil || len(keys.Keys) != 1 || keys.Keys[0] != (wire.ReleaseKey{File: tree.KeyID[:16] + ".pub", KeyID: tree.KeyID, Trusted: true}) {
+		t.Fatalf("release keys --data -o json: %+v %v", keys, err)
+	}
+
+	f = stratumtest.ServeDev(t, f.Dir)
+	env := cliEnv(t, f)
+	cliLogin(t, f, env)
+	for o, want := range offline {
+		if r := stratumEnv(t, env, "release", "keys", "-o", o); r.code != 0 || r.stdout != want {
+			t.Errorf("release keys -o %s through the API: exit %d %q %q, want the --data output %q", o, r.code, r.stdout, r.stderr, want)
+		}
+	}
+	if r := stratum(t, "release", "keys", "--data", f.Dir); r.code == 0 || !strings.Contains(r.stderr, "stratum release keys --api") {
+		t.Fatalf("release keys --data on a running founder: exit %d %q %q", r.code, r.stdout, r.stderr)
 	}
 }

@@ -116,7 +116,7 @@ func (a *API) listReleaseKeys(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"keys": keys})
+	writeJSON(w, http.StatusOK, wire.ReleaseKeys{Keys: keys})
 	return nil
 }
 

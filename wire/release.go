@@ -50,6 +50,13 @@ type ReleaseKey struct {
 	Problem string `json:"problem,omitempty"`
 }
 
+// ReleaseKeys is GET /v1/admin/release-keys' answer (and stratum release
+// keys --data's, on a stopped founder): every *.pub file of the
+// founder's release keys.
+type ReleaseKeys struct {
+	Keys []ReleaseKey `json:"keys"`
+}
+
 // TrustReleaseKey is POST /v1/admin/release-keys' body: the public key's
 // PEM text and the file name to keep it under (NAME.pub; empty: the key
 // id's first 16 digits).
