@@ -224,6 +224,12 @@ func runAuditVerify(stdout io.Writer, data, dsn string, keys keyFlags) error {
 		return err
 	}
 	n, err := d.VerifyAudit(ks, dsn)
+	// No data key, no store, a database out of reach: an error (exit 1),
+	// not a broken chain (exit 4).
+	var unread *founder.AuditUnreadError
+	if errors.As(err, &unread) {
+		return fmt.Errorf("the audit chain was not read: %w", err)
+	}
 	var rejected *store.RejectedRecordsError
 	if errors.As(err, &rejected) {
 		return &ExitError{Code: ExitTrust, Err: fmt.Errorf("audit chain intact: %d events; but %w", n, err)}

@@ -158,18 +158,25 @@ func TestTrust07_AuditCannotBeTrimmed(t *testing.T) {
 			copyDir(t, dir, cp)
 			boltEdit(t, cp, tc.tamper)
 			r := stratum(t, "audit", "verify", "--data", cp)
-			if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
-				t.Fatalf("audit verify = %d %q %q, want a failure naming %q", r.code, r.stdout, r.stderr, tc.want)
+			if r.code != 4 || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("audit verify = %d %q %q, want exit 4 (trust failure) naming %q", r.code, r.stdout, r.stderr, tc.want)
 			}
 		})
 	}
 
-	// Without the data key nothing can be checked: a failure, not "intact".
+	// Without the data key, or without a store, nothing can be checked: a
+	// failure (exit 1) saying so, neither "intact" nor a broken chain
+	// (exit 4: a mistyped --data is not tampering).
 	noKey := filepath.Join(tmp, "no-key")
 	copyDir(t, dir, noKey)
 	os.Remove(filepath.Join(noKey, "data.key"))
-	if r := stratum(t, "audit", "verify", "--data", noKey); r.code == 0 {
-		t.Fatalf("audit verify without data.key = %d %q", r.code, r.stdout)
+	noStore := filepath.Join(tmp, "no-store")
+	copyDir(t, dir, noStore)
+	os.Remove(filepath.Join(noStore, "stratum.db"))
+	for _, d := range []string{noKey, noStore, filepath.Join(tmp, "no-such-dir")} {
+		if r := stratum(t, "audit", "verify", "--data", d); r.code != 1 || !strings.Contains(r.stderr, "not read") || strings.Contains(r.stderr, "broken") {
+			t.Fatalf("audit verify --data %s = %d %q %q, want exit 1 saying the chain was not read", d, r.code, r.stdout, r.stderr)
+		}
 	}
 }
 

@@ -177,27 +177,41 @@ func InitWithKey(d DataDir, cfg cluster.Config, dev bool, ks KeySource, dsn stri
 	return res, nil
 }
 
+// AuditUnreadError is what kept VerifyAudit from reading the chain at
+// all: no data key, a store that is not there or cannot be opened, a
+// database out of reach. It says nothing of the chain.
+type AuditUnreadError struct{ Err error }
+
+func (e *AuditUnreadError) Error() string { return e.Err.Error() }
+func (e *AuditUnreadError) Unwrap() error { return e.Err }
+
 // VerifyAudit checks the audit chain of a store no founder holds (the
 // directory's file, or the database dsn names, read beside its replicas): the
 // links are keyed, so it needs the data key (a file, or sealed to the TPM).
+// What stops it before the chain is read is an *AuditUnreadError.
 func (d DataDir) VerifyAudit(ks KeySource, dsn string) (int, error) {
 	key, err := d.LoadDataKey(ks)
 	if err != nil {
-		return 0, err
+		return 0, &AuditUnreadError{err}
 	}
-	n, err := store.VerifyAuditFile(d.StoreTarget(dsn), key)
+	db, err := store.OpenReadOnly(d.StoreTarget(dsn), key)
+	if err != nil {
+		return 0, &AuditUnreadError{err}
+	}
+	defer db.Close()
+	n, err := db.VerifyAudit()
 	var rejected *store.RejectedRecordsError
 	if err != nil && !errors.As(err, &rejected) {
 		return n, err
 	}
 	verdict := err
-	have, err := store.AuditMarkFile(d.StoreTarget(dsn), key)
+	have, err := db.AuditMark()
 	if err != nil {
 		return n, err
 	}
 	var clusterID string
 	if ks.TPM != "" {
-		if clusterID, err = d.clusterID(dsn, key); err != nil {
+		if clusterID, err = clusterIDOf(db); err != nil {
 			return n, err
 		}
 	}
@@ -207,15 +221,10 @@ func (d DataDir) VerifyAudit(ks KeySource, dsn string) (int, error) {
 	return n, verdict
 }
 
-// clusterID reads the cluster's id from a store no founder holds.
-func (d DataDir) clusterID(dsn string, key store.Sealer) (string, error) {
-	db, err := store.OpenReadOnly(d.StoreTarget(dsn), key)
-	if err != nil {
-		return "", err
-	}
-	defer db.Close()
+// clusterIDOf reads the cluster's id from a store no founder holds.
+func clusterIDOf(db *store.DB) (string, error) {
 	var id cluster.Identity
-	err = db.View(func(tx *store.Tx) error {
+	err := db.View(func(tx *store.Tx) error {
 		var err error
 		id, err = cluster.LoadIdentity(tx)
 		return err

@@ -166,16 +166,6 @@ func (db *DB) AuditMark() (AuditMark, error) {
 	return m, err
 }
 
-// AuditMarkFile reads the sealed head of a store no process holds.
-func AuditMarkFile(path string, key Sealer) (AuditMark, error) {
-	db, err := OpenReadOnly(path, key)
-	if err != nil {
-		return AuditMark{}, err
-	}
-	defer db.Close()
-	return db.AuditMark()
-}
-
 // OnAudit sets fn to hear, after each commit on this replica that
 // appended audit events, the chain's new end (calls may come out of
 // order from concurrent commits: keep the highest).
