@@ -43,6 +43,16 @@ func TestHAFoundersOnOneDatabase(t *testing.T) {
 		}
 	}
 
+	// stratum backup writes bbolt snapshots only: asked of a replica, it
+	// says what to use instead and leaves no file.
+	out := filepath.Join(root, "ha.bak")
+	if r := stratum(t, "backup", "--data", dirs["a"], "--out", out); r.code == 0 || !strings.Contains(r.stderr, "pg_dump") {
+		t.Fatalf("backup of a replica = %d %q %q, want a refusal naming pg_dump", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("a refused backup left a file")
+	}
+
 	// A login session made on A works on B and C.
 	email, password := credentials(t, dirs["a"])
 	admin := a.Login(t, email, password).Token

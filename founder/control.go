@@ -78,6 +78,10 @@ func (f *Founder) controlBackup(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Trailer", "X-Backup-Error")
 	if _, err := writeBackup(w, f.db, f.opts.Data, opts, req.ExcludeReleases); err != nil {
 		f.log.Error("backup failed", "err", err)
-		w.Header().Set("X-Backup-Error", "snapshot failed; see the founder's log")
+		msg := "snapshot failed; see the founder's log"
+		if errors.Is(err, store.ErrNoSnapshot) {
+			msg = err.Error() // a refusal that says what to use instead
+		}
+		w.Header().Set("X-Backup-Error", msg)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // abilities is what every backend does besides transactions.
 type abilities interface {
 	// snapshot runs fn in one read transaction with the size of a
-	// byte-exact copy and a function writing it; errNotAFile where the
+	// byte-exact copy and a function writing it; ErrNoSnapshot where the
 	// backend has its own backup tools.
 	snapshot(fn func(k kv, size int64, write func(io.Writer) (int64, error)) error) error
 	// holdsLease reports whether this process holds the background lease.
@@ -46,7 +46,7 @@ func (t boltTx) buckets(fn func(name string, sequence uint64) error) error {
 }
 
 func (p *pgBackend) snapshot(func(kv, int64, func(io.Writer) (int64, error)) error) error {
-	return errNotAFile
+	return ErrNoSnapshot
 }
 
 func (p *pgBackend) holdsLease() bool { return p.holds.Load() }
@@ -83,8 +83,9 @@ func (t pgTx) buckets(fn func(name string, sequence uint64) error) error {
 	return nil
 }
 
-// errNotAFile: a database has its own backup tools (docs/HA.md).
-var errNotAFile = errors.New("store: backup writes a bbolt file; back up a PostgreSQL store with pg_dump or the cluster's PITR")
+// ErrNoSnapshot: a database has its own backup tools (docs/HA.md), so
+// Snapshot refuses it with what to use instead.
+var ErrNoSnapshot = errors.New("store: backup writes a bbolt file; back up a PostgreSQL store with pg_dump or the cluster's PITR")
 
 // Snapshot runs fn inside one read transaction (others keep writing
 // meanwhile) with the copy's size and a function that writes its bytes,
