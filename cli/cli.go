@@ -42,7 +42,8 @@ const exitCodesHelp = `Every stratum command exits with one of these codes:
   3  not authenticated or not authorized (log in with stratum login; the
      joiner: rejected by an operator)
   4  trust failure: the joiner's founder or release failed a check, a
-     release tree failed verification, the audit chain is broken
+     release tree failed stratum release verify (a founder refusing an
+     import or push: 1), the audit chain is broken
   5  not found
   6  conflict or refused (the state does not allow it, e.g. approving a
      join twice)

@@ -86,6 +86,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"help", "bogus"}, ExitUsage},
 		{[]string{"join"}, ExitUsage},
 		{[]string{"backup", "--out", "/nonexistent/b.bak", "--include-data-key"}, ExitUsage},
+		{[]string{"restore", "--in", "/nonexistent/b.bak", "--ca-pin", "sha256:00", "--new-cluster"}, ExitUsage},
 		{[]string{"joins", "list", "--help"}, ExitOK},
 		{[]string{"help", "exit-codes"}, ExitOK},
 		{[]string{"--version"}, ExitOK},

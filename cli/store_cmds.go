@@ -154,6 +154,9 @@ func newRestoreCmd() *cobra.Command {
 	newCluster := fs.Bool("new-cluster", false, "restore whatever cluster the backup holds, with no --ca-pin and no ca.pem to compare with")
 	_ = cmd.MarkFlagRequired("in")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *newCluster && *caPin != "" {
+			return usagef("give --ca-pin (the cluster you mean to restore) or --new-cluster (whatever cluster the backup holds), not both")
+		}
 		return runRestore(cmd.OutOrStdout(), *data, founder.RestoreRequest{In: *in, Identities: *identities, CAPin: *caPin, NewCluster: *newCluster}, keys)
 	}
 	return cmd
