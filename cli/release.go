@@ -463,6 +463,12 @@ replica of an HA founder needs the file: run it on each.`,
 		if err != nil {
 			return err
 		}
+		// Checked here, before a byte leaves: given the NAME.key beside
+		// NAME.pub by mistake, the signing key would travel to the
+		// founder only to be refused there.
+		if _, err := release.ParsePublicKey(pem); err != nil {
+			return fmt.Errorf("%s is not a release public key (NAME.pub, as stratum release keygen writes it; nothing was sent): %w", args[0], err)
+		}
 		req := wire.TrustReleaseKey{Name: cmp.Or(*name, filepath.Base(args[0])), PublicKey: string(pem)}
 		raw, err := stoppedOrAPI(cmd, admin, *dataDir, "trust the key", "POST", "/v1/admin/release-keys", req, func(r *repo.Service) (any, error) {
 			k, err := r.TrustKey(req.Name, []byte(req.PublicKey), "cli")

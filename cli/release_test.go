@@ -39,3 +39,25 @@ func TestPushNamesTheTreesFault(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// TestTrustKeySendsNoPrivateKey: trust-key given the signing key (NAME.key
+// beside NAME.pub) refuses it before sending anything to the founder.
+func TestTrustKeySendsNoPrivateKey(t *testing.T) {
+	called := false
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		called = true
+		w.WriteHeader(http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STRATUM_TOKEN", "tok")
+	keyFile, _, _ := releasetest.Key(t, t.TempDir(), "k1")
+	var out, errb bytes.Buffer
+	code := Execute(context.Background(), []string{"release", "trust-key", keyFile, "--api", srv.URL, "--ca-file", ca}, nil, &out, &errb)
+	if code != ExitFailed || called || !strings.Contains(errb.String(), "nothing was sent") {
+		t.Fatalf("exit %d, request sent %v, stderr %q", code, called, errb.String())
+	}
+}
