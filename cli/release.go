@@ -371,7 +371,11 @@ func printReleases(w io.Writer, list []wire.ImportedRelease) error {
 		state := cmp.Or(r.Status, "verified")
 		switch {
 		case len(r.Missing) > 0:
-			state = fmt.Sprintf("MISSING (%d files): %s", len(r.Missing), r.Fix)
+			files := "files"
+			if len(r.Missing) == 1 {
+				files = "file"
+			}
+			state = fmt.Sprintf("MISSING (%d %s): %s", len(r.Missing), files, r.Fix)
 		case len(r.Corrupt) > 0:
 			state = fmt.Sprintf("CORRUPT (%s): %s", strings.Join(r.Corrupt, ", "), r.Fix)
 		}
