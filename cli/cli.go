@@ -43,7 +43,9 @@ const exitCodesHelp = `Every stratum command exits with one of these codes:
      joiner: rejected by an operator)
   4  trust failure: the joiner's founder or release failed a check, a
      release tree failed stratum release verify (a founder refusing an
-     import or push: 1), the audit chain is broken
+     import or push: 1), the audit chain is broken; the joiner: also
+     its join failed (its delivery failed or timed out, or an operator
+     cancelled it)
   5  not found
   6  conflict or refused (the state does not allow it, e.g. approving a
      join twice)
