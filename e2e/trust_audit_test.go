@@ -176,6 +176,8 @@ func TestTrust07_AuditCannotBeTrimmed(t *testing.T) {
 	for _, d := range []string{noKey, noStore, filepath.Join(tmp, "no-such-dir")} {
 		if r := stratum(t, "audit", "verify", "--data", d); r.code != 1 || !strings.Contains(r.stderr, "not read") || strings.Contains(r.stderr, "broken") {
 			t.Fatalf("audit verify --data %s = %d %q %q, want exit 1 saying the chain was not read", d, r.code, r.stdout, r.stderr)
+		} else if d == noStore && !strings.Contains(r.stderr, "STRATUM_STORE") {
+			t.Fatalf("audit verify of a directory without stratum.db does not point to --store/STRATUM_STORE: %q", r.stderr)
 		}
 	}
 }

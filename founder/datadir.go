@@ -190,6 +190,9 @@ func (e *AuditUnreadError) Unwrap() error { return e.Err }
 // links are keyed, so it needs the data key (a file, or sealed to the TPM).
 // What stops it before the chain is read is an *AuditUnreadError.
 func (d DataDir) VerifyAudit(ks KeySource, dsn string) (int, error) {
+	if dsn == "" && !d.Initialized() {
+		return 0, &AuditUnreadError{fmt.Errorf("no founder store in %s (stratum.db is not there; a founder on PostgreSQL: give --store or STRATUM_STORE)", d)}
+	}
 	key, err := d.LoadDataKey(ks)
 	if err != nil {
 		return 0, &AuditUnreadError{err}
