@@ -31,7 +31,7 @@ func newSessionsCmd() *cobra.Command {
 	var list struct {
 		Sessions []wire.TokenView `json:"sessions"`
 	}
-	cmd.AddCommand(showCommand("list", "list the live login sessions", cobra.NoArgs, fixed("/v1/iam/sessions"), &list, func(w io.Writer) error {
+	cmd.AddCommand(showCommand("list", "list the login sessions that have not expired (ended ones too, marked REVOKED)", cobra.NoArgs, fixed("/v1/iam/sessions"), &list, func(w io.Writer) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SESSION\tUSER\tCREATED\tEXPIRES\tREVOKED")
 		for _, s := range list.Sessions {
