@@ -31,7 +31,7 @@ func newMigrateCmd() *cobra.Command {
 		}
 		out := cmd.OutOrStdout()
 		fmt.Fprintf(out, "copied %d keys in %d buckets into %s; counts match, audit chain intact (%d events)\n", res.Counts.Total(), len(res.Counts), res.Target, res.AuditEvents)
-		fmt.Fprintf(out, "next: `stratum serve --data %s --store DSN` (each further replica: a copy of data.key, see docs/HA.md)\n", *data)
+		fmt.Fprintf(out, "next: `stratum serve --data %s` with STRATUM_STORE set to the DSN (not --store on the command line: it holds the password; each further replica: a copy of data.key, see docs/HA.md)\n", *data)
 		return nil
 	}
 	return cmd
