@@ -29,5 +29,5 @@ func (k keyFlags) source() (founder.KeySource, error) {
 // storeFlag is --store (env STRATUM_STORE): a postgres:// DSN puts the
 // founder's state in a database several replicas share (docs/HA.md).
 func storeFlag(fs *pflag.FlagSet) *string {
-	return fs.String("store", "", "postgres://USER:PASSWORD@HOST:PORT/DB to keep the state in PostgreSQL (HA replicas); default the bbolt file in --data")
+	return fs.String("store", "", "postgres://USER:PASSWORD@HOST:PORT/DB to keep the state in PostgreSQL (HA replicas); default the bbolt file in --data. It holds the password, which ps shows: set STRATUM_STORE instead")
 }

@@ -18,7 +18,7 @@ func newMigrateCmd() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	data := fs.String("data", "./data", "data directory of the stopped founder")
-	to := fs.String("to", "", "postgres://USER:PASSWORD@HOST:PORT/DB, an empty database")
+	to := fs.String("to", "", "postgres://USER:PASSWORD@HOST:PORT/DB, an empty database. It holds the password, which ps shows: set STRATUM_TO instead")
 	keys := addKeyFlags(fs, "TPM holding the founder's sealed data key (when it is sealed)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ks, err := keys.source()
