@@ -82,6 +82,10 @@ type TransientError struct {
 	Err        error
 	After      time.Duration
 	Progressed bool
+	// Next is the founder (HOST:PORT) the next attempt goes to when this
+	// one failed over from another, so the retry line after "A failed;
+	// trying the founder at B" does not read as a return to A.
+	Next string
 }
 
 func (e *TransientError) Error() string { return e.Err.Error() }
@@ -124,6 +128,9 @@ func RetryNotice(what string, t *TransientError, d time.Duration) string {
 	var re *RemoteError
 	if t.After > 0 && errors.As(t.Err, &re) {
 		return fmt.Sprintf("%s: the founder answered %d %s; retrying in %s, as it asked", what, re.Status, re.Err.Code, roundDelay(d))
+	}
+	if t.Next != "" {
+		return fmt.Sprintf("%s: %v; retrying at %s in %s", what, t.Err, t.Next, roundDelay(d))
 	}
 	return fmt.Sprintf("%s: %v; retrying in %s", what, t.Err, roundDelay(d))
 }

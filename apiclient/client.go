@@ -334,6 +334,7 @@ func (c *Client) Call(ctx context.Context, r Request) (int, error) {
 			actx, cancel = context.WithTimeout(ctx, r.Timeout)
 		}
 		defer cancel()
+		base := c.Base()
 		a, err := c.exchange(actx, r.Method, r.Path, payload)
 		if err != nil {
 			var tl *TooLargeError
@@ -343,11 +344,15 @@ func (c *Client) Call(ctx context.Context, r Request) (int, error) {
 			case ctx.Err() != nil:
 				return ctx.Err()
 			}
-			return &TransientError{Err: err}
+			return c.next(&TransientError{Err: err}, base)
 		}
 		status = a.Status
 		if a.Status/100 != 2 {
-			return failed(a.Status, a.Header, a.Body)
+			err := failed(a.Status, a.Header, a.Body)
+			if t, ok := err.(*TransientError); ok {
+				return c.next(t, base)
+			}
+			return err
 		}
 		return decode(what, a.Body, r.Out)
 	}
@@ -360,6 +365,15 @@ func (c *Client) Call(ctx context.Context, r Request) (int, error) {
 		return status, err
 	}
 	return status, Retry(ctx, *c.opts.Retry, c.opts.Notify, what, attempt)
+}
+
+// next names in t the founder the retry goes to when the attempt at base
+// failed over to another.
+func (c *Client) next(t *TransientError, base string) *TransientError {
+	if now := c.Base(); now != base {
+		t.Next = strings.TrimPrefix(now, "https://")
+	}
+	return t
 }
 
 func decode(what string, raw []byte, out any) error {

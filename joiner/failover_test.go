@@ -31,6 +31,9 @@ func TestFailsOverToTheNextFounder(t *testing.T) {
 		t.Fatalf("join: %v\n%s", err, out.String())
 	}
 	contains(t, out.String(), "trying the founder at "+f.Addr())
+	// The retry line after the failover names where it goes, not only
+	// the dead founder's error.
+	contains(t, out.String(), "; retrying at "+f.Addr()+" in ")
 	contains(t, out.String(), "state: joined")
 }
 
