@@ -211,11 +211,11 @@ func (f *Founder) run(ctx context.Context) error {
 		mgmt = m.MgmtIP
 		return nil
 	})
-	cert, err := serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, false, time.Now())
+	cert, err := serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, listenerIPs(o.APIAddr), false, time.Now())
 	if err != nil {
 		return err
 	}
-	joinCert, err := serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, true, time.Now())
+	joinCert, err := serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, nil, true, time.Now())
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -20,15 +21,18 @@ import (
 // join listener's has an Ed25519 key (ed): only this build's joiners and
 // agents reach it, and signing each registration's handshake with it
 // costs about half an ECDSA P-256 signature; the admin listener's stays
-// P-256, which browsers accept.
-func serverCertificate(ca *crypto.CA, clusterID, hostname, mgmtIP string, ed bool, now time.Time) (tls.Certificate, error) {
+// P-256, which browsers accept. extra are further addresses it names
+// (listenerIPs).
+func serverCertificate(ca *crypto.CA, clusterID, hostname, mgmtIP string, extra []net.IP, ed bool, now time.Time) (tls.Certificate, error) {
 	dns := []string{"localhost"}
 	if hostname != "" && hostname != "localhost" {
 		dns = append(dns, hostname)
 	}
 	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
-	if ip := net.ParseIP(mgmtIP); ip != nil && !ip.IsLoopback() {
-		ips = append(ips, ip)
+	for _, ip := range append([]net.IP{net.ParseIP(mgmtIP)}, extra...) {
+		if ip != nil && !slices.ContainsFunc(ips, ip.Equal) {
+			ips = append(ips, ip)
+		}
 	}
 	leaf, err := ca.Issue(crypto.LeafRequest{CommonName: "stratum founder", DNSNames: dns, IPs: ips, URIs: []*url.URL{crypto.FounderURI(clusterID)}, Server: true, Validity: 90 * 24 * time.Hour, Ed25519: ed}, now)
 	if err != nil {
@@ -36,6 +40,37 @@ func serverCertificate(ca *crypto.CA, clusterID, hostname, mgmtIP string, ed boo
 	}
 	return tls.X509KeyPair(append(leaf.CertPEM, ca.CertPEM()...), leaf.KeyPEM)
 }
+
+// listenerIPs are the addresses an operator may dial a listener at
+// addr by, beyond the names every certificate carries: its own IP when it
+// listens on one (a founder restored onto another machine keeps the old
+// mgmt IP in its store), else, on every address (0.0.0.0, ::, no host),
+// the host's unicast interface addresses. At most maxListenerIPs.
+func listenerIPs(addr string) []net.IP {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+		return []net.IP{ip}
+	} else if host != "" && ip == nil {
+		return nil // a host name: cluster.Hostname() or localhost names it
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() && len(out) < maxListenerIPs {
+			out = append(out, n.IP)
+		}
+	}
+	return out
+}
+
+// maxListenerIPs bounds the interface addresses a certificate names.
+const maxListenerIPs = 32
 
 // joinTLS requires a client certificate of any issuer: the joiner's key
 // pin is its identity, and the handshake proves it holds the key. TLS 1.3

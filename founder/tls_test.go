@@ -238,7 +238,7 @@ func testServerCert(t *testing.T) tls.Certificate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := serverCertificate(ca, "cl-tls00001", "localhost", "", true, time.Now())
+	cert, err := serverCertificate(ca, "cl-tls00001", "localhost", "", nil, true, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestServerCertificateKeys(t *testing.T) {
 		ed   bool
 		want x509.PublicKeyAlgorithm
 	}{{"join", true, x509.Ed25519}, {"admin", false, x509.ECDSA}} {
-		cert, err := serverCertificate(ca, "cl-tls00001", "localhost", "", tc.ed, time.Now())
+		cert, err := serverCertificate(ca, "cl-tls00001", "localhost", "", nil, tc.ed, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,6 +294,56 @@ func TestServerCertificateKeys(t *testing.T) {
 		}
 		if err := crypto.VerifyFounder(chain, ca.Pin(), "cl-tls00001", time.Now()); err != nil {
 			t.Errorf("%s chain: %v", tc.name, err)
+		}
+	}
+}
+
+// TestListenerIPs: the admin certificate names the address the API
+// listens on, or the host's own addresses when it listens on all of them,
+// so an operator dialing the founder there is not refused by name
+// (a restored founder keeps the old machine's mgmt IP).
+func TestListenerIPs(t *testing.T) {
+	ca, err := crypto.NewCA("cl-tls00001", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		addr string
+		want []string
+		none bool
+	}{
+		{addr: "127.0.0.4:8443", want: []string{"127.0.0.4"}},
+		{addr: "10.20.30.40:8443", want: []string{"10.20.30.40"}},
+		{addr: "[2001:db8::7]:8443", want: []string{"2001:db8::7"}},
+		{addr: "localhost:8443", none: true},
+		{addr: "0.0.0.0:8443"},
+		{addr: ":8443"},
+	} {
+		ips := listenerIPs(tc.addr)
+		if tc.none && len(ips) != 0 {
+			t.Errorf("%s: %v, want none", tc.addr, ips)
+		}
+		cert, err := serverCertificate(ca, "cl-tls00001", "localhost", "10.0.0.9", ips, false, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := x509.ParseCertificate(cert.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append([]string{"127.0.0.1", "::1", "10.0.0.9"}, tc.want...)
+		if tc.want == nil && !tc.none { // every address: the host's own
+			for _, ip := range ips {
+				want = append(want, ip.String())
+			}
+		}
+		for _, name := range want {
+			if err := leaf.VerifyHostname(name); err != nil {
+				t.Errorf("%s: %v", tc.addr, err)
+			}
+		}
+		if err := leaf.VerifyHostname("192.0.2.1"); err == nil {
+			t.Errorf("%s: the certificate names an address it should not", tc.addr)
 		}
 	}
 }
