@@ -215,7 +215,7 @@ func newJoinsEndCmd(verb, short string) *cobra.Command {
 
 func newMembersCmd() *cobra.Command {
 	var out wire.MembersView
-	return showCommand("members", "list the cluster's members", cobra.NoArgs, fixed("/v1/admin/cluster/members"), &out, func(w io.Writer) error {
+	cmd := showCommand("members", "list the cluster's members (members remove NODE_ID takes a dead one out)", cobra.NoArgs, fixed("/v1/admin/cluster/members"), &out, func(w io.Writer) error {
 		fmt.Fprintf(w, "generation %d\n", out.Generation)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tGEN\tAPPLIED\tMGMT IP\tAZ\tBOOT\tLAST BOOT")
@@ -224,6 +224,52 @@ func newMembersCmd() *cobra.Command {
 		}
 		return tw.Flush()
 	})
+	cmd.AddCommand(newMembersRemoveCmd())
+	return cmd
+}
+
+func newMembersRemoveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "remove NODE_ID",
+		Short: "remove a member for good (its machine is gone): a join it holds completes",
+		Long: `Remove a member for good, for a node whose machine is gone and never runs its
+agent again: every later join waits in installing until each member applies
+its generation, so a dead member holds them all ("waiting for NODE_ID to
+apply generation N").
+
+In one step the founder deletes the member and bumps the generation, and the
+member's transport certificate stops counting (the node gets 401 on every node
+endpoint), its OpenBao node token is revoked, its release record leaves the
+release set, its node id and addresses are free for a new node, and the
+removal is audited (cluster.member.removed) with who removed it and why.
+A join that waited only for it completes.
+
+The founder cannot remove itself. A member whose join is still delivering or
+installing is not removed: cancel that join (stratum joins cancel JOIN_ID).
+A node removed by mistake joins again with a new join token.`,
+		Example: "  stratum members remove n-abc12def --reason 'disk controller dead, chassis returned'",
+		Args:    cobra.ExactArgs(1),
+	}
+	admin := addAdminFlags(cmd)
+	o := addOutput(cmd)
+	reason := cmd.Flags().String("reason", "", "why (required; kept in the audit log)")
+	_ = cmd.MarkFlagRequired("reason")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := admin.client()
+		if err != nil {
+			return err
+		}
+		var raw json.RawMessage
+		if err := c.do(cmd.Context(), "POST", "/v1/admin/cluster/members/"+url.PathEscape(args[0])+"/remove", map[string]string{"reason": *reason}, &raw); err != nil {
+			return err
+		}
+		var m wire.MemberView
+		return o.render(cmd.OutOrStdout(), raw, &m, func() error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "removed %s (%s, %s, was %s)\n", m.NodeID, m.Hostname, m.MgmtIP, m.State)
+			return err
+		})
+	}
+	return cmd
 }
 
 // bootColumn is the prober's view of a member: "ready", "starting

@@ -168,7 +168,8 @@ func testResourceOutputs(t *testing.T, cmds []*cobra.Command) {
 		t.Fatalf("token list -o yaml: exit %d %q", r.code, r.stdout)
 	}
 
-	j1, j2, j3 := register(t, f, token, "127.0.0.21"), register(t, f, token, "127.0.0.22"), register(t, f, token, "127.0.0.23")
+	j1, j2 := register(t, f, token, "127.0.0.21"), register(t, f, token, "127.0.0.22")
+	j3joiner, j3 := registerJoiner(t, f, token, "127.0.0.23")
 	if v := jsonOf("joins", "list"); len(v["registrations"].([]any)) != 3 {
 		t.Fatalf("joins list: %v", v)
 	}
@@ -214,6 +215,32 @@ func testResourceOutputs(t *testing.T, cmds []*cobra.Command) {
 	}
 	if r := run("release-set", "--nodes", "1"); r.code != 0 || !strings.Contains(r.stdout, "showing 1 of 2 nodes") {
 		t.Errorf("release-set --nodes 1: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// members remove: j3 joins (its joiner reports installing and done),
+	// then leaves; the founder and unknown nodes are refused.
+	for _, phase := range []string{"installing", "done"} {
+		j3joiner.Must(t, "POST", "/v1/join/registrations/"+j3+"/progress", map[string]string{"phase": phase}, 200, nil)
+	}
+	ms := jsonOf("members")["members"].([]any) // in join order: the founder first
+	if len(ms) != 2 || ms[1].(map[string]any)["state"] != "active" {
+		t.Fatalf("after j3 joined: members %v", ms)
+	}
+	founder, node3 := ms[0].(map[string]any)["nodeId"].(string), ms[1].(map[string]any)["nodeId"].(string)
+	if r := run("members", "remove", founder, "--reason", "test"); r.code != 6 || !strings.Contains(r.stderr, "cannot remove itself") {
+		t.Errorf("members remove of the founder %s: exit %d (want 6) %s", founder, r.code, r.stderr)
+	}
+	if r := run("members", "remove", "n-nosuchnd", "--reason", "test"); r.code != 5 {
+		t.Errorf("members remove of an unknown node: exit %d (want 5) %s", r.code, r.stderr)
+	}
+	if r := run("members", "remove", node3); r.code != 2 || !strings.Contains(r.stderr, "reason") {
+		t.Errorf("members remove without --reason: exit %d (want 2) %s", r.code, r.stderr)
+	}
+	if v := jsonOf("members", "remove", node3, "--reason", "test"); node3 == "" || v["nodeId"] != node3 {
+		t.Fatalf("members remove %q: %v", node3, v)
+	}
+	cover("members remove")
+	if v := jsonOf("members"); len(v["members"].([]any)) != 1 {
+		t.Errorf("after members remove: %v", v)
 	}
 	if v := jsonOf("cluster", "release", "set", "0.1.0"); v["admissionRelease"] != "0.1.0" {
 		t.Fatalf("cluster release set: %v", v)
@@ -262,11 +289,19 @@ func testResourceOutputs(t *testing.T, cmds []*cobra.Command) {
 // listener and returns the join id.
 func register(t *testing.T, f *stratumtest.Founder, token, mgmt string) string {
 	t.Helper()
-	v := f.Joiner(t, nil).Register(t, wire.RegisterRequest{Token: token, Release: "0.1.0", Hostname: "node-" + strings.ReplaceAll(mgmt, ".", "-"), MgmtIP: mgmt}, 201)
+	_, id := registerJoiner(t, f, token, mgmt)
+	return id
+}
+
+// registerJoiner is register answering the joiner too, for its progress.
+func registerJoiner(t *testing.T, f *stratumtest.Founder, token, mgmt string) (*stratumtest.Client, string) {
+	t.Helper()
+	j := f.Joiner(t, nil)
+	v := j.Register(t, wire.RegisterRequest{Token: token, Release: "0.1.0", Hostname: "node-" + strings.ReplaceAll(mgmt, ".", "-"), MgmtIP: mgmt}, 201)
 	if v.JoinID == "" {
 		t.Fatalf("register: no join id: %+v", v)
 	}
-	return v.JoinID
+	return j, v.JoinID
 }
 
 // TestCLILogin: stratum login reads the password from stdin, keeps the

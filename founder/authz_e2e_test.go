@@ -33,6 +33,7 @@ func TestAuthorization(t *testing.T) {
 		{"DELETE", "/v1/admin/join/tokens/jt-x", "join:RevokeJoinToken"},
 		{"POST", "/v1/admin/join/registrations/j-x/approve", "join:ApproveNodeJoin"},
 		{"GET", "/v1/admin/cluster/members", "cluster:ListMembers"},
+		{"POST", "/v1/admin/cluster/members/n-x/remove", "cluster:RemoveMember"},
 		{"GET", "/v1/admin/audit", "audit:ReadAudit"},
 	} {
 		e := op.As(describe).Must(t, r.method, r.path, map[string]any{"role": "worker"}, 403, nil)

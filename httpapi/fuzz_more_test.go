@@ -158,6 +158,7 @@ func FuzzHTTPBodies(f *testing.F) {
 		{method: "PUT", path: "/v1/cluster/members/" + id.FounderNodeID + "/applied", node: true},
 		{method: "POST", path: "/v1/join/registrations", join: true},
 		{method: "POST", path: "/v1/join/registrations/" + jid + "/progress", join: true},
+		{method: "POST", path: "/v1/admin/cluster/members/" + id.FounderNodeID + "/remove", bearer: true},
 	}
 	for i, s := range [][]string{
 		{`{"email":"a@b.c","password":"x"}`, `{"email":1}`, `{"email":"a@b.c","password":"x","x":1}`},
@@ -172,6 +173,7 @@ func FuzzHTTPBodies(f *testing.F) {
 		{`{"generation":1}`, `{"generation":0}`},
 		{`{"token":"` + jt.Token + `","release":"0.1.0","hostname":"node-b"}`, `{"token":"sjt1.x","release":"9.9.9","hostname":"h"}`},
 		{`{"phase":"installing"}`, `{"phase":"failed","message":"x"}`},
+		{`{"reason":"hardware gone"}`, `{}`},
 	} {
 		for _, b := range s {
 			f.Add(uint8(i), []byte(b))

@@ -126,6 +126,24 @@ func (a *API) listMembers(w http.ResponseWriter, r *http.Request, c *call) error
 	return nil
 }
 
+// removeMember removes a member for good; the body is only its reason.
+func (a *API) removeMember(w http.ResponseWriter, r *http.Request, c *call) error {
+	body, err := readBody(r, DefaultBodyLimit)
+	if err != nil {
+		return err
+	}
+	reason, err := join.DecodeReason(body)
+	if err != nil {
+		return err
+	}
+	v, err := a.JoinAdmin.RemoveMember(c.principal, c.params.ByName("nodeId"), reason)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
 // watchMembers is a node's membership long-poll.
 func (a *API) watchMembers(w http.ResponseWriter, r *http.Request, c *call) error {
 	wait, err := waitParam(r)

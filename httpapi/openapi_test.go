@@ -177,6 +177,7 @@ var extraErrors = map[string][]string{
 	"POST /v1/admin/join/registrations/:joinId/approve": {"409"},
 	"POST /v1/admin/join/registrations/:joinId/reject":  {"409"},
 	"POST /v1/admin/join/registrations/:joinId/cancel":  {"409"},
+	"POST /v1/admin/cluster/members/:nodeId/remove":     {"409"},
 	"POST /v1/admin/releases":                           {"409"},
 	"POST /v1/admin/releases/upload":                    {"409", "413", "503"},
 	"PUT /v1/admin/cluster/release":                     {"409"},

@@ -69,6 +69,8 @@ func (a *API) adminRoutes() []Route {
 			Summary: "Cancel a delivering or installing join: it fails and its member is removed.", handler: a.cancelJoin},
 		{Method: "GET", Path: "/v1/admin/cluster/members", Auth: authBearer, Action: "cluster:ListMembers",
 			Summary: "The members and the current membership generation.", handler: a.listMembers},
+		{Method: "POST", Path: "/v1/admin/cluster/members/:nodeId/remove", Auth: authBearer, Action: "cluster:RemoveMember", Resource: param("nodeId"),
+			Summary: "Remove a member for good (a node that is gone), with a reason: the generation is bumped, its certificate and OpenBao node token stop counting, its release record and addresses are freed, and a join it held completes. Not the founder, nor a member whose join is delivering or installing (cancel that join). Answers the member as it was.", handler: a.removeMember},
 		{Method: "GET", Path: "/v1/cluster/members", Auth: authNode,
 			Summary: "A node's membership long-poll (its transport leaf): the members list, answered when the generation differs from generation or wait (seconds, at most 60) passes.", handler: a.watchMembers},
 		{Method: "PUT", Path: "/v1/cluster/members/:nodeId/applied", Auth: authNode,

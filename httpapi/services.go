@@ -63,6 +63,7 @@ type JoinAdmin interface {
 	Reject(by iam.Principal, joinID, reason string) (wire.OperatorView, error)
 	Cancel(by iam.Principal, joinID, reason string) (wire.OperatorView, error)
 	Members() (wire.MembersView, error)
+	RemoveMember(by iam.Principal, nodeID, reason string) (wire.MemberView, error)
 	WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (wire.MembersView, error)
 	Applied(nodeID string, generation uint64) (wire.MemberView, error)
 }

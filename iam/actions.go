@@ -31,6 +31,7 @@ var Actions = map[string]ResourceType{
 	"join:RejectNodeJoin":       ResJoinRegistration,
 	"join:CancelNodeJoin":       ResJoinRegistration,
 	"cluster:ListMembers":       ResMember,
+	"cluster:RemoveMember":      ResMember,
 	"upgrade:DescribeRelease":   ResRelease,
 	"upgrade:RecordRelease":     ResNode,
 	"upgrade:ImportRelease":     ResRelease,

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"stratum/cluster"
+	"stratum/releaseset"
 	"stratum/wire"
 )
 
@@ -25,19 +26,31 @@ func (t *txn) fail(r *record, actor, kind, reason string) error {
 		if m, found, err := cluster.GetMember(t.Tx, r.Assignment.NodeID); err != nil {
 			return err
 		} else if found {
-			if err := t.revokeMember(m); err != nil {
-				return err
-			}
-			if err := cluster.Remove(t.Tx, r.Assignment.NodeID); err != nil {
-				return err
-			}
-			g := strconv.FormatUint(cluster.Generation(t.Tx), 10)
-			if err := t.Audit("cluster.member.removed", actor, r.Assignment.NodeID, map[string]string{"joinId": r.JoinID, "generation": g}); err != nil {
+			if err := t.removeMember(m, actor, map[string]string{"joinId": r.JoinID}); err != nil {
 				return err
 			}
 		}
 	}
 	return t.endTurn(r)
+}
+
+// removeMember takes m out of the cluster: its OpenBao node token queued
+// for revocation, the member deleted and the generation bumped (the
+// founder applies it; its leaf no longer counts and its mgmt IP is free),
+// its release record forgotten, audited cluster.member.removed with
+// details and the new generation.
+func (t *txn) removeMember(m cluster.Member, actor string, details map[string]string) error {
+	if err := t.revokeMember(m); err != nil {
+		return err
+	}
+	if err := cluster.Remove(t.Tx, m.NodeID); err != nil {
+		return err
+	}
+	if err := releaseset.Forget(t.Tx, m.NodeID); err != nil {
+		return err
+	}
+	details["generation"] = strconv.FormatUint(cluster.Generation(t.Tx), 10)
+	return t.Audit("cluster.member.removed", actor, m.NodeID, details)
 }
 
 // join ends r as joined: its member becomes active.

@@ -6,6 +6,7 @@ import (
 
 	"stratum/apierr"
 	"stratum/cluster"
+	"stratum/iam"
 	"stratum/store"
 	"stratum/strictjson"
 	"stratum/wire"
@@ -119,6 +120,57 @@ func (s *Service) Applied(nodeID string, generation uint64) (wire.MemberView, er
 		m, _, err := cluster.GetMember(t.Tx, nodeID)
 		out = s.memberView(m)
 		return err
+	})
+	return out, err
+}
+
+// RemoveMember takes a member out of the cluster for good (a node whose
+// hardware is gone holds every later join in installing while it cannot
+// apply their generation): in one transaction the member is deleted, the
+// generation bumped (the founder applies it), its release record
+// forgotten, its OpenBao node token queued for revocation, its mgmt IP
+// freed, and the removal audited with the person and the reason; a join
+// that waited only for it becomes joined. It answers the member as it was.
+//
+// Refused: no reason (400), an unknown node (404), the founder's own
+// member (409: it cannot remove itself) and a member whose join is still
+// delivering or installing (409: that join is cancelled instead).
+func (s *Service) RemoveMember(by iam.Principal, nodeID, reason string) (wire.MemberView, error) {
+	if err := requiredReason(reason, "for the audit log"); err != nil {
+		return wire.MemberView{}, err
+	}
+	var out wire.MemberView
+	err := s.update(func(t *txn) error {
+		m, found, err := cluster.GetMember(t.Tx, nodeID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return apierr.New(apierr.NotFound, "no member %s", nodeID)
+		}
+		id, err := cluster.LoadIdentity(t.Tx)
+		if err != nil {
+			return err
+		}
+		if nodeID == id.FounderNodeID {
+			return apierr.New(apierr.Conflict, "member %s is the founder: it cannot remove itself", nodeID)
+		}
+		details := map[string]string{"reason": reason}
+		if m.JoinID != "" {
+			r, found, err := t.getRecord(m.JoinID)
+			if err != nil {
+				return err
+			}
+			if found && inTurn(r.State) {
+				return apierr.New(apierr.Conflict, "member %s is still joining: its join %s is %s; cancel it with `stratum joins cancel %s`", nodeID, r.JoinID, r.State, r.JoinID)
+			}
+			details["joinId"] = m.JoinID
+		}
+		out = s.memberView(m)
+		if err := t.removeMember(m, actorOf(by), details); err != nil {
+			return err
+		}
+		return t.settle()
 	})
 	return out, err
 }

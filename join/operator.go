@@ -87,15 +87,20 @@ func reasonProblems(reason string) apierr.Fields {
 	return f
 }
 
+// requiredReason checks a reason that must be given (who reads it: for).
+func requiredReason(reason, forWhom string) error {
+	f := reasonProblems(reason)
+	if strings.TrimSpace(reason) == "" {
+		f.Add("reason", "required: say why, %s", forWhom)
+	}
+	return f.Err("the request has problems")
+}
+
 // Reject ends a registration that has not had its turn (pending,
 // needs-upgrade or approved); an approved one leaves the queue. It needs
 // a reason (SPEC 17): the joiner prints it and the audit keeps it.
 func (s *Service) Reject(by iam.Principal, joinID, reason string) (wire.OperatorView, error) {
-	f := reasonProblems(reason)
-	if strings.TrimSpace(reason) == "" {
-		f.Add("reason", "required: say why, for the joiner and the audit log")
-	}
-	if err := f.Err("the request has problems"); err != nil {
+	if err := requiredReason(reason, "for the joiner and the audit log"); err != nil {
 		return wire.OperatorView{}, err
 	}
 	var out wire.OperatorView

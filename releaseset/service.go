@@ -337,3 +337,19 @@ func (s *Service) RunningReleaseTx(tx *store.Tx) (string, error) {
 		return c.running, ok
 	}), nil
 }
+
+// Forget deletes nodeID's release record in tx, for a member leaving the
+// cluster: a removed node counts nowhere (the set, its summary, the
+// admission agreement), and a node admitted later under the same id does
+// not inherit its record. Every replica's cache hears of it after the
+// commit (heard: the record is gone, so the cache is loaded again).
+func Forget(tx *store.Tx, nodeID string) error {
+	if !bucketRecords.Has(tx, nodeID) {
+		return nil
+	}
+	if err := bucketRecords.Delete(tx, nodeID); err != nil {
+		return err
+	}
+	tx.Notify(topicRecords, nodeID)
+	return nil
+}
