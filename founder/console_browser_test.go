@@ -458,6 +458,40 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	b.screenshot(shots, "joins-stalled")
 
+	// n-console4 is gone for good: removed from the members page (at a
+	// phone's width, with a reason and a confirmation), the install it
+	// held completes. The founder and a joining member offer no removal.
+	b.do("the members page at 390 px", chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate("https://"+f.API+ui.Prefix+"members"), chromedp.WaitVisible(chromedp.CSS(`[data-node-id="n-console4"] [data-action=remove]`)))
+	if b.eval(`!!document.querySelector('tr[data-node-id]:first-child [data-action=remove], [data-node-id="n-console5"] [data-action=remove]')`) {
+		t.Error("the founder or a joining member is offered the remove button")
+	}
+	b.within(5*time.Second, "remove n-console4 without a reason",
+		chromedp.Click(chromedp.CSS(`[data-node-id="n-console4"] [data-action=remove]`)),
+		chromedp.Click(chromedp.CSS(`[data-remove-form="n-console4"] [data-action=submit-remove]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-remove-form="n-console4"] [data-field-error=reason]`)))
+	if sw, cw := b.number(`document.documentElement.scrollWidth`), b.number(`document.documentElement.clientWidth`); sw > cw {
+		t.Errorf("/ui/members with the remove form open at 390 px scrolls sideways: the page is %v px wide", sw)
+	}
+	b.within(5*time.Second, "remove n-console4 with a reason, asked to confirm",
+		chromedp.SendKeys(chromedp.CSS(`[data-remove-form="n-console4"] textarea[name=reason]`), "chassis returned"),
+		chromedp.Click(chromedp.CSS(`[data-remove-form="n-console4"] [data-action=submit-remove]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-remove-form="n-console4"] [data-action=submit-remove][data-confirm=yes]`)))
+	b.screenshot(shots, "members-remove-390")
+	var members wire.MembersView
+	op.Must(t, "GET", "/v1/admin/cluster/members", nil, 200, &members)
+	if len(members.Members) != 3 {
+		t.Fatalf("a removal before its confirmation changed the members: %+v", members.Members)
+	}
+	b.within(5*time.Second, "confirm the removal",
+		chromedp.Click(chromedp.CSS(`[data-remove-form="n-console4"] [data-action=submit-remove]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`[data-node-id="n-console4"]`)))
+	op.Must(t, "GET", "/v1/admin/join/registrations/"+v5.JoinID, nil, 200, &got)
+	if got.State != wire.StateJoined {
+		t.Errorf("the install n-console4 held did not complete: %s", got.State)
+	}
+	b.do("back to a desktop window", chromedp.EmulateViewport(1440, 900))
+
 	// A token without join:ApproveNodeJoin sees no approve button, and the
 	// API refuses it all the same.
 	reader := apiToken(t, op, "join:List*", "join:Get*")

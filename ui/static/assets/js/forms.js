@@ -57,3 +57,35 @@ export function showFormError(form, err, describe) {
 export function formError() {
   return h('div', { class: 'form-error', role: 'alert', hidden: true });
 }
+
+// onConfirmedSubmit sends what bodyOf reads from form ({body, problems})
+// once it has no problems: send(body). With confirm, the first submit
+// asks inside the form (confirmLine) and only the second one sends: for
+// what cannot be undone (reject, cancel, remove a member).
+export function onConfirmedSubmit(form, submit, confirmLine, bodyOf, confirm, send) {
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clearErrors(form);
+    const { body, problems } = bodyOf(form);
+    if (problems.length) {
+      showFieldErrors(form, problems);
+      return;
+    }
+    if (confirm && form.dataset.confirmed !== 'yes') {
+      form.dataset.confirmed = 'yes';
+      confirmLine.textContent = confirm + ' Press the button again to confirm.';
+      confirmLine.hidden = false;
+      submit.dataset.confirm = 'yes';
+      submit.textContent = 'Confirm: ' + submit.textContent;
+      return;
+    }
+    await send(body);
+  });
+}
+
+// reasonBody reads a required reason from form's textarea "reason": the
+// body {reason}, or the problem of its absence (said for forWhom).
+export function reasonBody(form, forWhom) {
+  const reason = form.elements.namedItem('reason').value.trim();
+  return { body: { reason }, problems: reason ? [] : [{ field: 'reason', message: 'required: say why, ' + forWhom }] };
+}

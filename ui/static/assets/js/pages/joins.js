@@ -7,7 +7,7 @@
 import { api, can } from '../api.js';
 import { h, page, table, scroll, describeError, sleep, fingerprint } from '../dom.js';
 import { age, factsSummary, factValue, when } from '../format.js';
-import { field, clearErrors, showFieldErrors, showFormError, formError } from '../forms.js';
+import { field, showFormError, formError, onConfirmedSubmit, reasonBody } from '../forms.js';
 
 const ACTIVE = ['pending', 'needs-upgrade', 'approved', 'delivering', 'installing'];
 const FINISHED_SHOWN = 20;
@@ -160,10 +160,7 @@ export function mount(main) {
         ? 'The joiner is told the reason and stops; its key needs a new token to register again.'
         : 'The join fails with this reason, its member is removed and the next approved join gets its turn.',
       [field('Reason', h('textarea', { name: 'reason', rows: 2, maxlength: 1024 }), 'required: shown to the joiner and kept in the audit log')],
-      submit, (form) => {
-        const reason = form.elements.namedItem('reason').value.trim();
-        return { body: { reason }, problems: reason ? [] : [{ field: 'reason', message: 'required: say why, for the joiner and the audit log' }] };
-      }, kind === 'reject' ? 'Reject ' + (r.reg.hostname || r.reg.joinId) + ' for good?' : 'Cancel the join of ' + (r.reg.hostname || r.reg.joinId) + '?');
+      submit, (form) => reasonBody(form, 'for the joiner and the audit log'), kind === 'reject' ? 'Reject ' + (r.reg.hostname || r.reg.joinId) + ' for good?' : 'Cancel the join of ' + (r.reg.hostname || r.reg.joinId) + '?');
   }
 
   // decisionForm is the frame of the approve, reject and cancel forms: the
@@ -180,24 +177,7 @@ export function mount(main) {
       formError(), confirmLine,
       h('div', { class: 'buttons' }, submit,
         h('button', { type: 'button', onclick: () => closeForm(r) }, 'Close')));
-    form.addEventListener('submit', async (e) => {
-      e.preventDefault();
-      clearErrors(form);
-      const { body, problems } = bodyOf(form);
-      if (problems.length) {
-        showFieldErrors(form, problems);
-        return;
-      }
-      if (confirm && form.dataset.confirmed !== 'yes') {
-        form.dataset.confirmed = 'yes';
-        confirmLine.textContent = confirm + ' Press the button again to confirm.';
-        confirmLine.hidden = false;
-        submit.dataset.confirm = 'yes';
-        submit.textContent = 'Confirm: ' + submit.textContent;
-        return;
-      }
-      await send(r, form, submit, kind, body);
-    });
+    onConfirmedSubmit(form, submit, confirmLine, bodyOf, confirm, (body) => send(r, form, submit, kind, body));
     return form;
   }
 
