@@ -66,3 +66,46 @@ func TestRecordSeenByTheOtherReplica(t *testing.T) {
 		}
 	}
 }
+
+// A member removed through one replica (its record forgotten in the
+// removing transaction) is forgotten by the other's cache too: a node
+// admitted again under its id starts there with no record.
+func TestForgetSeenByTheOtherReplica(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	dbA, dbB := storetest.Open(t, dsn), storetest.Open(t, dsn)
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	founder := initCluster(t, dbA, now)
+	const gone = "n-gone0001"
+	admitInstalled(t, dbA, gone, now)
+	a, b := newSet(t, dbA, now, founder), newSet(t, dbB, now, founder)
+	if err := a.Record("test", gone, wire.RecordRequest{RunningRelease: "0.2.0", Release: releasesettest.Record(1, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	// inB: gone is a member in B's set, and recorded.
+	inB := func() (member, recorded bool) {
+		set, err := b.Describe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := nodeIn(set, gone)
+		return n != nil, n != nil && n.Recorded
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, rec := inB(); rec {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the record made through A is not in B's set")
+		}
+	}
+	removeForgetting(t, dbA, gone)
+	admitInstalled(t, dbA, gone, now)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if member, rec := inB(); member && !rec {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("B still shows the removed member's record for the node admitted again under its id")
+		}
+	}
+}

@@ -23,7 +23,7 @@ import (
 // stratum-cp token and a node token the server reports with policy
 // stratum-node and the node's id in its metadata, written 0600 under
 // --root. A second control-plane join, cancelled, has its node token
-// revoked on the server.
+// revoked on the server, and so has the first once its member is removed.
 func TestOpenBao_RootTokenRefusedUntilConvergeThenNodeToken(t *testing.T) {
 	bao := baotest.Start(t)
 	work := t.TempDir()
@@ -121,6 +121,13 @@ func TestOpenBao_RootTokenRefusedUntilConvergeThenNodeToken(t *testing.T) {
 	if _, err := c.LookupSelf(ctx, nodeTok); err != nil {
 		t.Fatalf("the joined node's token was revoked with the cancelled one: %v", err)
 	}
+	// The joined node's machine is gone: removed, its token dies too.
+	f.Operator(t).Must(t, "POST", "/v1/admin/cluster/members/"+nodeID+"/remove", map[string]any{"reason": "chassis returned"}, 200, nil)
+	waitFor(t, 20*time.Second, "the removed member's node token revoked", func() bool {
+		_, err := c.LookupSelf(ctx, nodeTok)
+		var e *openbao.Error
+		return errors.As(err, &e) && e.Status == http.StatusForbidden
+	})
 	// The revocation is audited once OpenBao confirmed it.
 	waitFor(t, 10*time.Second, "the converge and the revocation audited", func() bool {
 		kinds := strings.Join(auditKinds(t, f), " ")
