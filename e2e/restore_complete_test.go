@@ -63,7 +63,7 @@ func TestRestoreIsComplete(t *testing.T) {
 
 	// The full backup restores the release: its keys, its files, verified.
 	dirB := filepath.Join(tmp, "b")
-	if r := stratum(t, "restore", "--data", dirB, "--in", full, "--identity", idFile, "--ca-pin", pin); r.code != 0 || !strings.Contains(r.stdout, "1 releases") {
+	if r := stratum(t, "restore", "--data", dirB, "--in", full, "--identity", idFile, "--ca-pin", pin); r.code != 0 || !strings.Contains(r.stdout, "of 1 release into") {
 		t.Fatalf("restore = %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	keys, err := os.ReadDir(filepath.Join(dirA, "release-keys"))

@@ -158,7 +158,7 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 	// Restored into a fresh directory, checked against the pin the
 	// operator wrote down, and served as B on other ports.
 	out := mustRun(t, "restore", "--data", dirB, "--in", bak, "--identity", idFile, "--ca-pin", pinA)
-	if !strings.Contains(out, pinA) || !strings.Contains(out, "1 releases") {
+	if !strings.Contains(out, pinA) || !strings.Contains(out, "of 1 release into") {
 		t.Fatalf("restore said:\n%s", out)
 	}
 	sb := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dirB, Dev: true, APIAddr: apiB, JoinAddr: joinB,
