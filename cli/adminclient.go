@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"stratum/apiclient"
@@ -118,14 +120,25 @@ const maxAnswer = 512 << 20
 // the *apierr.Error it carries.
 func (c *adminClient) do(ctx context.Context, method, path string, body, out any) error {
 	a, err := c.api().Exchange(ctx, method, path, body)
-	return answered(a, err, method, path, out)
+	return answered(a, c.unreached(err), method, path, out)
+}
+
+// unreached says, for a connection refused, that no founder listens at
+// the address the command used and where that address comes from: a
+// stopped founder, or a mistyped --api, reads as more than "dial tcp ...:
+// connect: connection refused".
+func (c *adminClient) unreached(err error) error {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("no founder answers at %s: is it running? (--api or STRATUM_API names it): %w", c.base, err)
+	}
+	return err
 }
 
 // send sends a request built against c.base (a streamed upload) with the
 // token, and decodes the answer as do describes.
 func (c *adminClient) send(req *http.Request, out any) error {
 	a, err := c.api().Send(req)
-	return answered(a, err, req.Method, req.URL.Path, out)
+	return answered(a, c.unreached(err), req.Method, req.URL.Path, out)
 }
 
 // answered is do's reading of an answer: an envelope becomes its

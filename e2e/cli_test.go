@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"stratum/cli"
+	"stratum/crypto"
+	"stratum/internal/freeport"
 	"stratum/internal/stratumtest"
 	"stratum/wire"
 )
@@ -394,6 +397,34 @@ func TestCLILogin(t *testing.T) {
 		if i == 20 {
 			t.Fatalf("no rate limit after %d wrong logins; last: %s", i, r.stderr)
 		}
+	}
+}
+
+// TestCLIFounderNotAnswering: an admin command against an address where
+// no founder listens (one stopped, or a mistyped --api) says so and names
+// the address and where it came from, with exit 1, instead of only Go's
+// dial error.
+func TestCLIFounderNotAnswering(t *testing.T) {
+	api := "https://127.0.0.1:" + strconv.Itoa(freeport.Must(t, "127.0.0.1"))
+	ca, err := crypto.NewCA("cl-noanswer1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := stratumEnv(t, []string{"STRATUM_API=" + api, "STRATUM_CA_FILE=" + caFile, "STRATUM_TOKEN=sat1.x.y"}, "token", "list")
+	if r.code != 1 {
+		t.Fatalf("exit %d (want 1): %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"no founder answers at " + api, "STRATUM_API", "connection refused"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q: %s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "sat1.x.y") {
+		t.Errorf("stderr shows the token: %s", r.stderr)
 	}
 }
 
