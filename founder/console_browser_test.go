@@ -346,12 +346,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	recorded := recordRelease(t, f, "n-console1", rec)
 
 	// A release imported from a path on the founder, through the form.
-	tree := trustedTree(t, f, "0.2.0", 1<<20).Dir
+	trusted := trustedTree(t, f, "0.2.0", 1<<20)
 	b.do("import a release",
 		chromedp.Navigate("https://"+f.API+"/ui/releases"),
-		chromedp.SendKeys(chromedp.CSS(`input[name=path]`), tree),
+		chromedp.SendKeys(chromedp.CSS(`input[name=path]`), trusted.Dir),
 		chromedp.Click(chromedp.CSS(`[data-action=import-release]`)))
 	b.within(20*time.Second, "the imported release's row", chromedp.WaitVisible(chromedp.CSS(`tr[data-release="0.2.0"]`)))
+	consoleTrustsAKey(t, b, f, op, trusted, shots)
 
 	// Each page loads directly from its own address, and at a phone's and
 	// a half screen's width none scrolls sideways (SPEC 17).
@@ -359,7 +360,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		{"joins", row(v3.JoinID) + ` [data-action=approve]`},
 		{"members", `[data-node-id="n-console1"]`},
 		{"release-set", `[data-skew-matrix]`},
-		{"releases", `tr[data-release="0.2.0"]`},
+		{"releases", `tr[data-key-file="k2.pub"][data-trusted=yes]`},
 		{"tokens", `table.tokens tbody tr[data-token-id]`},
 		{"audit", `[data-chain=intact]`},
 	}
@@ -504,6 +505,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	if e := op.As(reader).Must(t, "POST", "/v1/admin/join/registrations/"+v3.JoinID+"/approve", map[string]any{}, 403, nil); !strings.Contains(e.Message, "join:ApproveNodeJoin") {
 		t.Errorf("the refusal does not name the action: %q", e.Message)
 	}
+
+	// A token that may list the release keys but not trust one sees the
+	// keys without the trust form, and the API refuses it all the same.
+	keyReader := apiToken(t, op, "upgrade:DescribeRelease")
+	b.do("sign in with a token that may not trust keys",
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`sessionStorage.setItem('stratum.session', JSON.stringify({token: %q}))`, keyReader)),
+		chromedp.Navigate("https://"+f.API+"/ui/releases"), chromedp.WaitVisible(chromedp.CSS(`tr[data-key-file="k2.pub"][data-trusted=yes]`)))
+	if b.eval(`!!document.querySelector('form.trust-key, [data-action=trust-key]')`) {
+		t.Error("a token without upgrade:TrustReleaseKey is offered the trust form")
+	}
+	if e := op.As(keyReader).Must(t, "POST", "/v1/admin/release-keys", wire.TrustReleaseKey{PublicKey: "x"}, 403, nil); !strings.Contains(e.Message, "upgrade:TrustReleaseKey") {
+		t.Errorf("the refusal does not name the action: %q", e.Message)
+	}
 	b.checkNoProblems()
 }
 
@@ -534,4 +548,110 @@ func recordRelease(t *testing.T, f *stratumtest.Founder, nodeID string, rec map[
 	}
 	t.Logf("recording %s's release: %d", nodeID, status)
 	return status == http.StatusNoContent
+}
+
+// consoleTrustsAKey drives the releases page's release keys (SPEC 16.2):
+// a key file dropped into the founder's release keys is listed untrusted,
+// saying how to trust it, and the import of a release it signed is
+// refused naming it; a bad paste in the trust form shows its field error
+// and trusts nothing; the key pasted, named and confirmed is trusted
+// (the API says so) and the same import goes through. The page is on
+// /ui/releases with the release trusted signed imported.
+func consoleTrustsAKey(t *testing.T, b *browser, f *stratumtest.Founder, op *stratumtest.Client, trusted stratumtest.ReleaseTree, shots string) {
+	t.Helper()
+	signed := stratumtest.SignedReleaseTree(t, "0.3.0", []string{"0.1.0"}, 4096)
+	pem, err := os.ReadFile(signed.PubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := filepath.Join(f.Dir, "release-keys", "k2.pub")
+	if err := os.WriteFile(dropped, pem, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const k2 = `tr[data-key-file="k2.pub"]`
+	b.do("the releases page lists the dropped key file",
+		chromedp.Navigate("https://"+f.API+"/ui/releases"), chromedp.WaitVisible(chromedp.CSS(k2)))
+	if got := b.attr(k2, "data-trusted"); got != "no" {
+		t.Errorf("the dropped key file is listed with data-trusted=%q, want no", got)
+	}
+	if got := b.attr(fmt.Sprintf(`tr[data-key-file=%q]`, trusted.KeyID[:16]+".pub"), "data-trusted"); got != "yes" {
+		t.Errorf("the key trusted through the API is listed with data-trusted=%q, want yes", got)
+	}
+	if id := b.attr(k2+` [data-fingerprint]`, "data-fingerprint"); id != signed.KeyID {
+		t.Errorf("the dropped key file's row carries key id %q, want %q", id, signed.KeyID)
+	}
+	if shown := b.text(k2 + ` [data-fingerprint]`); len(shown) >= len(signed.KeyID) {
+		t.Errorf("the key id is shown whole (%q): want it shortened", shown)
+	}
+	if !b.eval(`!!document.querySelector('tr[data-key-file="k2.pub"] [data-action=copy-fingerprint]')`) {
+		t.Error("the key id has no copy button")
+	}
+	if how := b.text(k2 + ` [data-how-to-trust]`); !strings.Contains(how, "stratum release trust-key") || !strings.Contains(how, "k2.pub") {
+		t.Errorf("the untrusted key file says %q: want how to trust it", how)
+	}
+
+	// The import of a release it signed is refused, naming the file.
+	b.within(20*time.Second, "import a release signed by the dropped key",
+		setValue(`input[name=path]`, signed.Dir),
+		chromedp.Click(chromedp.CSS(`[data-action=import-release]`)),
+		chromedp.WaitVisible(chromedp.CSS(`form.import .form-error`)))
+	if msg := b.text(`form.import .form-error`); !strings.Contains(msg, "k2.pub") || !strings.Contains(msg, "trust-key") {
+		t.Errorf("the refused import says %q: want the untrusted file and how to trust it", msg)
+	}
+
+	keys := func() map[string]wire.ReleaseKey {
+		t.Helper()
+		var out wire.ReleaseKeys
+		op.Must(t, "GET", "/v1/admin/release-keys", nil, 200, &out)
+		m := map[string]wire.ReleaseKey{}
+		for _, k := range out.Keys {
+			m[k.File] = k
+		}
+		return m
+	}
+	before := keys()
+
+	// A bad paste: the API's field error beside the textarea, nothing
+	// trusted or written, and the confirmation is asked again.
+	b.within(10*time.Second, "trust a bad paste, confirmed",
+		setValue(`textarea[name=publicKey]`, "-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----"),
+		setValue(`input[name=name]`, "k2.pub"),
+		chromedp.Click(chromedp.CSS(`[data-action=trust-key]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-action=trust-key][data-confirm=yes]`)),
+		chromedp.Click(chromedp.CSS(`[data-action=trust-key]`)),
+		chromedp.WaitVisible(chromedp.CSS(`form.trust-key [data-field-error=publicKey]`)))
+	if !b.eval(`document.querySelector('form.trust-key [data-field-error=publicKey]').closest('.field').querySelector('[name=publicKey]') !== null`) {
+		t.Error("the bad paste's error is not beside the public key's textarea")
+	}
+	if after := keys(); len(after) != len(before) || after["k2.pub"].Trusted {
+		t.Errorf("a bad paste changed the release keys: %+v, before %+v", after, before)
+	}
+	if now, err := os.ReadFile(dropped); err != nil || !bytes.Equal(now, pem) {
+		t.Errorf("a bad paste changed k2.pub (%v): %q", err, now)
+	}
+	if b.eval(`!!document.querySelector('[data-action=trust-key][data-confirm=yes]')`) {
+		t.Error("after a refused paste the form stays confirmed: a new paste would be sent unasked")
+	}
+
+	// The key itself: asked to confirm (nothing trusted before), then
+	// trusted, the list refreshed.
+	b.within(10*time.Second, "trust the dropped key's public key, asked to confirm",
+		setValue(`textarea[name=publicKey]`, string(pem)),
+		chromedp.Click(chromedp.CSS(`[data-action=trust-key]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-action=trust-key][data-confirm=yes]`)))
+	if keys()["k2.pub"].Trusted {
+		t.Fatal("the key was trusted before its confirmation")
+	}
+	b.screenshot(shots, "releases-trust-key")
+	b.within(10*time.Second, "confirm: the list shows k2.pub trusted",
+		chromedp.Click(chromedp.CSS(`[data-action=trust-key]`)),
+		chromedp.WaitVisible(chromedp.CSS(k2+`[data-trusted=yes]`)))
+	if k := keys()["k2.pub"]; !k.Trusted || k.KeyID != signed.KeyID {
+		t.Fatalf("after trusting through the form the API lists k2.pub as %+v", k)
+	}
+	b.within(20*time.Second, "the import signed by the now trusted key",
+		setValue(`input[name=path]`, signed.Dir),
+		chromedp.Click(chromedp.CSS(`[data-action=import-release]`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-release="0.3.0"]`)))
+	op.Must(t, "GET", "/v1/admin/releases/0.3.0", nil, 200, nil)
 }

@@ -62,7 +62,10 @@ export function formError() {
 // once it has no problems: send(body). With confirm, the first submit
 // asks inside the form (confirmLine) and only the second one sends: for
 // what cannot be undone (reject, cancel, remove a member).
+// A change to the form after the question withdraws it (unconfirm): the
+// confirmation is for what the form held when it was asked.
 export function onConfirmedSubmit(form, submit, confirmLine, bodyOf, confirm, send) {
+  form.addEventListener('input', () => unconfirm(form));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     clearErrors(form);
@@ -81,6 +84,20 @@ export function onConfirmedSubmit(form, submit, confirmLine, bodyOf, confirm, se
     }
     await send(body);
   });
+}
+
+// unconfirm withdraws a confirmation onConfirmedSubmit asked for: the
+// next submit asks again.
+export function unconfirm(form) {
+  if (form.dataset.confirmed !== 'yes') return;
+  delete form.dataset.confirmed;
+  const submit = form.querySelector('[data-confirm=yes]');
+  if (submit) {
+    delete submit.dataset.confirm;
+    submit.textContent = submit.textContent.replace(/^Confirm: /, '');
+  }
+  const line = form.querySelector('.confirm');
+  if (line) line.hidden = true;
 }
 
 // reasonBody reads a required reason from form's textarea "reason": the
