@@ -598,6 +598,9 @@ func consoleTrustsAKey(t *testing.T, b *browser, f *stratumtest.Founder, op *str
 	if msg := b.text(`form.import .form-error`); !strings.Contains(msg, "k2.pub") || !strings.Contains(msg, "trust-key") {
 		t.Errorf("the refused import says %q: want the untrusted file and how to trust it", msg)
 	}
+	if n := strings.Count(b.text(`form.import .form-error`), "k2.pub holds key"); n != 1 {
+		t.Errorf("the refused import's error says the same %d times", n)
+	}
 
 	keys := func() map[string]wire.ReleaseKey {
 		t.Helper()

@@ -23,8 +23,9 @@ export function clearErrors(form) {
 
 // showFieldErrors puts each {field, message} beside the input it names
 // (by the first segment of its path) as [data-field-error="<path>"];
-// a field with no input is listed in the form's general error.
-export function showFieldErrors(form, fields) {
+// a field with no input is listed in the form's general error, unless
+// said is the message shown there and says it already.
+export function showFieldErrors(form, fields, said = '') {
   const general = form.querySelector('.form-error');
   for (const f of fields) {
     const path = String(f.field || '');
@@ -38,6 +39,7 @@ export function showFieldErrors(form, fields) {
       if (input) input.classList.add('invalid');
     } else if (general) {
       msg.textContent = (path ? path + ': ' : '') + f.message;
+      if (said.includes(msg.textContent)) continue;
       general.append(msg);
       general.hidden = false;
     }
@@ -51,7 +53,7 @@ export function showFormError(form, err, describe) {
     general.prepend(h('p', null, ...describe(err)));
     general.hidden = false;
   }
-  if (err && err.fields) showFieldErrors(form, err.fields);
+  if (err && err.fields) showFieldErrors(form, err.fields, String(err.message || ''));
 }
 
 export function formError() {
