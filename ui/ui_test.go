@@ -119,20 +119,42 @@ func TestNoInlineCodeOrThirdParty(t *testing.T) {
 	}
 }
 
-// Every module import names an embedded file, so a typo fails here and
-// not only in a browser.
+// Every module import names an embedded file and each name it imports
+// is exported there, so a typo fails here and not only in a browser
+// (where a missing export stops every page, the sign-in too).
 func TestModuleImportsResolve(t *testing.T) {
-	imp := regexp.MustCompile(`(?m)^import\s+(?:[^'"]*\s+from\s+)?['"]([^'"]+)['"]`)
+	imp := regexp.MustCompile(`(?m)^import\s+(?:([^'"]*)\s+from\s+)?['"]([^'"]+)['"]`)
+	named := regexp.MustCompile(`^\{([^}]*)\}$`)
+	export := regexp.MustCompile(`(?m)^export\s+(?:async\s+)?(?:function|const|let|class)\s+([A-Za-z_$][\w$]*)`)
 	err := eachFile(func(p string, b []byte) error {
 		if path.Ext(p) != ".js" {
 			return nil
 		}
 		for _, m := range imp.FindAllStringSubmatch(string(b), -1) {
-			target := path.Join(path.Dir(p), m[1])
-			if !strings.HasPrefix(m[1], ".") {
-				t.Errorf("%s imports %q: only relative imports of embedded files", p, m[1])
-			} else if _, err := fs.Stat(static, "static/"+target); err != nil {
-				t.Errorf("%s imports %q: %s is not embedded", p, m[1], target)
+			what, from := strings.TrimSpace(m[1]), m[2]
+			target := path.Join(path.Dir(p), from)
+			if !strings.HasPrefix(from, ".") {
+				t.Errorf("%s imports %q: only relative imports of embedded files", p, from)
+				continue
+			}
+			src, err := fs.ReadFile(static, "static/"+target)
+			if err != nil {
+				t.Errorf("%s imports %q: %s is not embedded", p, from, target)
+				continue
+			}
+			list := named.FindStringSubmatch(what)
+			if list == nil {
+				continue // import * as x, or a module run for its effect
+			}
+			exported := map[string]bool{}
+			for _, e := range export.FindAllStringSubmatch(string(src), -1) {
+				exported[e[1]] = true
+			}
+			for _, name := range strings.Split(list[1], ",") {
+				name = strings.TrimSpace(strings.Split(strings.TrimSpace(name), " as ")[0])
+				if name != "" && !exported[name] {
+					t.Errorf("%s imports %s from %q, which does not export it", p, name, from)
+				}
 			}
 		}
 		return nil
