@@ -645,6 +645,11 @@ func consoleTrustsAKey(t *testing.T, b *browser, f *stratumtest.Founder, op *str
 	if keys()["k2.pub"].Trusted {
 		t.Fatal("the key was trusted before its confirmation")
 	}
+	// The confirmation shows the pasted key's id, worked out in the
+	// browser, to compare with the signer's before anything is sent.
+	if line := b.text(`form.trust-key .confirm`); !strings.Contains(line, "Key id "+signed.KeyID) {
+		t.Errorf("the confirmation does not show the pasted key's id %s: %q", signed.KeyID, line)
+	}
 	b.screenshot(shots, "releases-trust-key")
 	b.within(10*time.Second, "confirm: the list shows k2.pub trusted",
 		chromedp.Click(chromedp.CSS(`[data-action=trust-key]`)),

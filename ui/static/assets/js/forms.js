@@ -77,8 +77,10 @@ export function onConfirmedSubmit(form, submit, confirmLine, bodyOf, confirm, se
       return;
     }
     if (confirm && form.dataset.confirmed !== 'yes') {
+      // confirm may be worked out from the body (a pasted key's id).
+      const text = typeof confirm === 'function' ? await confirm(body) : confirm;
       form.dataset.confirmed = 'yes';
-      confirmLine.textContent = confirm + ' Press the button again to confirm.';
+      confirmLine.textContent = text + ' Press the button again to confirm.';
       confirmLine.hidden = false;
       submit.dataset.confirm = 'yes';
       submit.textContent = 'Confirm: ' + submit.textContent;

@@ -156,8 +156,12 @@ function trustForm(reload) {
     const body = { name: f.elements.namedItem('name').value.trim(), publicKey: publicKey ? publicKey + '\n' : '' };
     return { body, problems: publicKey ? [] : [{ field: 'publicKey', message: 'required: paste the public key' }] };
   };
-  onConfirmedSubmit(form, submit, confirmLine, bodyOf,
-    'Every release this key signs will be imported and offered to joiners.', async (body) => {
+  const weight = 'Every release this key signs will be imported and offered to joiners.';
+  const confirm = async (body) => {
+    const id = await keyIdOf(body.publicKey);
+    return id ? 'Key id ' + id + ': compare it with the one the signer printed. ' + weight : weight;
+  };
+  onConfirmedSubmit(form, submit, confirmLine, bodyOf, confirm, async (body) => {
       result.hidden = true;
       submit.disabled = true;
       try {
@@ -174,4 +178,23 @@ function trustForm(reload) {
       }
     });
   return form;
+}
+
+// keyIdOf is a pasted release public key's id as the founder computes it
+// (release.KeyID: the hex SHA-256 of the raw 32-byte Ed25519 key), so the
+// operator compares it with the signer's before confirming; '' for a
+// paste that is not one PKIX Ed25519 key (the founder then says why).
+async function keyIdOf(pemText) {
+  const b64 = pemText.replace(/-----(BEGIN|END) PUBLIC KEY-----/g, '').replace(/\s+/g, '');
+  let der;
+  try {
+    der = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  } catch {
+    return '';
+  }
+  // SubjectPublicKeyInfo of an Ed25519 key: 12 fixed bytes, then the key.
+  const prefix = [0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00];
+  if (der.length !== 44 || prefix.some((v, i) => der[i] !== v) || !crypto.subtle) return '';
+  const sum = new Uint8Array(await crypto.subtle.digest('SHA-256', der.slice(12)));
+  return Array.from(sum, (v) => v.toString(16).padStart(2, '0')).join('');
 }
