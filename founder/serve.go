@@ -2,6 +2,7 @@ package founder
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -211,19 +212,24 @@ func (f *Founder) run(ctx context.Context) error {
 		mgmt = m.MgmtIP
 		return nil
 	})
-	cert, err := serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, listenerIPs(o.APIAddr), false, time.Now())
+	apiIPs := listenerIPs(o.APIAddr)
+	cert, err := newListenerCert("admin API", func(now time.Time) (tls.Certificate, error) {
+		return serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, apiIPs, false, now)
+	}, time.Now, f.log)
 	if err != nil {
 		return err
 	}
-	joinCert, err := serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, nil, true, time.Now())
+	joinCert, err := newListenerCert("join listener", func(now time.Time) (tls.Certificate, error) {
+		return serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, nil, true, now)
+	}, time.Now, f.log)
 	if err != nil {
 		return err
 	}
-	apiLn, err := listenTLS(o.APIAddr, adminTLS(cert, f.ca))
+	apiLn, err := listenTLS(o.APIAddr, adminTLS(cert.get, f.ca))
 	if err != nil {
 		return fmt.Errorf("admin API listener: %w", err)
 	}
-	joinLn, err := listenTLS(o.JoinAddr, joinTLS(joinCert))
+	joinLn, err := listenTLS(o.JoinAddr, joinTLS(joinCert.get))
 	if err != nil {
 		apiLn.Close()
 		return fmt.Errorf("join listener: %w", err)

@@ -79,8 +79,8 @@ const maxListenerIPs = 32
 // resumes a session (each registration is a fresh connection from a
 // fresh key), so a ticket sealed and sent after every handshake would
 // be CPU and a write for nothing.
-func joinTLS(cert tls.Certificate) *tls.Config {
-	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAnyClientCert, MinVersion: tls.VersionTLS13,
+func joinTLS(cert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *tls.Config {
+	return &tls.Config{GetCertificate: cert, ClientAuth: tls.RequireAnyClientCert, MinVersion: tls.VersionTLS13,
 		SessionTicketsDisabled: true}
 }
 
@@ -88,8 +88,8 @@ func joinTLS(cert tls.Certificate) *tls.Config {
 // cluster CA for the node endpoints. TLS 1.2 and up, with AEAD suites
 // only under 1.2 (1.3's are all AEAD): operators' tools may be older, but
 // CBC suites are not offered.
-func adminTLS(cert tls.Certificate, ca *crypto.CA) *tls.Config {
-	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: ca.Pool(),
+func adminTLS(cert func(*tls.ClientHelloInfo) (*tls.Certificate, error), ca *crypto.CA) *tls.Config {
+	return &tls.Config{GetCertificate: cert, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: ca.Pool(),
 		MinVersion: tls.VersionTLS12, CipherSuites: aeadSuites}
 }
 
@@ -117,7 +117,7 @@ const (
 // listenTLS. The benchmarks' stand-in servers listen with it, so that they
 // measure the founder's transport.
 func ListenJoin(addr string, cert tls.Certificate) (net.Listener, error) {
-	return listenTLS(addr, joinTLS(cert))
+	return listenTLS(addr, joinTLS(fixedCert(cert)))
 }
 
 // listenTLS listens on addr with keepalive set once on the listening

@@ -26,7 +26,7 @@ import (
 // listeners keep probing vanished peers without setting it per accept.
 func TestListenTLSKeepAliveInherited(t *testing.T) {
 	cert := testServerCert(t)
-	ln, err := listenTLS("127.0.0.1:0", joinTLS(cert))
+	ln, err := listenTLS("127.0.0.1:0", joinTLS(fixedCert(cert)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestListenTLSGrowsTheConnectionGoroutine(t *testing.T) {
 		grownOn = append(grownOn, goid())
 	}
 	defer func() { stackGrown = nil }()
-	ln, err := listenTLS("127.0.0.1:0", joinTLS(testServerCert(t)))
+	ln, err := listenTLS("127.0.0.1:0", joinTLS(fixedCert(testServerCert(t))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestListenTLSGrowsTheConnectionGoroutine(t *testing.T) {
 // not corked (its answer must not wait for a close that does not come).
 // Both answers arrive whole.
 func TestCorkOnClose(t *testing.T) {
-	ln, err := listenTLS("127.0.0.1:0", joinTLS(testServerCert(t)))
+	ln, err := listenTLS("127.0.0.1:0", joinTLS(fixedCert(testServerCert(t))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,8 +192,8 @@ func TestJoinTLSNoSessionTickets(t *testing.T) {
 		cfg    *tls.Config
 		ticket bool
 	}{
-		{"join", joinTLS(cert), false},
-		{"admin", adminTLS(cert, ca), true},
+		{"join", joinTLS(fixedCert(cert)), false},
+		{"admin", adminTLS(fixedCert(cert), ca), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ln, err := listenTLS("127.0.0.1:0", tc.cfg)
