@@ -45,8 +45,9 @@ type Config struct {
 	// probed over the network.
 	Self     string
 	SelfBoot func() cluster.Boot
-	// Client is the founder's client leaf; CAs verify the agents' leaves.
-	Client      tls.Certificate
+	// ClientCert gives the founder's client leaf (renewed as it ages);
+	// CAs verify the agents' leaves.
+	ClientCert  func(*tls.CertificateRequestInfo) (*tls.Certificate, error)
 	CAs         *x509.CertPool
 	Port        int
 	Interval    time.Duration
@@ -203,9 +204,9 @@ func (p *Prober) probe(ctx context.Context, tg Target) cluster.Boot {
 // member, or the founder's own leaf, answering at that address is not it.
 func (p *Prober) tlsFor(nodeID string) *tls.Config {
 	return &tls.Config{
-		Certificates:       []tls.Certificate{p.cfg.Client},
-		MinVersion:         tls.VersionTLS12,
-		InsecureSkipVerify: true, // replaced by VerifyConnection: the name checked is the node id
+		GetClientCertificate: p.cfg.ClientCert,
+		MinVersion:           tls.VersionTLS12,
+		InsecureSkipVerify:   true, // replaced by VerifyConnection: the name checked is the node id
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			return VerifyNode(cs.PeerCertificates, p.cfg.CAs, nodeID, time.Now())
 		},

@@ -45,6 +45,11 @@ func newLab(t *testing.T) *lab {
 	return &lab{t: t, ca: ca, port: port, client: client}
 }
 
+// clientCert is the prober's client leaf, as Config.ClientCert gives it.
+func (l *lab) clientCert(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return &l.client, nil
+}
+
 // agent serves h at ip:port with nodeID's leaf, requiring a client leaf
 // of the cluster CA as the real agent does.
 func (l *lab) agent(ip, nodeID string, h http.HandlerFunc) {
@@ -85,8 +90,8 @@ func TestRound(t *testing.T) {
 		{"n-nobody01", "127.0.0.7"}, {"n-noaddr01", ""},
 	}
 	p := mustNew(t, Config{Members: func() ([]Target, error) { return targets, nil }, Self: "n-founder1",
-		SelfBoot: func() cluster.Boot { return cluster.Boot{State: cluster.BootReady, Phase: "serving"} },
-		Client:   l.client, CAs: l.ca.Pool(), Port: l.port, Timeout: 500 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+		SelfBoot:   func() cluster.Boot { return cluster.Boot{State: cluster.BootReady, Phase: "serving"} },
+		ClientCert: l.clientCert, CAs: l.ca.Pool(), Port: l.port, Timeout: 500 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
 	if _, ok := p.Boot("n-ready001"); ok {
 		t.Fatal("a member not probed yet has a boot state")
 	}
@@ -144,7 +149,7 @@ func TestConcurrencyBound(t *testing.T) {
 	for range 40 {
 		targets = append(targets, Target{"n-busy0001", "127.0.0.2"})
 	}
-	p := mustNew(t, Config{Members: func() ([]Target, error) { return targets, nil }, Client: l.client, CAs: l.ca.Pool(), Port: l.port, Concurrency: 4, Log: slog.New(slog.DiscardHandler)})
+	p := mustNew(t, Config{Members: func() ([]Target, error) { return targets, nil }, ClientCert: l.clientCert, CAs: l.ca.Pool(), Port: l.port, Concurrency: 4, Log: slog.New(slog.DiscardHandler)})
 	p.Round(context.Background())
 	if got := peak.Load(); got < 2 || got > 4 {
 		t.Fatalf("peak %d probes in flight, bound 4", got)

@@ -16,18 +16,20 @@ import (
 // the listeners' leaf is server-only, and an agent asks for a client
 // certificate of the cluster CA.
 func (f *Founder) newProber() (*bootprobe.Prober, error) {
-	leaf, err := f.ca.Issue(crypto.LeafRequest{CommonName: "stratum founder prober",
-		URIs: []*url.URL{crypto.FounderURI(f.id.ClusterID)}, Client: true, Validity: 90 * 24 * time.Hour}, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	client, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	client, err := newRenewingCert("prober", func(now time.Time) (tls.Certificate, error) {
+		leaf, err := f.ca.Issue(crypto.LeafRequest{CommonName: "stratum founder prober",
+			URIs: []*url.URL{crypto.FounderURI(f.id.ClusterID)}, Client: true, Validity: 90 * 24 * time.Hour}, now)
+		if err != nil {
+			return tls.Certificate{}, err
+		}
+		return tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	}, time.Now, f.log)
 	if err != nil {
 		return nil, err
 	}
 	return bootprobe.New(bootprobe.Config{
 		Members: f.probeTargets, Self: f.id.FounderNodeID, SelfBoot: f.ownBoot,
-		Client: client, CAs: f.ca.Pool(), Port: f.opts.AgentPort, Interval: f.opts.ProbeInterval, Log: f.log,
+		ClientCert: client.client, CAs: f.ca.Pool(), Port: f.opts.AgentPort, Interval: f.opts.ProbeInterval, Log: f.log,
 	})
 }
 

@@ -213,23 +213,23 @@ func (f *Founder) run(ctx context.Context) error {
 		return nil
 	})
 	apiIPs := listenerIPs(o.APIAddr)
-	cert, err := newListenerCert("admin API", func(now time.Time) (tls.Certificate, error) {
+	cert, err := newRenewingCert("admin API", func(now time.Time) (tls.Certificate, error) {
 		return serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, apiIPs, false, now)
 	}, time.Now, f.log)
 	if err != nil {
 		return err
 	}
-	joinCert, err := newListenerCert("join listener", func(now time.Time) (tls.Certificate, error) {
+	joinCert, err := newRenewingCert("join listener", func(now time.Time) (tls.Certificate, error) {
 		return serverCertificate(f.ca, f.id.ClusterID, cluster.Hostname(), mgmt, nil, true, now)
 	}, time.Now, f.log)
 	if err != nil {
 		return err
 	}
-	apiLn, err := listenTLS(o.APIAddr, adminTLS(cert.get, f.ca))
+	apiLn, err := listenTLS(o.APIAddr, adminTLS(cert.server, f.ca))
 	if err != nil {
 		return fmt.Errorf("admin API listener: %w", err)
 	}
-	joinLn, err := listenTLS(o.JoinAddr, joinTLS(joinCert.get))
+	joinLn, err := listenTLS(o.JoinAddr, joinTLS(joinCert.server))
 	if err != nil {
 		apiLn.Close()
 		return fmt.Errorf("join listener: %w", err)

@@ -9,14 +9,16 @@ import (
 	"time"
 )
 
-// listenerCert keeps a listener's certificate current. Each is issued for
-// 90 days at start; an appliance that runs longer, as a founder does,
-// would otherwise serve an expired certificate to every joiner, agent and
-// operator. It is issued again at the first handshake after two thirds
-// of its life (day 60), while the old one, still valid, serves meanwhile
-// and if issuing fails (logged; tried again at the next handshake).
-type listenerCert struct {
-	name  string // "admin API" or "join listener", for the log
+// renewingCert keeps one of the founder's own certificates current: its
+// listeners' and its prober's client leaf. Each is issued for 90 days at
+// start; an appliance that runs longer, as a founder does, would
+// otherwise serve an expired certificate to every joiner, agent and
+// operator (and probe no agent). It is issued again at the first
+// handshake after two thirds of its life (day 60), while the old one,
+// still valid, serves meanwhile and if issuing fails (logged; tried again
+// at the next handshake).
+type renewingCert struct {
+	name  string // "admin API", "join listener", "prober", for the log
 	issue func(now time.Time) (tls.Certificate, error)
 	now   func() time.Time
 	log   *slog.Logger
@@ -26,9 +28,9 @@ type listenerCert struct {
 	mu      sync.Mutex   // one issue at a time
 }
 
-// newListenerCert issues the first certificate.
-func newListenerCert(name string, issue func(time.Time) (tls.Certificate, error), now func() time.Time, log *slog.Logger) (*listenerCert, error) {
-	l := &listenerCert{name: name, issue: issue, now: now, log: log}
+// newRenewingCert issues the first certificate.
+func newRenewingCert(name string, issue func(time.Time) (tls.Certificate, error), now func() time.Time, log *slog.Logger) (*renewingCert, error) {
+	l := &renewingCert{name: name, issue: issue, now: now, log: log}
 	c, err := issue(now())
 	if err != nil {
 		return nil, err
@@ -36,7 +38,7 @@ func newListenerCert(name string, issue func(time.Time) (tls.Certificate, error)
 	return l, l.set(c)
 }
 
-func (l *listenerCert) set(c tls.Certificate) error {
+func (l *renewingCert) set(c tls.Certificate) error {
 	if c.Leaf == nil {
 		leaf, err := x509.ParseCertificate(c.Certificate[0])
 		if err != nil {
@@ -50,8 +52,16 @@ func (l *listenerCert) set(c tls.Certificate) error {
 	return nil
 }
 
-// get is the listener's tls.Config.GetCertificate.
-func (l *listenerCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+// server is a listener's tls.Config.GetCertificate.
+func (l *renewingCert) server(*tls.ClientHelloInfo) (*tls.Certificate, error) { return l.current() }
+
+// client is a client's tls.Config.GetClientCertificate.
+func (l *renewingCert) client(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return l.current()
+}
+
+// current is the certificate, issued again once due.
+func (l *renewingCert) current() (*tls.Certificate, error) {
 	if l.now().UnixNano() < l.renewAt.Load() {
 		return l.cur.Load(), nil
 	}

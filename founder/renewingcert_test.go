@@ -12,11 +12,11 @@ import (
 	"stratum/crypto"
 )
 
-// TestListenerCertRenewed: a founder that runs past two thirds of its
+// TestRenewingCertRenewed: a founder that runs past two thirds of its
 // listener certificate's 90 days serves a new one from the next
 // handshake on, keeps the old (still valid) one while issuing fails, and
 // a client dialling the listener sees the new certificate.
-func TestListenerCertRenewed(t *testing.T) {
+func TestRenewingCertRenewed(t *testing.T) {
 	t0 := time.Now()
 	ca, err := crypto.NewCA("cl-tls00001", t0)
 	if err != nil {
@@ -35,11 +35,11 @@ func TestListenerCertRenewed(t *testing.T) {
 		return serverCertificate(ca, "cl-tls00001", "localhost", "", nil, false, at)
 	}
 	var logs bytes.Buffer
-	l, err := newListenerCert("admin API", issue, now, slog.New(slog.NewTextHandler(&logs, nil)))
+	l, err := newRenewingCert("admin API", issue, now, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := listenTLS("127.0.0.1:0", adminTLS(l.get, ca))
+	ln, err := listenTLS("127.0.0.1:0", adminTLS(l.server, ca))
 	if err != nil {
 		t.Fatal(err)
 	}
