@@ -32,6 +32,10 @@ type Member struct {
 	// this member: the only node certificate the founder accepts for it.
 	// Empty for members admitted by a build that did not record it.
 	LeafSerial string `json:"leafSerial,omitempty"`
+	// NextLeafSerial is the serial of a renewed leaf issued to this
+	// member (RenewNodeLeaf) that it has not used yet. Both count until
+	// the first request under it promotes it to LeafSerial.
+	NextLeafSerial string `json:"nextLeafSerial,omitempty"`
 	// Installed is set once the joiner said it persisted its delivery
 	// (its join is installing or joined). Before that, its leaf and its
 	// release records do not count: a delivery can still be cancelled.

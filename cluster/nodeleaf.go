@@ -14,12 +14,16 @@ import (
 // Members admitted before serials were recorded have no LeafSerial; for
 // them the CommonName alone is accepted, as before, once vouched for.
 // Every node admitted from now on is checked by serial.
+//
+// A renewed leaf (NextLeafSerial) counts beside the current one until
+// it is first used: PromoteNodeLeaf then makes it the only one.
 func CheckNodeLeaf(tx *store.Tx, nodeID, serialHex string) (Member, error) {
 	m, found, err := GetMember(tx, nodeID)
 	if err != nil {
 		return m, err
 	}
-	if !found || (m.LeafSerial != "" && m.LeafSerial != serialHex) {
+	next := m.NextLeafSerial != "" && m.NextLeafSerial == serialHex
+	if !found || (m.LeafSerial != "" && m.LeafSerial != serialHex && !next) {
 		return m, apierr.New(apierr.Unauthenticated, "the node certificate for %s (serial %s) is not the one delivered to a current member: it was replaced, or its join was cancelled, failed or rejected", nodeID, serialHex)
 	}
 	if !m.Vouched() {
@@ -28,14 +32,37 @@ func CheckNodeLeaf(tx *store.Tx, nodeID, serialHex string) (Member, error) {
 	return m, nil
 }
 
+// PromoteNodeLeaf makes the renewed leaf serialHex the member's only
+// leaf when it is its NextLeafSerial and the leaf counts (CheckNodeLeaf):
+// the leaf it replaces stops counting. It reports whether it wrote.
+func PromoteNodeLeaf(tx *store.Tx, nodeID, serialHex string) (bool, error) {
+	m, err := CheckNodeLeaf(tx, nodeID, serialHex)
+	if err != nil || m.NextLeafSerial == "" || m.NextLeafSerial != serialHex {
+		return false, err
+	}
+	m.LeafSerial, m.NextLeafSerial = serialHex, ""
+	return true, PutMember(tx, m)
+}
+
 // NodeLeaves checks node transport leaves against the store's
 // membership: the HTTP layer's view of CheckNodeLeaf.
 type NodeLeaves struct{ DB *store.DB }
 
-// CheckNodeLeaf is CheckNodeLeaf in a read transaction of its own.
+// CheckNodeLeaf is CheckNodeLeaf in a read transaction of its own; the
+// first request under a renewed leaf promotes it in a write transaction
+// (only then: every other request reads).
 func (l NodeLeaves) CheckNodeLeaf(nodeID, serialHex string) error {
-	return l.DB.View(func(tx *store.Tx) error {
-		_, err := CheckNodeLeaf(tx, nodeID, serialHex)
+	var promote bool
+	err := l.DB.View(func(tx *store.Tx) error {
+		m, err := CheckNodeLeaf(tx, nodeID, serialHex)
+		promote = err == nil && m.NextLeafSerial != "" && m.NextLeafSerial == serialHex
+		return err
+	})
+	if err != nil || !promote {
+		return err
+	}
+	return l.DB.Update(func(tx *store.Tx) error {
+		_, err := PromoteNodeLeaf(tx, nodeID, serialHex)
 		return err
 	})
 }

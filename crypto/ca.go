@@ -117,14 +117,23 @@ type LeafRequest struct {
 	// not accept it, so only for listeners this build's clients alone
 	// reach (the join listener).
 	Ed25519 bool
+	// PublicKey, when set, is certified instead of a fresh key: the
+	// holder of its private key asked for the leaf (a node renewing its
+	// transport leaf). The Leaf then has no Key nor KeyPEM.
+	PublicKey stdcrypto.PublicKey
 }
 
 // Issue creates a fresh key (ECDSA P-256 unless req.Ed25519) and a
-// certificate for it.
+// certificate for it, or certifies req.PublicKey.
 func (ca *CA) Issue(req LeafRequest, now time.Time) (*Leaf, error) {
-	key, err := newLeafKey(req.Ed25519)
-	if err != nil {
-		return nil, err
+	var key stdcrypto.Signer
+	pub := req.PublicKey
+	if pub == nil {
+		k, err := newLeafKey(req.Ed25519)
+		if err != nil {
+			return nil, err
+		}
+		key, pub = k, k.Public()
 	}
 	var usage []x509.ExtKeyUsage
 	if req.Server {
@@ -144,7 +153,7 @@ func (ca *CA) Issue(req LeafRequest, now time.Time) (*Leaf, error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  usage,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -152,11 +161,13 @@ func (ca *CA) Issue(req LeafRequest, now time.Time) (*Leaf, error) {
 	if err != nil {
 		return nil, err
 	}
-	keyPEM, err := MarshalKeyPEM(key)
-	if err != nil {
-		return nil, err
+	leaf := &Leaf{Cert: cert, Key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	if key != nil {
+		if leaf.KeyPEM, err = MarshalKeyPEM(key); err != nil {
+			return nil, err
+		}
 	}
-	return &Leaf{Cert: cert, Key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: keyPEM}, nil
+	return leaf, nil
 }
 
 func newLeafKey(ed bool) (stdcrypto.Signer, error) {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/x509"
 	"net/http"
 	"strings"
 
@@ -38,13 +39,25 @@ func (a *API) authorize(r *http.Request, action, resource string) (iam.Principal
 // the certificate must be the one delivered to a member whose join is
 // installing or joined. Every node endpoint passes through here.
 func (a *API) nodeLeaf(r *http.Request) (string, error) {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+	leaf := verifiedLeaf(r)
+	if leaf == nil {
 		return "", nil
 	}
-	leaf := r.TLS.VerifiedChains[0][0]
 	node := leaf.Subject.CommonName
-	return node, a.NodeLeaves.CheckNodeLeaf(node, leaf.SerialNumber.Text(16))
+	return node, a.NodeLeaves.CheckNodeLeaf(node, leafSerial(leaf))
 }
+
+// verifiedLeaf is r's client certificate when the TLS layer verified it
+// against the cluster CA, else nil.
+func verifiedLeaf(r *http.Request) *x509.Certificate {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return nil
+	}
+	return r.TLS.VerifiedChains[0][0]
+}
+
+// leafSerial is how member records name a leaf: its serial in hex.
+func leafSerial(c *x509.Certificate) string { return c.SerialNumber.Text(16) }
 
 // JoinerPin is the SHA-256 pin of the joiner's client certificate key,
 // the only identity on the join listener.

@@ -3,7 +3,10 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -14,6 +17,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -159,6 +163,7 @@ func FuzzHTTPBodies(f *testing.F) {
 		{method: "POST", path: "/v1/join/registrations", join: true},
 		{method: "POST", path: "/v1/join/registrations/" + jid + "/progress", join: true},
 		{method: "POST", path: "/v1/admin/cluster/members/" + id.FounderNodeID + "/remove", bearer: true},
+		{method: "POST", path: "/v1/cluster/nodes/" + id.FounderNodeID + "/leaf", node: true},
 	}
 	for i, s := range [][]string{
 		{`{"email":"a@b.c","password":"x"}`, `{"email":1}`, `{"email":"a@b.c","password":"x","x":1}`},
@@ -174,6 +179,7 @@ func FuzzHTTPBodies(f *testing.F) {
 		{`{"token":"` + jt.Token + `","release":"0.1.0","hostname":"node-b"}`, `{"token":"sjt1.x","release":"9.9.9","hostname":"h"}`},
 		{`{"phase":"installing"}`, `{"phase":"failed","message":"x"}`},
 		{`{"reason":"hardware gone"}`, `{}`},
+		{`{"publicKey":` + strconv.Quote(p256PublicKeyPEM(f)) + `}`, `{"publicKey":"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"}`, `{"publicKey":""}`, `{}`},
 	} {
 		for _, b := range s {
 			f.Add(uint8(i), []byte(b))
@@ -223,4 +229,18 @@ func FuzzHTTPBodies(f *testing.F) {
 // in testdata/fuzz/FuzzHTTPBodies and fails until the bug is fixed.
 func knownBug(path string, body []byte) bool {
 	return os.Getenv("STRATUM_FUZZ_SKIP_KNOWN") != "" && path == "/v1/iam/tokens" && bytes.Contains(body, []byte("statement["))
+}
+
+// p256PublicKeyPEM is a fresh ECDSA P-256 public key as a node sends it
+// to renew its leaf.
+func p256PublicKeyPEM(tb testing.TB) string {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(k.Public())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
 }

@@ -180,6 +180,25 @@ func (a *API) reportApplied(w http.ResponseWriter, r *http.Request, c *call) err
 	return nil
 }
 
+// renewNodeLeaf issues the calling node a new transport leaf for the
+// public key it sent (authNode: its current leaf, CommonName = nodeId).
+func (a *API) renewNodeLeaf(w http.ResponseWriter, r *http.Request, c *call) error {
+	body, err := readBody(r, DefaultBodyLimit)
+	if err != nil {
+		return err
+	}
+	pub, err := join.DecodeNodeLeafRenewal(body)
+	if err != nil {
+		return err
+	}
+	leaf, err := a.JoinAdmin.RenewNodeLeaf(c.node, leafSerial(verifiedLeaf(r)), pub)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, leaf)
+	return nil
+}
+
 // generationParam parses generation: the membership generation the node
 // applied last; absent means none (answer at once).
 func generationParam(r *http.Request) (uint64, error) {

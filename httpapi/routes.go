@@ -75,6 +75,8 @@ func (a *API) adminRoutes() []Route {
 			Summary: "A node's membership long-poll (its transport leaf): the members list, answered when the generation differs from generation or wait (seconds, at most 60) passes.", handler: a.watchMembers},
 		{Method: "PUT", Path: "/v1/cluster/members/:nodeId/applied", Auth: authNode,
 			Summary: "A node reports the membership generation it applied (its transport leaf; CommonName must equal nodeId).", handler: a.reportApplied},
+		{Method: "POST", Path: "/v1/cluster/nodes/:nodeId/leaf", Auth: authNode,
+			Summary: "A node renews its transport leaf (with its current one; CommonName must equal nodeId): body {publicKey (PEM, ECDSA P-256)}; answers {certificate (PEM), notAfter}, a leaf naming what the current one names for 365 days, audited cluster.node.leaf.renewed. Both count until the node first uses the new one; from then on only the new one does.", handler: a.renewNodeLeaf},
 		{Method: "POST", Path: "/v1/admin/releases", Auth: authBearer, Action: "upgrade:ImportRelease",
 			Summary: "Import a signed release tree from a path on the founder (verified against DIR/release-keys).", handler: a.importRelease},
 		{Method: "POST", Path: "/v1/admin/releases/upload", Auth: authBearer, Action: "upgrade:ImportRelease",

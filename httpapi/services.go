@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"time"
 
 	"stratum/iam"
@@ -66,6 +67,7 @@ type JoinAdmin interface {
 	RemoveMember(by iam.Principal, nodeID, reason string) (wire.MemberView, error)
 	WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (wire.MembersView, error)
 	Applied(nodeID string, generation uint64) (wire.MemberView, error)
+	RenewNodeLeaf(nodeID, presentedSerial string, pub *ecdsa.PublicKey) (wire.NodeLeaf, error)
 }
 
 // Joiners is the joiner's side, every call keyed by the client

@@ -3,12 +3,10 @@ package join
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"strconv"
 	"time"
 
 	"stratum/cluster"
-	"stratum/crypto"
 	"stratum/wire"
 )
 
@@ -42,15 +40,9 @@ func (t *txn) deliverWith(r *record, bao *openBaoGrant) error {
 	if err != nil {
 		return err
 	}
-	// A node leaf never carries a URI SAN: stratum:// names the founder,
-	// and a member must not be able to pass for it (SPEC 10.3).
-	leaf, err := ca.Issue(crypto.LeafRequest{CommonName: a.NodeID, DNSNames: []string{a.NodeID},
-		IPs: []net.IP{net.ParseIP(a.MgmtIP)}, Client: true, Server: true, Validity: leafValidity}, t.now)
+	leaf, err := issueNodeLeaf(ca, nodeLeafRequest(a.NodeID, a.MgmtIP, nil), t.now)
 	if err != nil {
 		return err
-	}
-	if crypto.HasStratumURI(leaf.Cert) {
-		return fmt.Errorf("the leaf issued for %s carries a stratum:// URI SAN: refusing to deliver it", a.NodeID)
 	}
 	serial := leaf.Cert.SerialNumber.Text(16)
 	nm := cluster.Member{MemberView: wire.MemberView{NodeID: a.NodeID, Role: r.Role, MgmtIP: a.MgmtIP, AZ: a.AZ, Networks: a.Networks, Labels: a.Labels, Hostname: r.Hostname}, JoinID: r.JoinID, LeafSerial: serial}

@@ -281,3 +281,18 @@ type JoinTokenView struct {
 	ExpiresAt   time.Time `json:"expiresAt"`
 	RevokedAt   time.Time `json:"revokedAt,omitzero"`
 }
+
+// NodeLeafRenewal is the body of POST /v1/cluster/nodes/{nodeId}/leaf: a
+// node asks, with its current transport leaf, for a new one certifying
+// PublicKey (PEM "PUBLIC KEY", ECDSA P-256), whose private key it keeps.
+type NodeLeafRenewal struct {
+	PublicKey string `json:"publicKey"`
+}
+
+// NodeLeaf answers a renewal: the new leaf (PEM) and when it expires. It
+// counts beside the old one until the node first uses it; from then on
+// the old one no longer counts.
+type NodeLeaf struct {
+	Certificate string    `json:"certificate"`
+	NotAfter    time.Time `json:"notAfter"`
+}
