@@ -47,6 +47,9 @@ type Config struct {
 	Log        *slog.Logger
 	// Ready, when set, is called with the bound /startupz address.
 	Ready func(addr string)
+	// LeafRenewBefore: the node's transport leaf is renewed once less than
+	// this remains of it (0: DefaultLeafRenewBefore).
+	LeafRenewBefore time.Duration
 
 	// checkEvery overrides how often the host is read for changes (tests).
 	checkEvery time.Duration
@@ -58,6 +61,7 @@ type Agent struct {
 	log        *slog.Logger
 	id         *identity
 	api        *apiclient.Client
+	transport  *rotatingTransport
 	host       hostrecord.Host
 	clock      *bootclock.Clock
 	ready      *readiness
@@ -79,6 +83,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
+	if cfg.LeafRenewBefore <= 0 {
+		cfg.LeafRenewBefore = DefaultLeafRenewBefore
+	}
 	bases, err := apiBases(cfg.API)
 	if err != nil {
 		return err
@@ -98,16 +105,19 @@ func Run(ctx context.Context, cfg Config) error {
 	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = resolved
 	}
-	a := &Agent{
-		cfg: cfg, log: cfg.Log, id: id, clock: clock,
-		api: apiclient.New(bases, &http.Client{Transport: &http.Transport{
+	transport := newRotatingTransport(func() *http.Transport {
+		return &http.Transport{
 			Proxy:               nil, // the founder is on the management network
 			TLSClientConfig:     id.clientTLS(),
 			TLSHandshakeTimeout: 15 * time.Second,
 			DialContext:         (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConnsPerHost: 2,
 			IdleConnTimeout:     90 * time.Second,
-		}}, apiclient.Options{}),
+		}
+	})
+	a := &Agent{
+		cfg: cfg, log: cfg.Log, id: id, clock: clock, transport: transport,
+		api: apiclient.New(bases, &http.Client{Transport: transport}, apiclient.Options{}),
 		host: hostrecord.Host{Root: cfg.Root, OSFallback: "/", Packages: cfg.Packages, PinsFile: cfg.PinsFile, PayloadDir: cfg.PayloadDir,
 			Build: cfg.Build, Executable: exe},
 		ready: &readiness{clock: clock},
@@ -135,9 +145,10 @@ func Run(ctx context.Context, cfg Config) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); a.recordLoop(ctx) }()
 	go func() { defer wg.Done(); a.membersLoop(ctx) }()
+	go func() { defer wg.Done(); a.leafLoop(ctx) }()
 	select {
 	case <-ctx.Done():
 	case err = <-errc:

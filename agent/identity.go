@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -19,9 +20,13 @@ const (
 	nodeYAMLPath = "etc/stratum/node.yaml"
 	nodeCertPath = "etc/stratum/secrets/node.crt"
 	nodeKeyPath  = "etc/stratum/secrets/node.key"
-	caPath       = "etc/stratum/secrets/ca.pem"
-	releasePath  = "etc/stratum/release"
-	membersPath  = "etc/stratum/members.json"
+	// nodeKeyNextPath holds a renewed leaf's key while its certificate is
+	// written (renewLeaf): a crash between the two files leaves a pair
+	// that loadIdentity can still complete.
+	nodeKeyNextPath = "etc/stratum/secrets/node.key.next"
+	caPath          = "etc/stratum/secrets/ca.pem"
+	releasePath     = "etc/stratum/release"
+	membersPath     = "etc/stratum/members.json"
 )
 
 // identity is who this node is and whom it trusts.
@@ -29,9 +34,12 @@ type identity struct {
 	nodeID    string
 	clusterID string
 	mgmtIP    string
-	cert      tls.Certificate
-	cas       *x509.CertPool
-	caPin     string
+	// cert is the transport leaf (with the CA after it) every handshake
+	// presents, client and server: a renewal swaps it in place.
+	cert  atomic.Pointer[tls.Certificate]
+	ca    *x509.Certificate
+	cas   *x509.CertPool
+	caPin string
 }
 
 // nodeYAML is what the agent reads of the joiner's node.yaml.
@@ -57,7 +65,7 @@ func loadIdentity(root string) (*identity, error) {
 	if ny.NodeID == "" || ny.ClusterID == "" {
 		return nil, fmt.Errorf("%s names no nodeId or clusterId", nodeYAMLPath)
 	}
-	cert, err := tls.LoadX509KeyPair(filepath.Join(root, nodeCertPath), filepath.Join(root, nodeKeyPath))
+	cert, err := loadLeafPair(root)
 	if err != nil {
 		return nil, fmt.Errorf("the node's transport leaf: %w", err)
 	}
@@ -81,18 +89,56 @@ func loadIdentity(root string) (*identity, error) {
 	if leaf.Subject.CommonName != ny.NodeID {
 		return nil, fmt.Errorf("%s is node %s's leaf, but node.yaml names %s", nodeCertPath, leaf.Subject.CommonName, ny.NodeID)
 	}
-	// The CA goes out with the leaf, as the founder's listeners send theirs.
-	cert.Certificate = append(cert.Certificate, ca.Raw)
-	return &identity{nodeID: ny.NodeID, clusterID: ny.ClusterID, mgmtIP: ny.Mgmt.Address,
-		cert: cert, cas: pool, caPin: crypto.SPKIPin(ca)}, nil
+	id := &identity{nodeID: ny.NodeID, clusterID: ny.ClusterID, mgmtIP: ny.Mgmt.Address,
+		ca: ca, cas: pool, caPin: crypto.SPKIPin(ca)}
+	id.setLeaf(cert, leaf)
+	return id, nil
 }
+
+// loadLeafPair reads node.crt and node.key. When they do not match and a
+// renewal's key (node.key.next) matches the certificate, the renewal
+// stopped between its files: its key is written as node.key.
+func loadLeafPair(root string) (tls.Certificate, error) {
+	certPath, keyPath := filepath.Join(root, nodeCertPath), filepath.Join(root, nodeKeyPath)
+	cert, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err == nil {
+		return cert, nil
+	}
+	next, nerr := os.ReadFile(filepath.Join(root, nodeKeyNextPath))
+	certPEM, cerr := os.ReadFile(certPath)
+	if nerr != nil || cerr != nil {
+		return cert, err
+	}
+	pair, perr := tls.X509KeyPair(certPEM, next)
+	if perr != nil {
+		return cert, err
+	}
+	if werr := crypto.WriteFileAtomic(keyPath, next, 0o600); werr != nil {
+		return cert, fmt.Errorf("completing a renewal's %s: %w", nodeKeyPath, werr)
+	}
+	_ = os.Remove(filepath.Join(root, nodeKeyNextPath))
+	return pair, nil
+}
+
+// setLeaf makes cert (leaf parsed) what every later handshake presents,
+// with the CA after it, as the founder's listeners send theirs.
+func (id *identity) setLeaf(cert tls.Certificate, leaf *x509.Certificate) {
+	cert.Certificate = append(cert.Certificate[:1:1], id.ca.Raw)
+	cert.Leaf = leaf
+	id.cert.Store(&cert)
+}
+
+// leaf is the current transport leaf.
+func (id *identity) leaf() *x509.Certificate { return id.cert.Load().Leaf }
 
 // clientTLS trusts only the founder of this cluster: the pinned CA and the
 // founder URI SAN of this cluster id, as the joiner does. A member's leaf
 // chains to the same CA and would otherwise pass.
 func (id *identity) clientTLS() *tls.Config {
 	return &tls.Config{
-		Certificates:       []tls.Certificate{id.cert},
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return id.cert.Load(), nil
+		},
 		MinVersion:         tls.VersionTLS12,
 		InsecureSkipVerify: true, // replaced by VerifyConnection (crypto.VerifyFounder)
 		VerifyConnection: func(cs tls.ConnectionState) error {
@@ -106,10 +152,12 @@ func (id *identity) clientTLS() *tls.Config {
 // (of a cancelled, rejected or failed join among them) is refused.
 func (id *identity) serverTLS() *tls.Config {
 	return &tls.Config{
-		Certificates: []tls.Certificate{id.cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    id.cas,
-		MinVersion:   tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return id.cert.Load(), nil
+		},
+		ClientAuth: tls.RequireAndVerifyClientCert,
+		ClientCAs:  id.cas,
+		MinVersion: tls.VersionTLS12,
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			if len(cs.PeerCertificates) == 0 || !crypto.IsFounderLeaf(cs.PeerCertificates[0], id.clusterID) {
 				return errors.New("/startupz answers the founder's prober only (a client leaf with the founder's URI SAN)")

@@ -29,6 +29,7 @@ its systemd unit.`,
 	fs.StringVar(&cfg.API, "api", "", "the founder's admin API, https://HOST:PORT; an HA founder's replicas as https://a:8443,https://b:8443 (tried in turn)")
 	fs.StringVar(&cfg.Root, "root", agent.DefaultRoot, "root of the node's file system (node.yaml, secrets, members.json under ROOT/etc/stratum)")
 	fs.DurationVar(&cfg.Interval, "interval", agent.DefaultInterval, "how often the release is recorded when nothing changes (+-10% jitter)")
+	fs.DurationVar(&cfg.LeafRenewBefore, "leaf-renew-before", agent.DefaultLeafRenewBefore, "renew the node's transport leaf (365 days) once less than this remains of it; larger than 8760h renews at every check (hourly, or each --interval when shorter)")
 	fs.StringVar(&cfg.Listen, "listen", "", "address of the mTLS /startupz (default: the node's mgmtIp, port 9444)")
 	packages := fs.String("packages", "", "host packages to report: component=name1|name2,... or bare names")
 	fs.StringVar(&cfg.PinsFile, "pins-file", "", "the control plane's image pins (JSON), compared with the running containers")
