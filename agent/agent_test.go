@@ -58,7 +58,8 @@ func startAgent(t *testing.T, root, api string, interval time.Duration, logs *sy
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	cfg := Config{API: api, Root: root, Interval: interval, Listen: "127.0.0.1:0",
-		checkEvery: 200 * time.Millisecond, Build: buildOf("4298b2fe"), Log: slog.New(slog.NewTextHandler(logs, nil)), Ready: func(a string) { ready <- a }}
+		LeafRenewBefore: time.Minute, // the test leaves live an hour: not renewed
+		checkEvery:      200 * time.Millisecond, Build: buildOf("4298b2fe"), Log: slog.New(slog.NewTextHandler(logs, nil)), Ready: func(a string) { ready <- a }}
 	for _, m := range mods {
 		m(&cfg)
 	}

@@ -34,14 +34,19 @@ func CheckNodeLeaf(tx *store.Tx, nodeID, serialHex string) (Member, error) {
 
 // PromoteNodeLeaf makes the renewed leaf serialHex the member's only
 // leaf when it is its NextLeafSerial and the leaf counts (CheckNodeLeaf):
-// the leaf it replaces stops counting. It reports whether it wrote.
+// the leaf it replaces stops counting (audited cluster.node.leaf.promoted).
+// It reports whether it wrote.
 func PromoteNodeLeaf(tx *store.Tx, nodeID, serialHex string) (bool, error) {
 	m, err := CheckNodeLeaf(tx, nodeID, serialHex)
 	if err != nil || m.NextLeafSerial == "" || m.NextLeafSerial != serialHex {
 		return false, err
 	}
+	old := m.LeafSerial
 	m.LeafSerial, m.NextLeafSerial = serialHex, ""
-	return true, PutMember(tx, m)
+	if err := PutMember(tx, m); err != nil {
+		return false, err
+	}
+	return true, tx.Audit("cluster.node.leaf.promoted", "node:"+nodeID, nodeID, map[string]string{"oldSerial": old, "serial": serialHex})
 }
 
 // NodeLeaves checks node transport leaves against the store's

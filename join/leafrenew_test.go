@@ -106,7 +106,8 @@ func TestRenewNodeLeaf(t *testing.T) {
 	c2, _ := crypto.ParseCertPEM([]byte(l2.Certificate))
 	s2 := c2.SerialNumber.Text(16)
 	wantCode(t, leaves.CheckNodeLeaf(a, s1), apierr.Unauthenticated)
-	// The first use of the new leaf promotes it; the old one ends.
+	// The first use of the new leaf promotes it (audited); the old one ends.
+	before = e.auditCount()
 	if err := leaves.CheckNodeLeaf(a, s2); err != nil {
 		t.Fatalf("the new leaf: %v", err)
 	}
@@ -116,6 +117,9 @@ func TestRenewNodeLeaf(t *testing.T) {
 	wantCode(t, leaves.CheckNodeLeaf(a, s0), apierr.Unauthenticated)
 	if err := leaves.CheckNodeLeaf(a, s2); err != nil {
 		t.Fatalf("the promoted leaf: %v", err)
+	}
+	if n := e.auditCount(); n != before+1 {
+		t.Errorf("audit events %d after the promotion and more requests, want %d (one cluster.node.leaf.promoted)", n, before+1)
 	}
 
 	mb, _ := e.member(b)

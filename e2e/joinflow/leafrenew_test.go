@@ -2,9 +2,14 @@ package joinflow
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -130,4 +135,106 @@ func TestLeafRenewal(t *testing.T) {
 	if strings.Contains(agent.Output(), "renewing the node's transport leaf failed") {
 		t.Errorf("a renewal failed:\n%s", agent.Output())
 	}
+}
+
+// renewal asks for a new leaf for a fresh P-256 key with c's leaf (or
+// bearer), for nodeID; on 200 it answers the new leaf as a client.
+func renewal(t *testing.T, f *stratumtest.Founder, c *http.Client, bearer, nodeID string, pub any) (answer, *http.Client, *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pub == nil {
+		pub = key.Public()
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := send(t, c, "POST", "https://"+f.API+"/v1/cluster/nodes/"+nodeID+"/leaf", bearer, map[string]any{"publicKey": string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))})
+	if a.status != 200 {
+		return a, nil, nil
+	}
+	var out wire.NodeLeaf
+	if err := json.Unmarshal(a.raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, _ := crypto.MarshalKeyPEM(key)
+	pair, err := tls.X509KeyPair([]byte(out.Certificate), keyPEM)
+	if err != nil {
+		t.Fatalf("the renewed leaf is not for the key sent: %v", err)
+	}
+	cert, _ := x509.ParseCertificate(pair.Certificate[0])
+	return a, &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.Pool, Certificates: []tls.Certificate{pair}}}}, cert
+}
+
+// TestTrust_LeafRenewalOnlyForItself: on the real binary, a node's leaf
+// renews that node's leaf and nothing else. Another node's leaf gets 403
+// (as on every node endpoint), a bearer token 401, a node still
+// delivering 403, a removed member 401, a key that is not P-256 400, and
+// none of these changes anything: the members' own leaves still count.
+// The renewed leaf counts beside the delivered one until its first use;
+// then the delivered one gets 401.
+func TestTrust_LeafRenewalOnlyForItself(t *testing.T) {
+	f := trustFounder(t, "0.1.0")
+	a := joined(t, f, "0.1.0", "192.0.2.11")
+	b := joined(t, f, "0.1.0", "192.0.2.12")
+	a.apply(t)
+	c, reg := register(t, f, joinToken(t, f, 1), "0.1.0", "192.0.2.13")
+	reg.want(t, 201, "")
+	c.deliver(t) // delivering: its leaf does not count yet
+
+	p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ed, _ := ed25519.GenerateKey(rand.Reader)
+	refusals := []struct {
+		name   string
+		client *http.Client
+		bearer string
+		node   string
+		pub    any
+		status int
+		code   string
+	}{
+		{"a's leaf for b", a.node, "", b.nodeID, nil, 403, "FORBIDDEN"},
+		{"an operator's token", f.Client, f.Operator(t).Token, a.nodeID, nil, 401, "UNAUTHENTICATED"},
+		{"a node still delivering", c.node, "", c.nodeID, nil, 403, "FORBIDDEN"},
+		{"a P-384 key", a.node, "", a.nodeID, p384.Public(), 400, "INVALID_INPUT"},
+		{"an Ed25519 key", a.node, "", a.nodeID, ed.Public(), 400, "INVALID_INPUT"},
+	}
+	for _, r := range refusals {
+		before := auditKinds(t, f)
+		ans, _, _ := renewal(t, f, r.client, r.bearer, r.node, r.pub)
+		if ans.status != r.status || ans.err.Code != r.code {
+			t.Errorf("%s: %d %s, want %d %s", r.name, ans.status, ans.raw, r.status, r.code)
+		}
+		if after := auditKinds(t, f); len(after) != len(before) {
+			t.Errorf("%s: the refusal was audited or changed something: %v", r.name, after[len(before):])
+		}
+	}
+	a.record(t, "0.1.0").want(t, 204, "")
+	b.record(t, "0.1.0").want(t, 204, "")
+
+	// a renews: both leaves count until the new one is used.
+	ans, renewed, cert := renewal(t, f, a.node, "", a.nodeID, nil)
+	ans.want(t, 200, "")
+	if cert.Subject.CommonName != a.nodeID || len(cert.IPAddresses) != 1 || cert.IPAddresses[0].String() != "192.0.2.11" || len(cert.URIs) != 0 {
+		t.Errorf("the renewed leaf names %s %v %v", cert.Subject.CommonName, cert.IPAddresses, cert.URIs)
+	}
+	a.record(t, "0.1.0").want(t, 204, "")
+	send(t, renewed, "PUT", "https://"+f.API+"/v1/cluster/nodes/"+a.nodeID+"/release", "", releaseRecord("0.1.0")).want(t, 204, "")
+	a.record(t, "0.1.0").want(t, 401, "UNAUTHENTICATED")
+	send(t, renewed, "GET", "https://"+f.API+"/v1/cluster/members?wait=0", "", nil).want(t, 200, "")
+	kinds := strings.Join(auditKinds(t, f), " ")
+	if !strings.Contains(kinds, "cluster.node.leaf.renewed") || !strings.Contains(kinds, "cluster.node.leaf.promoted") {
+		t.Errorf("audit kinds: %s", kinds)
+	}
+
+	// A removed member's leaf renews nothing.
+	f.Operator(t).Must(t, "POST", "/v1/admin/cluster/members/"+b.nodeID+"/remove", map[string]any{"reason": "hardware gone"}, 200, nil)
+	renewalAns, _, _ := renewal(t, f, b.node, "", b.nodeID, nil)
+	renewalAns.want(t, 401, "UNAUTHENTICATED")
 }
