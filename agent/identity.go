@@ -83,14 +83,11 @@ func loadIdentity(root string) (*identity, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-		return nil, fmt.Errorf("%s does not verify against %s: %v", nodeCertPath, caPath, err)
-	}
-	if leaf.Subject.CommonName != ny.NodeID {
-		return nil, fmt.Errorf("%s is node %s's leaf, but node.yaml names %s", nodeCertPath, leaf.Subject.CommonName, ny.NodeID)
-	}
 	id := &identity{nodeID: ny.NodeID, clusterID: ny.ClusterID, mgmtIP: ny.Mgmt.Address,
 		ca: ca, cas: pool, caPin: crypto.SPKIPin(ca)}
+	if err := id.checkLeaf(leaf); err != nil {
+		return nil, fmt.Errorf("%s: %w", nodeCertPath, err)
+	}
 	id.setLeaf(cert, leaf)
 	return id, nil
 }
@@ -118,6 +115,18 @@ func loadLeafPair(root string) (tls.Certificate, error) {
 	}
 	_ = os.Remove(filepath.Join(root, nodeKeyNextPath))
 	return pair, nil
+}
+
+// checkLeaf: leaf is this node's, from this cluster's CA (the one
+// delivered, or a renewal's).
+func (id *identity) checkLeaf(leaf *x509.Certificate) error {
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: id.cas, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return fmt.Errorf("does not verify against %s: %v", caPath, err)
+	}
+	if leaf.Subject.CommonName != id.nodeID {
+		return fmt.Errorf("is node %s's leaf, but node.yaml names %s", leaf.Subject.CommonName, id.nodeID)
+	}
+	return nil
 }
 
 // setLeaf makes cert (leaf parsed) what every later handshake presents,

@@ -80,8 +80,8 @@ func (a *Agent) renewLeaf(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: a.id.cas, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil || leaf.Subject.CommonName != a.id.nodeID {
-		return fmt.Errorf("the founder's new leaf is not node %s's of this cluster's CA (CN %s): %v", a.id.nodeID, leaf.Subject.CommonName, err)
+	if err := a.id.checkLeaf(leaf); err != nil {
+		return fmt.Errorf("the founder's new leaf %w", err)
 	}
 	// Key first, under its own name: a crash before node.key is replaced
 	// leaves node.crt with a key loadIdentity finds (loadLeafPair).

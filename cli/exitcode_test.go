@@ -4,11 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,7 +36,7 @@ func TestExitCodesFromAnswers(t *testing.T) {
 		{"bare 502", 502, nil, ExitFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			api, ca := apiStandIn(t, func(w http.ResponseWriter, r *http.Request) {
 				if r.Header.Get("Authorization") != "Bearer tok" {
 					t.Errorf("no bearer token sent")
 				}
@@ -50,13 +46,10 @@ func TestExitCodesFromAnswers(t *testing.T) {
 				} else {
 					w.Write([]byte("<html>proxy error</html>"))
 				}
-			}))
-			defer srv.Close()
-			ca := filepath.Join(t.TempDir(), "ca.pem")
-			os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
+			})
 			t.Setenv("STRATUM_TOKEN", "tok")
 			var out, errb bytes.Buffer
-			code := Execute(context.Background(), []string{"joins", "get", "j-1", "--api", srv.URL, "--ca-file", ca}, nil, &out, &errb)
+			code := Execute(context.Background(), []string{"joins", "get", "j-1", "--api", api, "--ca-file", ca}, nil, &out, &errb)
 			if code != tc.want {
 				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.want, errb.String())
 			}
@@ -107,7 +100,7 @@ func TestUsageErrors(t *testing.T) {
 // the kept session.
 func TestLoginMustChangePassword(t *testing.T) {
 	changed := false
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	api, ca := apiStandIn(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/auth/login":
 			json.NewEncoder(w).Encode(map[string]any{"token": "sess-1", "expiresAt": "2030-01-01T00:00:00Z", "mustChangePassword": true})
@@ -125,15 +118,12 @@ func TestLoginMustChangePassword(t *testing.T) {
 			w.WriteHeader(403)
 			json.NewEncoder(w).Encode(e)
 		}
-	}))
-	defer srv.Close()
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
+	})
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	t.Setenv("STRATUM_TOKEN", "")
 	run := func(stdin string, args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
-		code := Execute(context.Background(), append(args, "--api", srv.URL, "--ca-file", ca), strings.NewReader(stdin), &out, &errb)
+		code := Execute(context.Background(), append(args, "--api", api, "--ca-file", ca), strings.NewReader(stdin), &out, &errb)
 		return code, out.String(), errb.String()
 	}
 	if code, out, errs := run("old-password\n", "login", "--email", "a@example.com", "--password-stdin"); code != 0 || !strings.Contains(out, "stratum password") {

@@ -102,3 +102,11 @@ func yamlNumbers(v any) any {
 	}
 	return v
 }
+
+// plural is n with its noun: "1 release", "3 releases".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -371,11 +371,7 @@ func printReleases(w io.Writer, list []wire.ImportedRelease) error {
 		state := cmp.Or(r.Status, "verified")
 		switch {
 		case len(r.Missing) > 0:
-			files := "files"
-			if len(r.Missing) == 1 {
-				files = "file"
-			}
-			state = fmt.Sprintf("MISSING (%d %s): %s", len(r.Missing), files, r.Fix)
+			state = fmt.Sprintf("MISSING (%s): %s", plural(len(r.Missing), "file", "files"), r.Fix)
 		case len(r.Corrupt) > 0:
 			state = fmt.Sprintf("CORRUPT (%s): %s", strings.Join(r.Corrupt, ", "), r.Fix)
 		}

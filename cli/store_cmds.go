@@ -174,11 +174,7 @@ func runRestore(stdout io.Writer, data string, req founder.RestoreRequest, keys 
 	if err != nil {
 		return err
 	}
-	releases := "releases"
-	if res.Releases == 1 {
-		releases = "release"
-	}
-	fmt.Fprintf(stdout, "restored %d bytes of store and %d files of %d %s into %s\n", res.Bytes, res.ReleaseFiles, res.Releases, releases, d)
+	fmt.Fprintf(stdout, "restored %d bytes of store and %d files of %s into %s\n", res.Bytes, res.ReleaseFiles, plural(res.Releases, "release", "releases"), d)
 	if res.DataKey {
 		where := d.DataKey()
 		if ks.TPM != "" {

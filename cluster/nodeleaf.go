@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/x509"
+
 	"stratum/apierr"
 	"stratum/store"
 )
@@ -48,6 +50,10 @@ func PromoteNodeLeaf(tx *store.Tx, nodeID, serialHex string) (bool, error) {
 	}
 	return true, tx.Audit("cluster.node.leaf.promoted", "node:"+nodeID, nodeID, map[string]string{"oldSerial": old, "serial": serialHex})
 }
+
+// LeafSerial is how member records name a node's leaf (LeafSerial,
+// NextLeafSerial): its serial in hex.
+func LeafSerial(c *x509.Certificate) string { return c.SerialNumber.Text(16) }
 
 // NodeLeaves checks node transport leaves against the store's
 // membership: the HTTP layer's view of CheckNodeLeaf.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"stratum/apierr"
+	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/iam"
 )
@@ -44,7 +45,7 @@ func (a *API) nodeLeaf(r *http.Request) (string, error) {
 		return "", nil
 	}
 	node := leaf.Subject.CommonName
-	return node, a.NodeLeaves.CheckNodeLeaf(node, leafSerial(leaf))
+	return node, a.NodeLeaves.CheckNodeLeaf(node, cluster.LeafSerial(leaf))
 }
 
 // verifiedLeaf is r's client certificate when the TLS layer verified it
@@ -55,9 +56,6 @@ func verifiedLeaf(r *http.Request) *x509.Certificate {
 	}
 	return r.TLS.VerifiedChains[0][0]
 }
-
-// leafSerial is how member records name a leaf: its serial in hex.
-func leafSerial(c *x509.Certificate) string { return c.SerialNumber.Text(16) }
 
 // JoinerPin is the SHA-256 pin of the joiner's client certificate key,
 // the only identity on the join listener.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"stratum/apierr"
+	"stratum/cluster"
 	"stratum/iam"
 	"stratum/join"
 	"stratum/wire"
@@ -191,7 +192,7 @@ func (a *API) renewNodeLeaf(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	leaf, err := a.JoinAdmin.RenewNodeLeaf(c.node, leafSerial(verifiedLeaf(r)), pub)
+	leaf, err := a.JoinAdmin.RenewNodeLeaf(c.node, cluster.LeafSerial(verifiedLeaf(r)), pub)
 	if err != nil {
 		return err
 	}

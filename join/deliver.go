@@ -44,7 +44,7 @@ func (t *txn) deliverWith(r *record, bao *openBaoGrant) error {
 	if err != nil {
 		return err
 	}
-	serial := leaf.Cert.SerialNumber.Text(16)
+	serial := cluster.LeafSerial(leaf.Cert)
 	nm := cluster.Member{MemberView: wire.MemberView{NodeID: a.NodeID, Role: r.Role, MgmtIP: a.MgmtIP, AZ: a.AZ, Networks: a.Networks, Labels: a.Labels, Hostname: r.Hostname}, JoinID: r.JoinID, LeafSerial: serial}
 	if bao != nil {
 		nm.OpenBaoAccessor = bao.node.Accessor // the token itself is kept nowhere but the sealed delivery

@@ -108,7 +108,7 @@ func (s *Service) RenewNodeLeaf(nodeID, presentedSerial string, pub *ecdsa.Publi
 		if err != nil {
 			return err
 		}
-		old, serial := m.LeafSerial, leaf.Cert.SerialNumber.Text(16)
+		old, serial := m.LeafSerial, cluster.LeafSerial(leaf.Cert)
 		m.NextLeafSerial = serial
 		if err := cluster.PutMember(t.Tx, m); err != nil {
 			return err

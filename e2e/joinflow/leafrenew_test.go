@@ -44,7 +44,7 @@ func TestLeafRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the delivered leaf: %v", err)
 	}
-	old := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.Pool, Certificates: []tls.Certificate{pair}}}}
+	old := f.Node(t, pair).HTTP
 	base := "https://" + f.API
 	send(t, old, "PUT", base+"/v1/cluster/nodes/"+nodeID+"/release", "", releaseRecord("0.1.0")).want(t, 204, "")
 
@@ -166,7 +166,7 @@ func renewal(t *testing.T, f *stratumtest.Founder, c *http.Client, bearer, nodeI
 		t.Fatalf("the renewed leaf is not for the key sent: %v", err)
 	}
 	cert, _ := x509.ParseCertificate(pair.Certificate[0])
-	return a, &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.Pool, Certificates: []tls.Certificate{pair}}}}, cert
+	return a, f.Node(t, pair).HTTP, cert
 }
 
 // TestTrust_LeafRenewalOnlyForItself: on the real binary, a node's leaf
