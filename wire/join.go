@@ -47,6 +47,8 @@ type RegisterRequest struct {
 	MgmtIP    string          `json:"mgmtIp"`
 	MachineID string          `json:"machineId"`
 	Facts     json.RawMessage `json:"facts,omitempty"`
+	// Attestation is present when the joiner has a TPM to prove.
+	Attestation *AttestationClaim `json:"attestation,omitempty"`
 }
 
 // Phases a joiner reports.
@@ -169,6 +171,9 @@ type Registration struct {
 	UpdatedAt      time.Time `json:"updatedAt"`
 	// Upgrade is present only in needs-upgrade.
 	Upgrade *Upgrade `json:"upgrade,omitempty"`
+	// Attestation is present when the joiner claimed a TPM; the
+	// challenge in it only in the joiner's view.
+	Attestation *AttestationView `json:"attestation,omitempty"`
 }
 
 // JoinerView is what the joiner sees of its registration (SPEC 4.3).
