@@ -7,7 +7,7 @@ DATA      ?= ./data
 FUZZTIME  ?= 10s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test bench fuzz fuzz-ci crash abuse soak failover lint clean
+.PHONY: build run test bench docs fuzz fuzz-ci crash abuse soak failover lint clean
 
 ## build: the static release binary (CGO_ENABLED=0) at bin/stratum
 build:
@@ -28,6 +28,12 @@ bench: build
 	@echo; echo "SPEC section 21 targets (CPU: $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $$(cut -d' ' -f1-3 /proc/loadavg)):"
 	@grep -E '^target [a-z0-9-]+: ' bin/bench.out || echo "(none printed)"
 	@exit $$(cat bin/bench.rc)
+
+## docs: the generated reference in docs/reference (the CLI pages from the
+## command tree, the API page from httpapi/openapi.json); a test fails
+## when the committed pages are stale
+docs:
+	$(GO) run ./internal/refdoc/gen
 
 ## fuzz: each fuzz target for FUZZTIME
 fuzz:
