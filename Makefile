@@ -7,7 +7,7 @@ DATA      ?= ./data
 FUZZTIME  ?= 10s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test bench docs fuzz fuzz-ci crash abuse soak failover lint clean
+.PHONY: build run test bench docs charts fuzz fuzz-ci crash abuse soak failover lint clean
 
 ## build: the static release binary (CGO_ENABLED=0) at bin/stratum
 build:
@@ -34,6 +34,13 @@ bench: build
 ## when the committed pages are stale
 docs:
 	$(GO) run ./internal/refdoc/gen
+
+## charts: the charts of docs/PERFORMANCE.md (docs/performance/*.svg) from
+## make bench outputs, one file a run: make charts RUNS="bin/bench.out ..."
+## (default: the runs recorded in docs/performance/runs)
+RUNS ?= $(wildcard docs/performance/runs/*.out)
+charts:
+	$(GO) run ./bench/chart -out docs/performance $(RUNS)
 
 ## fuzz: each fuzz target for FUZZTIME
 fuzz:
