@@ -27,6 +27,7 @@ bench: build
 	@{ $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 90m ./bench/... 2>&1; echo $$? > bin/bench.rc; } | tee bin/bench.out
 	@echo; echo "SPEC section 21 targets (CPU: $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $$(cut -d' ' -f1-3 /proc/loadavg)):"
 	@grep -E '^target [a-z0-9-]+: ' bin/bench.out || echo "(none printed)"
+	@echo "charts of this run: make charts RUNS=bin/bench.out (docs/PERFORMANCE.md)"
 	@exit $$(cat bin/bench.rc)
 
 ## docs: the generated reference in docs/reference (the CLI pages from the
