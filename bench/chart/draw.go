@@ -38,6 +38,7 @@ func drawAll(runs []run, dir string) ([]string, error) {
 		{"mirror.svg", mirrorChart},
 		{"releaseset.svg", releaseSetChart},
 		{"register.svg", registerChart},
+		{"mirror-cpu.svg", mirrorCPUChart},
 	} {
 		p, w, h, err := c.chart(runs)
 		if err != nil {
@@ -209,6 +210,58 @@ func mirrorChart(runs []run) (*plot.Plot, vg.Length, vg.Length, error) {
 	}
 	fitBars(p, runs, cases)
 	p.NominalX(shortNames(cases, "mirror-")...)
+	return p, 9 * vg.Inch, 4.5 * vg.Inch, nil
+}
+
+// mirrorCPUChart: nginx's CPU a GiB over the founder's for each mirror
+// case (the figure the machine's load disturbs least), when the runs
+// printed their `mirror cpu` lines.
+func mirrorCPUChart(runs []run) (*plot.Plot, vg.Length, vg.Length, error) {
+	var cases []string
+	seen := map[string]bool{}
+	top := 1.0
+	for _, r := range runs {
+		for _, name := range names([]run{r}, func(n string) bool { return strings.HasPrefix(n, "mirror-") }) {
+			c := strings.TrimPrefix(name, "mirror-")
+			if _, ok := r.Efficiency[c]; ok && !seen[c] {
+				seen[c] = true
+				cases = append(cases, c)
+			}
+		}
+		for _, v := range r.Efficiency {
+			top = math.Max(top, v)
+		}
+	}
+	if len(cases) == 0 {
+		return nil, 0, 0, nil
+	}
+	p := newPlot("Release mirror: nginx's CPU a GiB over the founder's")
+	p.Y.Label.Text = "nginx CPU / founder CPU a GiB"
+	p.Y.Min = 0
+	w := vg.Points(36 / float64(len(runs)))
+	for i, r := range runs {
+		vals := make(plotter.Values, len(cases))
+		for j, c := range cases {
+			vals[j] = r.Efficiency[c]
+		}
+		bars, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		bars.Color, bars.LineStyle.Width = runColor(i), 0
+		bars.Offset = vg.Length(float64(i)-float64(len(runs)-1)/2) * w
+		p.Add(bars)
+		p.Legend.Add(r.Label, bars)
+	}
+	one, err := plotter.NewLine(plotter.XYs{{X: -0.6, Y: 1}, {X: float64(len(cases)) - 0.4, Y: 1}})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	one.Color, one.Width = limitColor, vg.Points(1.5)
+	p.Add(one)
+	p.Legend.Add("the same CPU as nginx", one)
+	p.X.Min, p.X.Max, p.Y.Max = -0.6, float64(len(cases))-0.4, 1.4*top
+	p.NominalX(cases...)
 	return p, 9 * vg.Inch, 4.5 * vg.Inch, nil
 }
 

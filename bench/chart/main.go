@@ -8,7 +8,9 @@
 // nginx's per case, beside each target), releaseset.svg (the release set's
 // p99 latencies beside their limits) and, when the runs carry the
 // register floor, register.svg (the founder's CPU a registration beside
-// the bare TLS server's and the target).
+// the bare TLS server's and the target), and when they carry the mirror's
+// `mirror cpu` lines, mirror-cpu.svg (nginx's CPU a GiB over the
+// founder's, per case).
 package main
 
 import (

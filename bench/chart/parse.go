@@ -35,6 +35,9 @@ type run struct {
 	// RegisterFloor is the bare TLS server's CPU a connection in ms
 	// (the `register-cpu floor:` line), 0 when the run has none.
 	RegisterFloor float64
+	// Efficiency is nginx's CPU a GiB over the founder's, per mirror case
+	// and phase ("full-nocache"), from the `mirror cpu` lines.
+	Efficiency map[string]float64
 }
 
 func (r run) target(name string) (target, bool) {
@@ -49,15 +52,19 @@ func (r run) target(name string) (target, bool) {
 var (
 	targetLine = regexp.MustCompile(`^target ([a-z0-9-]+): ([0-9.]+)(\S*) \(want (<=|>=) ([0-9.]+)(\S*)\) (pass|MISS)$`)
 	labelLine  = regexp.MustCompile(`^# label: (.+)$`)
+	mirrorLine = regexp.MustCompile(`^mirror (nocache|cache) case=([a-z0-9]+) founder_mibs=`)
+	cpuLine    = regexp.MustCompile(`^mirror cpu case=([a-z0-9]+) .*\befficiency=([0-9.]+)`)
 	floorLine  = regexp.MustCompile(`^register-cpu floor: .*: ([0-9.]+)ms a connection\b`)
 )
 
-// parse reads a bench output: every target line, the register floor,
+// parse reads a bench output: every target line, the register floor, the
+// mirror's CPU efficiency per case,
 // and a `# label: TEXT` line (added by hand) naming the run in the
 // legends instead of its file's name; every other line is skipped. A target printed twice keeps its last
 // figure (make bench repeats the target lines at its end).
 func parse(label string, r io.Reader) (run, error) {
-	out := run{Label: label}
+	out := run{Label: label, Efficiency: map[string]float64{}}
+	phase := "" // the mirror phase of the lines that follow
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -72,6 +79,18 @@ func parse(label string, r io.Reader) (run, error) {
 				return run{}, fmt.Errorf("%s:%d: %v", label, n, err)
 			}
 			out.RegisterFloor = v
+			continue
+		}
+		if m := mirrorLine.FindStringSubmatch(line); m != nil {
+			phase = m[1]
+			continue
+		}
+		if m := cpuLine.FindStringSubmatch(line); m != nil && phase != "" {
+			v, err := strconv.ParseFloat(m[2], 64)
+			if err != nil {
+				return run{}, fmt.Errorf("%s:%d: %v", label, n, err)
+			}
+			out.Efficiency[m[1]+"-"+phase] = v
 			continue
 		}
 		m := targetLine.FindStringSubmatch(line)
