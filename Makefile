@@ -7,7 +7,7 @@ DATA      ?= ./data
 FUZZTIME  ?= 10s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test bench docs charts fuzz fuzz-ci crash abuse soak failover lint clean
+.PHONY: build run test bench fuzz fuzz-ci crash abuse soak failover lint clean
 
 ## build: the static release binary (CGO_ENABLED=0) at bin/stratum
 build:
@@ -29,6 +29,8 @@ bench: build
 	@grep -E '^target [a-z0-9-]+: ' bin/bench.out || echo "(none printed)"
 	@echo "charts of this run: make charts RUNS=bin/bench.out (docs/PERFORMANCE.md)"
 	@exit $$(cat bin/bench.rc)
+
+.PHONY: docs charts
 
 ## docs: the generated reference in docs/reference (the CLI pages from the
 ## command tree, the API page from httpapi/openapi.json); a test fails
