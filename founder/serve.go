@@ -355,6 +355,11 @@ func (f *Founder) banner(apiAddr, joinAddr string) {
 		return
 	}
 	fmt.Fprintf(f.opts.Out, "stratum founder %s serving cluster %s (%s, %s)\n", f.opts.Build.Version, f.id.ClusterID, f.id.ParentDomain, f.id.Region)
+	if iso := f.isolationView(); iso != nil {
+		// First, before the addresses an operator would copy.
+		fmt.Fprintf(f.opts.Out, "  ISOLATED:       restored from %s at %s: probes no node, contacts no OpenBao, answers no node or joiner\n", iso.Backup, iso.RestoredAt.Format(time.RFC3339))
+		fmt.Fprintf(f.opts.Out, "                  until `stratum takeover --data %s`, once the old founder is gone for good (docs/restore-drill.md)\n", f.opts.Data)
+	}
 	fmt.Fprintf(f.opts.Out, "  admin API:      https://%s\n", apiAddr)
 	fmt.Fprintf(f.opts.Out, "  join listener:  https://%s\n", joinAddr)
 	fmt.Fprintf(f.opts.Out, "  CA certificate: %s\n", f.opts.Data.CACert())
@@ -362,10 +367,6 @@ func (f *Founder) banner(apiAddr, joinAddr string) {
 	fmt.Fprintf(f.opts.Out, "  admin login:    %s\n", login)
 	fmt.Fprintf(f.opts.Out, "  console:        https://%s/ui/\n", apiAddr)
 	fmt.Fprintf(f.opts.Out, "  OpenBao:        %s\n", f.openBaoLine)
-	if iso := f.isolationView(); iso != nil {
-		fmt.Fprintf(f.opts.Out, "  ISOLATED:       restored from %s at %s: probes no node, contacts no OpenBao, answers no node or joiner\n", iso.Backup, iso.RestoredAt.Format(time.RFC3339))
-		fmt.Fprintf(f.opts.Out, "                  until `stratum takeover --data %s`, once the old founder is gone for good (docs/restore-drill.md)\n", f.opts.Data)
-	}
 	f.logServing(apiAddr, joinAddr)
 }
 

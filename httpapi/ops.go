@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"stratum/apierr"
 	"stratum/store"
 )
 
@@ -36,8 +37,9 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request, _ *call) error {
 	}
 	if iso := a.isolation(); iso != nil {
 		// A balancer must send no node here.
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "isolated", "message": iso.Message})
-		return nil
+		e := apierr.New(apierr.Unavailable, "%s", iso.Message)
+		e.Details = map[string]any{"status": "isolated"}
+		return e
 	}
 	holders := a.Health.Degraded()
 	if len(holders) == 0 {
