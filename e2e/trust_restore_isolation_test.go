@@ -10,6 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"stratum/internal/pgtest"
 	"stratum/internal/stratumtest"
 	"stratum/store"
 )
@@ -128,4 +129,51 @@ func mustPayload(t *testing.T, stored []byte) []byte {
 		t.Fatal("not an authenticated record")
 	}
 	return p
+}
+
+// A restored store moved into PostgreSQL stays isolated, on every
+// replica; the take-over on one replica frees the others within a few
+// seconds, with no restart.
+func TestRestoredReplicasFollowTheTakeOver(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	tmp := t.TempDir()
+	dirA, dirB, dirC := filepath.Join(tmp, "a"), filepath.Join(tmp, "b"), filepath.Join(tmp, "c")
+	a := stratumtest.ServeDev(t, dirA)
+	bak := filepath.Join(tmp, "a.zst")
+	if r := stratum(t, "backup", "--data", dirA, "--out", bak); r.code != 0 {
+		t.Fatalf("backup = %d %s", r.code, r.stderr)
+	}
+	stopOK(t, a)
+	os.MkdirAll(dirB, 0o700)
+	key, _ := os.ReadFile(filepath.Join(dirA, "data.key"))
+	os.WriteFile(filepath.Join(dirB, "data.key"), key, 0o600)
+	if r := stratum(t, "restore", "--data", dirB, "--in", bak, "--ca-pin", a.Pin); r.code != 0 {
+		t.Fatalf("restore = %d %s", r.code, r.stderr)
+	}
+	if r := stratum(t, "migrate", "--data", dirB, "--to", dsn); r.code != 0 {
+		t.Fatalf("migrate = %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	b := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dirB, Args: []string{"--store", dsn}})
+	c := b.Replica(t, dirC, dsn)
+	ready := func(f *stratumtest.Founder) int {
+		status, _, _ := call(f, "GET", "/readyz", "", nil)
+		return status
+	}
+	for name, f := range map[string]*stratumtest.Founder{"b": b, "c": c} {
+		if !strings.Contains(f.Stdout(), "ISOLATED") || ready(f) != 503 {
+			t.Fatalf("replica %s of the restored store is not isolated (readyz %d):\n%s", name, ready(f), f.Stdout())
+		}
+	}
+	if r := stratum(t, "takeover", "--data", dirC); r.code != 0 {
+		t.Fatalf("takeover on c = %d %s", r.code, r.stderr)
+	}
+	if ready(c) != 200 {
+		t.Fatalf("c is not ready after its take-over")
+	}
+	took := time.Now()
+	waitUntil(t, "replica b freed by c's take-over", func() bool { return ready(b) == 200 })
+	t.Logf("replica b followed the take-over after %v", time.Since(took).Round(time.Millisecond))
+	if !strings.Contains(b.Output(), "taken over") {
+		t.Errorf("b does not log the take-over:\n%s", b.OutputTail(4096))
+	}
 }
