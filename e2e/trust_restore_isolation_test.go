@@ -102,11 +102,17 @@ func TestTrust_RestoredFounderIsFreedOnlyByTakeOver(t *testing.T) {
 	if status, body, _ := call(b, "GET", "/readyz", "", nil); status != 503 || !strings.Contains(string(body), "isolated") {
 		t.Fatalf("/readyz of the isolated founder = %d %s", status, body)
 	}
+	if v := metric(t, b, "stratum_founder_isolated"); v != "1" {
+		t.Fatalf("stratum_founder_isolated = %s on the isolated founder, want 1", v)
+	}
 	if r := stratum(t, "takeover", "--data", dirB); r.code != 0 || !strings.Contains(r.stdout, "taken over") {
 		t.Fatalf("takeover = %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	if status, body, _ := call(b, "GET", "/readyz", "", nil); status != 200 {
 		t.Fatalf("/readyz after the take-over = %d %s", status, body)
+	}
+	if v := metric(t, b, "stratum_founder_isolated"); v != "0" {
+		t.Fatalf("stratum_founder_isolated = %s after the take-over, want 0", v)
 	}
 	if r := stratum(t, "takeover", "--data", dirB); r.code != 6 {
 		t.Fatalf("a second takeover = %d %q", r.code, r.stderr)
