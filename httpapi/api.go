@@ -23,8 +23,9 @@ type Deps struct {
 	// AdmissionRelease the release joiners are admitted on (/version).
 	ClusterRelease   func() string
 	AdmissionRelease func() string
-	// Isolation answers nil, or a restored founder's isolation (nil when
-	// not set): while isolated no node or joiner is answered.
+	// Isolation answers a restored founder's isolation until it is taken
+	// over, else nil (a nil func: never isolated). While isolated no node
+	// or joiner is answered (isolation.go).
 	Isolation func() *wire.Isolation
 	// The domain services behind the endpoints. Every route is registered
 	// whatever is set: a service is reached only when a request comes, so
