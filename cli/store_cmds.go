@@ -186,6 +186,7 @@ func runRestore(stdout io.Writer, data string, req founder.RestoreRequest, keys 
 	if _, err := os.Stat(d.AuditHWM()); err == nil {
 		fmt.Fprintf(stdout, "  %s holds the audit mark of the founder that ran here: if this backup is older, the first start needs --accept-audit-rollback (once, audited)\n", d.AuditHWM())
 	}
+	fmt.Fprintf(stdout, "  isolated: its founder starts isolated (no node probed, no OpenBao contacted, no node or joiner answered) until `stratum takeover --data %s`, once you know the old founder is gone (docs/restore-drill.md)\n", d)
 	founder.PrintRecoveryKey(stdout, res.RecoveryKey)
 	return nil
 }

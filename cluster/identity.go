@@ -30,6 +30,9 @@ type Identity struct {
 	FounderNodeID      string    `json:"founderNodeId"`
 	VIPs               wire.VIPs `json:"vips"`
 	CreatedAt          time.Time `json:"createdAt"`
+	// Restored is set by `stratum restore` and kept after the take-over
+	// (restore.go): nil for a founder that was never restored.
+	Restored *RestoreMark `json:"restored,omitempty"`
 }
 
 // Secrets are the cluster secrets a delivery carries. The OpenBao tokens

@@ -18,6 +18,7 @@ import (
 	"stratum/backup"
 	"stratum/cluster"
 	"stratum/internal/stratumtest"
+	"stratum/store"
 	"stratum/tpm/tpmtest"
 )
 
@@ -152,6 +153,9 @@ func TestBackupRestore(t *testing.T) {
 			if pin := caPinOf(t, d, tt.ks); pin != res.CAPin {
 				t.Fatalf("CA pin %s, want %s", pin, res.CAPin)
 			}
+			if m := restoreMarkOf(t, d, tt.ks); m == nil || m.TakenOverAt != nil || m.Backup != filepath.Base(tt.req.In) {
+				t.Fatalf("the restored store's mark is %+v: its founder would not start isolated", m)
+			}
 			if _, err := Restore(d, tt.req); err == nil || !strings.Contains(err.Error(), "exists") {
 				t.Fatalf("a second restore into the same directory = %v", err)
 			}
@@ -208,4 +212,19 @@ func TestControlBackupRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// restoreMarkOf is the restore mark of d's store (nil: never restored).
+func restoreMarkOf(t *testing.T, d DataDir, ks KeySource) *cluster.RestoreMark {
+	t.Helper()
+	db, err := d.OpenStore(ks)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	defer db.Close()
+	var id cluster.Identity
+	if err := db.View(func(tx *store.Tx) error { id, err = cluster.LoadIdentity(tx); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return id.Restored
 }

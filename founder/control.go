@@ -15,7 +15,8 @@ import (
 
 // serveControl listens on DIR/control.sock (mode 0600: only the founder's
 // user may connect) for the local operations that need the open store:
-// a live backup, an audit check and the OpenBao converge.
+// a live backup, an audit check, the OpenBao converge and the take-over
+// of a restored founder.
 func (f *Founder) serveControl() (func(), error) {
 	path := f.opts.Data.ControlSocket()
 	os.Remove(path)
@@ -30,6 +31,7 @@ func (f *Founder) serveControl() (func(), error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /backup", f.controlBackup)
 	mux.HandleFunc("POST /openbao/converge", f.controlConverge)
+	mux.HandleFunc("POST /takeover", f.controlTakeOver)
 	mux.HandleFunc("GET /audit/verify", func(w http.ResponseWriter, r *http.Request) {
 		n, err := f.db.VerifyAudit()
 		var rejected *store.RejectedRecordsError

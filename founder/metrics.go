@@ -27,6 +27,13 @@ func (f *Founder) registerDomainMetrics(reg *prometheus.Registry) {
 		gauge("stratum_join_waiters", "Long-polls waiting on a registration.", f.joins.Hub().Waiters),
 		gauge("stratum_store_foreign_lock_holders", "Database sessions that are not founders holding the cluster's writer lock or lease (SPEC 16.7).",
 			func() int { return len(f.db.ForeignHolders()) }),
+		gauge("stratum_founder_isolated", "1 while this founder, restored from a backup, is isolated until stratum takeover (docs/restore-drill.md); else 0.",
+			func() int {
+				if f.isolated() {
+					return 1
+				}
+				return 0
+			}),
 		counter("stratum_store_records_rejected_total", "Stored records whose MAC fails (SPEC 16.2: written without the data key), each distinct one counted once per process; each is treated as absent.", f.db.RejectedRecords),
 	)
 	for _, status := range []string{wire.ReleaseVerified, wire.ReleaseChecking, wire.ReleaseMissing, wire.ReleaseCorrupt} {

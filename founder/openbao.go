@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"stratum/apierr"
 	"stratum/cluster"
 	"stratum/crypto"
 	"stratum/join"
@@ -46,17 +47,29 @@ func (f *Founder) openBaoSetup(ctx context.Context) error {
 	if f.openBao, err = openbao.New(openbao.Config{Settings: s, Token: func() (string, error) { return f.openBaoToken(s.TokenFile) }}); err != nil {
 		return err
 	}
+	f.openBaoAddr = s.Addr
+	if f.isolated() {
+		f.openBaoLine = s.Addr + " (not contacted while this restored founder is isolated)"
+		f.log.Warn("OpenBao: not contacted while this restored founder is isolated", "addr", s.Addr)
+		return nil
+	}
+	f.openBaoLine = f.checkOpenBao(ctx)
+	return nil
+}
+
+// checkOpenBao looks the founder's token up once and logs what it found,
+// at start and when an isolated founder is taken over; it returns the
+// banner's line.
+func (f *Founder) checkOpenBao(ctx context.Context) string {
 	// Bounded: an unreachable OpenBao must not hold the listeners back.
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := f.openBao.FounderToken(cctx); err != nil {
-		f.openBaoLine = s.Addr + " (deliveries wait: " + err.Error() + ")"
-		f.log.Warn("OpenBao: control-plane deliveries wait until this is fixed", "addr", s.Addr, "reason", err.Error())
-	} else {
-		f.openBaoLine = s.Addr + " (founder token has " + openbao.PolicyControlPlane + ")"
-		f.log.Info("OpenBao: the founder's token passes the root-token rule", "addr", s.Addr)
+		f.log.Warn("OpenBao: control-plane deliveries wait until this is fixed", "addr", f.openBaoAddr, "reason", err.Error())
+		return f.openBaoAddr + " (deliveries wait: " + err.Error() + ")"
 	}
-	return nil
+	f.log.Info("OpenBao: the founder's token passes the root-token rule", "addr", f.openBaoAddr)
+	return f.openBaoAddr + " (founder token has " + openbao.PolicyControlPlane + ")"
 }
 
 // openBaoToken is the founder's token: the one a converge stored, else
@@ -85,12 +98,42 @@ func (f *Founder) openBaoToken(tokenFile string) (string, error) {
 }
 
 // joinOpenBao is the join service's OpenBao; nil (no interface value
-// holding a nil pointer) when none is configured.
+// holding a nil pointer) when none is configured. Every call is refused
+// while the founder is isolated.
 func (f *Founder) joinOpenBao() join.OpenBao {
 	if f.openBao == nil {
 		return nil
 	}
-	return f.openBao
+	return isolatedOpenBao{f}
+}
+
+// isolatedOpenBao is the founder's OpenBao for the join service: the
+// same, except that nothing is sent while the founder is isolated (the
+// join queue's loop skips its turns then; this holds for any other way
+// in).
+type isolatedOpenBao struct{ f *Founder }
+
+var errIsolatedOpenBao = apierr.New(apierr.Unavailable, "this restored founder is isolated: it contacts no OpenBao until `stratum takeover`")
+
+func (b isolatedOpenBao) FounderToken(ctx context.Context) (string, error) {
+	if b.f.isolated() {
+		return "", errIsolatedOpenBao
+	}
+	return b.f.openBao.FounderToken(ctx)
+}
+
+func (b isolatedOpenBao) MintNodeToken(ctx context.Context, founderToken, nodeID string) (openbao.Token, error) {
+	if b.f.isolated() {
+		return openbao.Token{}, errIsolatedOpenBao
+	}
+	return b.f.openBao.MintNodeToken(ctx, founderToken, nodeID)
+}
+
+func (b isolatedOpenBao) Revoke(ctx context.Context, accessor string) error {
+	if b.f.isolated() {
+		return errIsolatedOpenBao
+	}
+	return b.f.openBao.Revoke(ctx, accessor)
 }
 
 // renewOpenBao keeps the founder's periodic token alive.
@@ -109,6 +152,10 @@ func (f *Founder) renewOpenBao(ctx context.Context) {
 func (f *Founder) controlConverge(w http.ResponseWriter, r *http.Request) {
 	if f.openBao == nil {
 		http.Error(w, "no OpenBao is configured: give the cluster file's openbao.addr or serve --openbao-addr", http.StatusConflict)
+		return
+	}
+	if f.isolated() {
+		http.Error(w, "this restored founder is isolated: it contacts no OpenBao until `stratum takeover` (docs/restore-drill.md)", http.StatusConflict)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxTokenFile))

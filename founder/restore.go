@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"stratum/backup"
 	"stratum/cluster"
@@ -128,7 +129,7 @@ func Restore(d DataDir, req RestoreRequest) (res RestoreResult, err error) {
 	if err := store.CheckFile(staged); err != nil {
 		return res, fmt.Errorf("%s: the restored store is damaged, nothing was restored: %w", req.In, err)
 	}
-	caPEM, err := checkRestoredStore(staged, key, c.Meta)
+	caPEM, err := checkRestoredStore(staged, key, c.Meta, filepath.Base(req.In))
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", req.In, err)
 	}
@@ -181,8 +182,10 @@ func (d DataDir) checkRestorePin(m backup.Meta, req RestoreRequest) error {
 }
 
 // checkRestoredStore opens the staged store with the key and checks it is
-// the cluster the header named; it returns the CA certificate.
-func checkRestoredStore(path string, key *crypto.DataKey, m backup.Meta) ([]byte, error) {
+// the cluster the header named; it returns the CA certificate. The store
+// is then marked restored from backupName: its founder starts isolated
+// until an operator takes it over (cluster.RestoreMark).
+func checkRestoredStore(path string, key *crypto.DataKey, m backup.Meta, backupName string) ([]byte, error) {
 	db, err := store.Open(path, key)
 	if err != nil {
 		return nil, fmt.Errorf("the restored store does not open: %w", err)
@@ -201,6 +204,9 @@ func checkRestoredStore(path string, key *crypto.DataKey, m backup.Meta) ([]byte
 	}
 	if id.ClusterID != m.ClusterID || ca.Pin() != m.CAPin {
 		return nil, fmt.Errorf("the restored store is cluster %s with CA pin %s, not what the backup's header says (%s, %s)", id.ClusterID, ca.Pin(), m.ClusterID, m.CAPin)
+	}
+	if err := db.Update(func(tx *store.Tx) error { return cluster.MarkRestored(tx, backupName, time.Now()) }); err != nil {
+		return nil, fmt.Errorf("marking the restored store isolated: %w", err)
 	}
 	return ca.CertPEM(), nil
 }

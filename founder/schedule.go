@@ -25,7 +25,11 @@ type loop struct {
 	every  time.Duration
 	leased bool
 	later  bool // first run after one interval, not at start
-	run    func(ctx context.Context)
+	// reachesOut: the loop reaches nodes or OpenBao, so it skips its turns
+	// while a restored founder is isolated (isolation.go), looking again
+	// as a leased loop does.
+	reachesOut bool
+	run        func(ctx context.Context)
 	// step does the work of an event-driven loop and answers when it is
 	// due again; wake makes it due at once.
 	step func(ctx context.Context) time.Duration
@@ -33,15 +37,19 @@ type loop struct {
 }
 
 // loops are the founder's background jobs; a job that has nothing to do
-// on this founder (no OpenBao, a bbolt store, no prober) is left out.
+// on this founder (no OpenBao, a bbolt store, no prober, never isolated)
+// is left out.
 func (f *Founder) loops() []loop {
 	ls := []loop{
 		{name: "record the founder's own release", every: selfRecordEvery, run: f.recordOwnRelease},
 		{name: "purge expired sessions", every: time.Hour, leased: true, run: f.purgeSessions},
-		{name: "time out deliveries, settle OpenBao tokens", leased: true, step: f.joins.Step, wake: f.joins.Wake()},
+		{name: "time out deliveries, settle OpenBao tokens", leased: true, reachesOut: true, step: f.joins.Step, wake: f.joins.Wake()},
 	}
 	if f.prober != nil {
-		ls = append(ls, loop{name: "probe the members' boot health", every: f.prober.Interval(), run: f.prober.Round})
+		ls = append(ls, loop{name: "probe the members' boot health", every: f.prober.Interval(), reachesOut: true, run: f.prober.Round})
+	}
+	if f.isolated() {
+		ls = append(ls, loop{name: "watch for a take-over by another replica", every: takeOverWatch, later: true, run: f.watchTakeOver})
 	}
 	if f.db.SharesLocks() {
 		ls = append(ls, loop{name: "watch for foreign lock holders", every: time.Second, run: f.watchForeignHolders()})
@@ -50,7 +58,7 @@ func (f *Founder) loops() []loop {
 		ls = append(ls, loop{name: "collect the content of killed imports", every: 5 * time.Minute, leased: true, run: f.collectOrphanedContent})
 	}
 	if f.openBao != nil {
-		ls = append(ls, loop{name: "renew the OpenBao token", every: openBaoRenewEvery, later: true, run: f.renewOpenBao})
+		ls = append(ls, loop{name: "renew the OpenBao token", every: openBaoRenewEvery, later: true, reachesOut: true, run: f.renewOpenBao})
 	}
 	return ls
 }
@@ -79,7 +87,7 @@ func (f *Founder) runLoop(ctx context.Context, l loop) {
 		}
 		next := l.every
 		switch {
-		case l.leased && !f.db.HoldsLease():
+		case l.leased && !f.db.HoldsLease(), l.reachesOut && f.isolated():
 			if l.step != nil {
 				next = leaseRecheck
 			}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,7 @@ import (
 	"stratum/releaseset"
 	"stratum/store"
 	"stratum/ui"
+	"stratum/wire"
 )
 
 // Options configure `stratum serve`.
@@ -108,7 +110,13 @@ type Founder struct {
 	auditMark      *auditKeeper
 	// openBao is the cluster's OpenBao; nil when none is configured.
 	openBao     *openbao.Service
+	openBaoAddr string
 	openBaoLine string // what the banner says of it
+	// isolation is set while a restored founder is not taken over
+	// (isolation.go); nil when it serves the cluster.
+	isolation atomic.Pointer[wire.Isolation]
+	// ctx is run's: the founder's life.
+	ctx context.Context
 }
 
 // Serve runs the founder until ctx ends, then shuts down gracefully.
@@ -190,6 +198,7 @@ func Serve(ctx context.Context, o Options) error {
 	if err := f.guardAuditRollback(o.AcceptAuditRollback); err != nil {
 		return err
 	}
+	f.startIsolated()
 	if err := f.prepareReplica(); err != nil {
 		return err
 	}
@@ -206,6 +215,7 @@ func (f *Founder) close() {
 
 func (f *Founder) run(ctx context.Context) error {
 	o := f.opts
+	f.ctx = ctx
 	var mgmt string
 	_ = f.db.View(func(tx *store.Tx) error {
 		m, _, _ := cluster.GetMember(tx, f.id.FounderNodeID)
@@ -258,7 +268,7 @@ func (f *Founder) run(ctx context.Context) error {
 	f.registerDomainMetrics(reg)
 	f.api = httpapi.New(httpapi.Deps{
 		Log: f.log, Build: o.Build, Startup: f.startup, Registry: reg,
-		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease,
+		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease, Isolation: f.isolationView,
 		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db}, Audit: store.AuditReader{DB: f.db}, Health: storeHealth{f.db},
 		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
 		Releases: f.repo,
@@ -334,14 +344,22 @@ func (f *Founder) banner(apiAddr, joinAddr string) {
 		login = "no credentials file here: sign in with an existing account"
 	}
 	if f.opts.JSONBanner {
-		slog.New(slog.NewJSONHandler(f.opts.Out, nil)).Info("stratum founder serving",
-			"version", f.opts.Build.Version, "cluster", f.id.ClusterID, "parentDomain", f.id.ParentDomain, "region", f.id.Region,
-			"adminApi", "https://"+apiAddr, "joinListener", "https://"+joinAddr, "caCertificate", f.opts.Data.CACert(),
-			"caPin", f.ca.Pin(), "adminLogin", login, "console", "https://"+apiAddr+"/ui/", "openBao", f.openBaoLine)
-		f.log.Info("serving", "api", apiAddr, "join", joinAddr, "caPin", f.ca.Pin(), "cluster", f.id.ClusterID)
+		attrs := []any{"version", f.opts.Build.Version, "cluster", f.id.ClusterID, "parentDomain", f.id.ParentDomain, "region", f.id.Region,
+			"adminApi", "https://" + apiAddr, "joinListener", "https://" + joinAddr, "caCertificate", f.opts.Data.CACert(),
+			"caPin", f.ca.Pin(), "adminLogin", login, "console", "https://" + apiAddr + "/ui/", "openBao", f.openBaoLine}
+		if iso := f.isolationView(); iso != nil {
+			attrs = append(attrs, "isolated", iso)
+		}
+		slog.New(slog.NewJSONHandler(f.opts.Out, nil)).Info("stratum founder serving", attrs...)
+		f.logServing(apiAddr, joinAddr)
 		return
 	}
 	fmt.Fprintf(f.opts.Out, "stratum founder %s serving cluster %s (%s, %s)\n", f.opts.Build.Version, f.id.ClusterID, f.id.ParentDomain, f.id.Region)
+	if iso := f.isolationView(); iso != nil {
+		// First, before the addresses an operator would copy.
+		fmt.Fprintf(f.opts.Out, "  ISOLATED:       restored from %s at %s: probes no node, contacts no OpenBao, answers no node or joiner\n", iso.Backup, iso.RestoredAt.Format(time.RFC3339))
+		fmt.Fprintf(f.opts.Out, "                  until `stratum takeover --data %s`, once the old founder is gone for good (docs/restore-drill.md)\n", f.opts.Data)
+	}
 	fmt.Fprintf(f.opts.Out, "  admin API:      https://%s\n", apiAddr)
 	fmt.Fprintf(f.opts.Out, "  join listener:  https://%s\n", joinAddr)
 	fmt.Fprintf(f.opts.Out, "  CA certificate: %s\n", f.opts.Data.CACert())
@@ -349,7 +367,15 @@ func (f *Founder) banner(apiAddr, joinAddr string) {
 	fmt.Fprintf(f.opts.Out, "  admin login:    %s\n", login)
 	fmt.Fprintf(f.opts.Out, "  console:        https://%s/ui/\n", apiAddr)
 	fmt.Fprintf(f.opts.Out, "  OpenBao:        %s\n", f.openBaoLine)
+	f.logServing(apiAddr, joinAddr)
+}
+
+// logServing logs the start, and a restored founder's isolation.
+func (f *Founder) logServing(apiAddr, joinAddr string) {
 	f.log.Info("serving", "api", apiAddr, "join", joinAddr, "caPin", f.ca.Pin(), "cluster", f.id.ClusterID)
+	if iso := f.isolationView(); iso != nil {
+		f.log.Warn("isolated: "+iso.Message, "backup", iso.Backup, "restoredAt", iso.RestoredAt)
+	}
 }
 
 // uploadLimits is the repository's default with the operator's byte bound.

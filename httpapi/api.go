@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"stratum/buildinfo"
+	"stratum/wire"
 )
 
 // Deps are what the handlers call into.
@@ -22,6 +23,10 @@ type Deps struct {
 	// AdmissionRelease the release joiners are admitted on (/version).
 	ClusterRelease   func() string
 	AdmissionRelease func() string
+	// Isolation answers a restored founder's isolation until it is taken
+	// over, else nil (a nil func: never isolated). While isolated no node
+	// or joiner is answered (isolation.go).
+	Isolation func() *wire.Isolation
 	// The domain services behind the endpoints. Every route is registered
 	// whatever is set: a service is reached only when a request comes, so
 	// a test may leave out the ones it does not call. ReleaseFiles is nil

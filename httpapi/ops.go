@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"stratum/apierr"
 	"stratum/store"
 )
 
@@ -24,7 +25,8 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request, _ *call) error {
 	return nil
 }
 
-// readyz is healthz plus what degrades the service without stopping it:
+// readyz is healthz plus what degrades the service without stopping it
+// (a founder isolated after a restore is not ready: 503 "isolated"):
 // a database session that is not a founder holding the cluster's writer
 // lock (writes wait) or lease (background work stops), with its pid so
 // the operator can end it. Degraded still answers 200: every replica
@@ -32,6 +34,12 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request, _ *call) error {
 func (a *API) readyz(w http.ResponseWriter, r *http.Request, _ *call) error {
 	if err := a.Health.Ping(); err != nil {
 		return err
+	}
+	if iso := a.isolation(); iso != nil {
+		// A balancer must send no node here.
+		e := apierr.New(apierr.Unavailable, "%s", iso.Message)
+		e.Details = map[string]any{"status": "isolated"}
+		return e
 	}
 	holders := a.Health.Degraded()
 	if len(holders) == 0 {
@@ -55,8 +63,8 @@ func (a *API) startupz(w http.ResponseWriter, r *http.Request, _ *call) error {
 	return nil
 }
 
-// version tells anyone the build; the releases only to an authenticated
-// caller (SPEC 10.2): which release joiners are admitted on is what an
+// version tells anyone the build; the releases (and a restored founder's
+// isolation) only to an authenticated caller (SPEC 10.2): which release joiners are admitted on is what an
 // intruder would need to forge a matching joiner.
 func (a *API) version(w http.ResponseWriter, r *http.Request, _ *call) error {
 	out := map[string]any{"version": a.Build.Version, "commit": a.Build.Commit, "schemaLevel": a.Health.Schema()}
@@ -66,6 +74,9 @@ func (a *API) version(w http.ResponseWriter, r *http.Request, _ *call) error {
 		}
 		if a.AdmissionRelease != nil {
 			out["admissionRelease"] = a.AdmissionRelease()
+		}
+		if iso := a.isolation(); iso != nil {
+			out["isolated"] = iso
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

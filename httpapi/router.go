@@ -103,6 +103,9 @@ func (m *mux) handle(rt Route) {
 		setRoute(r, route)
 		c, err := m.api.admit(r, rt, ps)
 		if err == nil {
+			err = m.api.refuseWhileIsolated(rt, c)
+		}
+		if err == nil {
 			err = rt.handler(w, r, c)
 		}
 		if err != nil {

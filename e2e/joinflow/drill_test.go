@@ -2,7 +2,10 @@ package joinflow
 
 import (
 	"encoding/json"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +13,7 @@ import (
 	"stratum/internal/syncbuf"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +21,7 @@ import (
 	"filippo.io/age"
 
 	"stratum/internal/stratumtest"
+	"stratum/wire"
 )
 
 // drillJoiner is a `stratum join` child process that knows both founders.
@@ -85,9 +90,11 @@ func freeAddr(t *testing.T) string {
 // imported release, a member running an agent, tokens and a waiting
 // joiner is backed up (age, data key inside) while it serves, then
 // destroyed; the backup is restored into a fresh directory and served on
-// other ports as B. Every acknowledged write is there, the agent and the
-// joiner (whose --api/--founder lists name B too) carry on against B, a
-// self-upgrade downloads from B, and audit verify passes.
+// other ports as B. B starts isolated (issue 34): every acknowledged
+// write can be inspected, but B probes no agent, sends nothing to OpenBao
+// and refuses the agent and the joiner, until `stratum takeover`; then
+// the agent and the joiner (whose --api/--founder lists name B too) carry
+// on against B, a self-upgrade downloads from B, and audit verify passes.
 func TestDisasterRecoveryDrill(t *testing.T) {
 	t.Parallel()
 	work := t.TempDir()
@@ -161,8 +168,20 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 	if !strings.Contains(out, pinA) || !strings.Contains(out, "of 1 release into") {
 		t.Fatalf("restore said:\n%s", out)
 	}
+	if !strings.Contains(out, "stratum takeover --data "+dirB) {
+		t.Fatalf("restore does not say its founder starts isolated:\n%s", out)
+	}
+	// B starts isolated: it must reach neither the nodes' agents nor
+	// OpenBao. Its probes of the members' agents pass through a counting
+	// relay (B's --agent-port), and its OpenBao is a listener that counts.
+	relayPort, probes := agentRelay(t, agentPort, "127.0.0.2", "127.0.0.3", "127.0.0.4")
+	bao := &countingBao{}
+	baoSrv := httptest.NewServer(bao)
+	t.Cleanup(baoSrv.Close)
+	baoToken := filepath.Join(work, "openbao.token")
+	os.WriteFile(baoToken, []byte("s.drill-founder-token\n"), 0o600)
 	sb := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dir: dirB, Dev: true, APIAddr: apiB, JoinAddr: joinB,
-		Args: []string{"--agent-port", strconv.Itoa(agentPort), "--probe-interval", "500ms"}})
+		Args: []string{"--agent-port", strconv.Itoa(relayPort), "--probe-interval", "500ms", "--openbao-addr", baoSrv.URL, "--openbao-token-file", baoToken}})
 	t.Cleanup(func() { sb.Stop(os.Interrupt, 20*time.Second) })
 	if sb.Pin != pinA {
 		t.Fatalf("B serves CA pin %s, A served %s", sb.Pin, pinA)
@@ -170,11 +189,22 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 	if strings.Contains(sb.Stdout(), "bootstrap-credentials.txt") {
 		t.Errorf("B's banner names a credentials file that was not restored:\n%s", sb.Stdout())
 	}
+	if !strings.Contains(sb.Stdout(), "ISOLATED:") || !strings.Contains(sb.Stdout(), "stratum takeover --data "+dirB) {
+		t.Fatalf("B's banner does not say it is isolated:\n%s", sb.Stdout())
+	}
 	admin := sb.AdminClient()
 	admin.Token = admin.Login(t, email, password)
 	b := sb
 	b.SetOperator(admin)
 	t.Logf("B serving %v after A was destroyed", time.Since(destroyed).Round(time.Millisecond))
+	var version struct {
+		Isolated *struct{ Backup, Message string }
+	}
+	b.Operator(t).Must(t, "GET", "/version", nil, 200, &version)
+	if version.Isolated == nil || version.Isolated.Backup != filepath.Base(bak) {
+		t.Fatalf("/version does not name B's isolation: %+v", version.Isolated)
+	}
+	b.Operator(t).Must(t, "GET", "/readyz", nil, 503, nil)
 
 	// Every acknowledged write is there.
 	var toks struct{ Tokens []struct{ TokenID string } }
@@ -195,6 +225,42 @@ func TestDisasterRecoveryDrill(t *testing.T) {
 		b.Operator(t).Must(t, "GET", "/v1/admin/releases", nil, 200, &rels)
 		return len(rels.Releases) == 1 && rels.Releases[0].Status == "verified"
 	})
+
+	// While isolated, B refuses the nodes and joiners that try it (the
+	// waiting joiner and m1's agent list it), and reaches neither the
+	// agents nor OpenBao, over many probe intervals.
+	waitOutput(t, 60*time.Second, "the waiting joiner refused by isolated B", j.out, "503 UNAVAILABLE")
+	waitOutput(t, 60*time.Second, "m1's agent refused by isolated B", aout, "restored from a backup and is isolated")
+	time.Sleep(3 * time.Second)
+	if n := probes.Load(); n != 0 {
+		t.Fatalf("isolated B opened %d connections to the members' agents", n)
+	}
+	if n := bao.requests.Load(); n != 0 {
+		t.Fatalf("isolated B sent %d requests to OpenBao", n)
+	}
+
+	// The operator takes the cluster over with B: from now on it probes
+	// the agents, asks OpenBao and answers the nodes.
+	if out := mustRun(t, "takeover", "--data", dirB); !strings.Contains(out, "taken over") {
+		t.Fatalf("takeover said:\n%s", out)
+	}
+	waitFor(t, 20*time.Second, "B probing the agents after the take-over", func() bool { return probes.Load() > 0 })
+	waitFor(t, 20*time.Second, "B asking OpenBao after the take-over", func() bool { return bao.requests.Load() > 0 })
+	b.Operator(t).Must(t, "GET", "/readyz", nil, 200, nil)
+	version.Isolated = nil
+	b.Operator(t).Must(t, "GET", "/version", nil, 200, &version)
+	if version.Isolated != nil {
+		t.Fatalf("/version still names an isolation after the take-over: %+v", version.Isolated)
+	}
+	var audit struct{ Events []wire.AuditEvent }
+	b.Operator(t).Must(t, "GET", "/v1/admin/audit?limit=1000", nil, 200, &audit)
+	kinds := map[string]string{}
+	for _, e := range audit.Events {
+		kinds[e.Kind] = e.Actor
+	}
+	if kinds["cluster.restored"] != "restore" || kinds["cluster.taken-over"] != "control-socket" {
+		t.Fatalf("the restore and the take-over are not audited: %v", kinds)
+	}
 
 	// The waiting joiner carries on against B and joins; the generation it
 	// raises is applied by m1's agent, which now reports to B.
@@ -264,4 +330,78 @@ func startDrillAgent(t *testing.T, root, apis, ip string, port int) *syncbuf.Buf
 	}
 	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
 	return out
+}
+
+// agentRelay listens on one free port of every ip and relays each
+// connection to the same ip's agentPort, counting them: the founder under
+// test probes the agents through it (its --agent-port).
+func agentRelay(t *testing.T, agentPort int, ips ...string) (int, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	for try := 0; ; try++ {
+		port := freeport.Must(t, ips[0])
+		var lns []net.Listener
+		for _, ip := range ips {
+			ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+			if err != nil {
+				break
+			}
+			lns = append(lns, ln)
+		}
+		if len(lns) < len(ips) {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			if try == 5 {
+				t.Fatal("no port free on every relay address")
+			}
+			continue
+		}
+		for i, ln := range lns {
+			t.Cleanup(func() { ln.Close() })
+			target := net.JoinHostPort(ips[i], strconv.Itoa(agentPort))
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					n.Add(1)
+					go relay(c, target)
+				}
+			}()
+		}
+		return port, &n
+	}
+}
+
+func relay(c net.Conn, target string) {
+	defer c.Close()
+	up, err := net.DialTimeout("tcp", target, 2*time.Second)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go func() { io.Copy(up, c); up.Close() }()
+	io.Copy(c, up)
+}
+
+// countingBao stands in for OpenBao: it counts requests and refuses them.
+type countingBao struct{ requests atomic.Int64 }
+
+func (b *countingBao) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.requests.Add(1)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusForbidden)
+	io.WriteString(w, `{"errors":["permission denied"]}`)
+}
+
+// waitOutput waits until out holds want, and shows out if it never does.
+func waitOutput(t *testing.T, limit time.Duration, what string, out *syncbuf.Buffer, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !strings.Contains(out.String(), want); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s:\n%s", what, out.String())
+		}
+	}
 }

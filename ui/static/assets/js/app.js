@@ -38,6 +38,7 @@ async function render() {
   const who = document.getElementById('who');
   if (!session.token()) {
     nav.hidden = true;
+    document.getElementById('isolated').hidden = true;
     who.replaceChildren();
     current = login.mount(main, { onLogin: render, ended });
     ended = '';
@@ -51,6 +52,7 @@ async function render() {
     main.replaceChildren(h('div', { class: 'page-error', role: 'alert' }, ...describeError(err)));
     return;
   }
+  showIsolation();
   const name = pageName();
   nav.hidden = false;
   for (const a of nav.querySelectorAll('a')) {
@@ -66,6 +68,26 @@ async function render() {
     return;
   }
   current = page.mount(main, { self });
+}
+
+// showIsolation shows, on every page, that this founder was restored from
+// a backup and reaches no node until an operator takes it over
+// (docs/restore-drill.md); /version names it to a signed-in caller.
+async function showIsolation() {
+  const banner = document.getElementById('isolated');
+  let iso = null;
+  try {
+    iso = (await api('GET', '/version')).isolated || null;
+  } catch {
+    // The pages say what failed; the banner keeps its last state.
+    return;
+  }
+  banner.hidden = !iso;
+  banner.dataset.checked = 'yes';
+  if (iso) {
+    banner.replaceChildren(h('strong', null, 'Isolated: '),
+      'restored from ', h('code', null, iso.backup), ' at ', iso.restoredAt, '. ', iso.message);
+  }
 }
 
 async function logout() {
