@@ -83,6 +83,16 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 		if err := t.Audit("join.registered", actor, joinID, map[string]string{"state": state, "role": r.Role, "release": r.Release, "hostname": r.Hostname, "tokenId": tok.ID}); err != nil {
 			return err
 		}
+		// A joiner with a TPM is matched once it proves it; one without
+		// by its key, the weaker match.
+		if req.Attestation == nil {
+			if _, err := t.autoApprove(&r, nil); err != nil {
+				return err
+			}
+			if r, err = t.mustRecord(joinID); err != nil {
+				return err
+			}
+		}
 		created = true
 		view, err = joinerView(t.Tx, r, s.cfg.Boot)
 		return err
@@ -138,7 +148,18 @@ func (s *Service) reregister(t *txn, r *record, req wire.RegisterRequest, actor 
 	if err := t.putRecord(r); err != nil {
 		return err
 	}
-	return t.Audit("join.reregistered", actor, r.JoinID, map[string]string{"state": r.State, "from": from, "release": r.Release})
+	if err := t.Audit("join.reregistered", actor, r.JoinID, map[string]string{"state": r.State, "from": from, "release": r.Release}); err != nil {
+		return err
+	}
+	if r.State != wire.StatePending || req.Attestation != nil {
+		return nil
+	}
+	if _, err := t.autoApprove(r, nil); err != nil {
+		return err
+	}
+	reread, err := t.mustRecord(r.JoinID)
+	*r = reread
+	return err
 }
 
 func keyActor(keyPin string) string { return "key:" + keyPin }
