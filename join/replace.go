@@ -1,9 +1,12 @@
 package join
 
 import (
+	"strings"
+
 	"stratum/apierr"
 	"stratum/cluster"
 	"stratum/iam"
+	"stratum/strictjson"
 	"stratum/wire"
 )
 
@@ -126,4 +129,24 @@ func (t *txn) replace(m cluster.Member, r *record, actor string, details map[str
 		replaced[k] = v
 	}
 	return t.Audit("cluster.member.replaced", actor, m.NodeID, replaced)
+}
+
+// DecodeReplace decodes POST /v1/admin/cluster/members/{nodeId}/replace:
+// {"joinId": "...", "reason": "..."}, both required.
+func DecodeReplace(body []byte) (joinID, reason string, err error) {
+	var req struct {
+		JoinID string `json:"joinId"`
+		Reason string `json:"reason"`
+	}
+	err = strictjson.DecodeChecked(strictjson.OrEmptyObject(body), &req, "the request has problems", func() apierr.Fields {
+		f := reasonProblems(req.Reason)
+		if strings.TrimSpace(req.Reason) == "" {
+			f.Add("reason", "required: say why, for the audit log")
+		}
+		if req.JoinID == "" {
+			f.Add("joinId", "required: the pending registration of the machine that takes the member's place")
+		}
+		return f
+	})
+	return req.JoinID, req.Reason, err
 }
