@@ -15,11 +15,13 @@ const inventoryActor = "inventory"
 // autoApprove approves r, pending, with the assignment of the inventory
 // entry that recognises it, without a person: by the TPM's EK (or its
 // certificate) when ev is a verified attestation, else, when ev is nil
-// (a registration that made no TPM claim: the caller's rule), by the
+// (for a registration that made no TPM claim), by the
 // registration key's fingerprint, the weaker match. A verified TPM whose
 // entry's node id is an active member is that member's machine
 // reinstalled (a new key, the same TPM): it replaces the member in this
-// transaction. It answers whether r was approved.
+// transaction. It answers whether r was approved. A registration that
+// claimed a TPM is never matched by its key, whatever its attestation
+// came to.
 //
 // Anything else leaves r pending for a person with the reason in
 // r.AutoApproval (and, for a TPM, in ev.Reason; ev.InventoryNodeID names
@@ -33,6 +35,8 @@ func (t *txn) autoApprove(r *record, ev *wire.AttestationView) (bool, error) {
 	}
 	var keys []string
 	switch {
+	case ev == nil && r.TPMClaim:
+		return false, nil // its proof decides, not its key
 	case ev == nil:
 		keys = []string{"key:" + strings.ToLower(r.KeyPin)}
 	case ev.State != wire.AttestationVerified:

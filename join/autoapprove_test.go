@@ -302,3 +302,31 @@ func TestReplaceMember(t *testing.T) {
 		t.Error("the replaced member's leaf still counts")
 	}
 }
+
+// TestAutoApproveWaitingAtImport: machines that registered before the
+// document arrived are matched when it is applied, by their key; one that
+// claimed a TPM is not matched by its key, then or at registration.
+func TestAutoApproveWaitingAtImport(t *testing.T) {
+	e := newEnv(t)
+	early := e.pending("early")
+	tpm := e.registerTPM("tpm", "control-plane")
+	e.applyInventory(
+		inventoryEntryFor(wire.InventoryMatch{KeyFingerprint: keyPin("early")}, "n-rack0001", "control-plane", 1),
+		inventoryEntryFor(wire.InventoryMatch{KeyFingerprint: keyPin("tpm")}, "n-rack0002", "control-plane", 2),
+	)
+	if op, _ := e.svc.Get(early.JoinID); op.State != wire.StateDelivering || op.Assignment.NodeID != "n-rack0001" || op.ApprovedBy != inventoryActor {
+		t.Fatalf("a machine pending before the import: %+v", op)
+	}
+	if op, _ := e.svc.Get(tpm.JoinID); op.State != wire.StatePending || op.AutoApproval != "" {
+		t.Fatalf("a TPM joiner matched by its key at import: %+v", op)
+	}
+	// Nor by its key when autoApprove is asked without an attestation.
+	if e.attested(tpm.JoinID, nil) {
+		t.Fatal("a TPM joiner was matched by its key")
+	}
+	late := e.registerTPM("late", "control-plane")
+	e.applyInventory(inventoryEntryFor(wire.InventoryMatch{KeyFingerprint: keyPin("late")}, "n-rack0003", "control-plane", 3))
+	if op, _ := e.svc.Get(late.JoinID); op.State != wire.StatePending {
+		t.Fatalf("a TPM joiner matched by its key: %+v", op)
+	}
+}

@@ -73,6 +73,9 @@ func (s *Service) ApplyInventory(by iam.Principal, doc wire.Inventory) (wire.Inv
 		if err := t.Audit("inventory.applied", actor, "inventory", map[string]string{"count": strconv.Itoa(len(doc.Machines))}); err != nil {
 			return err
 		}
+		if err := t.approveWaiting(doc); err != nil {
+			return err
+		}
 		var err error
 		out, err = inventoryView(t.Tx)
 		return err
@@ -236,4 +239,42 @@ func entryState(tx *store.Tx, nodeID string) (string, string, error) {
 func inventoryEntry(tx *store.Tx, k string) (wire.InventoryEntry, bool, error) {
 	r, found, err := bucketInventory.Get(tx, k)
 	return r.Entry, found, err
+}
+
+// approveWaiting gives the registrations already pending when the
+// document arrives (machines that booted before the operator applied it)
+// what a registration gets: those whose key an entry names, that claimed
+// no TPM, are matched now, oldest first. A TPM's match comes with its
+// verified attestation.
+func (t *txn) approveWaiting(doc wire.Inventory) error {
+	byKey := map[string]bool{}
+	for _, e := range doc.Machines {
+		if e.Match.KeyFingerprint != "" {
+			byKey[e.Match.KeyFingerprint] = true
+		}
+	}
+	if len(byKey) == 0 {
+		return nil
+	}
+	var waiting []record
+	for pin := range byKey {
+		id := bucketKeys.Get(t.Tx, pin)
+		if id == nil {
+			continue
+		}
+		r, found, err := t.getRecord(string(id))
+		if err != nil {
+			return err
+		}
+		if found && r.State == wire.StatePending && !r.TPMClaim {
+			waiting = append(waiting, r)
+		}
+	}
+	sort.Slice(waiting, func(i, j int) bool { return waiting[i].Seq < waiting[j].Seq })
+	for i := range waiting {
+		if _, err := t.autoApprove(&waiting[i], nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
