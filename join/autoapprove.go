@@ -28,7 +28,8 @@ const inventoryActor = "inventory"
 // the entry matched): no entry, an attestation that is not verified,
 // another role, an entry whose node id a join under way holds, an
 // assignment the cluster refuses. Only errors of the store are errors:
-// a refusal writes nothing but the reason.
+// a refusal writes nothing but the reason. On return *r is the record as
+// stored: a caller that changes it further stores it again.
 func (t *txn) autoApprove(r *record, ev *wire.AttestationView) (bool, error) {
 	if r.State != wire.StatePending {
 		return false, nil
@@ -112,7 +113,11 @@ func (t *txn) autoApprove(r *record, ev *wire.AttestationView) (bool, error) {
 			return false, err
 		}
 	}
-	return true, nil
+	// The approval may have gone on to give it the slot (delivering):
+	// the caller gets the record as stored, not as approve left it.
+	stored, err := t.mustRecord(r.JoinID)
+	*r = stored
+	return err == nil, err
 }
 
 // waitFor leaves r pending for a person with why, kept for the operator.
