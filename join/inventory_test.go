@@ -16,12 +16,13 @@ var (
 	ekB = strings.Repeat("cd", 32)
 )
 
-// entryJSON is a valid entry for machine n, with one field replaced or
-// added (a JSON fragment without braces), for the table below.
+// inventoryDoc is a document of the entries (JSON objects).
 func inventoryDoc(entries ...string) string {
 	return `{"machines": [` + strings.Join(entries, ",") + `]}`
 }
 
+// entry is a valid entry for machine n with the fields of extra (a JSON
+// fragment without braces) replaced, added, or removed when null.
 func entry(n int, extra string) string {
 	base := map[string]any{
 		"match":    map[string]string{"keyFingerprint": keyPin("m" + string(rune('a'+n)))},
@@ -77,14 +78,12 @@ func TestInventoryDocumentRefusals(t *testing.T) {
 		{"the same node id twice", inventoryDoc(entry(0, ""), entry(1, `"nodeId": "n-machinea"`)), []string{"machines[1].nodeId"}},
 		{"the same address twice", inventoryDoc(entry(0, ""), entry(1, `"mgmtIp": "192.0.2.50"`)), []string{"machines[1].mgmtIp"}},
 		{"an address of another's network", inventoryDoc(entry(0, ""), entry(1, `"mgmtIp": "10.9.0.50"`)), []string{"machines[1].mgmtIp"}},
-		{"the same match twice", inventoryDoc(entry(0, ""), entry(1, `"match": {"keyFingerprint": "`+strings.ToUpper(keyPin("ma")[7:])+`"}`)), []string{"machines[1].match.keyFingerprint"}},
+		{"the same match twice", inventoryDoc(entry(0, ""), entry(1, `"match": {"keyFingerprint": "sha256:`+strings.ToUpper(keyPin("ma")[7:])+`"}`)), []string{"machines[1].match.keyFingerprint"}},
 		{"the same EK twice", inventoryDoc(entry(0, `"match": {"ekSha256": "`+ekA+`"}`), entry(1, `"match": {"ekSha256": "`+strings.ToUpper(ekA)+`"}`)), []string{"machines[1].match.ekSha256"}},
 		{"a problem in the third entry", inventoryDoc(entry(0, ""), entry(1, ""), entry(2, `"mgmtIp": "x"`)), []string{"machines[2].mgmtIp"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			// The fingerprint duplicate above is upper-case hex without
-			// its prefix: make it a real duplicate with the prefix.
-			doc := strings.Replace(c.doc, `"keyFingerprint":"`+strings.ToUpper(keyPin("ma")[7:]), `"keyFingerprint":"sha256:`+strings.ToUpper(keyPin("ma")[7:]), 1)
+			doc := c.doc
 			_, err := DecodeInventory([]byte(doc))
 			wantCode(t, err, apierr.InvalidInput)
 			if got := fieldNames(err); !slices.Equal(got, c.fields) {
