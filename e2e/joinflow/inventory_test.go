@@ -141,6 +141,18 @@ func TestInventory_ZeroTouchJoinByKey(t *testing.T) {
 	if len(e.Fields) != 1 || e.Fields[0].Field != "machines[1].mgmtIp" {
 		t.Fatalf("PUT /v1/admin/inventory with a taken address: %+v", e)
 	}
+
+	// A key the inventory does not name, with a valid token: it waits for
+	// a person, and the operator sees why.
+	stranger, ans := register(t, f, joinToken(t, f, 1), "0.1.0", "127.0.0.5")
+	ans.want(t, 201, "")
+	if v := operatorView(t, f, stranger.joinID); v.State != wire.StatePending || !strings.Contains(v.AutoApproval, "no inventory entry matches") {
+		t.Fatalf("a key not in the inventory: %+v", v)
+	}
+	r = stratumtest.Run(t, env, "joins", "list")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "pending (no inventory entry matches its key") {
+		t.Fatalf("joins list does not say why the stranger waits: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
 }
 
 // TestTrust_MembersReplace: `stratum members replace` on the real
