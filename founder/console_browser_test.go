@@ -354,11 +354,17 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.within(20*time.Second, "the imported release's row", chromedp.WaitVisible(chromedp.CSS(`tr[data-release="0.2.0"]`)))
 	consoleTrustsAKey(t, b, f, op, trusted, shots)
 
+	// An inventory of one expected machine, for its page.
+	op.Must(t, "PUT", "/v1/admin/inventory", map[string]any{"machines": []any{map[string]any{
+		"match": map[string]string{"ekSha256": strings.Repeat("ab", 32)}, "nodeId": "n-rack0001", "role": "worker", "hostname": "lab-r3-01",
+		"mgmtIp": "192.0.2.201", "az": "az1", "labels": map[string]string{"topology.rack": "r3"}}}}, 200, nil)
+
 	// Each page loads directly from its own address, and at a phone's and
 	// a half screen's width none scrolls sideways (SPEC 17).
 	pages := []struct{ page, ready string }{
 		{"joins", row(v3.JoinID) + ` [data-action=approve]`},
 		{"members", `[data-node-id="n-console1"]`},
+		{"inventory", `tr[data-inventory-node="n-rack0001"][data-state=expected]`},
 		{"release-set", `[data-skew-matrix]`},
 		{"releases", `tr[data-key-file="k2.pub"][data-trusted=yes]`},
 		{"tokens", `table.tokens tbody tr[data-token-id]`},

@@ -335,6 +335,9 @@ function stateCell(reg) {
   }
   if (reg.state === 'needs-upgrade') out.push(h('div', { class: 'sub' }, 'upgrading itself; approvable once it re-registers on the cluster release'));
   if (reg.reason) out.push(h('div', { class: 'reason' }, reg.reason));
+  // What the inventory made of it: the entry that approved it, or why it
+  // waits for a person.
+  if (reg.autoApproval) out.push(h('div', { class: 'sub', 'data-auto-approval': '' }, 'inventory: ' + reg.autoApproval));
   if (reg.assignment && reg.assignment.nodeId) out.push(h('div', { class: 'sub' }, 'as ', h('code', null, reg.assignment.nodeId)));
   return out;
 }
