@@ -81,7 +81,7 @@ func newReleaseSetCmd() *cobra.Command {
 			if _, err := fmt.Fprintln(cmd.OutOrStdout(), releaseset.HeadLine(set, head.Members)); err != nil {
 				return err
 			}
-			if err := releaseset.WriteTable(cmd.OutOrStdout(), set); err != nil {
+			if err := releaseset.WriteTable(cmd.OutOrStdout(), set, head.Members); err != nil {
 				return err
 			}
 			if len(set.Nodes) < head.Members {

@@ -31,7 +31,7 @@ func TestBehindAndRoles(t *testing.T) {
 			t.Errorf("a node without a control plane made %s skew: %+v", sk.Field, sk)
 		}
 	}
-	if got := HeadLine(s, 3); got != "3 nodes; admission 0.2.0; behind: n-b (0.1.0); skew: none" {
+	if got := HeadLine(s, 3); got != "3 nodes; admission 0.2.0; behind: n-b (0.1.0); skew: runningRelease" {
 		t.Errorf("head line %q", got)
 	}
 	if Healthy(s) {

@@ -40,8 +40,11 @@ type Service struct {
 	// version counts remembered records: an Answer built at an older
 	// version is out of date.
 	version uint64
-	// members caches the member ids of membersGeneration.
+	// members caches the member ids of membersGeneration, in join
+	// order, and hostnames their host names (a member's is set when it
+	// is admitted, which moves the generation).
 	members           []string
+	hostnames         map[string]string
 	membersGeneration uint64
 	membersKnown      bool
 	answer            answerCache
@@ -132,7 +135,7 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 // input reads what Describe needs: the members from tx, their records
 // decoded from the cache.
 func (s *Service) input(tx *store.Tx) (Input, error) {
-	in := Input{Now: s.Now(), Node: s.Node, ControlPlane: s.ControlPlane, Records: map[string]Stored{}}
+	in := Input{Now: s.Now(), Node: s.Node, ControlPlane: s.ControlPlane, Records: map[string]Stored{}, Hostnames: map[string]string{}}
 	members, err := membership.Members(tx)
 	if err != nil {
 		return in, err
@@ -147,6 +150,7 @@ func (s *Service) input(tx *store.Tx) (Input, error) {
 	defer s.mu.RUnlock()
 	for _, m := range members {
 		in.Members = append(in.Members, m.NodeID)
+		in.Hostnames[m.NodeID] = m.Hostname
 		if c, ok := s.records[m.NodeID]; ok {
 			st, err := s.stored(c)
 			if err != nil {
