@@ -35,7 +35,15 @@ type Input struct {
 type Stored struct {
 	RunningRelease string
 	Release        wire.Record
+
+	// encoded is its stored JSON when made before the transaction that
+	// stores it (storedJSON, from the encoding the cache keeps): the
+	// store writes it as it is (store.Encoded).
+	encoded []byte
 }
+
+// EncodedJSON is st's stored JSON when it was made already.
+func (st Stored) EncodedJSON() ([]byte, bool) { return st.encoded, st.encoded != nil }
 
 // Describe builds the release set. It is pure: the same Input gives the
 // same Set.

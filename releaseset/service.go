@@ -73,7 +73,7 @@ func (s *Service) Record(actor, nodeID string, req wire.RecordRequest) error {
 func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 	req := r.RecordRequest
 	req.Release.RecordedAt = s.Now().UTC()
-	stored := Stored(req)
+	stored := Stored{RunningRelease: req.RunningRelease, Release: req.Release}
 	// What the cache keeps and the stored JSON are made before the
 	// transaction, from one encoding of the record: concurrent records
 	// share one commit (Batch), which runs their transactions one after
@@ -90,6 +90,7 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 	if err != nil {
 		return err
 	}
+	stored.encoded = raw
 	return s.DB.Batch(func(tx *store.Tx) error {
 		m, found, err := membership.GetMember(tx, nodeID)
 		if err != nil {
@@ -107,7 +108,7 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 		if err != nil {
 			return err
 		}
-		if err := bucketRecords.PutJSON(tx, nodeID, raw); err != nil {
+		if err := bucketRecords.Put(tx, nodeID, stored); err != nil {
 			return err
 		}
 		if err := s.raiseAdmission(tx, actor, m, stored); err != nil {
