@@ -12,13 +12,15 @@ import (
 
 // TestReleaseSetMixedIsNotConsistent (issue: a mixed cluster read as
 // consistent): the founder and two joined workers record one release
-// record, the workers with their own leaves, on 0.1.0, 0.1.0 and 0.2.0,
-// and the admission release is raised to 0.2.0. Different running
-// releases are skew and nodes behind the admission release make the set
-// not consistent; who is behind is counted over every node, also when no
-// node is shown (--nodes 0); the answer's runningRelease is the oldest
-// its nodes show, in every view and in /version; nodes show their
-// hostnames. Once every node runs 0.2.0 the set is consistent again.
+// record, the workers with their own leaves, all on 0.1.0: consistent.
+// The operator sets the admission release to 0.2.0: the founder, which
+// runs what it admits joiners on, records 0.2.0 at once, so the nodes
+// run 0.2.0, 0.1.0 and 0.1.0. Different running releases are skew and
+// nodes behind the admission release make the set not consistent; who is
+// behind is counted over every node, also when no node is shown
+// (--nodes 0); the answer's runningRelease is the oldest its nodes show,
+// in every view and in /version; nodes show their hostnames. Once every
+// node runs 0.2.0 the set is consistent again.
 func TestReleaseSetMixedIsNotConsistent(t *testing.T) {
 	dir := t.TempDir()
 	f := stratumtest.ServeDev(t, dir)
@@ -70,12 +72,19 @@ func TestReleaseSetMixedIsNotConsistent(t *testing.T) {
 	}
 	record(founder, nil, "0.1.0")
 	record(w1.nodeID, w1.client, "0.1.0")
-	record(w2.nodeID, w2.client, "0.2.0")
+	record(w2.nodeID, w2.client, "0.1.0")
+	if r := run("release-set", "--check"); r.code != 0 || !strings.Contains(r.stdout, "running release 0.1.0: consistent") {
+		t.Fatalf("release-set --check of three nodes on 0.1.0: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 
 	if r := run("cluster", "release", "set", "0.2.0"); r.code != 0 {
 		t.Fatalf("cluster release set: exit %d %s", r.code, r.stderr)
 	}
-	behind := founder + " (0.1.0), " + w1.nodeID + " (0.1.0)"
+	set = releaseSetJSON(t, run)
+	if n := set.Nodes[0]; n.NodeID != founder || n.RunningRelease != "0.2.0" {
+		t.Errorf("the founder after cluster release set 0.2.0: %s runs %s", n.NodeID, n.RunningRelease)
+	}
+	behind := w1.nodeID + " (0.1.0), " + w2.nodeID + " (0.1.0)"
 
 	r := run("release-set")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
@@ -138,8 +147,8 @@ func TestReleaseSetMixedIsNotConsistent(t *testing.T) {
 	}
 
 	// Every node on the admission release: consistent, nobody behind.
-	record(founder, nil, "0.2.0")
 	record(w1.nodeID, w1.client, "0.2.0")
+	record(w2.nodeID, w2.client, "0.2.0")
 	r = run("release-set", "--check")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "3 nodes; admission 0.2.0; behind: none; skew: none") || !strings.Contains(r.stdout, "running release 0.2.0: consistent") {
 		t.Errorf("release-set --check once every node runs 0.2.0: exit %d\n%s%s", r.code, r.stdout, r.stderr)

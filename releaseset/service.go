@@ -91,7 +91,9 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 		return err
 	}
 	stored.encoded = raw
-	return s.DB.Batch(func(tx *store.Tx) error {
+	var raised string
+	err = s.DB.Batch(func(tx *store.Tx) error {
+		raised = ""
 		m, found, err := membership.GetMember(tx, nodeID)
 		if err != nil {
 			return err
@@ -111,9 +113,11 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 		if err := bucketRecords.Put(tx, nodeID, stored); err != nil {
 			return err
 		}
-		if err := s.raiseAdmission(tx, actor, m, stored); err != nil {
+		to, err := s.raiseAdmission(tx, actor, m, stored)
+		if err != nil {
 			return err
 		}
+		raised = to
 		seq, err := bucketRecords.NextSequence(tx)
 		if err != nil {
 			return err
@@ -131,6 +135,12 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 		}
 		return nil
 	})
+	if err == nil && raised != "" && nodeID != s.Node {
+		// The founder runs what it admits joiners on (SetAdmission); a
+		// failure leaves it to the founder's next recording.
+		_ = s.followAdmission(raised)
+	}
+	return err
 }
 
 // input reads what Describe needs: the members from tx, their records
