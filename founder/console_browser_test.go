@@ -524,16 +524,23 @@ func TestConsoleInBrowser(t *testing.T) {
 }
 
 // consoleShowsWhoIsBehind: once the admission release is raised above
-// what the nodes run, the release set page shows the admission release,
+// what a node runs, the release set page shows the admission release,
 // names every node the summary says is behind (over every node, not the
 // nodes fetched) and marks them in the nodes table under their hostnames;
 // nothing on the page reads "null".
 func consoleShowsWhoIsBehind(t *testing.T, b *browser, f *stratumtest.Founder, op *stratumtest.Client, shots string) {
 	t.Helper()
+	// n-console5 (joined) runs 0.1.0; the founder follows the admission
+	// release it admits joiners on.
+	rec := map[string]any{"runningRelease": "0.1.0", "release": map[string]any{"imageMode": false,
+		"os": map[string]any{"prettyName": "Debian GNU/Linux 12 (bookworm)", "id": "debian", "versionId": "12"}}}
+	if !recordRelease(t, f, "n-console5", rec) {
+		t.Fatal("n-console5, joined, could not record its release")
+	}
 	op.Must(t, "PUT", "/v1/admin/cluster/release", wire.SetAdmissionRequest{Release: "0.9.0"}, 200, nil)
 	var sum wire.ReleaseSet
 	op.Must(t, "GET", "/v1/admin/upgrades/release?view=summary", nil, 200, &sum)
-	if sum.Summary.BehindCount == 0 || sum.Summary.Consistent {
+	if sum.Summary.BehindCount != 1 || sum.Summary.Behind[0].NodeID != "n-console5" || sum.Summary.Consistent {
 		t.Fatalf("with the admission release at 0.9.0 nobody is behind: %+v", sum.Summary)
 	}
 	b.do("the release set with nodes behind", chromedp.Navigate("https://"+f.API+ui.Prefix+"release-set"),
