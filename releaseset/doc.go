@@ -66,5 +66,10 @@
 // ones included. consistent is false when there are no members, and
 // while a node is behind the admission release (SPEC 17): summary.behind
 // names them, over every node, decided once per build of the set like
-// the rest of the summary, so a page and the summary agree.
+// the rest of the summary, so a page and the summary agree. The founder
+// records the admission release as its own (it runs what it admits
+// joiners on); when the admission release moves, by the operator or by
+// the joined members' records, the founder's kept record is recorded
+// again with it at once (SetAdmission), so the founder is never shown
+// behind the release just set.
 package releaseset
