@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -222,9 +223,9 @@ func newMembersCmd() *cobra.Command {
 	cmd := showCommand("members", "list the cluster's members (members remove NODE_ID takes a dead one out)", cobra.NoArgs, fixed("/v1/admin/cluster/members"), &out, func(w io.Writer) error {
 		fmt.Fprintf(w, "generation %d\n", out.Generation)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tGEN\tAPPLIED\tMGMT IP\tAZ\tBOOT\tLAST BOOT")
+		fmt.Fprintln(tw, "NODE\tHOSTNAME\tROLE\tSTATE\tGEN\tAPPLIED\tMGMT IP\tAZ\tBOOT\tLAST BOOT")
 		for _, m := range out.Members {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", m.NodeID, m.Role, m.State, m.Generation, m.AppliedGeneration, m.MgmtIP, m.AZ, bootColumn(m), lastBootColumn(m))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", m.NodeID, cmp.Or(m.Hostname, "-"), m.Role, m.State, m.Generation, m.AppliedGeneration, m.MgmtIP, m.AZ, bootColumn(m), lastBootColumn(m))
 		}
 		return tw.Flush()
 	})

@@ -499,6 +499,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	b.do("back to a desktop window", chromedp.EmulateViewport(1440, 900))
 
+	consoleShowsWhoIsBehind(t, b, f, op, shots)
+
 	// A token without join:ApproveNodeJoin sees no approve button, and the
 	// API refuses it all the same.
 	reader := apiToken(t, op, "join:List*", "join:Get*")
@@ -525,6 +527,45 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("the refusal does not name the action: %q", e.Message)
 	}
 	b.checkNoProblems()
+}
+
+// consoleShowsWhoIsBehind: once the admission release is raised above
+// what a node runs, the release set page shows the admission release,
+// names every node the summary says is behind (over every node, not the
+// nodes fetched) and marks them in the nodes table under their hostnames;
+// nothing on the page reads "null".
+func consoleShowsWhoIsBehind(t *testing.T, b *browser, f *stratumtest.Founder, op *stratumtest.Client, shots string) {
+	t.Helper()
+	// n-console5 (joined) runs 0.1.0; the founder follows the admission
+	// release it admits joiners on.
+	rec := map[string]any{"runningRelease": "0.1.0", "release": map[string]any{"imageMode": false,
+		"os": map[string]any{"prettyName": "Debian GNU/Linux 12 (bookworm)", "id": "debian", "versionId": "12"}}}
+	if !recordRelease(t, f, "n-console5", rec) {
+		t.Fatal("n-console5, joined, could not record its release")
+	}
+	op.Must(t, "PUT", "/v1/admin/cluster/release", wire.SetAdmissionRequest{Release: "0.9.0"}, 200, nil)
+	var sum wire.ReleaseSet
+	op.Must(t, "GET", "/v1/admin/upgrades/release?view=summary", nil, 200, &sum)
+	if sum.Summary.BehindCount != 1 || sum.Summary.Behind[0].NodeID != "n-console5" || sum.Summary.Consistent {
+		t.Fatalf("with the admission release at 0.9.0 nobody is behind: %+v", sum.Summary)
+	}
+	b.do("the release set with nodes behind", chromedp.Navigate("https://"+f.API+ui.Prefix+"release-set"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-behind-node]`)))
+	b.screenshot(shots, "release-set-behind")
+	if got := b.text(`[data-admission-release]`); got != "0.9.0" {
+		t.Errorf("the release set page shows the admission release %q", got)
+	}
+	if got := b.attr(`[data-behind-count]`, "data-behind-count"); got != fmt.Sprint(sum.Summary.BehindCount) {
+		t.Errorf("the release set page counts %s nodes behind, the API %d", got, sum.Summary.BehindCount)
+	}
+	for _, n := range sum.Summary.Behind {
+		if !b.eval(fmt.Sprintf(`!!document.querySelector('[data-behind-node=%q]') && !!document.querySelector('[data-release-node=%q] [data-node-behind]')`, n.NodeID, n.NodeID)) {
+			t.Errorf("the release set page does not show %s (%s) behind", n.NodeID, n.RunningRelease)
+		}
+	}
+	if b.eval(`document.querySelector('.page-body').textContent.includes('null')`) {
+		t.Errorf("the release set page reads %q", b.text(`.page-body`))
+	}
 }
 
 // registerMachine registers j as a joiner does, with the facts an
