@@ -235,7 +235,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	token := joinToken(t, op, "worker", 5)
 	j1 := f.Joiner(t, nil)
 	registered := time.Now()
-	v1 := registerMachine(t, j1, token, "lab-r2-07", "192.0.2.31")
+	v1 := registerMachine(t, j1, token, longHostname("lab-r2-07"), "192.0.2.31")
 	b.within(2*time.Second, "the new registration's row", chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID)+` [data-action=approve]`)))
 	t.Logf("a new registration appeared on the open joins page %v after it was sent", time.Since(registered).Round(time.Millisecond))
 	b.waitState(v1.JoinID, wire.StatePending)
@@ -320,7 +320,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// A third machine waits, so the pages have something pending to show.
 	j3 := f.Joiner(t, nil)
-	v3 := registerMachine(t, j3, token, "lab-r2-08", "192.0.2.33")
+	v3 := registerMachine(t, j3, token, longHostname("lab-r2-08"), "192.0.2.33")
 	b.within(2*time.Second, "the third registration's row", chromedp.WaitVisible(chromedp.CSS(row(v3.JoinID))))
 
 	// The token page: the exact join command of a new token.
@@ -355,7 +355,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	consoleTrustsAKey(t, b, f, op, trusted, shots)
 
 	// Each page loads directly from its own address, and at a phone's and
-	// a half screen's width none scrolls sideways (SPEC 17).
+	// a half screen's width none scrolls sideways (SPEC 17); at those and
+	// a desktop's, with the long hostnames of v1 and v3 in its tables, no
+	// cell's content runs over its neighbour, no id or size breaks over two
+	// lines and every link and button is on the screen (checkLayout).
 	pages := []struct{ page, ready string }{
 		{"joins", row(v3.JoinID) + ` [data-action=approve]`},
 		{"members", `[data-node-id="n-console1"]`},
@@ -371,14 +374,22 @@ func TestConsoleInBrowser(t *testing.T) {
 			if sw, cw := b.number(`document.documentElement.scrollWidth`), b.number(`document.documentElement.clientWidth`); sw > cw {
 				t.Errorf("/ui/%s at %d px scrolls sideways: the page is %v px wide", p.page, width, sw)
 			}
+			b.checkLayout(fmt.Sprintf("/ui/%s at %d px", p.page, width))
 			if width == 390 {
 				b.screenshot(shots, p.page+"-390")
 			}
 		}
 	}
+	// A phone approves: the approve form and its buttons are on its screen.
+	b.do("the approve form at 390 px", chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate("https://"+f.API+ui.Prefix+"joins"),
+		chromedp.Click(chromedp.CSS(row(v3.JoinID)+` [data-action=approve]`)),
+		chromedp.WaitVisible(chromedp.CSS(row(v3.JoinID)+` [data-action=submit-approve]`)))
+	b.checkLayout("/ui/joins with the approve form open at 390 px")
 	b.do("back to a desktop window", chromedp.EmulateViewport(1440, 900))
 	for _, p := range pages {
 		b.do("open /ui/"+p.page, chromedp.Navigate("https://"+f.API+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+		b.checkLayout("/ui/" + p.page + " at 1440 px")
 		b.screenshot(shots, p.page)
 		// A member that has not applied the generation is highlighted,
 		// under its hostname.
@@ -474,6 +485,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if sw, cw := b.number(`document.documentElement.scrollWidth`), b.number(`document.documentElement.clientWidth`); sw > cw {
 		t.Errorf("/ui/members with the remove form open at 390 px scrolls sideways: the page is %v px wide", sw)
 	}
+	b.checkLayout("/ui/members with the remove form open at 390 px")
 	b.within(5*time.Second, "remove n-console4 with a reason, asked to confirm",
 		chromedp.SendKeys(chromedp.CSS(`[data-remove-form="n-console4"] textarea[name=reason]`), "chassis returned"),
 		chromedp.Click(chromedp.CSS(`[data-remove-form="n-console4"] [data-action=submit-remove]`)),
