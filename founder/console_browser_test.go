@@ -355,10 +355,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	consoleTrustsAKey(t, b, f, op, trusted, shots)
 
 	// Each page loads directly from its own address, and at a phone's and
-	// a half screen's width none scrolls sideways (SPEC 17); at those and
-	// a desktop's, with the long hostnames of v1 and v3 in its tables, no
-	// cell's content runs over its neighbour, no id or size breaks over two
-	// lines and every link and button is on the screen (checkLayout).
+	// a half screen's width none scrolls sideways (SPEC 17); at those, a
+	// small laptop's and a desktop's, with the long hostnames of v1 and v3
+	// in its tables, no cell's content runs over its neighbour, no id or
+	// size breaks over two lines and every link and button is on the
+	// screen (checkLayout).
 	pages := []struct{ page, ready string }{
 		{"joins", row(v3.JoinID) + ` [data-action=approve]`},
 		{"members", `[data-node-id="n-console1"]`},
@@ -367,7 +368,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		{"tokens", `table.tokens tbody tr[data-token-id]`},
 		{"audit", `[data-chain=intact]`},
 	}
-	for _, width := range []int64{390, 800} {
+	for _, width := range []int64{390, 800, 1024} {
 		b.do(fmt.Sprintf("a %d px wide window", width), chromedp.EmulateViewport(width, 844))
 		for _, p := range pages {
 			b.do(fmt.Sprintf("open /ui/%s at %d px", p.page, width), chromedp.Navigate("https://"+f.API+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))

@@ -23,7 +23,9 @@ const layoutProblems = `(() => {
   const root = document.documentElement;
   const vw = root.clientWidth;
   const vh = innerHeight;
-  const shown = (el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
+  // checkVisibility: no box, visibility: hidden, or inside a closed
+  // <details> (content-visibility: hidden) is not on the screen.
+  const shown = (el) => el.checkVisibility({ visibilityProperty: true });
   const words = (el) => ((el && el.textContent) || '').trim().replace(/\s+/g, ' ').slice(0, 50);
   const named = (el) => el ? el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\s+/).join('.') : '') : 'nothing';
   const clips = (el) => { const s = getComputedStyle(el); return s.overflowX !== 'visible' || s.overflowY !== 'visible'; };
@@ -37,15 +39,18 @@ const layoutProblems = `(() => {
     if (!shown(cell)) continue;
     const c = cell.getBoundingClientRect();
     let out = Math.max(0, cell.scrollWidth - cell.clientWidth);
+    let culprit = cell;
     for (const el of cell.querySelectorAll('*')) {
       if (!shown(el)) continue;
       let clipped = false;
       for (let a = el.parentElement; a && a !== cell; a = a.parentElement) if (clips(a)) clipped = true;
       if (clipped) continue;
       const e = el.getBoundingClientRect();
-      out = Math.max(out, e.right - c.right, c.left - e.left);
+      if (e.width === 0 && e.height === 0) continue; // a <wbr>: a place to break, not content
+      const by = Math.max(e.right - c.right, c.left - e.left);
+      if (by > out) [out, culprit] = [by, el];
     }
-    if (out > 1) problems.push('a cell\'s content sticks out ' + Math.round(out) + ' px over its neighbour: "' + words(cell) + '"');
+    if (out > 1) problems.push('a cell\'s content (' + named(culprit) + ') sticks out ' + Math.round(out) + ' px over its neighbour: "' + words(cell) + '"');
   }
 
   const token = /\b(?:n|j)-[a-z0-9]{3,}\b|\b\d+(?:\.\d+)?[ \u00a0](?:B|KiB|MiB|GiB|TiB)\b/g;
