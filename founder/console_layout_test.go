@@ -13,7 +13,8 @@ import (
 //     (a long hostname, an address); content an element of the cell
 //     clips itself (an ellipsis) does not count;
 //   - a node id, a join id or a size is broken over two lines;
-//   - the navigation is cut (links hidden without a sign that it scrolls);
+//   - the navigation is cut (links hidden without a sign that it scrolls),
+//     or a box hides some of its content sideways without a fade;
 //   - a link, button or disclosure is not reachable: once scrolled to
 //     vertically it is off the screen sideways (a phone hides sideways
 //     scrolling, so every sideways scroll is put back at its start),
@@ -63,6 +64,13 @@ const layoutProblems = `(() => {
       r.setEnd(t, m.index + m[0].length);
       const lines = new Set([...r.getClientRects()].filter((q) => q.width > 0).map((q) => Math.round(q.top)));
       if (lines.size > 1) problems.push('"' + m[0] + '" is broken over ' + lines.size + ' lines');
+    }
+  }
+
+  for (const el of document.querySelectorAll('main *')) {
+    const s = getComputedStyle(el);
+    if (shown(el) && ['auto', 'scroll'].includes(s.overflowX) && el.scrollWidth > el.clientWidth + 1 && s.maskImage === 'none') {
+      problems.push(named(el) + ' hides ' + (el.scrollWidth - el.clientWidth) + ' px sideways without a sign that it scrolls');
     }
   }
 

@@ -67,9 +67,21 @@ export function sleep(ms, signal) {
 }
 
 // scroll puts a wide table in a box of its own that scrolls sideways, so
-// the page itself never does on a narrow screen.
+// the page itself never does on a narrow screen. data-more says on which
+// side the box hides more of the table (right, left, both or none): the
+// stylesheet fades that edge, a phone showing no scroll bar.
 export function scroll(tbl) {
-  return h('div', { class: 'table-scroll' }, tbl);
+  const box = h('div', { class: 'table-scroll', 'data-more': 'none' }, tbl);
+  const mark = () => {
+    const hidden = box.scrollWidth - box.clientWidth;
+    const left = box.scrollLeft > 1, right = box.scrollLeft < hidden - 1;
+    box.dataset.more = left && right ? 'both' : left ? 'left' : right ? 'right' : 'none';
+  };
+  box.addEventListener('scroll', mark, { passive: true });
+  const resized = new ResizeObserver(mark);
+  resized.observe(box);
+  resized.observe(tbl);
+  return box;
 }
 
 // copyText uses the Clipboard API (the console is served over TLS, a
