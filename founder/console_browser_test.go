@@ -61,7 +61,7 @@ func newBrowser(t *testing.T, base string) *browser {
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.IgnoreCertErrors, chromedp.WindowSize(1440, 900))
 	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTime := context.WithTimeout(ctx, 3*time.Minute) // every page at four widths, on a shared machine
+	ctx, cancelTime := context.WithTimeout(ctx, 5*time.Minute) // every page at four widths, on a machine that may be busy
 	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
@@ -387,6 +387,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(row(v3.JoinID)+` [data-action=approve]`)),
 		chromedp.WaitVisible(chromedp.CSS(row(v3.JoinID)+` [data-action=submit-approve]`)))
 	b.checkLayout("/ui/joins with the approve form open at 390 px")
+	b.screenshot(shots, "joins-approve-390")
 
 	// A table wider than a phone (the skew matrix of many nodes) scrolls
 	// in its own box, which fades the edge where it hides more.

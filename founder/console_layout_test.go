@@ -3,6 +3,8 @@ package founder
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/chromedp/chromedp"
 )
 
 // layoutProblems is evaluated in the page: what an operator at this
@@ -19,7 +21,10 @@ import (
 //     vertically it is off the screen sideways (a phone hides sideways
 //     scrolling, so every sideways scroll is put back at its start),
 //     clipped by a box that hides overflow, or covered by something else.
-const layoutProblems = `(() => {
+const layoutProblems = `(async () => {
+  // Two frames: what the page changes on a resize (dom.scroll's marks)
+  // is in place.
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
   const problems = [];
   const root = document.documentElement;
   const vw = root.clientWidth;
@@ -107,7 +112,11 @@ const layoutProblems = `(() => {
 func (b *browser) checkLayout(where string) {
 	b.t.Helper()
 	var problems []string
-	if err := json.Unmarshal([]byte(b.evalString(layoutProblems)), &problems); err != nil {
+	answer, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](layoutProblems, chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.t.Fatalf("%s: checking the layout: %v", where, err)
+	}
+	if err := json.Unmarshal([]byte(answer), &problems); err != nil {
 		b.t.Fatalf("%s: the layout check answered: %v", where, err)
 	}
 	for _, p := range problems {
