@@ -211,8 +211,10 @@ func (b *browser) waitState(joinID string, states ...string) {
 // against a real founder: login through the form, a joiner's registration
 // appearing live, field errors beside their inputs, approval, rejection
 // and cancellation reaching the API, the join command of a new token, the
-// IAM gate on the approve button, and a non-blank screenshot of each page
-// (kept in $STRATUM_CONSOLE_SHOTS when set, for docs/console/).
+// IAM gate on the approve button, every page's layout at 390, 800, 1024
+// and 1440 px with long hostnames in its tables (checkLayout), and a
+// non-blank screenshot of each page (kept in $STRATUM_CONSOLE_SHOTS when
+// set, for docs/console/).
 func TestConsoleInBrowser(t *testing.T) {
 	f := stratumtest.ServeDev(t, "")
 	op := f.Operator(t)
