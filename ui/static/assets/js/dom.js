@@ -145,10 +145,9 @@ function labelCells(tbl, headers) {
 
 // hostname shows a machine's name so that a long one wraps at its dots
 // and dashes (never over the next cell) and reads whole in its title.
-export function hostname(name, attrs) {
-  const parts = String(name).split(/(?<=[.-])/);
-  const el = h('strong', Object.assign({ class: 'hostname', title: name }, attrs || {}));
-  parts.forEach((part, i) => {
+export function hostname(name) {
+  const el = h('strong', { class: 'hostname', title: name });
+  String(name).split(/(?<=[.-])/).forEach((part, i) => {
     if (i) el.append(h('wbr'));
     el.append(part);
   });
