@@ -3,7 +3,7 @@
 // which) and one column per node; each distinct value has its own colour,
 // and a node whose record is stale or missing is greyed.
 import { api } from '../api.js';
-import { h, append, page, table, scroll, empty } from '../dom.js';
+import { h, append, page, table, scroll, empty, id, hostname } from '../dom.js';
 import { when } from '../format.js';
 
 const COLOURS = 8;
@@ -128,7 +128,7 @@ function driftTable(rs) {
   if (!drift.length) tbody.append(empty('No drift.', 4));
   for (const d of drift) {
     tbody.append(h('tr', { 'data-drift-node': d.nodeId, 'data-drift-kind': d.kind },
-      h('td', null, h('code', null, d.nodeId)),
+      h('td', null, id(d.nodeId)),
       h('td', null, h('span', { class: 'badge warn' }, d.kind)),
       h('td', null, d.field ? h('code', null, d.field) : ''),
       h('td', null, finding(d))));
@@ -152,8 +152,8 @@ function nodesTable(rs) {
   for (const n of rs.nodes || []) {
     const r = n.release || {};
     tbody.append(h('tr', { 'data-release-node': n.nodeId, class: greyed(n) ? 'stale' : '' },
-      h('td', null, h('code', null, n.nodeId)),
-      h('td', null, n.hostname || ''),
+      h('td', null, id(n.nodeId)),
+      h('td', null, n.hostname ? hostname(n.hostname) : ''),
       h('td', null, n.runningRelease || h('span', { class: 'muted' }, 'unknown'),
         n.behind ? [' ', h('span', { class: 'badge warn', 'data-node-behind': '', title: 'older than the admission release ' + (rs.admissionRelease || '') }, 'behind')] : null),
       h('td', null, (r.os && (r.os.prettyName || r.os.id)) || ''),
