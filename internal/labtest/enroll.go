@@ -76,7 +76,9 @@ func (l *Lab) Enroll(t testing.TB, role string, hosts, held []*Host) *Enrollment
 	for _, h := range held {
 		delete(e.allowed, h.KeyFingerprint)
 	}
-	go e.approveLoop(ctx)
+	// The operator's session, logged in once (a login hashes the
+	// password: not a cost of the joins).
+	go e.approveLoop(ctx, l.Founder().Operator(t).Token)
 	t.Cleanup(func() {
 		e.Stop()
 		for _, msg := range e.Errors() {
@@ -125,17 +127,20 @@ func (e *Enrollment) Errors() []string {
 // approveLoop long-polls the pending joins of the current founder and
 // approves the enrolled ones; a founder that is down (killed, restarting)
 // is waited for.
-func (e *Enrollment) approveLoop(ctx context.Context) {
+func (e *Enrollment) approveLoop(ctx context.Context, token string) {
 	defer close(e.done)
 	var index string
 	var last *stratumtest.Founder
 	var c *stratumtest.Client
 	for ctx.Err() == nil {
 		f := e.lab.Founder()
-		if f != last || c == nil {
+		switch {
+		case f != last && token != "":
+			// A restarted founder keeps its sessions in its store.
+			c, last, index = f.AdminClient().As(token), f, ""
+		case c == nil:
 			var err error
 			if c, err = operator(f); err != nil {
-				c = nil
 				sleep(ctx, 200*time.Millisecond)
 				continue
 			}
@@ -149,7 +154,7 @@ func (e *Enrollment) approveLoop(ctx context.Context) {
 		if err != nil || status != http.StatusOK {
 			sleep(ctx, 200*time.Millisecond)
 			if status == http.StatusUnauthorized {
-				c = nil
+				c, token = nil, ""
 			}
 			continue
 		}

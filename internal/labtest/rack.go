@@ -23,10 +23,11 @@ type RackOptions struct {
 	Hosts, Held []*Host
 	Role        string // the join token's role (default worker)
 	Release     string // the release the joiners run (default 0.1.0)
-	// SelfUpgrade, UpgradeHook and ReleaseKeys are the joiners'
-	// --self-upgrade, --upgrade-hook and --release-keys.
-	SelfUpgrade              bool
-	UpgradeHook, ReleaseKeys string
+	// SelfUpgrade and ReleaseKeys are the joiners' --self-upgrade and
+	// --release-keys; UpgradeHook answers a host's --upgrade-hook.
+	SelfUpgrade bool
+	UpgradeHook func(*Host) string
+	ReleaseKeys string
 	// NoAgents starts no agent when a join ends; AgentArgs are more flags
 	// of the agents (e.g. --interval).
 	NoAgents  bool
@@ -116,7 +117,7 @@ func (l *Lab) Rack(t testing.TB, o RackOptions) *Rack {
 			args = append(args, "--tpm", filepath.Join(h.Dir, "no-tpm"), "--insecure-store-unseal-key")
 		}
 		if o.SelfUpgrade {
-			args = append(args, "--self-upgrade", "--upgrade-hook", o.UpgradeHook, "--release-keys", o.ReleaseKeys)
+			args = append(args, "--self-upgrade", "--upgrade-hook", o.UpgradeHook(h), "--release-keys", o.ReleaseKeys)
 		}
 		j := &Join{Host: h, done: make(chan struct{})}
 		j.cmd = exec.Command("ip", append(append(h.Wrap()[1:], bin), args...)...)
