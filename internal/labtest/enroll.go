@@ -188,6 +188,9 @@ func (e *Enrollment) approve(ctx context.Context, c *stratumtest.Client, r wire.
 	}
 	entry := e.lab.Inventory(e.role, h).Machines[0]
 	status, apiErr, err := c.DoContext(ctx, "POST", "/v1/admin/join/registrations/"+url.PathEscape(r.JoinID)+"/approve", assignment(entry), nil)
+	if ctx.Err() != nil {
+		return // stopped
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -100,6 +101,10 @@ func sweep(t testing.TB) {
 		t.Logf("labtest: removing lab %s, left by a run that ended without its cleanup", id)
 		if err := removeLab(id); err != nil {
 			t.Errorf("labtest: %v", err)
+		}
+		dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "stl"+id+"-*"))
+		for _, d := range dirs {
+			_ = os.RemoveAll(d)
 		}
 		release(id)
 	}
