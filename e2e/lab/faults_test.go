@@ -1,6 +1,9 @@
 package lab
 
 import (
+	"crypto/tls"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +53,7 @@ func waitExit(t *testing.T, j *labtest.Join, limit time.Duration) int {
 // naming the reason; b never became a member. Each join was delivered
 // once.
 func TestRackLinkCutMidDelivery(t *testing.T) {
-	const deliveryTimeout = 8 * time.Second
+	const deliveryTimeout = 10 * time.Second
 	lab := labtest.New(t, labtest.Options{Hosts: 3, NoTPM: true})
 	a, b, c := lab.Hosts[0], lab.Hosts[1], lab.Hosts[2]
 	lab.StartFounder(t, stratumtest.FounderOptions{Dev: true, Args: []string{"--delivery-timeout", deliveryTimeout.String()}})
@@ -101,6 +104,16 @@ func TestRackLinkCutMidDelivery(t *testing.T) {
 	out := strings.TrimSpace(rack.Join(b).Output())
 	t.Logf("b's joiner, once its link came back:\n%s", out[strings.LastIndex(out[:max(0, len(out)-400)], "\n")+1:])
 
+	// The founder's answer that carried b's delivery reached b once its
+	// link was back, after the join had failed: b may have persisted it,
+	// but the leaf of a failed join opens nothing.
+	if leaf, err := tls.LoadX509KeyPair(filepath.Join(b.Root, "etc/stratum/secrets/node.crt"), filepath.Join(b.Root, "etc/stratum/secrets/node.key")); err == nil {
+		t.Logf("b persisted the delivery of its failed join under %s", b.Root)
+		status, _, err := lab.Founder().Node(t, leaf).Do("GET", "/v1/cluster/members", nil, nil)
+		if err != nil || (status != http.StatusUnauthorized && status != http.StatusForbidden) {
+			t.Errorf("the leaf of b's failed join read the members: %d %v", status, err)
+		}
+	}
 	lab.CheckJoined(t, []*labtest.Host{a, c})
 	if m, ok := lab.Members(t)[b.NodeID]; ok {
 		t.Errorf("b's failed join left it a member: %+v", m)
