@@ -3,14 +3,18 @@ package labtest
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ipBatch runs iproute2 commands (without the leading "ip") in one
@@ -214,4 +218,58 @@ func links() []string {
 		names = append(names, name)
 	}
 	return names
+}
+
+// Listen opens a listener inside the host's namespace (address as
+// net.Listen takes it, e.g. ":7000"), for a test's own service on a host:
+// a socket belongs to the namespace it was made in, so it is made on a
+// thread moved into the namespace for that one call. It is closed when the
+// test ends.
+func (h *Host) Listen(t testing.TB, network, address string) net.Listener {
+	t.Helper()
+	ln, err := h.inNamespace(func() (net.Listener, error) { return net.Listen(network, address) })
+	if err != nil {
+		t.Fatalf("%s: listen %s %s: %v", h.Name, network, address, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// inNamespace runs make on an OS thread in the host's network namespace.
+func (h *Host) inNamespace(open func() (net.Listener, error)) (net.Listener, error) {
+	type result struct {
+		ln  net.Listener
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// The thread is never unlocked: if it could not be moved back,
+		// it ends with this goroutine instead of serving others.
+		runtime.LockOSThread()
+		own, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer own.Close()
+		target, err := os.Open(filepath.Join("/run/netns", h.NS))
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- result{err: fmt.Errorf("setns %s: %w", h.NS, err)}
+			return
+		}
+		ln, err := open()
+		if rerr := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); rerr != nil {
+			done <- result{ln, err}
+			return
+		}
+		runtime.UnlockOSThread()
+		done <- result{ln, err}
+	}()
+	r := <-done
+	return r.ln, r.err
 }
