@@ -1,13 +1,21 @@
 package labtest
 
 import (
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-tpm/tpm2"
+
+	"stratum/tpm"
 )
 
 // serve answers every connection on ln with size bytes.
@@ -96,5 +104,63 @@ func TestLab(t *testing.T) {
 	ns, _ := exec.Command("ip", "netns", "list").Output()
 	if strings.Contains(string(out)+string(ns), id) {
 		t.Errorf("lab %s left links or namespaces:\n%s\n%s", id, out, ns)
+	}
+}
+
+// TestLabTPM: a host's TPM, reached from its namespace's socket, holds in
+// NV (index 0x01c00002, where a TPM keeps its RSA EK certificate) the EK
+// certificate the lab recorded, and that certificate is signed by the
+// lab's manufacturer CA.
+func TestLabTPM(t *testing.T) {
+	lab := New(t, Options{Hosts: 1})
+	h := lab.Hosts[0]
+	tp, err := tpm.Open(h.TPM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	const ekCertIndex = tpm2.TPMHandle(0x01c00002)
+	pub, err := tpm2.NVReadPublic{NVIndex: ekCertIndex}.Execute(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contents, err := pub.NVPublic.Contents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inNV []byte
+	for off := uint16(0); off < contents.DataSize; {
+		n := min(contents.DataSize-off, 512)
+		rsp, err := tpm2.NVRead{
+			AuthHandle: tpm2.AuthHandle{Handle: ekCertIndex, Name: pub.NVName, Auth: tpm2.PasswordAuth(nil)},
+			NVIndex:    tpm2.NamedHandle{Handle: ekCertIndex, Name: pub.NVName},
+			Size:       n, Offset: off,
+		}.Execute(tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inNV, off = append(inNV, rsp.Data.Buffer...), off+n
+	}
+	if !bytes.Equal(inNV, h.EKCert) || len(h.EKCertSHA256) != 64 {
+		t.Fatalf("the TPM's EK certificate (%d bytes) differs from the one the lab recorded (%d bytes, sha256 %q)", len(inNV), len(h.EKCert), h.EKCertSHA256)
+	}
+	ek, err := x509.ParseCertificate(inNV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(lab.EKIssuerCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(raw)
+	if block == nil {
+		t.Fatalf("%s holds no PEM", lab.EKIssuerCA)
+	}
+	issuer, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ek.CheckSignatureFrom(issuer); err != nil {
+		t.Fatalf("the EK certificate is not signed by the lab's manufacturer CA: %v", err)
 	}
 }
