@@ -281,3 +281,27 @@ var (
 	testNow    = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	randReader = rand.Reader
 )
+
+func FuzzDecodeAttestationProof(f *testing.F) {
+	for _, s := range []string{
+		``, `{}`, `{"secret":"AQ==","quote":"AQ==","signature":"AQ=="}`, `{"secret":null,"quote":"AQ==","signature":"AQ=="}`,
+		`{"secret":"AQ==","quote":"AQ==","signature":"AQ==","nonce":"AQ=="}`, `{"secret":1}`, `[]`,
+		`{"secret":"` + strings.Repeat("A", 48) + `","quote":"AQ==","signature":"AQ=="}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := DecodeAttestationProof(body)
+		if err != nil {
+			wantInvalidInput(t, err)
+			return
+		}
+		if problems := attest.ProofProblems(p); len(problems) > 0 {
+			t.Fatalf("accepted a proof with problems %v", problems)
+		}
+		back, err := DecodeAttestationProof(mustMarshal(t, p))
+		if err != nil || !bytes.Equal(back.Secret, p.Secret) || !bytes.Equal(back.Quote, p.Quote) || !bytes.Equal(back.Signature, p.Signature) {
+			t.Fatalf("round trip: %+v -> %+v (%v)", p, back, err)
+		}
+	})
+}
