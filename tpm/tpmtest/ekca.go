@@ -2,23 +2,31 @@ package tpmtest
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
-// Manufacturer is a TPM maker for tests: swtpm_localca's root and issuing
-// CA in a directory of the test's own (not /var/lib/swtpm-localca), which
-// signs the EK certificate of every TPM made with StartSwtpmWithEK.
+// Manufacturer is a TPM maker for tests: a root and an issuing CA in a
+// directory of the test's own (not /var/lib/swtpm-localca), with which
+// swtpm_localca signs the EK certificate of every TPM made with
+// StartSwtpmWithEK.
 type Manufacturer struct {
 	dir string
 }
 
-// NewManufacturer prepares an empty CA directory; swtpm_localca creates
-// the root and issuing CA when it certifies its first EK. It skips the
-// test when swtpm_setup is not installed.
+// NewManufacturer makes the CA and swtpm_setup's configuration naming it.
+// It skips the test when swtpm_setup is not installed.
 func NewManufacturer(t testing.TB) *Manufacturer {
 	t.Helper()
 	if _, err := exec.LookPath("swtpm_setup"); err != nil {
@@ -43,7 +51,54 @@ func NewManufacturer(t testing.TB) *Manufacturer {
 			t.Fatal(err)
 		}
 	}
+	if err := writeCA(ca); err != nil {
+		t.Fatalf("manufacturer CA: %v", err)
+	}
 	return &Manufacturer{dir: dir}
+}
+
+// writeCA writes the root and issuing CA swtpm_localca would otherwise
+// create (two RSA keys, seconds on a busy machine): ECDSA P-256 keys, made
+// in microseconds. swtpm_localca signs each EK certificate with the
+// issuing key it finds there.
+func writeCA(dir string) error {
+	now := time.Now().Add(-time.Hour)
+	rootKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	issuerKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	ca := func(serial int64, cn string) *x509.Certificate {
+		return &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
+			NotBefore: now, NotAfter: now.AddDate(10, 0, 0), IsCA: true, BasicConstraintsValid: true,
+			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign}
+	}
+	root := ca(1, "stratum test TPM manufacturer root")
+	rootDER, err := x509.CreateCertificate(rand.Reader, root, root, &rootKey.PublicKey, rootKey)
+	if err != nil {
+		return err
+	}
+	issuerDER, err := x509.CreateCertificate(rand.Reader, ca(2, "stratum test TPM manufacturer EK CA"), root, &issuerKey.PublicKey, rootKey)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(issuerKey)
+	if err != nil {
+		return err
+	}
+	for name, blk := range map[string]*pem.Block{
+		"swtpm-localca-rootca-cert.pem": {Type: "CERTIFICATE", Bytes: rootDER},
+		"issuercert.pem":                {Type: "CERTIFICATE", Bytes: issuerDER},
+		"signkey.pem":                   {Type: "EC PRIVATE KEY", Bytes: keyDER},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(blk), 0o600); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "certserial"), []byte("2\n"), 0o600)
 }
 
 // StartSwtpmWithEK manufactures a TPM as swtpm_setup --create-ek-cert
