@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,4 +85,36 @@ func FuzzVerifyProof(f *testing.F) {
 			t.Fatal("a proof made without the TPM verified")
 		}
 	})
+}
+
+// LoadPool takes the root and the issuing CA from separate files, as
+// swtpm's local CA keeps them; the issuer alone is no pool.
+func TestLoadPoolFiles(t *testing.T) {
+	c, _ := fixture(t)
+	b, err := os.ReadFile("testdata/swtpm-ek-ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.SplitAfter(string(b), "-----END CERTIFICATE-----\n")
+	dir := t.TempDir()
+	root, issuer := filepath.Join(dir, "root.pem"), filepath.Join(dir, "issuer.pem")
+	if err := os.WriteFile(root, []byte(blocks[0]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(issuer, []byte(blocks[1]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := attest.LoadPool(root, issuer)
+	if err != nil || pool.Len() != 2 {
+		t.Fatalf("LoadPool(root, issuer) = %v, %v", pool, err)
+	}
+	if ev, err := attest.CheckClaim(c, pool, fixtureTime); err != nil || ev.EKChain != attest.ChainVerified {
+		t.Fatalf("CheckClaim with the two files = %+v, %v", ev, err)
+	}
+	if _, err := attest.LoadPool(issuer); err == nil || !strings.Contains(err.Error(), "no self-signed root") {
+		t.Fatalf("LoadPool(issuer) = %v, want no root", err)
+	}
+	if _, err := attest.LoadPool(filepath.Join(dir, "missing.pem")); err == nil {
+		t.Fatal("LoadPool of a missing file succeeded")
+	}
 }

@@ -52,7 +52,7 @@ func newServeCmd() *cobra.Command {
 	acceptRollback := fs.Bool("accept-audit-rollback", false, "start once although the store's audit chain ends below this founder's high-water mark (an older backup restored on purpose; audited)")
 	packages := fs.String("packages", "", "the founder host's packages to record, as an agent does: component=name1|name2,... or bare names")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of this founder to FILE, from start to exit")
-	ekCA := fs.String("ek-ca", "", "PEM bundle of the TPM manufacturers' CAs a joiner's EK certificate must chain to (zero-touch enrollment; in a lab, swtpm's local root and issuer CA)")
+	ekCA := fs.StringSlice("ek-ca", nil, "PEM bundle of the TPM manufacturers' CAs a joiner's EK certificate must chain to, for zero-touch enrollment (repeatable; in a lab, swtpm's local CA: /var/lib/swtpm-localca/swtpm-localca-rootca-cert.pem and issuercert.pem)")
 	var bao openbao.Settings
 	fs.StringVar(&bao.Addr, "openbao-addr", "", "the cluster's OpenBao (https://HOST:8200); overrides the cluster file's openbao.addr")
 	fs.StringVar(&bao.CAFile, "openbao-ca-file", "", "PEM CA bundle of the OpenBao server; overrides openbao.caFile")
@@ -67,8 +67,8 @@ func newServeCmd() *cobra.Command {
 			return usagef("--packages: %w", err)
 		}
 		var ekPool *attest.Pool
-		if *ekCA != "" {
-			if ekPool, err = attest.LoadPool(*ekCA); err != nil {
+		if len(*ekCA) > 0 {
+			if ekPool, err = attest.LoadPool(*ekCA...); err != nil {
 				return usagef("--ek-ca: %w", err)
 			}
 		}

@@ -251,3 +251,33 @@ func countOf(list []string, s string) int {
 	}
 	return n
 }
+
+// TestAttestation_EKCAFlag: a manufacturer pool that cannot be read, or
+// is no CA bundle, stops `stratum serve` before it starts, by the flag or
+// its environment twin.
+func TestAttestation_EKCAFlag(t *testing.T) {
+	dir := t.TempDir()
+	notCA := filepath.Join(dir, "not-ca.pem")
+	if err := os.WriteFile(notCA, []byte("not PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		env  []string
+		args []string
+		want string
+	}{
+		"missing file": {args: []string{"--ek-ca", filepath.Join(dir, "missing.pem")}, want: "--ek-ca"},
+		"not a bundle": {args: []string{"--ek-ca", notCA}, want: "not PEM"},
+		"env twin":     {env: []string{"STRATUM_EK_CA=" + notCA}, want: "not PEM"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := stratumtest.Run(t, tc.env, append([]string{"serve", "--dev", "--data", filepath.Join(dir, name)}, tc.args...)...)
+			if r.Code != 2 || !strings.Contains(r.Stdout+r.Stderr, tc.want) {
+				t.Fatalf("exit %d, want 2 saying %q:\n%s%s", r.Code, tc.want, r.Stdout, r.Stderr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				t.Error("a refused start created the data directory")
+			}
+		})
+	}
+}
