@@ -44,15 +44,6 @@ func newAttestRack(t *testing.T) *attestRack {
 	return r
 }
 
-func tpmClaim(t *testing.T, sock string) (tpm.Claim, *wire.AttestationClaim) {
-	t.Helper()
-	c, err := tpm.AttestationClaim(sock)
-	if err != nil {
-		t.Fatalf("AttestationClaim: %v", err)
-	}
-	return c, &wire.AttestationClaim{EKCert: c.EKCert, EKPublic: c.EKPublic, AKPublic: c.AKPublic}
-}
-
 // registerWithClaim registers a new joiner key presenting claim.
 func registerWithClaim(t *testing.T, f *stratumtest.Founder, key *stratumtest.JoinerKey, claim *wire.AttestationClaim) (*stratumtest.Client, wire.JoinerView) {
 	t.Helper()
@@ -62,31 +53,6 @@ func registerWithClaim(t *testing.T, f *stratumtest.Founder, key *stratumtest.Jo
 		t.Fatalf("registration with a TPM claim: %+v", v.Attestation)
 	}
 	return c, v
-}
-
-// prove posts proof for joinID as c; it returns the status and the view.
-func prove(t *testing.T, c *stratumtest.Client, joinID string, proof wire.AttestationProof) (int, string, wire.JoinerView) {
-	t.Helper()
-	var v wire.JoinerView
-	status, aerr, err := c.Do("POST", "/v1/join/registrations/"+joinID+"/attestation", proof, &v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	code := ""
-	if aerr != nil {
-		code = string(aerr.Code)
-	}
-	return status, code, v
-}
-
-// answerWith is what the TPM at sock answers to ch, bound to pin.
-func answerWith(t *testing.T, sock string, claim tpm.Claim, ch *wire.AttestationChallenge, pin string) wire.AttestationProof {
-	t.Helper()
-	p, err := tpm.Answer(sock, claim, ch.CredentialBlob, ch.EncryptedSecret, attest.QualifyingData(ch.Nonce, pin))
-	if err != nil {
-		t.Fatalf("tpm.Answer: %v", err)
-	}
-	return wire.AttestationProof{Secret: p.Secret, Quote: p.Quote, Signature: p.Signature}
 }
 
 // TestTrust_Attestation shares one founder and one rack of TPMs (each
@@ -133,7 +99,7 @@ func testJoinerProvesItsTPM(t *testing.T, r *attestRack) {
 	if a.State != wire.AttestationVerified || a.EKChain != attest.ChainVerified || a.VerifiedAt.IsZero() || a.Challenge != nil {
 		t.Fatalf("operator's attestation = %+v\njoiner:\n%s", a, out.String())
 	}
-	claim, _ := tpmClaim(t, r.a)
+	claim, _ := stratumtest.TPMClaim(t, r.a)
 	if sum := sha256.Sum256(claim.EKCert); a.EKCertSHA256 != hex.EncodeToString(sum[:]) {
 		t.Errorf("ekCertSha256 %s is not the hash of the TPM's EK certificate", a.EKCertSHA256)
 	}
@@ -152,39 +118,39 @@ func testJoinerProvesItsTPM(t *testing.T, r *attestRack) {
 func testAttestationAttacks(t *testing.T, r *attestRack) {
 	f := r.f
 	kindsBefore := auditKinds(t, f)
-	claimA, wireA := tpmClaim(t, r.a)
-	_, wireB := tpmClaim(t, r.b)
+	claimA, wireA := stratumtest.TPMClaim(t, r.a)
+	_, wireB := stratumtest.TPMClaim(t, r.b)
 
 	// Machine A registers and proves its TPM.
 	keyA := stratumtest.NewJoinerKey(t)
 	joinerA, vA := registerWithClaim(t, f, keyA, wireA)
-	proofA := answerWith(t, r.a, claimA, vA.Attestation.Challenge, keyA.Pin)
+	proofA := stratumtest.AnswerChallenge(t, r.a, claimA, vA.Attestation.Challenge, keyA.Pin)
 
 	// Another key's proof for A's registration: 404, and nothing moves.
 	intruder := f.Joiner(t, nil)
-	if status, code, _ := prove(t, intruder, vA.JoinID, proofA); status != 404 || code != "NOT_FOUND" {
+	if status, code, _ := intruder.Attest(t, vA.JoinID, proofA); status != 404 || code != "NOT_FOUND" {
 		t.Fatalf("another key's proof: %d %s, want 404", status, code)
 	}
-	if status, _, v := prove(t, joinerA, vA.JoinID, proofA); status != 200 || v.Attestation.State != wire.AttestationVerified {
+	if status, _, v := joinerA.Attest(t, vA.JoinID, proofA); status != 200 || v.Attestation.State != wire.AttestationVerified {
 		t.Fatalf("A's own proof: %d %+v", status, v.Attestation)
 	}
 
 	// A replayed quote: to the same registration (the nonce is spent) ...
-	if status, code, _ := prove(t, joinerA, vA.JoinID, proofA); status != 409 || code != "CONFLICT" {
+	if status, code, _ := joinerA.Attest(t, vA.JoinID, proofA); status != 409 || code != "CONFLICT" {
 		t.Fatalf("the same proof again: %d %s, want 409", status, code)
 	}
 	// ... and to a new registration claiming A's public TPM claim.
 	keyR := stratumtest.NewJoinerKey(t)
 	replayer, vR := registerWithClaim(t, f, keyR, wireA)
-	if status, _, v := prove(t, replayer, vR.JoinID, proofA); status != 200 || v.Attestation.State != wire.AttestationFailed || v.State != wire.StatePending {
+	if status, _, v := replayer.Attest(t, vR.JoinID, proofA); status != 200 || v.Attestation.State != wire.AttestationFailed || v.State != wire.StatePending {
 		t.Fatalf("a replayed proof: %d %+v (state %s), want failed and pending", status, v.Attestation, v.State)
 	}
 
 	// A quote of A's real TPM bound to another key (a relayed challenge).
 	keyQ := stratumtest.NewJoinerKey(t)
 	relayer, vQ := registerWithClaim(t, f, keyQ, wireA)
-	relayed := answerWith(t, r.a, claimA, vQ.Attestation.Challenge, keyA.Pin)
-	if _, _, v := prove(t, relayer, vQ.JoinID, relayed); v.Attestation.State != wire.AttestationFailed || !strings.Contains(v.Attestation.Reason, "another registration key") {
+	relayed := stratumtest.AnswerChallenge(t, r.a, claimA, vQ.Attestation.Challenge, keyA.Pin)
+	if _, _, v := relayer.Attest(t, vQ.JoinID, relayed); v.Attestation.State != wire.AttestationFailed || !strings.Contains(v.Attestation.Reason, "another registration key") {
 		t.Fatalf("a quote bound to another key: %+v", v.Attestation)
 	}
 
@@ -219,9 +185,9 @@ func testAttestationAttacks(t *testing.T, r *attestRack) {
 		vS.Attestation.Challenge.CredentialBlob, vS.Attestation.Challenge.EncryptedSecret, nil); err == nil {
 		t.Fatal("TPM A answered a challenge sealed to B's EK")
 	}
-	own := answerWith(t, r.a, claimA, freshChallenge(t, f, wireA).Attestation.Challenge, keyS.Pin)
+	own := stratumtest.AnswerChallenge(t, r.a, claimA, freshChallenge(t, f, wireA).Attestation.Challenge, keyS.Pin)
 	guess := wire.AttestationProof{Secret: bytes.Repeat([]byte{0x5a}, attest.SecretSize), Quote: own.Quote, Signature: own.Signature}
-	_, _, v := prove(t, thief, vS.JoinID, guess)
+	_, _, v := thief.Attest(t, vS.JoinID, guess)
 	if v.Attestation.State != wire.AttestationFailed || v.State != wire.StatePending {
 		t.Fatalf("another machine's EK certificate: %+v (state %s), want failed, not approved", v.Attestation, v.State)
 	}
