@@ -46,11 +46,11 @@ func attestationClaim(t transport.TPM) (c Claim, err error) {
 	if err != nil {
 		return Claim{}, err
 	}
-	ek, err := createPrimary(t, tpm2.TPMRHEndorsement, template)
+	ek, err := endorsementKey(t, template)
 	if err != nil {
-		return Claim{}, fmt.Errorf("create the TPM endorsement key: %w", err)
+		return Claim{}, err
 	}
-	defer deferFlush(t, ek.handle, &err)
+	defer ek.release(t, &err)
 	ak, err := createPrimary(t, tpm2.TPMRHEndorsement, akTemplate)
 	if err != nil {
 		return Claim{}, fmt.Errorf("create the TPM attestation key: %w", err)
@@ -80,11 +80,11 @@ func answer(t transport.TPM, claim Claim, credentialBlob, encryptedSecret, quali
 	if ekPub.Type == tpm2.TPMAlgRSA {
 		template = tpm2.RSAEKTemplate
 	}
-	ek, err := createPrimary(t, tpm2.TPMRHEndorsement, template)
+	ek, err := endorsementKey(t, template)
 	if err != nil {
-		return Proof{}, fmt.Errorf("create the TPM endorsement key: %w", err)
+		return Proof{}, err
 	}
-	defer deferFlush(t, ek.handle, &err)
+	defer ek.release(t, &err)
 	ak, err := createPrimary(t, tpm2.TPMRHEndorsement, akTemplate)
 	if err != nil {
 		return Proof{}, fmt.Errorf("create the TPM attestation key: %w", err)

@@ -1,6 +1,7 @@
 package tpm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -85,11 +86,56 @@ func readNV(t transport.TPM, index tpm2.TPMHandle) (data []byte, found bool, err
 	return out, true, nil
 }
 
-// loadedKey is a transient key the caller flushes.
+// loadedKey is a key the caller releases: a transient one is flushed, a
+// persistent one stays.
 type loadedKey struct {
-	handle tpm2.TPMHandle
-	name   tpm2.TPM2BName
-	public tpm2.TPM2BPublic
+	handle     tpm2.TPMHandle
+	name       tpm2.TPM2BName
+	public     tpm2.TPM2BPublic
+	persistent bool
+}
+
+// release flushes a transient key, folding a failure into *err.
+func (k *loadedKey) release(t transport.TPM, err *error) {
+	if !k.persistent {
+		deferFlush(t, k.handle, err)
+	}
+}
+
+// Persistent EK handles of the TCG provisioning guidance: a TPM
+// provisioned with its EK keeps it there, and deriving an RSA EK again
+// takes a real TPM seconds.
+const (
+	persistentRSAEK tpm2.TPMHandle = 0x81010001
+	persistentECCEK tpm2.TPMHandle = 0x81010002
+)
+
+// endorsementKey is the EK of template: the persistent one when the TPM
+// keeps an EK made from that template (the same key the template derives,
+// under the same policy), else derived again as a transient primary key.
+func endorsementKey(t transport.TPM, template tpm2.TPMTPublic) (*loadedKey, error) {
+	h := persistentRSAEK
+	if template.Type == tpm2.TPMAlgECC {
+		h = persistentECCEK
+	}
+	if rsp, err := (tpm2.ReadPublic{ObjectHandle: h}).Execute(t); err == nil {
+		if pub, err := rsp.OutPublic.Contents(); err == nil && madeFrom(pub, template) {
+			return &loadedKey{handle: h, name: rsp.Name, public: rsp.OutPublic, persistent: true}, nil
+		}
+	}
+	k, err := createPrimary(t, tpm2.TPMRHEndorsement, template)
+	if err != nil {
+		return nil, fmt.Errorf("create the TPM endorsement key: %w", err)
+	}
+	return k, nil
+}
+
+// madeFrom reports whether pub is template but for the unique (public
+// key) field.
+func madeFrom(pub *tpm2.TPMTPublic, template tpm2.TPMTPublic) bool {
+	p := *pub
+	p.Unique = template.Unique
+	return bytes.Equal(tpm2.Marshal(p), tpm2.Marshal(template))
 }
 
 // createPrimary derives a primary key: the same template under the same
