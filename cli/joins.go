@@ -85,6 +85,11 @@ func writeRegistration(w io.Writer, r wire.OperatorView) error {
 	row("mgmt IP", r.MgmtIP)
 	row("release", r.Release)
 	row("key", r.KeyFingerprint)
+	if a := r.Attestation; a != nil {
+		row("TPM", attestationLine(a))
+		row("TPM EK", a.EKSHA256)
+		row("TPM EK cert", a.EKCertSHA256)
+	}
 	if r.QueuePosition > 0 {
 		row("queue", fmt.Sprint(r.QueuePosition))
 	}
@@ -101,6 +106,18 @@ func writeRegistration(w io.Writer, r wire.OperatorView) error {
 	row("created", r.CreatedAt.Format(time.RFC3339))
 	row("updated", r.UpdatedAt.Format(time.RFC3339))
 	return tw.Flush()
+}
+
+// attestationLine says how the TPM attestation stands: "verified (EK
+// certificate chain verified)", "failed: <why>", "challenged".
+func attestationLine(a *wire.AttestationView) string {
+	switch {
+	case a.State == wire.AttestationFailed:
+		return "failed: " + a.Reason
+	case a.State == wire.AttestationVerified && a.EKChain != "":
+		return "verified (EK certificate chain " + a.EKChain + ")"
+	}
+	return a.State
 }
 
 // mgmtAddress is the address the node gets: the assigned one once

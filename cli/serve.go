@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"stratum/attest"
 	"stratum/bootprobe"
 	"stratum/buildinfo"
 	"stratum/founder"
@@ -51,6 +52,7 @@ func newServeCmd() *cobra.Command {
 	acceptRollback := fs.Bool("accept-audit-rollback", false, "start once although the store's audit chain ends below this founder's high-water mark (an older backup restored on purpose; audited)")
 	packages := fs.String("packages", "", "the founder host's packages to record, as an agent does: component=name1|name2,... or bare names")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of this founder to FILE, from start to exit")
+	ekCA := fs.StringSlice("ek-ca", nil, "PEM bundle of the TPM manufacturers' CAs a joiner's EK certificate must chain to, for zero-touch enrollment (repeatable; in a lab, swtpm's local CA: /var/lib/swtpm-localca/swtpm-localca-rootca-cert.pem and issuercert.pem)")
 	var bao openbao.Settings
 	fs.StringVar(&bao.Addr, "openbao-addr", "", "the cluster's OpenBao (https://HOST:8200); overrides the cluster file's openbao.addr")
 	fs.StringVar(&bao.CAFile, "openbao-ca-file", "", "PEM CA bundle of the OpenBao server; overrides openbao.caFile")
@@ -63,6 +65,12 @@ func newServeCmd() *cobra.Command {
 		specs, err := hostrecord.ParsePackages(*packages)
 		if err != nil {
 			return usagef("--packages: %w", err)
+		}
+		var ekPool *attest.Pool
+		if len(*ekCA) > 0 {
+			if ekPool, err = attest.LoadPool(*ekCA...); err != nil {
+				return usagef("--ek-ca: %w", err)
+			}
 		}
 		// The founder's idle heap is a few MiB: without a floor it would
 		// collect every few dozen registrations.
@@ -78,7 +86,7 @@ func newServeCmd() *cobra.Command {
 			Data: founder.DataDir(*data), Keys: ks, Store: *dsn, Dev: *dev, ConfigFile: *config,
 			APIAddr: *apiAddr, JoinAddr: *joinAddr, JoinAdvertise: *advertise,
 			ReleaseConcurrency: *concurrency, ReleaseCacheBytes: cacheBytes(cache), ReleaseUploadBytes: int64(upload), ReleaseSource: *source, DeliveryTimeout: *timeout,
-			OpenBao: bao, Packages: specs,
+			OpenBao: bao, Packages: specs, EKPool: ekPool,
 			ProbeStartupz: *probe, ProbeInterval: *probeInterval, AgentPort: *agentPort, AllowPublicConnect: *allowPublic,
 			AcceptAuditRollback: *acceptRollback, Build: buildinfo.Current(), Log: newLogger(*logLevel, *logFormat), Out: cmd.OutOrStdout(), JSONBanner: *logFormat == "json",
 		})

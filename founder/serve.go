@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"stratum/attest"
 	"stratum/bootprobe"
 	"stratum/buildinfo"
 	"stratum/cluster"
@@ -55,6 +56,9 @@ type Options struct {
 	ReleaseUploadBytes int64
 	ReleaseSource      string
 	DeliveryTimeout    time.Duration
+	// EKPool is the TPM manufacturer CA pool (--ek-ca) joiners' EK
+	// certificates are checked against; nil: none.
+	EKPool *attest.Pool
 	// ProbeStartupz turns the boot-health prober on (SPEC 11): every
 	// ProbeInterval each member's agent is asked at mgmtIp:AgentPort.
 	ProbeStartupz bool

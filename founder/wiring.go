@@ -60,6 +60,7 @@ func (f *Founder) services(ctx context.Context) error {
 		Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
 		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log, Boot: f.bootHealth(),
 		Dev: f.opts.Dev, FounderAddrs: hostAddrs(), OpenBao: f.joinOpenBao(), ControlPlane: &cp,
+		EKPool: f.opts.EKPool,
 	})
 	return err
 }

@@ -60,6 +60,23 @@ func (a *API) reportProgress(w http.ResponseWriter, r *http.Request, c *call) er
 	return nil
 }
 
+func (a *API) answerAttestation(w http.ResponseWriter, r *http.Request, c *call) error {
+	body, err := readBody(r, DefaultBodyLimit)
+	if err != nil {
+		return err
+	}
+	proof, err := join.DecodeAttestationProof(body)
+	if err != nil {
+		return err
+	}
+	view, err := a.Joiners.Attest(c.pin, c.params.ByName("joinId"), proof)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view)
+	return nil
+}
+
 // serveReleaseFile answers GET and HEAD for a file of the release offered
 // to the registration.
 func (a *API) serveReleaseFile(w http.ResponseWriter, r *http.Request, c *call) error {

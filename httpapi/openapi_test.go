@@ -174,6 +174,7 @@ var extraErrors = map[string][]string{
 	"DELETE /v1/admin/join/tokens/:tokenId":             {"409"},
 	"POST /v1/join/registrations":                       {"409"},
 	"POST /v1/join/registrations/:joinId/progress":      {"409"},
+	"POST /v1/join/registrations/:joinId/attestation":   {"409"},
 	"POST /v1/admin/join/registrations/:joinId/approve": {"409"},
 	"POST /v1/admin/join/registrations/:joinId/reject":  {"409"},
 	"POST /v1/admin/join/registrations/:joinId/cancel":  {"409"},

@@ -110,6 +110,8 @@ func (a *API) joinRoutes() []Route {
 			Summary: "The joiner's view, long-polled with wait (seconds, at most 60) and state (the state last seen).", handler: a.pollRegistration},
 		{Method: "POST", Path: "/v1/join/registrations/:joinId/progress", Auth: authJoinerKey,
 			Summary: "Report delivery progress: installing, done or failed.", handler: a.reportProgress},
+		{Method: "POST", Path: "/v1/join/registrations/:joinId/attestation", Auth: authJoinerKey,
+			Summary: "Answer the TPM attestation challenge (the recovered secret, the AK's quote and signature): once; verified or failed.", handler: a.answerAttestation},
 		{Method: "GET", Path: "/v1/join/registrations/:joinId/release/*path", Auth: authJoinerKey,
 			Summary: "A file of the offered release, while needs-upgrade; ranges, ETag, hash-verified.", handler: a.serveReleaseFile},
 		{Method: "HEAD", Path: "/v1/join/registrations/:joinId/release/*path", Auth: authJoinerKey,

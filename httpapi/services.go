@@ -78,6 +78,7 @@ type JoinAdmin interface {
 type Joiners interface {
 	Register(keyPin string, req wire.RegisterRequest) (view wire.JoinerView, created bool, err error)
 	Progress(keyPin, joinID string, req wire.ProgressRequest) (wire.JoinerView, error)
+	Attest(keyPin, joinID string, proof wire.AttestationProof) (wire.JoinerView, error)
 	OfferedRelease(keyPin, joinID string) (string, error)
 	Park(keyPin, joinID, lastState string, wait time.Duration, ready <-chan struct{}, answer func(wire.JoinerView, error)) (first wire.JoinerView, end func(), err error)
 	Wait(ctx context.Context, keyPin, joinID, lastState string, wait time.Duration) (wire.JoinerView, error)

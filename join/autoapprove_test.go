@@ -30,7 +30,7 @@ func (e *env) auditOf(kind, subject string) *wire.AuditEvent {
 func (e *env) registerTPM(key, role string) wire.JoinerView {
 	e.t.Helper()
 	v, _, err := e.svc.Register(keyPin(key), wire.RegisterRequest{Token: e.token(role, 1), Release: clusterRelease,
-		Hostname: "lab-" + key, MgmtIP: "192.0.2.99", Attestation: &wire.AttestationClaim{EKPublic: []byte{1}, AKPublic: []byte{2}}})
+		Hostname: "lab-" + key, MgmtIP: "192.0.2.99", Attestation: fixtureClaim(e.t)})
 	if err != nil || v.State != wire.StatePending {
 		e.t.Fatalf("register %s: %+v %v", key, v, err)
 	}

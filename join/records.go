@@ -60,6 +60,8 @@ type record struct {
 	Generation   uint64    `json:"generation,omitempty"` // admitted at
 	DeliveredAt  time.Time `json:"deliveredAt,omitzero"`
 	DoneAt       time.Time `json:"doneAt,omitzero"`
+	// Attestation is present when the joiner claimed a TPM.
+	Attestation *attestation `json:"attestation,omitempty"`
 }
 
 // queueKey orders the queue bucket numerically under bbolt's byte order.

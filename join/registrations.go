@@ -3,10 +3,12 @@ package join
 import (
 	"bytes"
 	"encoding/json"
-	"stratum/store"
-	"stratum/wire"
+	"maps"
 
 	"stratum/apierr"
+	"stratum/attest"
+	"stratum/store"
+	"stratum/wire"
 )
 
 // Register records a joiner's registration under its key pin (SPEC 4.2).
@@ -19,8 +21,21 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 	if err := registerProblems(req).Err("the registration has problems"); err != nil {
 		return wire.JoinerView{}, false, err
 	}
+	var ev attest.Evidence
+	if req.Attestation != nil {
+		if ev, err = s.checkClaim(req.Attestation); err != nil {
+			return wire.JoinerView{}, false, err
+		}
+	}
 	if err := s.precheck(keyPin, req); err != nil {
 		return wire.JoinerView{}, false, err
+	}
+	// The challenge is made once, outside the batch that may run again.
+	var tpmClaim *claimed
+	if req.Attestation != nil {
+		if tpmClaim, err = s.challenge(*req.Attestation, ev); err != nil {
+			return wire.JoinerView{}, false, err
+		}
 	}
 	actor := keyActor(keyPin)
 	// refused is a refusal found in the batch before anything was
@@ -71,6 +86,11 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 		r := record{Seq: seq, JoinID: joinID, KeyPin: keyPin, State: state, Role: tok.Role, Release: req.Release,
 			SelfUpgrade: req.SelfUpgrade, Hostname: req.Hostname, MgmtIP: normalIPOrEmpty(req.MgmtIP), MachineID: req.MachineID,
 			Facts: compactFacts(req.Facts), TokenID: tok.ID, CreatedAt: t.now, Upgrade: upgrade, TPMClaim: req.Attestation != nil}
+		audit := map[string]string{"state": state, "role": r.Role, "release": r.Release, "hostname": r.Hostname, "tokenId": tok.ID}
+		if tpmClaim != nil {
+			r.Attestation = tpmClaim.record()
+			maps.Copy(audit, r.Attestation.evidence())
+		}
 		if err := t.putRecord(&r); err != nil {
 			return err
 		}
@@ -80,7 +100,7 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 		if err := t.useToken(tok, joinID, actor); err != nil {
 			return err
 		}
-		if err := t.Audit("join.registered", actor, joinID, map[string]string{"state": state, "role": r.Role, "release": r.Release, "hostname": r.Hostname, "tokenId": tok.ID}); err != nil {
+		if err := t.Audit("join.registered", actor, joinID, audit); err != nil {
 			return err
 		}
 		// A joiner with a TPM is matched once it proves it; one without

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"stratum/apierr"
+	"stratum/attest"
 	"stratum/cluster"
 	"stratum/store"
 	"stratum/wire"
@@ -59,6 +60,9 @@ type Config struct {
 	// OpenBao mints control-plane nodes' tokens (SPEC 19); nil when the
 	// founder has none configured.
 	OpenBao OpenBao
+	// EKPool is the manufacturer CA pool (--ek-ca) EK certificates are
+	// checked against; nil when none is configured.
+	EKPool *attest.Pool
 }
 
 // BootHealth answers a member's last probed boot health.

@@ -39,6 +39,7 @@ func registration(r record, pos int) wire.Registration {
 	if r.State == wire.StateNeedsUpgrade {
 		reg.Upgrade = r.Upgrade
 	}
+	reg.Attestation = r.Attestation.view(false)
 	return reg
 }
 
@@ -48,6 +49,7 @@ func joinerView(tx *store.Tx, r record, boot BootHealth) (wire.JoinerView, error
 		return wire.JoinerView{}, err
 	}
 	v := wire.JoinerView{Registration: registration(r, pos)}
+	v.Attestation = r.Attestation.view(true) // the challenge is the joiner's alone
 	if inTurn(r.State) {
 		d, err := loadDelivery(tx, r.JoinID)
 		if err != nil {

@@ -103,7 +103,7 @@ func TestJoinWithTPM(t *testing.T) {
 	}
 	// The registration carried what SPEC 4.2 lists.
 	reg := f.Registers[0]
-	for _, k := range []string{"token", "release", "selfUpgrade", "hostname", "mgmtIp", "machineId", "facts"} {
+	for _, k := range []string{"token", "release", "selfUpgrade", "hostname", "mgmtIp", "machineId", "facts", "attestation"} {
 		if _, ok := reg[k]; !ok {
 			t.Errorf("registration lacks %s: %v", k, reg)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"stratum/apiclient"
 	"stratum/release"
+	"stratum/tpm"
 	"stratum/wire"
 )
 
@@ -25,6 +26,9 @@ type joiner struct {
 	keys    *release.Keyring  // nil without --self-upgrade
 	release string            // what this machine runs now
 	st      savedState
+
+	claim    *tpm.Claim      // the TPM attestation claim, once made
+	answered map[string]bool // attestation challenges answered (hex nonce)
 
 	lastLine string // last line printed, to print each change once
 }
@@ -94,13 +98,14 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.mirrorHTTP = mirrorClient()
 	}
 	j := &joiner{
-		cfg:     cfg,
-		log:     log,
-		id:      id,
-		api:     newAPI(cfg.founders(), &http.Client{Transport: tr}, apiclient.Backoff{Base: cfg.backoffBase, Max: cfg.backoffMax}, log),
-		bo:      apiclient.Backoff{Base: cfg.backoffBase, Max: cfg.backoffMax},
-		keys:    keys,
-		release: rel,
+		cfg:      cfg,
+		log:      log,
+		id:       id,
+		api:      newAPI(cfg.founders(), &http.Client{Transport: tr}, apiclient.Backoff{Base: cfg.backoffBase, Max: cfg.backoffMax}, log),
+		bo:       apiclient.Backoff{Base: cfg.backoffBase, Max: cfg.backoffMax},
+		keys:     keys,
+		release:  rel,
+		answered: map[string]bool{},
 	}
 	if rel == "" {
 		return j.releaseUnknown(ctx)
@@ -131,6 +136,9 @@ func (j *joiner) run(ctx context.Context) error {
 		}
 	}
 	for {
+		if v, err = j.answerChallenge(ctx, v); err != nil {
+			return err
+		}
 		if err := j.observe(v); err != nil {
 			return err
 		}
@@ -207,6 +215,10 @@ func (j *joiner) register(ctx context.Context) (*view, error) {
 		MgmtIP:      j.cfg.MgmtIP,
 		MachineID:   machineID(j.cfg.Root, j.id.Fingerprint),
 		Facts:       facts,
+	}
+	if j.st.JoinID == "" {
+		// Only a new registration: an open one keeps the claim it made.
+		req.Attestation = j.tpmClaim()
 	}
 	var v view
 	status, err := j.call(ctx, "registering with the founder "+j.cfg.Founder, http.MethodPost, "/v1/join/registrations", req, &v, time.Minute)

@@ -23,6 +23,13 @@ import (
 // and skips the test when swtpm is not installed.
 func StartSwtpm(t testing.TB) (socketPath string) {
 	t.Helper()
+	return startSwtpm(t, nil)
+}
+
+// startSwtpm starts swtpm on a fresh state directory that manufacture,
+// when not nil, fills first (as swtpm_setup does).
+func startSwtpm(t testing.TB, manufacture func(state string)) (socketPath string) {
+	t.Helper()
 	bin, err := exec.LookPath("swtpm")
 	if err != nil {
 		t.Skip("swtpm not installed (apt-get install swtpm swtpm-tools)")
@@ -37,6 +44,9 @@ func StartSwtpm(t testing.TB) (socketPath string) {
 	state := filepath.Join(dir, "state")
 	if err := os.Mkdir(state, 0o700); err != nil {
 		t.Fatal(err)
+	}
+	if manufacture != nil {
+		manufacture(state)
 	}
 	sock := filepath.Join(dir, "tpm.sock")
 	pidFile := filepath.Join(dir, "swtpm.pid")
