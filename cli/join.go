@@ -37,7 +37,7 @@ exit codes: 0 joined, 1 error (fix it and run again: it resumes),
 	fs.StringVar(&cfg.ReleaseKeys, "release-keys", joiner.DefaultReleaseKeys, "directory of trusted release public keys (*.pub)")
 	fs.StringVar(&cfg.StateDir, "state-dir", joiner.DefaultStateDir, "identity key, registration state and downloads")
 	fs.StringVar(&cfg.Root, "root", joiner.DefaultRoot, "root of the node's file system: the delivery goes to ROOT/etc/stratum")
-	fs.StringVar(&cfg.TPMPath, "tpm", tpm.DefaultPath, "TPM character device or swtpm unix socket the unseal key is sealed to")
+	fs.StringVar(&cfg.TPMPath, "tpm", tpm.DefaultPath, "TPM character device or swtpm unix socket: it proves this machine to the founder (TPM attestation) and the unseal key is sealed to it")
 	pcrFlag := fs.String("pcrs", "7", "comma-separated SHA-256 PCRs the unseal key is bound to")
 	fs.BoolVar(&cfg.InsecureStoreUnsealKey, "insecure-store-unseal-key", false, "without a TPM, store the OpenBao unseal key in plaintext (mode 0600) instead of failing")
 	fs.BoolVar(&cfg.InstallAgent, "install-agent", false, "install and enable the node agent's systemd unit under --root once joined (stratum agent)")

@@ -87,6 +87,13 @@
 //   - Unseal key: sealed first, before the other files ("immediately on
 //     receipt"). --insecure-store-unseal-key only covers a machine with no
 //     TPM (tpm.ErrNoTPM); a TPM that is present but fails is an error.
+//   - TPM attestation: a new registration carries the claim of the TPM at
+//     --tpm (its EK certificate, EK and an attestation key, all derived
+//     again when needed, nothing stored); the challenge in the view is
+//     answered once per run (a lost answer's 409 reads the view again).
+//     No TPM, or a TPM that fails to claim or answer, is said and the join
+//     waits for a person: the claim only ever adds trust, so its absence
+//     is not an error (unlike the unseal key's sealing).
 //   - Registration facts: machineId from <root>/etc/machine-id, else
 //     derived from the key fingerprint (stable, unique); mgmtIp defaults to
 //     the source address of the route to the founder; facts carry arch,

@@ -73,6 +73,14 @@ type Founder struct {
 
 	// Scripted behaviour, called with Mu held.
 	OnEvent func(r *Reg, event string)
+	// OnClaim, when set, judges a new registration's TPM claim: it
+	// returns the attestation the joiner is shown (its challenge).
+	OnClaim func(claim wire.AttestationClaim) *wire.AttestationView
+	// OnProof, when set, judges a proof posted to a challenged
+	// registration; the attestation becomes what it returns.
+	OnProof func(r *Reg, proof wire.AttestationProof) *wire.AttestationView
+	// Proofs are the attestation proofs posted, in order.
+	Proofs []wire.AttestationProof
 
 	// Fault injection on the release endpoint, keyed by release path.
 	BusyOnce map[string]bool
@@ -108,6 +116,9 @@ type Reg struct {
 	Served                                   []string // states answered to GET, in order
 	Upgrade                                  map[string]any
 	Delivery                                 map[string]any
+	// Attestation is the registration's TPM attestation as the joiner
+	// sees it; set by OnClaim.
+	Attestation *wire.AttestationView
 }
 
 // ReleaseReq is one request of a release file.
@@ -155,6 +166,7 @@ func New(t testing.TB, o Options) *Founder {
 	mux.HandleFunc("POST /v1/join/registrations", f.register)
 	mux.HandleFunc("GET /v1/join/registrations/{id}", f.get)
 	mux.HandleFunc("POST /v1/join/registrations/{id}/progress", f.progressHandler)
+	mux.HandleFunc("POST /v1/join/registrations/{id}/attestation", f.attestationHandler)
 	mux.HandleFunc("GET /v1/join/registrations/{id}/release/{path...}", f.releaseFile)
 	mux.HandleFunc("PUT /v1/cluster/nodes/{id}/release", f.node(f.record))
 	mux.HandleFunc("GET /v1/cluster/members", f.node(f.members))
@@ -200,6 +212,9 @@ func (r *Reg) viewOf() map[string]any {
 	}
 	if r.State == wire.StateDelivering || r.State == wire.StateInstalling {
 		v["delivery"] = r.Delivery
+	}
+	if r.Attestation != nil {
+		v["attestation"] = r.Attestation
 	}
 	return v
 }
@@ -277,11 +292,43 @@ func (f *Founder) register(w http.ResponseWriter, req *http.Request) {
 	}
 	f.seq++
 	r := &Reg{ID: fmt.Sprintf("j-test%04d", f.seq), KeyPin: pin, State: state, Role: "control-plane", Release: rel, Upgrade: up}
+	if claim, ok := body["attestation"]; ok && f.OnClaim != nil {
+		var c wire.AttestationClaim
+		raw, _ := json.Marshal(claim)
+		if err := json.Unmarshal(raw, &c); err != nil {
+			writeErr(w, 400, "INVALID_INPUT", "attestation: malformed")
+			return
+		}
+		r.Attestation = f.OnClaim(c)
+	}
 	f.Regs[r.ID] = r
 	f.byKey[pin] = r.ID
 	w.Header().Set("Location", "/v1/join/registrations/"+r.ID)
 	writeJSON(w, 201, r.viewOf())
 	f.event(r, "registered")
+}
+
+// attestationHandler takes a proof once, as the real founder does: a
+// registration without an open challenge is 409.
+func (f *Founder) attestationHandler(w http.ResponseWriter, req *http.Request) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	r := f.lookup(w, req)
+	if r == nil {
+		return
+	}
+	var p wire.AttestationProof
+	if err := json.NewDecoder(req.Body).Decode(&p); err != nil {
+		writeErr(w, 400, "INVALID_INPUT", "malformed JSON")
+		return
+	}
+	f.Proofs = append(f.Proofs, p)
+	if r.Attestation == nil || r.Attestation.State != wire.AttestationChallenged || f.OnProof == nil {
+		writeErr(w, 409, "CONFLICT", "no attestation challenge is open")
+		return
+	}
+	r.Attestation = f.OnProof(r, p)
+	writeJSON(w, 200, r.viewOf())
 }
 
 // TokenMessage is the real founder's JOIN_TOKEN_INVALID message
