@@ -172,10 +172,19 @@ func (s *Service) reregister(t *txn, r *record, req wire.RegisterRequest, actor 
 	if err := t.Audit("join.reregistered", actor, r.JoinID, map[string]string{"state": r.State, "from": from, "release": r.Release}); err != nil {
 		return err
 	}
-	if r.State != wire.StatePending || r.TPMClaim {
+	if r.State != wire.StatePending {
 		return nil
 	}
-	if _, err := t.autoApprove(r, nil); err != nil {
+	// A TPM joiner is matched by its proof alone, also after it upgraded
+	// itself and registered again without a claim.
+	var ev *wire.AttestationView
+	switch {
+	case r.Attestation != nil && r.Attestation.State == wire.AttestationVerified:
+		ev = r.Attestation.view(false)
+	case r.TPMClaim:
+		return nil
+	}
+	if _, err := t.autoApprove(r, ev); err != nil {
 		return err
 	}
 	reread, err := t.mustRecord(r.JoinID)
