@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -124,7 +125,11 @@ given.`,
 		if err != nil {
 			return err
 		}
-		creds.Sessions[c.base] = session{Token: ans.Token, Email: *email, ExpiresAt: ans.ExpiresAt}
+		caFile, err := filepath.Abs(admin.caFile)
+		if err != nil {
+			return err
+		}
+		creds.Sessions[c.base] = session{Token: ans.Token, Email: *email, ExpiresAt: ans.ExpiresAt, CAFile: caFile}
 		path, err := creds.save()
 		if err != nil {
 			return err

@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -400,6 +402,45 @@ func TestCLILogin(t *testing.T) {
 	}
 }
 
+// TestCLILoginRemembersTheCA: stratum login run in the founder's
+// directory with a relative --ca-file keeps that file's absolute path
+// with the session, so the next command, run from another directory
+// with no --ca-file, trusts it; a --ca-file given then still wins.
+func TestCLILoginRemembersTheCA(t *testing.T) {
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true})
+	email, password := f.Credentials(t)
+	env := append(stratumtest.Env(), "STRATUM_API=https://"+f.API, "XDG_CONFIG_HOME="+t.TempDir())
+	run := func(dir, stdin string, args ...string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(stratumtest.Binary(t), args...)
+		cmd.Dir, cmd.Env, cmd.Stdin = dir, env, strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	if code, out := run(f.Dir, password+"\n", "login", "--ca-file", "ca.pem", "--email", email, "--password-stdin"); code != 0 {
+		t.Fatalf("login: exit %d\n%s", code, out)
+	}
+	elsewhere := t.TempDir()
+	if code, out := run(elsewhere, "", "token", "list"); code != 0 {
+		t.Fatalf("token list from another directory after login --ca-file ca.pem: exit %d\n%s", code, out)
+	}
+	other := filepath.Join(elsewhere, "other-ca.pem")
+	ca, err := crypto.NewCA("cl-othercaa", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run(elsewhere, "", "token", "list", "--ca-file", other); code == 0 {
+		t.Fatalf("a --ca-file naming another CA was not used: exit 0\n%s", out)
+	}
+}
+
 // TestCLIFounderNotAnswering: an admin command against an address where
 // no founder listens (one stopped, or a mistyped --api) says so and names
 // the address and where it came from, with exit 1, instead of only Go's
@@ -438,6 +479,11 @@ func TestCLIReleasePush(t *testing.T) {
 	cliLogin(t, f, env)
 	tree := stratumtest.SignedReleaseTree(t, "0.2.0", []string{"0.1.0"}, 8<<20)
 
+	// A founder that trusts no key yet says how to trust one.
+	if r := stratumEnv(t, env, "release", "push", tree.Dir); r.code == 0 || !strings.Contains(r.stderr, "stratum release trust-key") {
+		t.Fatalf("a push before any key is trusted: exit %d, and the error does not name stratum release trust-key: %s", r.code, r.stderr)
+	}
+
 	// Untrusted: the founder holds another signer's key only.
 	stratumtest.SignedReleaseTree(t, "0.2.0", nil, 10).TrustOn(t, f)
 	if r := stratumEnv(t, env, "release", "push", tree.Dir); r.code == 0 || !strings.Contains(r.stderr, "signature") {
@@ -470,8 +516,9 @@ func TestCLIReleasePush(t *testing.T) {
 	if err != nil || !bytes.Equal(kept, good) {
 		t.Fatalf("the founder kept other bytes: %v", err)
 	}
-	if r := stratumEnv(t, env, "release", "list"); r.code != 0 || !strings.Contains(r.stdout, "0.2.0") {
-		t.Fatalf("release list: exit %d %s", r.code, r.stdout)
+	// Sizes read as sizes: the 8 MiB blob and the 3 MiB sysext are 11.0 MiB.
+	if r := stratumEnv(t, env, "release", "list"); r.code != 0 || !regexp.MustCompile(`(?m)^0\.2\.0\s+\d+\s+11\.0 MiB\s`).MatchString(r.stdout) {
+		t.Fatalf("release list does not show 0.2.0 with its size as 11.0 MiB: exit %d %s", r.code, r.stdout)
 	}
 	// The same content again is fine; --data on a running founder says
 	// how to do it through the API.

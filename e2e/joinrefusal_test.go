@@ -61,6 +61,23 @@ func TestJoinRefusalsHintOnce(t *testing.T) {
 			}
 		})
 	}
+	// A wrong pin: the refusal says the pins differ and where the right
+	// one is printed, and never prints the pin of the CA that answered
+	// (pasted as --ca-pin, it would trust whoever answered first).
+	wrongPin := "sha256:" + strings.Repeat("ab", 32)
+	r := join(tok.Token, "--release", "0.1.0", "--ca-pin", wrongPin)
+	if r.code != 1 || !strings.Contains(r.stderr, "another pin") || !strings.Contains(r.stderr, wrongPin) {
+		t.Errorf("a wrong --ca-pin: exit %d, want 1 and a refusal naming the pin given:\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, strings.TrimPrefix(pin, "sha256:")) {
+		t.Errorf("a wrong --ca-pin prints the presented CA's pin:\n%s%s", r.stdout, r.stderr)
+	}
+	for _, where := range []string{"stratum serve", "stratum token create"} {
+		if !strings.Contains(r.stderr, where) {
+			t.Errorf("a wrong --ca-pin does not say the right pin is printed by %s:\n%s", where, r.stderr)
+		}
+	}
+
 	// Nothing above spent the token: the printed command still joins as
 	// far as registering (a --dev founder's names the release).
 	if !strings.HasSuffix(tok.JoinCommand, " --release 0.1.0") {

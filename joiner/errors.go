@@ -78,7 +78,8 @@ type PinError struct {
 }
 
 func (e *PinError) Error() string {
-	return fmt.Sprintf("refusing the founder: %s (--ca-pin %s); check the pin printed by `stratum serve` or in the token's joinCommand", e.Reason, e.Want)
+	return fmt.Sprintf("refusing the founder: %s (--ca-pin %s): either --ca-pin was mistyped or this is not your founder. "+
+		"Take the pin from the founder itself: the \"CA pin:\" line `stratum serve` prints, or the join line `stratum token create` prints; never from this connection", e.Reason, e.Want)
 }
 
 // DowngradeError is an offered upgrade this machine must not take (SPEC
