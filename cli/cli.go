@@ -106,7 +106,12 @@ func NewRoot() *cobra.Command {
 		},
 	}
 	root.SetVersionTemplate(fmt.Sprintf("stratum %s (commit %s)\n", b.Version, b.Commit))
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if hint := suggestFlags(c, err); hint != "" {
+			return usageError{fmt.Errorf("%w%s", err, hint)}
+		}
+		return usageError{err}
+	})
 	root.AddCommand(&cobra.Command{
 		Use:   "exit-codes",
 		Short: "what each exit code means",
@@ -141,12 +146,15 @@ func NewRoot() *cobra.Command {
 func conventions(c *cobra.Command, version string) {
 	// --version answers on every command, not only the root.
 	c.Version = version
+	// "Did you mean" within two edits (cobra's default, which it applies
+	// only on the paths it handles itself).
+	c.SuggestionsMinimumDistance = 2
 	c.Flags().VisitAll(func(f *pflag.Flag) { describeEnvTwin(c, f) })
 	if c.HasSubCommands() && c.RunE == nil && c.Run == nil {
 		c.Args = cobra.ArbitraryArgs
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+				return usagef("unknown command %q for %q%s", args[0], cmd.CommandPath(), suggestCommands(cmd, args[0]))
 			}
 			return usagef("%q needs a subcommand", cmd.CommandPath())
 		}

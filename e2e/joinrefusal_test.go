@@ -66,8 +66,8 @@ func TestJoinRefusalsHintOnce(t *testing.T) {
 	// (pasted as --ca-pin, it would trust whoever answered first).
 	wrongPin := "sha256:" + strings.Repeat("ab", 32)
 	r := join(tok.Token, "--release", "0.1.0", "--ca-pin", wrongPin)
-	if r.code != 1 || !strings.Contains(r.stderr, "another pin") || !strings.Contains(r.stderr, wrongPin) {
-		t.Errorf("a wrong --ca-pin: exit %d, want 1 and a refusal naming the pin given:\n%s", r.code, r.stderr)
+	if r.code != 4 || !strings.Contains(r.stderr, "another pin") || !strings.Contains(r.stderr, wrongPin) {
+		t.Errorf("a wrong --ca-pin: exit %d, want 4 (an untrusted founder) and a refusal naming the pin given:\n%s", r.code, r.stderr)
 	}
 	if strings.Contains(r.stdout+r.stderr, strings.TrimPrefix(pin, "sha256:")) {
 		t.Errorf("a wrong --ca-pin prints the presented CA's pin:\n%s%s", r.stdout, r.stderr)
