@@ -401,8 +401,8 @@ func TestBackupWhileServing(t *testing.T) {
 	}
 	// An existing file is kept unless --force (SPEC 18).
 	prev, _ := os.ReadFile(snap2)
-	if r := stratum(t, "backup", "--data", dirA, "--out", snap2); r.code == 0 || !strings.Contains(r.stderr, "--force") {
-		t.Fatalf("backup over an existing file = %d %q, want a refusal naming --force", r.code, r.stderr)
+	if r := stratum(t, "backup", "--data", dirA, "--out", snap2); r.code != 6 || !strings.Contains(r.stderr, "--force") {
+		t.Fatalf("backup over an existing file = %d %q, want 6 (refused: help exit-codes) and a refusal naming --force", r.code, r.stderr)
 	}
 	if after, _ := os.ReadFile(snap2); !bytes.Equal(prev, after) {
 		t.Fatal("a refused backup changed the existing file")

@@ -41,20 +41,21 @@ func TestJoinRefusalsHintOnce(t *testing.T) {
 		extra  []string
 		want   string // in stderr
 		advice string // said exactly once
+		code   int    // a refused token is 3, as a refused credential is for every command (help exit-codes)
 	}{
 		{name: "refused token", token: "sjt1.jt-aaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbb", extra: []string{"--release", "0.1.0"},
-			want: "JOIN_TOKEN_INVALID", advice: "ask the operator"},
+			want: "JOIN_TOKEN_INVALID", advice: "ask the operator", code: 3},
 		{name: "refused token, release unknown", token: "sjt1.jt-aaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbb",
-			want: "JOIN_TOKEN_INVALID", advice: "ask the operator"},
+			want: "JOIN_TOKEN_INVALID", advice: "ask the operator", code: 3},
 		{name: "release unknown", token: tok.Token,
-			want: "give it with --release, e.g. --release 0.1.0,", advice: "e.g. --release"},
+			want: "give it with --release, e.g. --release 0.1.0,", advice: "e.g. --release", code: 1},
 		{name: "newer release", token: tok.Token, extra: []string{"--release", "0.2.0"},
-			want: "RELEASE_MISMATCH", advice: "install it with the cluster's release"},
+			want: "RELEASE_MISMATCH", advice: "install it with the cluster's release", code: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := join(tc.token, tc.extra...)
-			if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
-				t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and %q", r.code, r.stderr, tc.want)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", r.code, r.stderr, tc.code, tc.want)
 			}
 			if n := strings.Count(r.stdout+r.stderr, tc.advice); n != 1 {
 				t.Errorf("%q printed %d times, want once:\n%s%s", tc.advice, n, r.stdout, r.stderr)
