@@ -443,6 +443,45 @@ func TestCLILoginRemembersTheCA(t *testing.T) {
 	}
 }
 
+// TestPasswordRemovesBootstrapCredentials: once the bootstrap admin
+// changes its password (stratum password), bootstrap-credentials.txt,
+// which holds the old one, is gone, and the sign-in hint the console
+// shows (GET /v1/auth/sign-in) no longer points to it; the new password
+// signs in, the old one does not.
+func TestPasswordRemovesBootstrapCredentials(t *testing.T) {
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true})
+	env := cliEnv(t, f)
+	cliLogin(t, f, env)
+	email, old := f.Credentials(t)
+	creds := filepath.Join(f.Dir, "bootstrap-credentials.txt")
+	hint := func() wire.SignInHint {
+		t.Helper()
+		var h wire.SignInHint
+		f.AdminClient().Must(t, "GET", "/v1/auth/sign-in", nil, http.StatusOK, &h)
+		return h
+	}
+	if !hint().BootstrapCredentials {
+		t.Fatal("a new dev founder's sign-in hint does not name bootstrap-credentials.txt")
+	}
+	const newPassword = "a-new-password-for-the-admin"
+	if r := stratumEnvIn(t, env, old+"\n"+newPassword+"\n", "password"); r.code != 0 {
+		t.Fatalf("stratum password: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(creds); !os.IsNotExist(err) {
+		raw, _ := os.ReadFile(creds)
+		t.Fatalf("%s is still there after the password changed (%v):\n%s", creds, err, raw)
+	}
+	if hint().BootstrapCredentials {
+		t.Error("the sign-in hint still names bootstrap-credentials.txt after the password changed")
+	}
+	if r := stratumEnvIn(t, env, old+"\n", "login", "--email", email, "--password-stdin"); r.code != 3 {
+		t.Errorf("the old password: exit %d (want 3)", r.code)
+	}
+	if r := stratumEnvIn(t, env, newPassword+"\n", "login", "--email", email, "--password-stdin"); r.code != 0 {
+		t.Errorf("the new password: exit %d %s", r.code, r.stderr)
+	}
+}
+
 // TestCLIFounderNotAnswering: an admin command against an address where
 // no founder listens (one stopped, or a mistyped --api) says so and names
 // the address and where it came from, with exit 1, instead of only Go's

@@ -280,7 +280,7 @@ func (f *Founder) run(ctx context.Context) error {
 		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease,
 		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db}, Audit: store.AuditReader{DB: f.db}, Health: storeHealth{f.db},
 		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
-		Releases: f.repo,
+		Releases: f.repo, BootstrapCredentials: f.hasBootstrapCredentials,
 	})
 	join := NewHTTPServer(corkOnClose(f.api.JoinHandler()), f.log)
 	join.ConnContext = withConn
