@@ -77,9 +77,7 @@ func (f *adminFlags) client() (*adminClient, error) {
 
 // anonymous is the client without a bearer token (login).
 func (f *adminFlags) anonymous() (*adminClient, error) {
-	if err := f.rememberedCA(); err != nil {
-		return nil, err
-	}
+	f.rememberedCA()
 	pem, err := os.ReadFile(f.caFile)
 	if err != nil {
 		return nil, fmt.Errorf("CA certificate: %w", err)
@@ -99,19 +97,15 @@ func (f *adminFlags) anonymous() (*adminClient, error) {
 // rememberedCA makes the CA file stratum login was given for this API
 // (kept as an absolute path) the one to trust when --ca-file (or its
 // twin) is not given: the default ./data/ca.pem names a file only in
-// the directory the founder was started from.
-func (f *adminFlags) rememberedCA() error {
+// the directory the founder was started from. A credentials file that
+// cannot be read leaves the default: the session's own use reports why.
+func (f *adminFlags) rememberedCA() {
 	if f.caFlag == nil || f.caFlag.Changed {
-		return nil
+		return
 	}
-	creds, err := loadCredentials()
-	if err != nil {
-		return err
+	if creds, err := loadCredentials(); err == nil && creds.Sessions[apiKey(f.api)].CAFile != "" {
+		f.caFile = creds.Sessions[apiKey(f.api)].CAFile
 	}
-	if ca := creds.Sessions[apiKey(f.api)].CAFile; ca != "" {
-		f.caFile = ca
-	}
-	return nil
 }
 
 // apiKey is the API URL as the credentials file keys it.

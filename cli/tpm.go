@@ -81,7 +81,9 @@ func newTPMCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("read the recovery key: %w", err)
 			}
-			rk, _, _ = strings.Cut(string(b), "\n")
+			if rk, _, _ = strings.Cut(string(b), "\n"); strings.TrimSpace(rk) == "" {
+				return fmt.Errorf("read the recovery key: the first line of %s is empty", *keyFile)
+			}
 		} else {
 			var err error
 			if rk, err = readRecoveryKey(*keyArg); err != nil {
@@ -135,9 +137,9 @@ func runTPMRecover(stdout io.Writer, data, rk string, toFile bool, keys keyFlags
 	return nil
 }
 
-// readRecoveryKey reads the key from stdin for --recovery-key -. The key itself as the
-// flag's value is refused (SPEC 16.10): it would be in shell history and
-// the process list, and the refusal does not repeat it.
+// readRecoveryKey reads the key from stdin for --recovery-key -. The
+// key itself as the flag's value is refused (SPEC 16.10): it would be in
+// shell history and the process list, and the refusal does not repeat it.
 func readRecoveryKey(arg string) (string, error) {
 	switch arg {
 	case "":
