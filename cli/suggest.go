@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -19,18 +20,17 @@ func suggestCommands(cmd *cobra.Command, typed string) string {
 	return didYouMean(cmd.SuggestionsFor(typed))
 }
 
-// suggestFlags is the hint for err, when it is pflag's unknown flag
-// error (its text is pflag's only report of which flag).
+// suggestFlags is the hint for err when it is pflag's unknown flag
+// error: --NAME, or -NAME (a long flag typed with one dash, read as
+// shorthands, the common mistake: suggested from what follows the dash).
 func suggestFlags(cmd *cobra.Command, err error) string {
-	var typed string
-	if rest, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
-		typed = rest
-	} else if rest, ok := strings.CutPrefix(err.Error(), "unknown shorthand flag: "); ok {
-		// "'x' in -x": a long flag typed with one dash (-relase) is
-		// the common mistake; suggest from what follows the dash.
-		if i := strings.Index(rest, " in -"); i >= 0 {
-			typed = rest[i+len(" in -"):]
-		}
+	var missing *pflag.NotExistError
+	if !errors.As(err, &missing) {
+		return ""
+	}
+	typed := missing.GetSpecifiedName()
+	if short := missing.GetSpecifiedShortnames(); short != "" {
+		typed = short
 	}
 	if len(typed) < 2 {
 		return ""
