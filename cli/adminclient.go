@@ -18,12 +18,14 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // adminFlags are the flags every operator command shares: --api,
 // --ca-file, --token-file.
 type adminFlags struct {
 	api, caFile, tokenFile string
+	caFlag                 *pflag.Flag // --ca-file: given (or its twin set), or the default
 }
 
 const defaultAPI = "https://127.0.0.1:8443"
@@ -31,8 +33,9 @@ const defaultAPI = "https://127.0.0.1:8443"
 func addAdminFlags(cmd *cobra.Command) *adminFlags {
 	f := &adminFlags{}
 	cmd.Flags().StringVar(&f.api, "api", defaultAPI, "admin API URL")
-	cmd.Flags().StringVar(&f.caFile, "ca-file", "./data/ca.pem", "cluster CA certificate to trust")
+	cmd.Flags().StringVar(&f.caFile, "ca-file", "./data/ca.pem", "cluster CA certificate to trust (default: the one stratum login was given for --api, else ./data/ca.pem)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token (default: $STRATUM_TOKEN, else the session of stratum login for --api)")
+	f.caFlag = cmd.Flags().Lookup("ca-file")
 	return f
 }
 
@@ -74,6 +77,7 @@ func (f *adminFlags) client() (*adminClient, error) {
 
 // anonymous is the client without a bearer token (login).
 func (f *adminFlags) anonymous() (*adminClient, error) {
+	f.rememberedCA()
 	pem, err := os.ReadFile(f.caFile)
 	if err != nil {
 		return nil, fmt.Errorf("CA certificate: %w", err)
@@ -88,6 +92,20 @@ func (f *adminFlags) anonymous() (*adminClient, error) {
 			TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 		}},
 	}, nil
+}
+
+// rememberedCA makes the CA file stratum login was given for this API
+// (kept as an absolute path) the one to trust when --ca-file (or its
+// twin) is not given: the default ./data/ca.pem names a file only in
+// the directory the founder was started from. A credentials file that
+// cannot be read leaves the default: the session's own use reports why.
+func (f *adminFlags) rememberedCA() {
+	if f.caFlag == nil || f.caFlag.Changed {
+		return
+	}
+	if creds, err := loadCredentials(); err == nil && creds.Sessions[apiKey(f.api)].CAFile != "" {
+		f.caFile = creds.Sessions[apiKey(f.api)].CAFile
+	}
 }
 
 // apiKey is the API URL as the credentials file keys it.

@@ -32,6 +32,7 @@ const (
 	ExitTrust    = 4
 	ExitNotFound = 5
 	ExitConflict = 6
+	ExitRetry    = 7
 )
 
 const exitCodesHelp = `Every stratum command exits with one of these codes:
@@ -39,21 +40,29 @@ const exitCodesHelp = `Every stratum command exits with one of these codes:
   0  ok
   1  error (the message says what failed; fix it and run again)
   2  usage: an unknown command or flag, a missing or extra argument, a bad flag value
-  3  not authenticated or not authorized (log in with stratum login; the
-     joiner: rejected by an operator)
+  3  not authenticated or not authorized: a wrong password, an expired or
+     revoked session (log in with stratum login); the joiner: its join
+     token was refused (already used up, expired, revoked or mistyped:
+     ask for a new one) or an operator rejected the join
   4  trust failure: the joiner's founder or release failed a check, a
      release tree failed stratum release verify (a founder refusing an
      import or push: 1), the audit chain is broken; the joiner: also
      its join failed (its delivery failed or timed out, or an operator
      cancelled it)
   5  not found
-  6  conflict or refused (the state does not allow it, e.g. approving a
-     join twice)
+  6  conflict or refused: the state does not allow it, e.g. approving a
+     join twice, or stratum backup --out naming a file that exists (pass
+     --force to replace it); running again changes nothing until the
+     state does
+  7  try again later: the founder limits this source (too many wrong
+     passwords: stratum login says when to retry) or is busy; the same
+     command succeeds once the time the message names has passed
 
 Answers of the admin API map by their error code (SPEC section 2), not by
-their text: UNAUTHENTICATED, FORBIDDEN -> 3; NOT_FOUND -> 5; CONFLICT,
-JOIN_APPROVAL_REFUSED, RELEASE_MISMATCH -> 6; an answer without a code by
-its HTTP status (401, 403 -> 3; 404 -> 5; 409 -> 6).`
+their text: UNAUTHENTICATED, FORBIDDEN, JOIN_TOKEN_INVALID -> 3; NOT_FOUND -> 5;
+CONFLICT, JOIN_APPROVAL_REFUSED, RELEASE_MISMATCH -> 6; TOO_MANY_REQUESTS
+-> 7; an answer without a code by its HTTP status (401, 403 -> 3;
+404 -> 5; 409 -> 6; 429 -> 7).`
 
 var commands []func() *cobra.Command
 
@@ -106,7 +115,12 @@ func NewRoot() *cobra.Command {
 		},
 	}
 	root.SetVersionTemplate(fmt.Sprintf("stratum %s (commit %s)\n", b.Version, b.Commit))
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if hint := suggestFlags(c, err); hint != "" {
+			return usageError{fmt.Errorf("%w%s", err, hint)}
+		}
+		return usageError{err}
+	})
 	root.AddCommand(&cobra.Command{
 		Use:   "exit-codes",
 		Short: "what each exit code means",
@@ -141,12 +155,15 @@ func NewRoot() *cobra.Command {
 func conventions(c *cobra.Command, version string) {
 	// --version answers on every command, not only the root.
 	c.Version = version
+	// "Did you mean" within two edits (cobra's default, which it applies
+	// only on the paths it handles itself).
+	c.SuggestionsMinimumDistance = 2
 	c.Flags().VisitAll(func(f *pflag.Flag) { describeEnvTwin(c, f) })
 	if c.HasSubCommands() && c.RunE == nil && c.Run == nil {
 		c.Args = cobra.ArbitraryArgs
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+				return usagef("unknown command %q for %q%s", args[0], cmd.CommandPath(), suggestCommands(cmd, args[0]))
 			}
 			return usagef("%q needs a subcommand", cmd.CommandPath())
 		}

@@ -21,6 +21,9 @@ type session struct {
 	Token     string    `json:"token"`
 	Email     string    `json:"email,omitempty"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	// CAFile is the CA certificate login trusted, as an absolute path:
+	// the later commands trust it from any directory.
+	CAFile string `json:"caFile,omitempty"`
 }
 
 // credentialsPath is $XDG_CONFIG_HOME/stratum/credentials, with

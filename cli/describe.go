@@ -59,6 +59,8 @@ func apiExitCode(err error) (int, bool) {
 			return ExitNotFound, true
 		case apierr.Conflict, apierr.JoinApprovalRefused, apierr.ReleaseMismatch:
 			return ExitConflict, true
+		case apierr.TooManyRequests:
+			return ExitRetry, true
 		}
 		return ExitFailed, true
 	}
@@ -71,6 +73,8 @@ func apiExitCode(err error) (int, bool) {
 			return ExitNotFound, true
 		case http.StatusConflict:
 			return ExitConflict, true
+		case http.StatusTooManyRequests:
+			return ExitRetry, true
 		}
 		return ExitFailed, true
 	}

@@ -33,6 +33,9 @@ func TestExitCodesFromAnswers(t *testing.T) {
 		{"bare 403", 403, nil, ExitAuth},
 		{"bare 404", 404, nil, ExitNotFound},
 		{"bare 409", 409, nil, ExitConflict},
+		{"rate limited", 429, apierr.New(apierr.TooManyRequests, "not found"), ExitRetry},
+		{"bare 429", 429, nil, ExitRetry},
+		{"join token refused", 401, apierr.New(apierr.JoinTokenInvalid, "conflict"), ExitAuth},
 		{"bare 502", 502, nil, ExitFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

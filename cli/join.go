@@ -21,7 +21,9 @@ func newJoinCmd() *cobra.Command {
 install the delivery.
 
 exit codes: 0 joined, 1 error (fix it and run again: it resumes),
-            2 usage, 3 rejected by an operator, 4 join failed`,
+            2 usage, 3 the token was refused (used up, expired, revoked,
+            mistyped: ask for a new one) or an operator rejected the join,
+            4 join failed or the founder is not trusted`,
 		Args: cobra.NoArgs,
 	}
 	var cfg joiner.Config

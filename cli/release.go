@@ -21,6 +21,7 @@ import (
 	"stratum/apierr"
 	"stratum/crypto"
 	"stratum/founder"
+	"stratum/joiner"
 	"stratum/release"
 	"stratum/release/repo"
 	"stratum/store"
@@ -89,8 +90,8 @@ func newReleaseSignCmd() *cobra.Command {
 		}
 		m := res.Manifest
 		out := cmd.OutOrStdout()
-		fmt.Fprintf(out, "signed release %s with key %s: %d files, %d bytes; %s holds %d signature(s)\n",
-			m.Release, res.KeyID, len(m.Files), m.TotalSize(), release.SignaturePath, res.Signatures)
+		fmt.Fprintf(out, "signed release %s with key %s: %d files, %s; %s holds %d signature(s)\n",
+			m.Release, res.KeyID, len(m.Files), joiner.HumanBytes(m.TotalSize()), release.SignaturePath, res.Signatures)
 		if res.Dropped > 0 {
 			fmt.Fprintf(out, "note: the manifest changed, so the %d earlier signature(s) over it were dropped; the other signers must sign again\n", res.Dropped)
 		}
@@ -344,8 +345,8 @@ func newReleaseGetCmd() *cobra.Command {
 		return "/v1/admin/releases/" + url.PathEscape(args[0])
 	}, &r, func(w io.Writer) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "release:\t%s\nfiles:\t%d\nbytes:\t%d\nupgrades from:\t%s\nimported:\t%s\nmanifest sha256:\t%s\nsigners:\t%s\n",
-			r.Release, r.Files, r.Bytes, strings.Join(r.UpgradesFrom, ","), r.ImportedAt.Format(time.RFC3339), r.ManifestSHA256, strings.Join(r.SignerKeyIDs, ","))
+		fmt.Fprintf(tw, "release:\t%s\nfiles:\t%d\nsize:\t%s (%d bytes)\nupgrades from:\t%s\nimported:\t%s\nmanifest sha256:\t%s\nsigners:\t%s\n",
+			r.Release, r.Files, joiner.HumanBytes(r.Bytes), r.Bytes, strings.Join(r.UpgradesFrom, ","), r.ImportedAt.Format(time.RFC3339), r.ManifestSHA256, strings.Join(r.SignerKeyIDs, ","))
 		fmt.Fprintf(tw, "status:\t%s\n", cmp.Or(r.Status, "verified"))
 		if len(r.Missing) > 0 {
 			fmt.Fprintf(tw, "MISSING:\t%s\n", strings.Join(r.Missing, ", "))
@@ -366,7 +367,7 @@ func printReleases(w io.Writer, list []wire.ImportedRelease) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RELEASE\tFILES\tBYTES\tUPGRADES FROM\tIMPORTED\tMANIFEST SHA256\tSTATE")
+	fmt.Fprintln(tw, "RELEASE\tFILES\tSIZE\tUPGRADES FROM\tIMPORTED\tMANIFEST SHA256\tSTATE")
 	for _, r := range list {
 		state := cmp.Or(r.Status, "verified")
 		switch {
@@ -379,7 +380,7 @@ func printReleases(w io.Writer, list []wire.ImportedRelease) error {
 		if from == "" {
 			from = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Release, r.Files, r.Bytes, from,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Release, r.Files, joiner.HumanBytes(r.Bytes), from,
 			r.ImportedAt.Format(time.RFC3339), r.ManifestSHA256[:min(16, len(r.ManifestSHA256))], state)
 	}
 	return tw.Flush()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"stratum/joiner"
 	"stratum/release"
 )
 
@@ -88,8 +89,8 @@ manifest, and keeps nothing unless the whole tree verifies.`,
 		}
 		var ans importAnswer
 		return o.render(cmd.OutOrStdout(), raw, &ans, func() error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "pushed release %s: %d files, %d bytes, verified and imported in %s\n",
-				ans.Release, ans.Files, total, time.Since(start).Round(time.Millisecond))
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "pushed release %s: %d files, %s, verified and imported in %s\n",
+				ans.Release, ans.Files, joiner.HumanBytes(total), time.Since(start).Round(time.Millisecond))
 			return err
 		})
 	}

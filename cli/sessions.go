@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"stratum/apierr"
+	"stratum/iam"
 )
 
 func init() {
@@ -26,19 +28,45 @@ func init() {
 	Register(newPasswordCmd)
 }
 
+// newSessionsListCmd: the table marks with * the session this command
+// itself uses, the one `sessions revoke` would end under the operator's
+// feet.
+func newSessionsListCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "list", Short: "list the login sessions that have not expired (ended ones too, marked REVOKED); * marks this one", Args: cobra.NoArgs}
+	admin := addAdminFlags(cmd)
+	o := addOutput(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		c, err := admin.client()
+		if err != nil {
+			return err
+		}
+		raw, err := c.get(cmd.Context(), "/v1/iam/sessions")
+		if err != nil {
+			return err
+		}
+		var list struct {
+			Sessions []wire.TokenView `json:"sessions"`
+		}
+		current, _ := iam.TokenID(c.token)
+		return o.render(cmd.OutOrStdout(), raw, &list, func() error {
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "CURRENT\tSESSION\tUSER\tCREATED\tEXPIRES\tREVOKED")
+			for _, s := range list.Sessions {
+				mark := ""
+				if s.ID == current {
+					mark = "*"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\n", mark, s.ID, s.Subject, s.CreatedAt.Format(time.RFC3339), s.ExpiresAt.Format(time.RFC3339), s.Revoked)
+			}
+			return tw.Flush()
+		})
+	}
+	return cmd
+}
+
 func newSessionsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "login sessions: list | revoke SESSION_ID"}
-	var list struct {
-		Sessions []wire.TokenView `json:"sessions"`
-	}
-	cmd.AddCommand(showCommand("list", "list the login sessions that have not expired (ended ones too, marked REVOKED)", cobra.NoArgs, fixed("/v1/iam/sessions"), &list, func(w io.Writer) error {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SESSION\tUSER\tCREATED\tEXPIRES\tREVOKED")
-		for _, s := range list.Sessions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\n", s.ID, s.Subject, s.CreatedAt.Format(time.RFC3339), s.ExpiresAt.Format(time.RFC3339), s.Revoked)
-		}
-		return tw.Flush()
-	}))
+	cmd.AddCommand(newSessionsListCmd())
 	revoke := &cobra.Command{Use: "revoke SESSION_ID", Short: "end a login session (and every token made under it)", Args: cobra.ExactArgs(1)}
 	admin := addAdminFlags(revoke)
 	revoke.RunE = func(cmd *cobra.Command, args []string) error {
@@ -115,7 +143,7 @@ given.`,
 		err = c.do(cmd.Context(), "POST", "/v1/auth/login", wire.LoginRequest{Email: *email, Password: password}, &ans)
 		if e, ok := apierr.As(err); ok && e.Code == apierr.TooManyRequests {
 			wait := time.Duration(max(e.RetryAfter, 1)) * time.Second
-			return fmt.Errorf("%s: retry in %s (after %s)", e.Message, wait, time.Now().Add(wait).Format("15:04:05"))
+			return &ExitError{Code: ExitRetry, Err: fmt.Errorf("%s: retry in %s (after %s)", e.Message, wait, time.Now().Add(wait).Format("15:04:05"))}
 		}
 		if err != nil {
 			return err
@@ -124,7 +152,11 @@ given.`,
 		if err != nil {
 			return err
 		}
-		creds.Sessions[c.base] = session{Token: ans.Token, Email: *email, ExpiresAt: ans.ExpiresAt}
+		caFile, err := filepath.Abs(admin.caFile)
+		if err != nil {
+			return err
+		}
+		creds.Sessions[c.base] = session{Token: ans.Token, Email: *email, ExpiresAt: ans.ExpiresAt, CAFile: caFile}
 		path, err := creds.save()
 		if err != nil {
 			return err

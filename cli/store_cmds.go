@@ -44,7 +44,7 @@ func newBackupCmd() *cobra.Command {
 	_ = cmd.MarkFlagRequired("out")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if _, err := os.Lstat(*out); err == nil && !*force {
-			return fmt.Errorf("%s exists: pass --force to replace it", *out)
+			return &ExitError{Code: ExitConflict, Err: fmt.Errorf("%s exists: pass --force to replace it", *out)}
 		}
 		req := founder.BackupRequest{Recipients: *recipients, IncludeDataKey: *includeKey, ExcludeReleases: *excludeReleases}
 		return runBackup(cmd, *data, *out, req, *recipientFiles, keys)

@@ -68,22 +68,29 @@ func newTPMCmd() *cobra.Command {
 
 	recover := &cobra.Command{Use: "recover --data DIR --recovery-key -|--recovery-key-file FILE", Short: "get the founder's data key back with its recovery key", Args: cobra.NoArgs}
 	recoverData := recover.Flags().String("data", "./data", "founder data directory")
-	keyArg := recover.Flags().String("recovery-key", "", "- to read the recovery key (printed when the key was sealed) from stdin; the key itself on the command line is accepted but shows in ps and shell history")
+	keyArg := recover.Flags().String("recovery-key", "", "- to read the recovery key (printed when the key was sealed) from stdin; never the key itself (ps and shell history would show it)")
 	keyFile := recover.Flags().String("recovery-key-file", "", "file holding the recovery key (its first line)")
 	recover.MarkFlagsMutuallyExclusive("recovery-key", "recovery-key-file")
 	toFile := recover.Flags().Bool("to-file", false, "write data.key back instead of resealing (no TPM left)")
 	recoverKeys := addKeyFlags(recover.Flags(), "TPM to reseal the data key to (default /dev/tpmrm0)")
 	recover.MarkFlagsMutuallyExclusive("to-file", "tpm")
 	recover.RunE = func(cmd *cobra.Command, _ []string) error {
-		arg := *keyArg
+		var rk string
 		if *keyFile != "" {
 			b, err := os.ReadFile(*keyFile)
 			if err != nil {
 				return fmt.Errorf("read the recovery key: %w", err)
 			}
-			arg, _, _ = strings.Cut(string(b), "\n")
+			if rk, _, _ = strings.Cut(string(b), "\n"); strings.TrimSpace(rk) == "" {
+				return fmt.Errorf("read the recovery key: the first line of %s is empty", *keyFile)
+			}
+		} else {
+			var err error
+			if rk, err = readRecoveryKey(*keyArg); err != nil {
+				return err
+			}
 		}
-		return runTPMRecover(cmd.OutOrStdout(), *recoverData, arg, *toFile, recoverKeys)
+		return runTPMRecover(cmd.OutOrStdout(), *recoverData, rk, *toFile, recoverKeys)
 	}
 
 	cmd.AddCommand(seal, unseal, convert, recover)
@@ -110,17 +117,13 @@ func runTPMConvert(stdout io.Writer, data string, keys keyFlags) error {
 }
 
 // runTPMRecover gets the founder's data key back with its recovery key.
-func runTPMRecover(stdout io.Writer, data, keyArg string, toFile bool, keys keyFlags) error {
+func runTPMRecover(stdout io.Writer, data, rk string, toFile bool, keys keyFlags) error {
 	ks, err := keys.source()
 	if err != nil {
 		return err
 	}
 	if ks.TPM == "" {
 		ks.TPM = tpm.DefaultPath
-	}
-	rk, err := readRecoveryKey(keyArg)
-	if err != nil {
-		return err
 	}
 	d := founder.DataDir(data)
 	if err := d.Recover(founder.RecoverOptions{RecoveryKey: rk, Keys: ks, ToFile: toFile}); err != nil {
@@ -134,15 +137,17 @@ func runTPMRecover(stdout io.Writer, data, keyArg string, toFile bool, keys keyF
 	return nil
 }
 
-// readRecoveryKey takes the key from the flag, or from stdin for "-" so
-// it stays out of shell history and the process list.
+// readRecoveryKey reads the key from stdin for --recovery-key -. The
+// key itself as the flag's value is refused (SPEC 16.10): it would be in
+// shell history and the process list, and the refusal does not repeat it.
 func readRecoveryKey(arg string) (string, error) {
 	switch arg {
 	case "":
 		return "", usagef("--recovery-key - (read from stdin) or --recovery-key-file FILE is required")
 	case "-":
 	default:
-		return arg, nil
+		return "", usagef("--recovery-key takes only - (the key is then read from stdin) or use --recovery-key-file FILE: " +
+			"the key itself on the command line would stay in shell history and show in ps; nothing was changed")
 	}
 	if term.IsTerminal(int(os.Stdin.Fd())) {
 		fmt.Fprint(os.Stderr, "recovery key: ")

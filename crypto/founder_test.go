@@ -33,7 +33,7 @@ func TestVerifyFounderRequiresFounderSAN(t *testing.T) {
 		{"founder leaf, its cluster", []*x509.Certificate{issue(ca, FounderURI("cl-aaaa1111")), ca.Cert}, "cl-aaaa1111", ""},
 		{"member leaf (no SAN) is not the founder", []*x509.Certificate{issue(ca), ca.Cert}, "", "not the founder"},
 		{"founder SAN of another cluster", []*x509.Certificate{issue(ca, FounderURI("cl-zzzz9999")), ca.Cert}, "cl-aaaa1111", "cl-zzzz9999"},
-		{"other CA with the SAN", []*x509.Certificate{issue(other, FounderURI("cl-aaaa1111")), other.Cert}, "", "no CA with that pin"},
+		{"other CA with the SAN", []*x509.Certificate{issue(other, FounderURI("cl-aaaa1111")), other.Cert}, "", "another pin"},
 		{"pinned CA beside a rogue leaf", []*x509.Certificate{issue(other, FounderURI("cl-aaaa1111")), ca.Cert}, "", "does not verify"},
 		{"no certificate", nil, "", "no certificate"},
 	}

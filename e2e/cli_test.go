@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -115,7 +117,7 @@ func TestCLIEveryCommand(t *testing.T) {
 
 	t.Run("exit codes are documented", func(t *testing.T) {
 		r := stratum(t, "help", "exit-codes")
-		for _, want := range []string{"0  ok", "1  error", "2  usage", "3  not authenticated", "4  trust failure", "5  not found", "6  conflict"} {
+		for _, want := range []string{"0  ok", "1  error", "2  usage", "3  not authenticated", "4  trust failure", "5  not found", "6  conflict", "7  try again later"} {
 			if r.code != 0 || !strings.Contains(r.stdout, want) {
 				t.Fatalf("stratum help exit-codes: exit %d, no %q in\n%s", r.code, want, r.stdout)
 			}
@@ -389,14 +391,94 @@ func TestCLILogin(t *testing.T) {
 	for i := 0; ; i++ {
 		r := stratumEnvIn(t, env, "wrong-password\n", "login", "--email", email, "--password-stdin")
 		if strings.Contains(r.stderr, "retry in") {
-			if r.code == 0 {
-				t.Fatal("a limited login exited 0")
+			// Its own code (help exit-codes): a script waits and
+			// retries, where a wrong password (3) needs a person.
+			if r.code != cli.ExitRetry {
+				t.Fatalf("a limited login: exit %d, want %d", r.code, cli.ExitRetry)
 			}
 			break
 		}
 		if i == 20 {
 			t.Fatalf("no rate limit after %d wrong logins; last: %s", i, r.stderr)
 		}
+	}
+}
+
+// TestCLILoginRemembersTheCA: stratum login run in the founder's
+// directory with a relative --ca-file keeps that file's absolute path
+// with the session, so the next command, run from another directory
+// with no --ca-file, trusts it; a --ca-file given then still wins.
+func TestCLILoginRemembersTheCA(t *testing.T) {
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true})
+	email, password := f.Credentials(t)
+	env := append(stratumtest.Env(), "STRATUM_API=https://"+f.API, "XDG_CONFIG_HOME="+t.TempDir())
+	run := func(dir, stdin string, args ...string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(stratumtest.Binary(t), args...)
+		cmd.Dir, cmd.Env, cmd.Stdin = dir, env, strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	if code, out := run(f.Dir, password+"\n", "login", "--ca-file", "ca.pem", "--email", email, "--password-stdin"); code != 0 {
+		t.Fatalf("login: exit %d\n%s", code, out)
+	}
+	elsewhere := t.TempDir()
+	if code, out := run(elsewhere, "", "token", "list"); code != 0 {
+		t.Fatalf("token list from another directory after login --ca-file ca.pem: exit %d\n%s", code, out)
+	}
+	other := filepath.Join(elsewhere, "other-ca.pem")
+	ca, err := crypto.NewCA("cl-othercaa", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run(elsewhere, "", "token", "list", "--ca-file", other); code == 0 {
+		t.Fatalf("a --ca-file naming another CA was not used: exit 0\n%s", out)
+	}
+}
+
+// TestPasswordRemovesBootstrapCredentials: once the bootstrap admin
+// changes its password (stratum password), bootstrap-credentials.txt,
+// which holds the old one, is gone, and the sign-in hint the console
+// shows (GET /v1/auth/sign-in) no longer points to it; the new password
+// signs in, the old one does not.
+func TestPasswordRemovesBootstrapCredentials(t *testing.T) {
+	f := stratumtest.StartFounder(t, stratumtest.FounderOptions{Dev: true})
+	env := cliEnv(t, f)
+	cliLogin(t, f, env)
+	email, old := f.Credentials(t)
+	creds := filepath.Join(f.Dir, "bootstrap-credentials.txt")
+	hint := func() wire.SignInHint {
+		t.Helper()
+		var h wire.SignInHint
+		f.AdminClient().Must(t, "GET", "/v1/auth/sign-in", nil, http.StatusOK, &h)
+		return h
+	}
+	if !hint().BootstrapCredentials {
+		t.Fatal("a new dev founder's sign-in hint does not name bootstrap-credentials.txt")
+	}
+	const newPassword = "a-new-password-for-the-admin"
+	if r := stratumEnvIn(t, env, old+"\n"+newPassword+"\n", "password"); r.code != 0 {
+		t.Fatalf("stratum password: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(creds); !os.IsNotExist(err) {
+		raw, _ := os.ReadFile(creds)
+		t.Fatalf("%s is still there after the password changed (%v):\n%s", creds, err, raw)
+	}
+	if hint().BootstrapCredentials {
+		t.Error("the sign-in hint still names bootstrap-credentials.txt after the password changed")
+	}
+	if r := stratumEnvIn(t, env, old+"\n", "login", "--email", email, "--password-stdin"); r.code != 3 {
+		t.Errorf("the old password: exit %d (want 3)", r.code)
+	}
+	if r := stratumEnvIn(t, env, newPassword+"\n", "login", "--email", email, "--password-stdin"); r.code != 0 {
+		t.Errorf("the new password: exit %d %s", r.code, r.stderr)
 	}
 }
 
@@ -438,6 +520,11 @@ func TestCLIReleasePush(t *testing.T) {
 	cliLogin(t, f, env)
 	tree := stratumtest.SignedReleaseTree(t, "0.2.0", []string{"0.1.0"}, 8<<20)
 
+	// A founder that trusts no key yet says how to trust one.
+	if r := stratumEnv(t, env, "release", "push", tree.Dir); r.code == 0 || !strings.Contains(r.stderr, "stratum release trust-key") {
+		t.Fatalf("a push before any key is trusted: exit %d, and the error does not name stratum release trust-key: %s", r.code, r.stderr)
+	}
+
 	// Untrusted: the founder holds another signer's key only.
 	stratumtest.SignedReleaseTree(t, "0.2.0", nil, 10).TrustOn(t, f)
 	if r := stratumEnv(t, env, "release", "push", tree.Dir); r.code == 0 || !strings.Contains(r.stderr, "signature") {
@@ -470,8 +557,9 @@ func TestCLIReleasePush(t *testing.T) {
 	if err != nil || !bytes.Equal(kept, good) {
 		t.Fatalf("the founder kept other bytes: %v", err)
 	}
-	if r := stratumEnv(t, env, "release", "list"); r.code != 0 || !strings.Contains(r.stdout, "0.2.0") {
-		t.Fatalf("release list: exit %d %s", r.code, r.stdout)
+	// Sizes read as sizes: the 8 MiB blob and the 3 MiB sysext are 11.0 MiB.
+	if r := stratumEnv(t, env, "release", "list"); r.code != 0 || !regexp.MustCompile(`(?m)^0\.2\.0\s+\d+\s+11\.0 MiB\s`).MatchString(r.stdout) {
+		t.Fatalf("release list does not show 0.2.0 with its size as 11.0 MiB: exit %d %s", r.code, r.stdout)
 	}
 	// The same content again is fine; --data on a running founder says
 	// how to do it through the API.

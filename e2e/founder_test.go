@@ -9,15 +9,18 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"stratum/internal/freeport"
 	"stratum/internal/stratumtest"
 
 	bolt "go.etcd.io/bbolt"
@@ -35,6 +38,47 @@ func TestServeWithoutDevNeedsInit(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "stratum.db")); err == nil {
 		t.Fatal("a refused serve created a store")
+	}
+}
+
+// TestServeDevPortTakenLeavesNothing: a first `serve --dev` whose admin
+// API or join port is taken fails, names the listener, and leaves no
+// half-initialised cluster behind: the data directory is as it was
+// (absent, or empty), so the next run initializes afresh and prints the
+// admin credentials it made.
+func TestServeDevPortTakenLeavesNothing(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	free := "127.0.0.1:" + strconv.Itoa(freeport.Must(t, "127.0.0.1"))
+	for _, tc := range []struct{ name, api, join, want string }{
+		{"admin API port taken", taken.Addr().String(), free, "admin API listener"},
+		{"join port taken", free, taken.Addr().String(), "join listener"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			absent := filepath.Join(t.TempDir(), "data")
+			empty := t.TempDir()
+			for _, dir := range []string{absent, empty} {
+				r := stratum(t, "serve", "--dev", "--data", dir, "--api-addr", tc.api, "--join-addr", tc.join)
+				if r.code == 0 || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "address already in use") {
+					t.Fatalf("serve --dev on %s: exit %d, want a failure naming the %s:\n%s%s", dir, r.code, tc.want, r.stdout, r.stderr)
+				}
+				entries, err := os.ReadDir(dir)
+				if err != nil && !os.IsNotExist(err) {
+					t.Fatal(err)
+				}
+				if len(entries) > 0 || (dir == empty && err != nil) {
+					var names []string
+					for _, e := range entries {
+						names = append(names, e.Name())
+					}
+					t.Errorf("a failed serve --dev left %s holding %v:\n%s", dir, names, r.stdout)
+				}
+			}
+		})
 	}
 }
 
@@ -401,8 +445,8 @@ func TestBackupWhileServing(t *testing.T) {
 	}
 	// An existing file is kept unless --force (SPEC 18).
 	prev, _ := os.ReadFile(snap2)
-	if r := stratum(t, "backup", "--data", dirA, "--out", snap2); r.code == 0 || !strings.Contains(r.stderr, "--force") {
-		t.Fatalf("backup over an existing file = %d %q, want a refusal naming --force", r.code, r.stderr)
+	if r := stratum(t, "backup", "--data", dirA, "--out", snap2); r.code != 6 || !strings.Contains(r.stderr, "--force") {
+		t.Fatalf("backup over an existing file = %d %q, want 6 (refused: help exit-codes) and a refusal naming --force", r.code, r.stderr)
 	}
 	if after, _ := os.ReadFile(snap2); !bytes.Equal(prev, after) {
 		t.Fatal("a refused backup changed the existing file")

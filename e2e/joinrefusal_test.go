@@ -41,26 +41,44 @@ func TestJoinRefusalsHintOnce(t *testing.T) {
 		extra  []string
 		want   string // in stderr
 		advice string // said exactly once
+		code   int    // a refused token is 3, as a refused credential is for every command (help exit-codes)
 	}{
 		{name: "refused token", token: "sjt1.jt-aaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbb", extra: []string{"--release", "0.1.0"},
-			want: "JOIN_TOKEN_INVALID", advice: "ask the operator"},
+			want: "JOIN_TOKEN_INVALID", advice: "ask the operator", code: 3},
 		{name: "refused token, release unknown", token: "sjt1.jt-aaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbb",
-			want: "JOIN_TOKEN_INVALID", advice: "ask the operator"},
+			want: "JOIN_TOKEN_INVALID", advice: "ask the operator", code: 3},
 		{name: "release unknown", token: tok.Token,
-			want: "give it with --release, e.g. --release 0.1.0,", advice: "e.g. --release"},
+			want: "give it with --release, e.g. --release 0.1.0,", advice: "e.g. --release", code: 1},
 		{name: "newer release", token: tok.Token, extra: []string{"--release", "0.2.0"},
-			want: "RELEASE_MISMATCH", advice: "install it with the cluster's release"},
+			want: "RELEASE_MISMATCH", advice: "install it with the cluster's release", code: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := join(tc.token, tc.extra...)
-			if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
-				t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and %q", r.code, r.stderr, tc.want)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", r.code, r.stderr, tc.code, tc.want)
 			}
 			if n := strings.Count(r.stdout+r.stderr, tc.advice); n != 1 {
 				t.Errorf("%q printed %d times, want once:\n%s%s", tc.advice, n, r.stdout, r.stderr)
 			}
 		})
 	}
+	// A wrong pin: the refusal says the pins differ and where the right
+	// one is printed, and never prints the pin of the CA that answered
+	// (pasted as --ca-pin, it would trust whoever answered first).
+	wrongPin := "sha256:" + strings.Repeat("ab", 32)
+	r := join(tok.Token, "--release", "0.1.0", "--ca-pin", wrongPin)
+	if r.code != 4 || !strings.Contains(r.stderr, "another pin") || !strings.Contains(r.stderr, wrongPin) {
+		t.Errorf("a wrong --ca-pin: exit %d, want 4 (an untrusted founder) and a refusal naming the pin given:\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, strings.TrimPrefix(pin, "sha256:")) {
+		t.Errorf("a wrong --ca-pin prints the presented CA's pin:\n%s%s", r.stdout, r.stderr)
+	}
+	for _, where := range []string{"stratum serve", "stratum token create"} {
+		if !strings.Contains(r.stderr, where) {
+			t.Errorf("a wrong --ca-pin does not say the right pin is printed by %s:\n%s", where, r.stderr)
+		}
+	}
+
 	// Nothing above spent the token: the printed command still joins as
 	// far as registering (a --dev founder's names the release).
 	if !strings.HasSuffix(tok.JoinCommand, " --release 0.1.0") {

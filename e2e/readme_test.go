@@ -20,8 +20,9 @@ import (
 	"stratum/internal/syncbuf"
 )
 
-// The README's quick start ("## Trying it"), run as written. Its fenced
-// blocks whose info string starts with "sh" are run in order, each in the
+// The README's quick start ("## Trying it") and its first release ("## First
+// release", which goes on in the quick start's terminals), run as written.
+// Their fenced blocks whose info string starts with "sh" are run in order, each in the
 // bash session of its terminal (`terminal=N` on the fence; one bash per
 // terminal, so exports carry over as they would in a person's shell), in
 // a fresh directory holding bin/stratum (the binary TestMain built) and
@@ -31,11 +32,15 @@ import (
 // When a block starts is what a person watching the terminals would do:
 //   - after the previous block of its terminal ended (exit 0);
 //   - a block with a placeholder (the example join line, the join id
-//     j-xxxxxxxx) starts once the value has been printed, and is run
-//     with the printed value in its place;
-//   - any other block also waits for every earlier block of the other
+//     j-xxxxxxxx) is run with the printed value in its place: the first
+//     one printed since the placeholder was last filled (a second join
+//     takes the second token's line), once it has been printed;
+//   - every block also waits for every earlier block of the other
 //     terminals to end, or, for a block that keeps running (the founder,
-//     `ready="REGEXP"` on its fence), to print its ready line.
+//     `ready="REGEXP"` on its fence), to print its ready line; except
+//     that the block which printed a placeholder's value counts as done
+//     once it has (the joiner waits for the approval that fills its
+//     join id).
 //
 // The founder's --dev ports 8443/9443 are replaced by free ones (the
 // founder through its STRATUM_API_ADDR/STRATUM_JOIN_ADDR twins, the text
@@ -83,7 +88,9 @@ func TestReadmeQuickStart(t *testing.T) {
 		"STRATUM_AGENT_PORT="+agentPort, "STRATUM_LISTEN=127.0.0.2:"+agentPort, "XDG_CONFIG_HOME="+filepath.Join(work, "config"))
 	qs.prelude = fmt.Sprintf("make() { command make -f %q GO=true \"$@\"; }\n", filepath.Join(repo, "Makefile"))
 	t.Cleanup(qs.killAll)
-	deadline := time.Now().Add(60 * time.Second)
+	// The first release downloads 4 MiB and joins a second node: on a
+	// loaded machine the whole walk-through takes a while.
+	deadline := time.Now().Add(3 * time.Minute)
 
 	for i := range blocks {
 		qs.start(i, blocks, deadline)
@@ -98,6 +105,9 @@ func TestReadmeQuickStart(t *testing.T) {
 	// `stratum members` shows it active beside the founder.
 	var joinOut, membersOut, setOut string
 	for i, b := range blocks {
+		if b.section != quickStartSection {
+			continue
+		}
 		if strings.Contains(b.text, "stratum release-set") {
 			setOut = qs.output(i, blocks)
 		}
@@ -122,6 +132,48 @@ func TestReadmeQuickStart(t *testing.T) {
 		t.Errorf("stratum members shows %d active members, want the founder and the node:\n%s", n, membersOut)
 	}
 	checkQuickStartReleaseSet(t, setOut)
+	checkFirstRelease(t, qs, blocks)
+}
+
+// checkFirstRelease: what "## First release" promises. The pushed
+// release is listed, the second node upgraded from 0.1.0 through its
+// hook (which got the verified tree of 0.2.0), registered again on
+// 0.2.0 and joined, and `stratum members` shows three active members.
+func checkFirstRelease(t *testing.T, qs *quickStart, blocks []readmeBlock) {
+	t.Helper()
+	var listOut, joinOut, membersOut string
+	for i, b := range blocks {
+		if b.section != firstReleaseSection {
+			continue
+		}
+		switch {
+		case strings.Contains(b.text, "stratum release list"):
+			listOut = qs.output(i, blocks)
+		case strings.Contains(b.text, "stratum join "):
+			joinOut = qs.output(i, blocks)
+		case strings.Contains(b.text, "stratum members"):
+			membersOut = qs.output(i, blocks)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^0\.2\.0\s+2\s+4\.0 MiB\s+0\.1\.0\s.*verified$`).MatchString(listOut) {
+		t.Errorf("stratum release list does not show 0.2.0 (2 files, 4.0 MiB, from 0.1.0) verified:\n%s", listOut)
+	}
+	for _, want := range []string{
+		"registered as join",
+		"state: needs-upgrade: this machine runs 0.1.0, the cluster 0.2.0",
+		"manifest of release 0.2.0 verified",
+		"upgrade hook: install release 0.2.0 from ",
+		"the upgrade hook succeeded",
+		"(role worker, release 0.2.0)",
+		"state: joined",
+	} {
+		if !strings.Contains(joinOut, want) {
+			t.Errorf("the self-upgrading joiner did not print %q:\n%s", want, joinOut)
+		}
+	}
+	if n := len(regexp.MustCompile(`(?m)\bactive\b`).FindAllString(membersOut, -1)); n != 3 {
+		t.Errorf("stratum members shows %d active members, want the founder and two nodes:\n%s", n, membersOut)
+	}
 }
 
 // checkQuickStartReleaseSet: the agent on the quick start's temporary
@@ -149,8 +201,15 @@ func checkQuickStartReleaseSet(t *testing.T, out string) {
 	}
 }
 
+// The README's sections the test runs, in this order.
+const (
+	quickStartSection   = "## Trying it"
+	firstReleaseSection = "## First release"
+)
+
 // readmeBlock is one fenced block of the quick start.
 type readmeBlock struct {
+	section  string
 	terminal string
 	ready    *regexp.Regexp // set for a block that keeps running
 	text     string
@@ -159,7 +218,8 @@ type readmeBlock struct {
 
 var fenceAttr = regexp.MustCompile(`(\w+)=("[^"]*"|\S+)`)
 
-// quickStartBlocks reads the sh blocks of README.md's "## Trying it".
+// quickStartBlocks reads the sh blocks of README.md's "## Trying it" and
+// "## First release".
 func quickStartBlocks(t *testing.T) []readmeBlock {
 	t.Helper()
 	repo, err := stratumtest.ModuleRoot()
@@ -173,7 +233,7 @@ func quickStartBlocks(t *testing.T) []readmeBlock {
 	defer f.Close()
 	var blocks []readmeBlock
 	var cur *readmeBlock
-	inSection := false
+	section := ""
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
@@ -184,9 +244,12 @@ func quickStartBlocks(t *testing.T) []readmeBlock {
 		case cur != nil:
 			cur.text += line + "\n"
 		case strings.HasPrefix(line, "## "):
-			inSection = line == "## Trying it"
-		case inSection && strings.HasPrefix(line, "```sh"):
-			b := readmeBlock{terminal: "1", line: n}
+			section = ""
+			if line == quickStartSection || line == firstReleaseSection {
+				section = line
+			}
+		case section != "" && strings.HasPrefix(line, "```sh"):
+			b := readmeBlock{section: section, terminal: "1", line: n}
 			for _, a := range fenceAttr.FindAllStringSubmatch(line, -1) {
 				v := strings.Trim(a[2], `"`)
 				switch a[1] {
@@ -201,7 +264,7 @@ func quickStartBlocks(t *testing.T) []readmeBlock {
 				}
 			}
 			cur = &b
-		case inSection && strings.HasPrefix(line, "```"):
+		case section != "" && strings.HasPrefix(line, "```"):
 			cur = &readmeBlock{terminal: "-", line: n} // another language: skipped
 		}
 	}
@@ -209,8 +272,18 @@ func quickStartBlocks(t *testing.T) []readmeBlock {
 		t.Fatal(err)
 	}
 	blocks = slices.DeleteFunc(blocks, func(b readmeBlock) bool { return b.terminal == "-" })
-	if len(blocks) < 4 {
-		t.Fatalf("README.md's \"## Trying it\" has %d sh blocks; the quick start needs at least the founder, the token, the join and the approval", len(blocks))
+	count := map[string]int{}
+	for i, b := range blocks {
+		count[b.section]++
+		if i > 0 && b.section == quickStartSection && blocks[i-1].section != quickStartSection {
+			t.Fatalf("README.md:%d: %q must come before %q: the first release goes on in the quick start's terminals", b.line, quickStartSection, firstReleaseSection)
+		}
+	}
+	if n := count[quickStartSection]; n < 4 {
+		t.Fatalf("README.md's %q has %d sh blocks; the quick start needs at least the founder, the token, the join and the approval", quickStartSection, n)
+	}
+	if n := count[firstReleaseSection]; n < 4 {
+		t.Fatalf("README.md's %q has %d sh blocks; it needs at least the signing, the push, the self-upgrading join and its approval", firstReleaseSection, n)
 	}
 	return blocks
 }
@@ -230,6 +303,9 @@ type quickStart struct {
 	sessions map[string]*session
 	// start and end offsets of each block's output in its session
 	starts, ends map[int]int
+	// filled: where, in each terminal's output, the last value of each
+	// placeholder ended (the next fill takes a value printed after it)
+	filled map[*regexp.Regexp]map[string]int
 }
 
 type session struct {
@@ -245,8 +321,10 @@ var (
 	exampleJoinLine = regexp.MustCompile(`(?m)^stratum join --founder .*?( \\)?$`)
 	printedJoinLine = regexp.MustCompile(`(?m)^\s*(stratum join --founder \S+ .*\S)\s*$`)
 	exampleJoinID   = regexp.MustCompile(`\bj-x{8}\b`)
-	printedJoinID   = regexp.MustCompile(`registered as join (j-[a-z0-9]+)`)
-	flagName        = regexp.MustCompile(`(?:^| )(--[a-z][a-z-]*)`)
+	// the join id once the join waits for approval (a self-upgrading
+	// joiner registers before its upgrade, and is approved after it)
+	printedJoinID = regexp.MustCompile(`state: pending: waiting for an operator to approve join (j-[a-z0-9]+)`)
+	flagName      = regexp.MustCompile(`(?:^| )(--[a-z][a-z-]*)`)
 )
 
 func (qs *quickStart) start(i int, blocks []readmeBlock, deadline time.Time) {
@@ -263,10 +341,10 @@ func (qs *quickStart) start(i int, blocks []readmeBlock, deadline time.Time) {
 		}
 	}
 	text := b.text
-	hasPlaceholder := false
+	printers := map[int]bool{} // the blocks that printed this block's values
 	if exampleJoinLine.MatchString(text) {
-		hasPlaceholder = true
-		printed := qs.waitFor(where+": the printed join line", printedJoinLine, deadline)
+		printed, by := qs.waitFor(where+": the printed join line", printedJoinLine, blocks, deadline)
+		printers[by] = true
 		example := exampleJoinLine.FindString(text)
 		if got, want := flagNames(printed), flagNames(strings.TrimSuffix(example, " \\")); !slices.Equal(got, want) {
 			t.Fatalf("%s: the README's example join line has flags %v, the printed one %v:\n%s", where, want, got, printed)
@@ -274,20 +352,17 @@ func (qs *quickStart) start(i int, blocks []readmeBlock, deadline time.Time) {
 		text = strings.Replace(text, strings.TrimSuffix(example, " \\"), printed, 1)
 	}
 	if exampleJoinID.MatchString(text) {
-		hasPlaceholder = true
-		id := qs.waitFor(where+": the join id", printedJoinID, deadline)
+		id, by := qs.waitFor(where+": the join id", printedJoinID, blocks, deadline)
+		printers[by] = true
 		text = exampleJoinID.ReplaceAllLiteralString(text, id)
 	}
-	if !hasPlaceholder {
-		for j := range i {
-			if blocks[j].terminal == b.terminal {
-				continue
-			}
-			if blocks[j].ready != nil {
-				qs.waitReady(j, blocks, deadline)
-			} else {
-				qs.waitEnded(j, blocks, deadline)
-			}
+	for j := range i {
+		switch {
+		case blocks[j].terminal == b.terminal, printers[j]:
+		case blocks[j].ready != nil:
+			qs.waitReady(j, blocks, deadline)
+		default:
+			qs.waitEnded(j, blocks, deadline)
 		}
 	}
 	s := qs.session(b.terminal)
@@ -386,12 +461,22 @@ func (qs *quickStart) waitReady(i int, blocks []readmeBlock, deadline time.Time)
 	}
 }
 
-// waitFor waits until some terminal printed re's first group.
-func (qs *quickStart) waitFor(what string, re *regexp.Regexp, deadline time.Time) string {
+// waitFor waits until some terminal printed re's first group after the
+// value it gave last, and returns it with the block that printed it.
+func (qs *quickStart) waitFor(what string, re *regexp.Regexp, blocks []readmeBlock, deadline time.Time) (string, int) {
+	if qs.filled == nil {
+		qs.filled = map[*regexp.Regexp]map[string]int{}
+	}
+	if qs.filled[re] == nil {
+		qs.filled[re] = map[string]int{}
+	}
 	for {
 		for name, s := range qs.sessions {
-			if m := re.FindStringSubmatch(s.out.String()); m != nil {
-				return m[1]
+			from := qs.filled[re][name]
+			if m := re.FindStringSubmatchIndex(s.out.String()[from:]); m != nil {
+				out := s.out.String()[from:]
+				qs.filled[re][name] = from + m[1]
+				return out[m[2]:m[3]], qs.blockAt(name, from+m[0], blocks)
 			}
 			select {
 			case <-s.exited: // a block failed: the value will not come
@@ -404,6 +489,17 @@ func (qs *quickStart) waitFor(what string, re *regexp.Regexp, deadline time.Time
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// blockAt is the block of terminal name whose output holds offset.
+func (qs *quickStart) blockAt(name string, offset int, blocks []readmeBlock) int {
+	at := -1
+	for i, b := range blocks {
+		if start, ok := qs.starts[i]; ok && b.terminal == name && start <= offset {
+			at = i
+		}
+	}
+	return at
 }
 
 // output is what block i printed (up to now for one still running).

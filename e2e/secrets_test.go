@@ -153,12 +153,15 @@ func TestTPMSealedFounder(t *testing.T) {
 
 	// Bad input to recover: each refused, nothing changed.
 	other := strings.Replace(rk, rkBody[:4], "AAAA", 1)
-	for name, args := range map[string][]string{
-		"mistyped key":   {"--tpm", tpmA, "--recovery-key", other},
-		"not a key":      {"--tpm", tpmA, "--recovery-key", "hunter2"},
-		"missing socket": {"--tpm", filepath.Join(t.TempDir(), "gone.sock"), "--recovery-key", rk},
+	for name, tc := range map[string]struct {
+		key  string // on stdin
+		args []string
+	}{
+		"mistyped key":   {other, []string{"--tpm", tpmA}},
+		"not a key":      {"hunter2", []string{"--tpm", tpmA}},
+		"missing socket": {rk, []string{"--tpm", filepath.Join(t.TempDir(), "gone.sock")}},
 	} {
-		r := stratum(t, append([]string{"tpm", "recover", "--data", dir}, args...)...)
+		r := stratumIn(t, tc.key+"\n", append([]string{"tpm", "recover", "--data", dir, "--recovery-key", "-"}, tc.args...)...)
 		if r.code == 0 {
 			t.Fatalf("recover with %s succeeded", name)
 		}

@@ -29,6 +29,13 @@ func TestTrust16_10_SecretsOffTheCommandLine(t *testing.T) {
 	if r := stratum(t, "tpm", "recover", "--data", dir, "--recovery-key-file", filepath.Join(dir, "missing")); r.code == 0 || !strings.Contains(r.stderr, "read the recovery key") {
 		t.Errorf("tpm recover --recovery-key-file of a missing file: exit %d %s", r.code, r.stderr)
 	}
+	// The recovery key itself as --recovery-key's value is refused
+	// before anything is read, and the refusal does not repeat it.
+	key := "SRK1-ABCD-EFGH-IJKL-MNOP"
+	if r := stratum(t, "tpm", "recover", "--data", dir, "--recovery-key", key); r.code != 2 || strings.Contains(r.stdout+r.stderr, key) ||
+		!strings.Contains(r.stderr, "--recovery-key-file") || !strings.Contains(r.stderr, "stdin") {
+		t.Errorf("tpm recover --recovery-key KEY: exit %d (want 2, a refusal naming - and --recovery-key-file, without the key):\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	if r := stratum(t, "join", "--help"); !strings.Contains(r.stdout, "--token-file") || !strings.Contains(r.stdout, "STRATUM_JOIN_TOKEN_FILE") {
 		t.Errorf("join --help does not offer --token-file: %s", r.stdout)
 	}

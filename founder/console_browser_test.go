@@ -226,6 +226,10 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// A page path loads directly and asks for a login.
 	b.do("open the joins page", chromedp.Navigate("https://"+f.API+"/ui/joins"), chromedp.WaitVisible(chromedp.CSS(`input[name=email]`)))
+	// The sign-in hint names bootstrap-credentials.txt while it is there
+	// (GET /v1/auth/sign-in; the file goes once that password changes).
+	b.within(5*time.Second, "the sign-in hint naming bootstrap-credentials.txt",
+		chromedp.Poll[chromedp.Void](`(document.querySelector('[data-sign-in-hint]')?.textContent || '').includes('bootstrap-credentials.txt')`))
 	email, password := f.Credentials(t)
 	b.do("fill in the login form", chromedp.SendKeys(chromedp.CSS(`input[name=email]`), email), chromedp.SendKeys(chromedp.CSS(`input[name=password]`), "wrong password"))
 	b.screenshot(shots, "login")

@@ -144,6 +144,12 @@ func Serve(ctx context.Context, o Options) error {
 		if !o.Dev {
 			return fmt.Errorf("%s holds no cluster: run `stratum init --data %s --config cluster.yaml` first, or `stratum serve --dev` for a lab founder", o.Data, o.Data)
 		}
+		// A dev founder that could not serve must not leave a cluster
+		// behind (the next `serve --dev` would then find one whose admin
+		// credentials nobody saw): the addresses are tried first.
+		if err := canListen([][2]string{{"admin API listener", o.APIAddr}, {"join listener", o.JoinAddr}}); err != nil {
+			return fmt.Errorf("%w; nothing was initialized in %s", err, o.Data)
+		}
 		cfg := cluster.DevDefaults()
 		if o.ConfigFile != "" {
 			c, err := cluster.LoadConfig(o.ConfigFile)
@@ -208,6 +214,19 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	startup.Phase("listeners")
 	return f.run(ctx)
+}
+
+// canListen checks that each address (name, address) can be listened
+// on now, and frees it again.
+func canListen(addrs [][2]string) error {
+	for _, a := range addrs {
+		ln, err := net.Listen("tcp", a[1])
+		if err != nil {
+			return fmt.Errorf("%s: %w", a[0], err)
+		}
+		ln.Close()
+	}
+	return nil
 }
 
 func (f *Founder) close() {
@@ -275,7 +294,7 @@ func (f *Founder) run(ctx context.Context) error {
 		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease, Isolation: f.isolationView,
 		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db}, Audit: store.AuditReader{DB: f.db}, Health: storeHealth{f.db},
 		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
-		Releases: f.repo,
+		Releases: f.repo, BootstrapCredentials: f.hasBootstrapCredentials,
 	})
 	join := NewHTTPServer(corkOnClose(f.api.JoinHandler()), f.log)
 	join.ConnContext = withConn

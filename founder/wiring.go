@@ -27,7 +27,7 @@ func (f *Founder) services(ctx context.Context) error {
 	level, compat, db := store.SchemaVersion(), store.CompatSchemaVersion(), f.db.Schema()
 	cp.SchemaLevel, cp.CompatSchemaLevel, cp.DatabaseSchemaLevel = &level, &compat, &db
 	var err error
-	if f.iam, err = iam.New(iam.Config{DB: f.db, Now: time.Now}); err != nil {
+	if f.iam, err = iam.New(iam.Config{DB: f.db, Now: time.Now, PasswordChanged: f.bootstrapPasswordChanged}); err != nil {
 		return err
 	}
 	if f.repo, err = repo.New(repo.Config{DB: f.db, DataDir: string(f.opts.Data), KeysDir: f.opts.Data.ReleaseKeys(),

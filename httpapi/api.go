@@ -42,6 +42,10 @@ type Deps struct {
 	Releases     ReleaseCatalog
 	ReleaseFiles ReleaseFiles
 	Console      http.Handler
+	// BootstrapCredentials says whether the bootstrap admin's generated
+	// password is still on the founder's disk (the sign-in hint); nil:
+	// it is not.
+	BootstrapCredentials func() bool
 }
 
 // API holds the two listeners' handlers.

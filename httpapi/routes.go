@@ -25,6 +25,8 @@ func (a *API) adminRoutes() []Route {
 			Summary: "Prometheus metrics.", handler: a.serveMetrics},
 		{Method: "POST", Path: "/v1/auth/login", Auth: authNone,
 			Summary: "Log in with email and password; returns a 12-hour bearer token.", handler: a.login},
+		{Method: "GET", Path: "/v1/auth/sign-in", Auth: authNone,
+			Summary: "What the sign-in page may say before any login: whether the bootstrap admin's generated password is still in the founder's bootstrap-credentials.txt.", handler: a.signInHint},
 		{Method: "GET", Path: "/v1/auth/self", Auth: authBearer,
 			Summary: "The caller: its subject (the acting session or token), its user and the actions its policy allows on each resource collection (what a console may offer).", handler: a.self},
 		{Method: "POST", Path: "/v1/iam/tokens", Auth: authBearer, Action: "iam:CreateToken",

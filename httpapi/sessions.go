@@ -7,6 +7,11 @@ import (
 	"stratum/wire"
 )
 
+func (a *API) signInHint(w http.ResponseWriter, _ *http.Request, _ *call) error {
+	writeJSON(w, http.StatusOK, wire.SignInHint{BootstrapCredentials: a.BootstrapCredentials != nil && a.BootstrapCredentials()})
+	return nil
+}
+
 func (a *API) logout(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := a.Identity.Logout(c.principal); err != nil {
 		return err

@@ -23,6 +23,9 @@ type Config struct {
 	// Limits bound login attempts per source, per (account, source) and
 	// per account (zero fields take their defaults).
 	Limits LoginLimits
+	// PasswordChanged, when set, is told the email of each user whose
+	// password changed, once the change is stored.
+	PasswordChanged func(email string)
 }
 
 // Service is logins, authentication, API tokens and sessions over the
@@ -96,7 +99,13 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, req wire.Pass
 	}
 	hash := crypto.HashPassword(req.NewPassword)
 	<-s.checks
-	return s.cfg.DB.Update(func(tx *store.Tx) error { return setPassword(tx, p, u, hash, s.cfg.Now()) })
+	if err := s.cfg.DB.Update(func(tx *store.Tx) error { return setPassword(tx, p, u, hash, s.cfg.Now()) }); err != nil {
+		return err
+	}
+	if s.cfg.PasswordChanged != nil {
+		s.cfg.PasswordChanged(u.Email)
+	}
+	return nil
 }
 
 // checkPassword verifies email's password under the login limits: the

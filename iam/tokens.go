@@ -59,6 +59,17 @@ func (t Token) Actor() string {
 // tokenPrefix marks stratum API bearer tokens: sat1.<id>.<secret>.
 const tokenPrefix = "sat1"
 
+// TokenID is the id a bearer token (sat1.<id>.<secret>) names, as a
+// session or token list shows it; ok is false for anything else. It
+// authenticates nothing.
+func TokenID(bearer string) (id string, ok bool) {
+	parts := strings.Split(bearer, ".")
+	if len(parts) != 3 || parts[0] != tokenPrefix || parts[1] == "" {
+		return "", false
+	}
+	return parts[1], true
+}
+
 // issueToken stores a new token and returns its one-time secret form.
 func issueToken(tx *store.Tx, t Token) (string, Token, error) {
 	t.ID = crypto.RandomID("tok-", 10)
@@ -103,11 +114,11 @@ type decodedRows struct {
 // UNAUTHENTICATED so a caller learns nothing about which part was wrong.
 func authenticate(tx *store.Tx, bearer string, now time.Time, rows *decodedRows) (Principal, error) {
 	fail := apierr.New(apierr.Unauthenticated, "missing, expired or invalid bearer token")
-	parts := strings.Split(bearer, ".")
-	if len(parts) != 3 || parts[0] != tokenPrefix {
+	id, ok := TokenID(bearer)
+	if !ok {
 		return Principal{}, fail
 	}
-	t, found, err := bucketTokens.GetDecoded(tx, parts[1], &rows.tokens)
+	t, found, err := bucketTokens.GetDecoded(tx, id, &rows.tokens)
 	if err != nil {
 		return Principal{}, err
 	}

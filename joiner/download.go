@@ -62,7 +62,7 @@ func (j *joiner) fetchFile(ctx context.Context, src *source, rel string, f relea
 		return fmt.Errorf("read %s: %w", partial, err)
 	}
 	if off > 0 {
-		j.log.printf("resuming %s at %s of %s", f.Path, humanBytes(off), humanBytes(f.Size))
+		j.log.printf("resuming %s at %s of %s", f.Path, HumanBytes(off), HumanBytes(f.Size))
 	}
 	prog.add(off)
 	d := &download{j: j, src: src, f: f, file: file, h: h, off: off, prog: prog, validatorPath: validatorPath}
@@ -234,12 +234,12 @@ func (d *download) attempt(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if n > 0 {
-			return &apiclient.TransientError{Err: fmt.Errorf("connection lost after %s (%v); resuming at %s", humanBytes(n), err, humanBytes(d.off)), Progressed: true}
+			return &apiclient.TransientError{Err: fmt.Errorf("connection lost after %s (%v); resuming at %s", HumanBytes(n), err, HumanBytes(d.off)), Progressed: true}
 		}
 		return &apiclient.TransientError{Err: err}
 	}
 	if d.off < d.f.Size {
-		return &apiclient.TransientError{Err: fmt.Errorf("the server ended the file at %s of %s; resuming", humanBytes(d.off), humanBytes(d.f.Size)), Progressed: n > 0}
+		return &apiclient.TransientError{Err: fmt.Errorf("the server ended the file at %s of %s; resuming", HumanBytes(d.off), HumanBytes(d.f.Size)), Progressed: n > 0}
 	}
 	return nil
 }

@@ -4,15 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"stratum/apierr"
 )
 
 // Exit codes of `stratum join`. 0 means joined and 2 is a usage error (the
 // cli's convention); the two final outcomes other than joined get their own
 // codes so a unit file or an installer script can tell "an operator said
-// no" from "the join broke" without parsing text. Every other error
-// (unreachable founder at shutdown, a refused token, a bad release) is 1:
-// running again, after fixing what the message names, picks up where the
-// run stopped.
+// no" from "the join broke" without parsing text. A refused join token
+// (used up, expired, revoked, mistyped) is 3 as well, as a refused
+// credential is for every other command: the founder said no, and only a
+// new token changes that. Every other error (unreachable founder at
+// shutdown, a bad release) is 1: running again, after fixing what the
+// message names, picks up where the run stopped.
 const (
 	ExitRejected = 3
 	ExitFailed   = 4
@@ -30,7 +34,7 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, ErrRejected):
+	case errors.Is(err, ErrRejected), apierr.CodeOf(err) == apierr.JoinTokenInvalid:
 		return ExitRejected
 	case errors.Is(err, ErrFailed):
 		return ExitFailed
@@ -78,7 +82,8 @@ type PinError struct {
 }
 
 func (e *PinError) Error() string {
-	return fmt.Sprintf("refusing the founder: %s (--ca-pin %s); check the pin printed by `stratum serve` or in the token's joinCommand", e.Reason, e.Want)
+	return fmt.Sprintf("refusing the founder: %s (--ca-pin %s): either --ca-pin was mistyped or this is not your founder. "+
+		"Take the pin from the founder itself: the \"CA pin:\" line `stratum serve` prints, or the join line `stratum token create` prints; never from this connection", e.Reason, e.Want)
 }
 
 // DowngradeError is an offered upgrade this machine must not take (SPEC

@@ -71,7 +71,7 @@ func (p *progress) fileDone(f release.File, how string) {
 	if p.total > 0 {
 		pct = int(done * 100 / p.total)
 	}
-	p.log.printf("  %s %s (%s) [%d/%d files, %d%%]", how, f.Path, humanBytes(f.Size), n, p.files, pct)
+	p.log.printf("  %s %s (%s) [%d/%d files, %d%%]", how, f.Path, HumanBytes(f.Size), n, p.files, pct)
 }
 
 // stop ends the bar, if any.
@@ -82,8 +82,9 @@ func (p *progress) stop() {
 	}
 }
 
-// humanBytes renders a size in IEC units.
-func humanBytes(n int64) string {
+// HumanBytes renders a size in IEC units (8.0 MiB); the CLI shows sizes
+// with it too.
+func HumanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)

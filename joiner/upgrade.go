@@ -163,7 +163,7 @@ func (j *joiner) fetchRelease(ctx context.Context, joinID string, u *wire.Upgrad
 	if len(m.UpgradesFrom) > 0 && !slices.Contains(m.UpgradesFrom, j.release) {
 		return "", &DowngradeError{Running: j.release, Offered: m.Release, UpgradesFrom: m.UpgradesFrom}
 	}
-	j.log.printf("manifest of release %s verified: %d files, %s", m.Release, len(m.Files), humanBytes(m.TotalSize()))
+	j.log.printf("manifest of release %s verified: %d files, %s", m.Release, len(m.Files), HumanBytes(m.TotalSize()))
 
 	tree := filepath.Join(j.cfg.StateDir, releasesDir, m.Release)
 	dl := filepath.Join(j.cfg.StateDir, downloadDir, m.Release)
@@ -223,7 +223,7 @@ func (j *joiner) fetchSmall(ctx context.Context, src *source, p string, limit in
 			return networkError(ctx, err)
 		}
 		if int64(len(b)) > limit {
-			return fmt.Errorf("%s from %s is over %s: refused", p, src.name, humanBytes(limit))
+			return fmt.Errorf("%s from %s is over %s: refused", p, src.name, HumanBytes(limit))
 		}
 		data = b
 		return nil

@@ -34,6 +34,15 @@ type TokenView struct {
 	Revoked   bool      `json:"revoked"`
 }
 
+// SignInHint is GET /v1/auth/sign-in, asked before any login: what the
+// console's sign-in page may tell a person. BootstrapCredentials is true
+// while the founder's data directory holds bootstrap-credentials.txt, the
+// bootstrap admin's generated password, which goes once that password
+// is changed.
+type SignInHint struct {
+	BootstrapCredentials bool `json:"bootstrapCredentials"`
+}
+
 // CreateTokenRequest is the body of POST /v1/iam/tokens.
 type CreateTokenRequest struct {
 	Name   string          `json:"name"`

@@ -58,7 +58,7 @@ func (s *Service) keyring() (*release.Keyring, error) {
 	dir := s.cfg.KeysDir
 	files, err := release.ReadKeyFiles(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, apierr.New(apierr.Conflict, "the founder's release keys: %s does not exist (put the release public keys, NAME.pub, there)", dir)
+		return nil, apierr.New(apierr.Conflict, "the founder trusts no release key yet (%s does not exist): trust the key that signed the release with stratum release trust-key NAME.pub", dir)
 	} else if err != nil {
 		return nil, apierr.New(apierr.Conflict, "the founder's release keys (%s) cannot be loaded: %v", dir, err)
 	}
@@ -88,7 +88,7 @@ func (s *Service) keyring() (*release.Keyring, error) {
 		notes = append(notes, untrustedNote(f))
 	}
 	if len(files) == 0 {
-		return nil, apierr.New(apierr.Conflict, "the founder's release keys: no *.pub file in %s", dir)
+		return nil, apierr.New(apierr.Conflict, "the founder trusts no release key yet (no *.pub file in %s): trust the key that signed the release with stratum release trust-key NAME.pub", dir)
 	}
 	if len(trusted) == 0 {
 		return nil, apierr.New(apierr.Conflict, "the founder's release keys: no trusted key in %s: %s", dir, strings.Join(notes, "; "))

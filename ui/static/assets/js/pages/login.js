@@ -8,10 +8,18 @@ export function mount(main, { onLogin, ended }) {
   const email = h('input', { name: 'email', type: 'email', autocomplete: 'username', required: true, autofocus: true });
   const password = h('input', { name: 'password', type: 'password', autocomplete: 'current-password', required: true });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Sign in');
+  // Where the bootstrap admin's password is, while it is there: the
+  // founder removes bootstrap-credentials.txt once that password changes.
+  const hint = h('p', { class: 'intro', 'data-sign-in-hint': '' }, 'Sign in with your email and password.');
+  api('GET', '/v1/auth/sign-in').then((out) => {
+    if (out && out.bootstrapCredentials) {
+      hint.replaceChildren('The bootstrap admin\'s email and password are in ', h('code', null, 'bootstrap-credentials.txt'), ' in the founder\'s data directory, until that password is changed.');
+    }
+  }, () => {});
   const form = h('form', { class: 'login', novalidate: true },
     h('h1', null, 'Sign in'),
     ended ? h('p', { class: 'notice', role: 'status', 'data-session-ended': '' }, 'Your session ended: ' + ended + '. Sign in again.') : null,
-    h('p', { class: 'intro' }, 'The bootstrap admin\'s email and password are in ', h('code', null, 'bootstrap-credentials.txt'), ' in the founder\'s data directory.'),
+    hint,
     h('label', null, h('span', { class: 'label' }, 'Email'), email),
     h('label', null, h('span', { class: 'label' }, 'Password'), password),
     error, submit);
