@@ -150,6 +150,7 @@ func TestRegisterBareServer(t *testing.T) {
 	if os.Getenv("REGISTER_BARE_CHILD") != "1" {
 		t.Skip("the bare server of BenchmarkRegisterCPU")
 	}
+	followAffinity()
 	cert, err := tls.LoadX509KeyPair(os.Getenv("REGISTER_BARE_CERT"), os.Getenv("REGISTER_BARE_KEY"))
 	if err != nil {
 		t.Fatal(err)
