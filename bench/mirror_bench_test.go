@@ -77,6 +77,13 @@ const (
 // nginx's, per case, with its cache of verified units off and on.
 var mirrorTargets = map[string]float64{"full": 1.0, "parallel4": 1.2, "range64k": 0.8}
 
+// mirrorPinnedTargets are issue 35's, of the pinned form (each server on
+// a core of its own, the clients on the other: pinning_test.go), for the
+// founder as `stratum serve` runs it (its default cache): `target
+// mirror-CASE-pinned`. The nocache variant's pinned ratios are printed
+// beside them, without a target.
+var mirrorPinnedTargets = map[string]float64{"parallel4": 1.5, "range64k": 1.2}
+
 // mirrorVariants are the founder's two settings, measured one after the
 // other against nginx (one founder child at a time: they share the store
 // file): "nocache" is `serve --release-cache 0`, "cache" the default cache
@@ -150,23 +157,35 @@ type mirrorEnv struct {
 	block      []byte      // the big file is this block repeated
 	clientTLS  *tls.Config // trusts the CA, presents a joiner's certificate
 	founderURL string
-	nginxURL   string
+	// nginx is the free form's (2 workers, one a core); nginxOne the
+	// pinned form's (1 worker, as nginx's `worker_processes auto` has it
+	// on one core, where the founder's runtime has GOMAXPROCS 1).
+	nginx, nginxOne nginxServer
 	// where startFounder finds what it needs
 	dataDir, certFile, keyFile, work string
 	founderPID                       int
-	nginxPID                         int
 	nginxVer                         string
 	offsets                          []int64 // of the ranged requests, the same for both servers
+}
+
+// nginxServer is one running nginx: its master's pid and its URL.
+type nginxServer struct {
+	pid int
+	url string
 }
 
 // mirrorServers names the two servers in the order of the printed figures.
 var mirrorServers = []string{"founder", "nginx"}
 
-func (e *mirrorEnv) url(server string) string {
-	if server == "founder" {
-		return e.founderURL
+// server is the URL and pid of server in the free or the pinned form.
+func (e *mirrorEnv) server(server string, pinned bool) (url string, pid int) {
+	switch {
+	case server == "founder":
+		return e.founderURL, e.founderPID
+	case pinned:
+		return e.nginxOne.url, e.nginxOne.pid
 	}
-	return e.nginxURL
+	return e.nginx.url, e.nginx.pid
 }
 
 func newMirrorEnv(b *testing.B, nginx string) *mirrorEnv {
@@ -262,7 +281,10 @@ func newMirrorEnv(b *testing.B, nginx string) *mirrorEnv {
 	}
 
 	e.dataDir, e.certFile, e.keyFile, e.work = dataDir, certFile, keyFile, work
-	e.startNginx(b, nginx, work, certFile, keyFile, root)
+	e.nginx = e.startNginx(b, nginx, work, 2, certFile, keyFile, root)
+	if canPin() {
+		e.nginxOne = e.startNginx(b, nginx, filepath.Join(work, "one-core"), 1, certFile, keyFile, root)
+	}
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	e.offsets = make([]int64, mirrorRanges)
@@ -409,6 +431,7 @@ func TestMirrorFounderServer(t *testing.T) {
 	if os.Getenv("MIRROR_FOUNDER_CHILD") != "1" {
 		t.Skip("the founder's process of BenchmarkMirrorVsNginx")
 	}
+	followAffinity()
 	dataDir := os.Getenv("MIRROR_FOUNDER_DATA")
 	cert, err := tls.LoadX509KeyPair(os.Getenv("MIRROR_FOUNDER_CERT"), os.Getenv("MIRROR_FOUNDER_KEY"))
 	if err != nil {
@@ -449,7 +472,7 @@ func TestMirrorFounderServer(t *testing.T) {
 	srv := founder.NewHTTPServer(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == mirrorStatsPath {
-				fmt.Fprintf(w, "%d %d", m.CacheHits(), m.CacheMisses())
+				fmt.Fprintf(w, "%d %d %d", m.CacheHits(), m.CacheMisses(), runtime.GOMAXPROCS(0))
 				return
 			}
 			if err := httpapi.ServeReleaseFile(w, r, m, r.RemoteAddr, mirrorRelease, strings.TrimPrefix(r.URL.Path, "/")); err != nil {
@@ -469,9 +492,12 @@ func TestMirrorFounderServer(t *testing.T) {
 }
 
 // startNginx runs bench/nginx.sh, which writes the configuration and
-// becomes nginx (daemon off): its pid is the master's. It is stopped, with
-// its workers, when the benchmark ends.
-func (e *mirrorEnv) startNginx(b *testing.B, nginx, work, certFile, keyFile, root string) {
+// becomes nginx (daemon off) with workers worker processes: its pid is
+// the master's. It is stopped, with its workers, when the benchmark ends.
+func (e *mirrorEnv) startNginx(b *testing.B, nginx, work string, workers int, certFile, keyFile, root string) nginxServer {
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		b.Fatal(err)
+	}
 	if out, err := exec.Command(nginx, "-v").CombinedOutput(); err == nil {
 		e.nginxVer = strings.TrimSpace(strings.TrimPrefix(string(out), "nginx version: "))
 	}
@@ -484,18 +510,18 @@ func (e *mirrorEnv) startNginx(b *testing.B, nginx, work, certFile, keyFile, roo
 		b.Fatal(err)
 	}
 	cmd := exec.Command("sh", script, "run", work, strconv.Itoa(port), certFile, keyFile, root)
-	cmd.Env = append(os.Environ(), "NGINX="+nginx)
+	cmd.Env = append(os.Environ(), "NGINX="+nginx, "NGINX_WORKERS="+strconv.Itoa(workers))
 	logPath := filepath.Join(work, "nginx.out")
 	stop, exited := mirrorStart(b, cmd, logPath, false)
 	b.Cleanup(stop)
-	pid := cmd.Process.Pid // the script execs nginx: the master's pid
-	e.nginxPID = pid
-	e.nginxURL = "https://127.0.0.1:" + strconv.Itoa(port)
-	if err := e.waitReady(e.nginxURL, exited); err != nil {
+	// The script execs nginx: its pid is the master's.
+	srv := nginxServer{pid: cmd.Process.Pid, url: "https://127.0.0.1:" + strconv.Itoa(port)}
+	if err := e.waitReady(srv.url, exited); err != nil {
 		out, _ := os.ReadFile(logPath)
 		errLog, _ := os.ReadFile(filepath.Join(work, "error.log"))
 		b.Fatalf("nginx did not come up: %v\n%s%s", err, out, errLog)
 	}
+	return srv
 }
 
 func mirrorFreePort() (int, error) {
@@ -604,38 +630,60 @@ func (e *mirrorEnv) measure(b *testing.B) map[string]map[string][]mirrorSample {
 		out[c.name] = map[string][]mirrorSample{}
 		rounds = max(rounds, c.rounds)
 	}
+	forms := []bool{false}
+	if canPin() {
+		forms = append(forms, true)
+	}
 	for round := range rounds {
 		order := mirrorServers
 		if round%2 == 1 {
 			order = []string{mirrorServers[1], mirrorServers[0]}
 		}
-		for _, c := range mirrorSelectedCases() {
-			if round >= c.rounds {
-				continue
-			}
-			for _, server := range order {
-				runtime.GC()
-				pid := e.founderPID
-				if server == "nginx" {
-					pid = e.nginxPID
+		for _, pinned := range forms {
+			unpin := func() {}
+			if pinned {
+				var err error
+				if unpin, err = pinForm(e.founderPID, e.nginxOne.pid); err != nil {
+					b.Fatalf("pin the servers and the clients: %v", err)
 				}
-				hits0, misses0 := e.founderCache(b, server)
-				client0, server0 := mirrorSelfCPU(), mirrorTreeCPU(pid)
-				s, err := c.run(e, e.url(server))
-				if err != nil {
-					b.Fatalf("round %d, case %s, %s: %v", round, c.name, server, err)
-				}
-				s.clientCPU, s.serverCPU = mirrorSelfCPU()-client0, mirrorTreeCPU(pid)-server0
-				hits1, misses1 := e.founderCache(b, server)
-				s.cacheHits, s.cacheMisses = hits1-hits0, misses1-misses0
-				fmt.Printf("mirror run round=%d case=%s server=%s mibs=%.0f requests=%d elapsed=%v server_cpu=%v client_cpu=%v cache_hits=%d cache_misses=%d\n",
-					round, c.name, server, s.mibs(), s.requests, s.elapsed.Round(time.Millisecond),
-					s.serverCPU.Round(10*time.Millisecond), s.clientCPU.Round(10*time.Millisecond), s.cacheHits, s.cacheMisses)
-				out[c.name][server] = append(out[c.name][server], s)
 			}
+			e.measureRound(b, round, pinned, order, out)
+			unpin()
 		}
 	}
 	return out
+}
+
+// measureRound runs round of every case on each server in order, in the
+// free or the pinned form, into out (the pinned form's under
+// CASE-pinned).
+func (e *mirrorEnv) measureRound(b *testing.B, round int, pinned bool, order []string, out map[string]map[string][]mirrorSample) {
+	for _, c := range mirrorSelectedCases() {
+		if round >= c.rounds {
+			continue
+		}
+		name := c.name + formName(pinned)
+		if out[name] == nil {
+			out[name] = map[string][]mirrorSample{}
+		}
+		for _, server := range order {
+			runtime.GC()
+			url, pid := e.server(server, pinned)
+			hits0, misses0, _ := e.founderCache(b, server)
+			client0, server0 := mirrorSelfCPU(), mirrorTreeCPU(pid)
+			s, err := c.run(e, url)
+			if err != nil {
+				b.Fatalf("round %d, case %s, %s: %v", round, c.name, server, err)
+			}
+			s.clientCPU, s.serverCPU = mirrorSelfCPU()-client0, mirrorTreeCPU(pid)-server0
+			hits1, misses1, procs := e.founderCache(b, server) // GOMAXPROCS as it served
+			s.cacheHits, s.cacheMisses = hits1-hits0, misses1-misses0
+			fmt.Printf("mirror run round=%d case=%s server=%s mibs=%.0f requests=%d elapsed=%v server_cpu=%v client_cpu=%v cache_hits=%d cache_misses=%d founder_gomaxprocs=%d\n",
+				round, name, server, s.mibs(), s.requests, s.elapsed.Round(time.Millisecond),
+				s.serverCPU.Round(10*time.Millisecond), s.clientCPU.Round(10*time.Millisecond), s.cacheHits, s.cacheMisses, procs)
+			out[name][server] = append(out[name][server], s)
+		}
+	}
 }
 
 // report prints, for each case, the best throughput of each server and
@@ -644,52 +692,78 @@ func (e *mirrorEnv) measure(b *testing.B) map[string]map[string][]mirrorSample {
 // reading from it, and efficiency = nginx's CPU / the founder's.
 func (e *mirrorEnv) report(b *testing.B, variant string, samples map[string]map[string][]mirrorSample) {
 	for _, c := range mirrorSelectedCases() {
-		fs, ns := samples[c.name]["founder"], samples[c.name]["nginx"]
-		f, n := mirrorBest(fs), mirrorBest(ns)
-		ratio := f.mibs() / n.mibs()
-		line := fmt.Sprintf("mirror %s case=%s founder_mibs=%.0f nginx_mibs=%.0f ratio=%.2f", variant, c.name, f.mibs(), n.mibs(), ratio)
-		if c.name == "range64k" {
-			line += fmt.Sprintf(" founder_rps=%.0f nginx_rps=%.0f", f.rps(), n.rps())
+		for _, pinned := range []bool{false, true} {
+			if samples[c.name+formName(pinned)] != nil {
+				e.reportCase(b, variant, c.name, pinned, samples[c.name+formName(pinned)])
+			}
 		}
-		fmt.Println(line)
-
-		perGiB := func(s mirrorSample, d time.Duration) float64 { return d.Seconds() / (float64(s.bytes) / (1 << 30)) }
-		fCPU := mirrorMedian(fs, func(s mirrorSample) float64 { return perGiB(s, s.serverCPU) })
-		nCPU := mirrorMedian(ns, func(s mirrorSample) float64 { return perGiB(s, s.serverCPU) })
-		cf := mirrorMedian(fs, func(s mirrorSample) float64 { return perGiB(s, s.clientCPU) })
-		cn := mirrorMedian(ns, func(s mirrorSample) float64 { return perGiB(s, s.clientCPU) })
-		line = fmt.Sprintf("mirror cpu case=%s founder_s_per_gib=%.2f nginx_s_per_gib=%.2f efficiency=%.2f client_s_per_gib=%.2f/%.2f",
-			c.name, fCPU, nCPU, nCPU/fCPU, cf, cn)
-		if c.name == "range64k" {
-			perReq := float64(mirrorRangeSize) / (1 << 30) * 1e6
-			line += fmt.Sprintf(" founder_us_per_req=%.0f nginx_us_per_req=%.0f", fCPU*perReq, nCPU*perReq)
-		}
-		fmt.Println(line)
-		var hits, units uint64
-		for _, s := range fs {
-			hits, units = hits+s.cacheHits, units+s.cacheHits+s.cacheMisses
-		}
-		verdict := "pass"
-		if ratio < mirrorTargets[c.name] {
-			verdict = "MISS"
-		}
-		fmt.Printf("mirror %s case=%s founder_over_nginx=%.2f want>=%.1f %s (founder %.0f MiB/s at %.2f s CPU/GiB, nginx %.0f MiB/s at %.2f s CPU/GiB; founder sent %.0f%% of its 64 KiB units from its cache)\n",
-			variant, c.name, ratio, mirrorTargets[c.name], verdict, f.mibs(), fCPU, n.mibs(), nCPU, 100*float64(hits)/float64(max(units, 1)))
-		printTarget(b, "mirror-"+c.name+"-"+variant, ratio, ">=", mirrorTargets[c.name], "x")
-		b.ReportMetric(f.mibs(), c.name+"_"+variant+"_founder_MiB/s")
-		b.ReportMetric(n.mibs(), c.name+"_"+variant+"_nginx_MiB/s")
-		b.ReportMetric(ratio, c.name+"_"+variant+"_ratio")
-		b.ReportMetric(nCPU/fCPU, c.name+"_"+variant+"_cpu_efficiency")
 	}
 	first := mirrorSelectedCases()[0].name
 	f, n := mirrorBest(samples[first]["founder"]), mirrorBest(samples[first]["nginx"])
 	fmt.Printf("mirror tls founder=%s nginx=%s loadavg=%s\n", f.tls, n.tls, loadAvg())
 }
 
-// founderCache reads the founder child's cache counters (zero for nginx).
-func (e *mirrorEnv) founderCache(b *testing.B, server string) (hits, misses uint64) {
+// reportCase prints one case's lines in one form (pinned: the servers on
+// one core, the clients on the other; its name is CASE-pinned).
+func (e *mirrorEnv) reportCase(b *testing.B, variant, caseName string, pinned bool, samples map[string][]mirrorSample) {
+	name := caseName + formName(pinned)
+	fs, ns := samples["founder"], samples["nginx"]
+	f, n := mirrorBest(fs), mirrorBest(ns)
+	ratio := f.mibs() / n.mibs()
+	line := fmt.Sprintf("mirror %s case=%s founder_mibs=%.0f nginx_mibs=%.0f ratio=%.2f", variant, name, f.mibs(), n.mibs(), ratio)
+	if caseName == "range64k" {
+		line += fmt.Sprintf(" founder_rps=%.0f nginx_rps=%.0f", f.rps(), n.rps())
+	}
+	fmt.Println(line)
+
+	perGiB := func(s mirrorSample, d time.Duration) float64 { return d.Seconds() / (float64(s.bytes) / (1 << 30)) }
+	fCPU := mirrorMedian(fs, func(s mirrorSample) float64 { return perGiB(s, s.serverCPU) })
+	nCPU := mirrorMedian(ns, func(s mirrorSample) float64 { return perGiB(s, s.serverCPU) })
+	cf := mirrorMedian(fs, func(s mirrorSample) float64 { return perGiB(s, s.clientCPU) })
+	cn := mirrorMedian(ns, func(s mirrorSample) float64 { return perGiB(s, s.clientCPU) })
+	line = fmt.Sprintf("mirror cpu case=%s founder_s_per_gib=%.2f nginx_s_per_gib=%.2f efficiency=%.2f client_s_per_gib=%.2f/%.2f",
+		name, fCPU, nCPU, nCPU/fCPU, cf, cn)
+	if caseName == "range64k" {
+		perReq := float64(mirrorRangeSize) / (1 << 30) * 1e6
+		line += fmt.Sprintf(" founder_us_per_req=%.0f nginx_us_per_req=%.0f", fCPU*perReq, nCPU*perReq)
+	}
+	fmt.Println(line)
+	var hits, units uint64
+	for _, s := range fs {
+		hits, units = hits+s.cacheHits, units+s.cacheHits+s.cacheMisses
+	}
+	target, ok := mirrorTargets[caseName]
+	if pinned {
+		target, ok = mirrorPinnedTargets[caseName]
+	}
+	verdict := "pass"
+	if ratio < target {
+		verdict = "MISS"
+	}
+	want := fmt.Sprintf("want>=%.1f %s", target, verdict)
+	if !ok {
+		want = "(no target)"
+	}
+	fmt.Printf("mirror %s case=%s founder_over_nginx=%.2f %s (founder %.0f MiB/s at %.2f s CPU/GiB, nginx %.0f MiB/s at %.2f s CPU/GiB; founder sent %.0f%% of its 64 KiB units from its cache)\n",
+		variant, name, ratio, want, f.mibs(), fCPU, n.mibs(), nCPU, 100*float64(hits)/float64(max(units, 1)))
+	switch {
+	case !pinned:
+		printTarget(b, "mirror-"+caseName+"-"+variant, ratio, ">=", target, "x")
+	case ok && variant == "cache":
+		printTarget(b, "mirror-"+name, ratio, ">=", target, "x")
+	}
+	b.ReportMetric(f.mibs(), name+"_"+variant+"_founder_MiB/s")
+	b.ReportMetric(n.mibs(), name+"_"+variant+"_nginx_MiB/s")
+	b.ReportMetric(ratio, name+"_"+variant+"_ratio")
+	b.ReportMetric(nCPU/fCPU, name+"_"+variant+"_cpu_efficiency")
+}
+
+// founderCache reads the founder child's cache counters (zero for nginx)
+// and its GOMAXPROCS (1 while pinned to one core: its runtime follows
+// the affinity).
+func (e *mirrorEnv) founderCache(b *testing.B, server string) (hits, misses uint64, procs int) {
 	if server != "founder" {
-		return 0, 0
+		return 0, 0, 0
 	}
 	client := &http.Client{Transport: e.transport(), Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
@@ -698,10 +772,10 @@ func (e *mirrorEnv) founderCache(b *testing.B, server string) (hits, misses uint
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if _, err := fmt.Fscan(resp.Body, &hits, &misses); err != nil {
+	if _, err := fmt.Fscan(resp.Body, &hits, &misses, &procs); err != nil {
 		b.Fatalf("founder cache counters: %v", err)
 	}
-	return hits, misses
+	return hits, misses, procs
 }
 
 // mirrorMedian is the median of v over ss.

@@ -8,7 +8,9 @@
 #       write WORKDIR/nginx.conf and run nginx in the foreground (daemon off,
 #       as this process: the caller kills it by its pid) serving ROOT over TLS
 #       on 127.0.0.1:PORT with CERT (chain PEM) and KEY; pid file, logs and
-#       temporary directories stay in WORKDIR. $NGINX names the binary.
+#       temporary directories stay in WORKDIR. $NGINX names the binary,
+#       $NGINX_WORKERS the worker processes (2: one a core of the benchmark's
+#       machine; the pinned form's nginx, on one core, has 1).
 #
 # The benchmark runs "run" itself; "run" can also be used by hand to compare
 # with curl or wrk against the same tree.
@@ -45,7 +47,7 @@ run)
 $user
 daemon off;
 master_process on;
-worker_processes 2;
+worker_processes ${NGINX_WORKERS:-2};
 pid $work/nginx.pid;
 error_log $work/error.log warn;
 events { worker_connections 1024; }

@@ -26,7 +26,7 @@ import (
 // client, fresh TLS connection each, ed25519 client certificate, the same
 // POST) reach it with the join listener's TLS settings (TLS 1.3 only,
 // X25519MLKEM768, an Ed25519 leaf and the CA after it, any client
-// certificate required, no session tickets; founder/tls.go) and the
+// certificate required, a session ticket sent; founder/tls.go) and the
 // founder's http.Server timeouts, and its handler only reads the body and
 // answers 201 with as many bytes as the founder answered. No routing, no
 // store, no audit: the TLS handshake, TCP and net/http alone. It runs in
@@ -150,6 +150,7 @@ func TestRegisterBareServer(t *testing.T) {
 	if os.Getenv("REGISTER_BARE_CHILD") != "1" {
 		t.Skip("the bare server of BenchmarkRegisterCPU")
 	}
+	followAffinity()
 	cert, err := tls.LoadX509KeyPair(os.Getenv("REGISTER_BARE_CERT"), os.Getenv("REGISTER_BARE_KEY"))
 	if err != nil {
 		t.Fatal(err)

@@ -75,13 +75,23 @@ const maxListenerIPs = 32
 // joinTLS requires a client certificate of any issuer: the joiner's key
 // pin is its identity, and the handshake proves it holds the key. TLS 1.3
 // only (SPEC 10.10): every joiner is this build's client, so nothing
-// older needs to be spoken. No session tickets: no joiner or agent
-// resumes a session (each registration is a fresh connection from a
-// fresh key), so a ticket sealed and sent after every handshake would
-// be CPU and a write for nothing.
+// older needs to be spoken.
+//
+// Session tickets are on: a waiting joiner's long-poll is answered with
+// Connection: close (httpapi/longpoll.go), so each round is a new
+// connection, and a resumed one skips the certificates, the founder's
+// signature and the check of the joiner's (psk_dhe_ke: the key exchange
+// stays, and with it forward secrecy). A TLS 1.3 ticket carries the
+// client certificate of the handshake it was issued on, and a resumed
+// connection reports it as its PeerCertificates, so the key pin the API
+// reads from them (httpapi's joinerPin) is the key that proved itself on
+// the full handshake, whatever certificate the resuming client holds: a
+// ticket resumes its own key's registrations, no other's. The ticket
+// keys are Go's own: random per process, rotated every 24 hours, each
+// accepted for 7 days (a founder restart, or another replica, makes the
+// next connection a full handshake).
 func joinTLS(cert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *tls.Config {
-	return &tls.Config{GetCertificate: cert, ClientAuth: tls.RequireAnyClientCert, MinVersion: tls.VersionTLS13,
-		SessionTicketsDisabled: true}
+	return &tls.Config{GetCertificate: cert, ClientAuth: tls.RequireAnyClientCert, MinVersion: tls.VersionTLS13}
 }
 
 // adminTLS accepts bearer tokens, and client certificates issued by the

@@ -178,58 +178,74 @@ func TestCorkOnClose(t *testing.T) {
 	}
 }
 
-// TestJoinTLSNoSessionTickets: the join listener issues no session
-// ticket (no joiner resumes; sealing one per handshake is waste), while
-// the admin listener still does (browsers resume).
-func TestJoinTLSNoSessionTickets(t *testing.T) {
-	cert := testServerCert(t)
-	ca, err := crypto.NewCA("cl-tls00001", time.Now())
+// TestJoinTLSResumesWithTheFirstKey: the join listener issues session
+// tickets, and a connection resumed with one reports the client
+// certificate of the handshake that earned it, not the one the resuming
+// client holds: the key pin stays the key that proved itself.
+func TestJoinTLSResumesWithTheFirstKey(t *testing.T) {
+	ln, err := listenTLS("127.0.0.1:0", joinTLS(fixedCert(testServerCert(t))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name   string
-		cfg    *tls.Config
-		ticket bool
-	}{
-		{"join", joinTLS(fixedCert(cert)), false},
-		{"admin", adminTLS(fixedCert(cert), ca), true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ln, err := listenTLS("127.0.0.1:0", tc.cfg)
+	defer ln.Close()
+	// Each connection is answered with its peer's key pin and whether it
+	// was resumed.
+	go func() {
+		for {
+			c, err := ln.Accept()
 			if err != nil {
-				t.Fatal(err)
+				return
 			}
-			defer ln.Close()
 			go func() {
-				c, err := ln.Accept()
-				if err != nil {
+				defer c.Close()
+				tc := c.(*tls.Conn)
+				if tc.Handshake() != nil {
 					return
 				}
-				defer c.Close()
-				_, _ = c.Write([]byte("x"))
+				cs := tc.ConnectionState()
+				_, _ = fmt.Fprintf(c, "%s %v\n", crypto.SPKIPin(cs.PeerCertificates[0]), cs.DidResume)
 				_, _ = io.Copy(io.Discard, c)
 			}()
-			cache := tls.NewLRUClientSessionCache(4)
-			c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true, ClientSessionCache: cache,
-				Certificates: []tls.Certificate{testClientCert(t)}, MinVersion: tls.VersionTLS13})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			// Tickets follow the handshake: reading the first byte reads them.
-			if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
-				t.Fatal(err)
-			}
-			_, got := cache.Get(ln.Addr().String())
-			if !got {
-				_, got = cache.Get("127.0.0.1")
-			}
-			if got != tc.ticket {
-				t.Errorf("session ticket received = %v, want %v", got, tc.ticket)
-			}
-		})
+		}
+	}()
+	cache := tls.NewLRUClientSessionCache(4)
+	dial := func(cert tls.Certificate) (pin string, resumed bool) {
+		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true, ClientSessionCache: cache,
+			Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// The ticket follows the handshake: reading the answer reads it.
+		if _, err := fmt.Fscanf(c, "%s %t\n", &pin, &resumed); err != nil {
+			t.Fatal(err)
+		}
+		if resumed != c.ConnectionState().DidResume {
+			t.Fatalf("server says resumed=%v, client %v", resumed, c.ConnectionState().DidResume)
+		}
+		return pin, resumed
 	}
+	a, b := testClientCert(t), testClientCert(t)
+	pinA := crypto.SPKIPin(mustLeaf(t, a))
+	if pin, resumed := dial(a); resumed || pin != pinA {
+		t.Fatalf("first connection: pin %s resumed %v, want %s and a full handshake", pin, resumed, pinA)
+	}
+	if pin, resumed := dial(a); !resumed || pin != pinA {
+		t.Fatalf("second connection: pin %s resumed %v, want %s resumed", pin, resumed, pinA)
+	}
+	// Key B's certificate with key A's ticket: the server sees A.
+	if pin, resumed := dial(b); !resumed || pin != pinA {
+		t.Fatalf("B resuming A's ticket: pin %s resumed %v, want A's %s", pin, resumed, pinA)
+	}
+}
+
+func mustLeaf(t *testing.T, c tls.Certificate) *x509.Certificate {
+	t.Helper()
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf
 }
 
 func testServerCert(t *testing.T) tls.Certificate {

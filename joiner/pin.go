@@ -23,12 +23,20 @@ import (
 // proves the server holds the leaf's key. Host names are not checked: a
 // server whose leaf chains to the pinned cluster CA and carries the
 // founder URI SAN is the founder, whatever address reached it.
-func pinnedTLS(pin string, client tls.Certificate, serverName string) *tls.Config {
+//
+// tickets keeps the founder's TLS session tickets, so that the next
+// connection (each long-poll round is one: the founder closes it after
+// its answer) resumes instead of a full handshake. Go calls
+// VerifyConnection on a resumed connection too, with the certificates
+// the ticket's first handshake verified, so the pin is checked on every
+// connection alike.
+func pinnedTLS(pin string, client tls.Certificate, serverName string, tickets tls.ClientSessionCache) *tls.Config {
 	pin = normalPin(pin)
 	return &tls.Config{
 		Certificates:       []tls.Certificate{client},
 		ServerName:         serverName,
 		MinVersion:         tls.VersionTLS12,
+		ClientSessionCache: tickets,
 		InsecureSkipVerify: true, // replaced by VerifyConnection: see above
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			return verifyPinned(cs.PeerCertificates, pin, time.Now())
@@ -48,4 +56,28 @@ func verifyPinned(chain []*x509.Certificate, pin string, now time.Time) error {
 		return &PinError{Want: pin, Reason: err.Error()}
 	}
 	return nil
+}
+
+// newTicketCache is one run's TLS session cache: the join listener's
+// tickets and a mirror's, each under its own scope (scopedTickets). It
+// belongs to the run's one key: a ticket resumes the key of the
+// handshake it was issued on, whatever certificate the resuming client
+// holds, so a cache is never shared between keys.
+func newTicketCache() tls.ClientSessionCache { return tls.NewLRUClientSessionCache(16) }
+
+// scopedTickets keeps one client's tickets apart in a shared cache. Go
+// keys a ticket by the server name, and a mirror may be served from the
+// founder's host (its admin listener): without a scope each would evict
+// the other's ticket, and offer the server a ticket it cannot open.
+type scopedTickets struct {
+	scope string
+	cache tls.ClientSessionCache
+}
+
+func (s scopedTickets) Get(key string) (*tls.ClientSessionState, bool) {
+	return s.cache.Get(s.scope + "|" + key)
+}
+
+func (s scopedTickets) Put(key string, cs *tls.ClientSessionState) {
+	s.cache.Put(s.scope+"|"+key, cs)
 }

@@ -82,20 +82,21 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	host, _, _ := net.SplitHostPort(cfg.founders()[0])
+	tickets := newTicketCache()
 	tr := &http.Transport{
 		// No proxy: the join listener is the founder on the management
 		// network, and a proxy in between could not pass the client
 		// certificate through anyway.
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:     pinnedTLS(cfg.CAPin, cert, host),
+		TLSClientConfig:     pinnedTLS(cfg.CAPin, cert, host, scopedTickets{"founder", tickets}),
 		TLSHandshakeTimeout: 15 * time.Second,
 		MaxIdleConnsPerHost: 2,
 		IdleConnTimeout:     90 * time.Second,
 	}
 	defer tr.CloseIdleConnections()
 	if cfg.mirrorHTTP == nil {
-		cfg.mirrorHTTP = mirrorClient()
+		cfg.mirrorHTTP = mirrorClient(scopedTickets{"mirror", tickets})
 	}
 	j := &joiner{
 		cfg:      cfg,

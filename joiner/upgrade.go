@@ -2,6 +2,7 @@ package joiner
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -61,10 +62,13 @@ func (j *joiner) releaseSource(joinID string, u *wire.Upgrade) (*source, error) 
 }
 
 // mirrorClient is the client for a release mirror: system roots,
-// proxies from the environment, and a bound on waiting for headers.
-func mirrorClient() *http.Client {
+// proxies from the environment, a bound on waiting for headers, and the
+// run's TLS session cache (tickets), so that a download retried on a new
+// connection resumes.
+func mirrorClient(tickets tls.ClientSessionCache) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.ResponseHeaderTimeout = time.Minute
+	tr.TLSClientConfig = &tls.Config{ClientSessionCache: tickets}
 	return &http.Client{Transport: tr}
 }
 
