@@ -7,7 +7,7 @@ DATA      ?= ./data
 FUZZTIME  ?= 10s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test bench fuzz fuzz-ci crash abuse soak failover lint clean
+.PHONY: build run test bench fuzz fuzz-ci crash abuse soak failover lab lint clean
 
 ## build: the static release binary (CGO_ENABLED=0) at bin/stratum
 build:
@@ -75,6 +75,13 @@ soak:
 ## switchover and a SIGKILL of the primary's postmaster; make test runs 1)
 failover:
 	STRATUM_FAILOVER_ROUNDS=5 $(GO) test -count=1 -v -run 'TestPatroni' -timeout 30m ./e2e/
+
+## lab: the rack in a box at full size: N hosts (network namespaces, each
+## with its own address, software TPM, joiner and agent) join the founder
+## at once (make test runs 4). Needs root and iproute2.
+N ?= 50
+lab:
+	LAB_HOSTS=$(N) $(GO) test -count=1 -v -run '^TestRack$$' -timeout 30m ./e2e/lab/
 
 ## lint: go.mod tidy, gofmt, go vet, staticcheck
 lint:

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -50,6 +51,9 @@ func newJoinsListCmd() *cobra.Command {
 			if len(r.WaitingFor) > 0 {
 				state += " (waiting for " + waitingFor(r) + ")"
 			}
+			if r.State == wire.StatePending && r.AutoApproval != "" {
+				state += " (" + r.AutoApproval + ")"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.JoinID, state, r.Role, r.Hostname, mgmtAddress(r), r.Release, r.QueuePosition, r.KeyFingerprint)
 		}
 		return tw.Flush()
@@ -93,6 +97,7 @@ func writeRegistration(w io.Writer, r wire.OperatorView) error {
 		row("waiting for", fmt.Sprintf("%s to apply generation %d", waitingFor(r), r.Generation))
 	}
 	row("approved by", r.ApprovedBy)
+	row("inventory", r.AutoApproval)
 	row("created", r.CreatedAt.Format(time.RFC3339))
 	row("updated", r.UpdatedAt.Format(time.RFC3339))
 	return tw.Flush()
@@ -218,13 +223,13 @@ func newMembersCmd() *cobra.Command {
 	cmd := showCommand("members", "list the cluster's members (members remove NODE_ID takes a dead one out)", cobra.NoArgs, fixed("/v1/admin/cluster/members"), &out, func(w io.Writer) error {
 		fmt.Fprintf(w, "generation %d\n", out.Generation)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tGEN\tAPPLIED\tMGMT IP\tAZ\tBOOT\tLAST BOOT")
+		fmt.Fprintln(tw, "NODE\tHOSTNAME\tROLE\tSTATE\tGEN\tAPPLIED\tMGMT IP\tAZ\tBOOT\tLAST BOOT")
 		for _, m := range out.Members {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", m.NodeID, m.Role, m.State, m.Generation, m.AppliedGeneration, m.MgmtIP, m.AZ, bootColumn(m), lastBootColumn(m))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", m.NodeID, cmp.Or(m.Hostname, "-"), m.Role, m.State, m.Generation, m.AppliedGeneration, m.MgmtIP, m.AZ, bootColumn(m), lastBootColumn(m))
 		}
 		return tw.Flush()
 	})
-	cmd.AddCommand(newMembersRemoveCmd())
+	cmd.AddCommand(newMembersRemoveCmd(), newMembersReplaceCmd())
 	return cmd
 }
 
@@ -289,4 +294,50 @@ func lastBootColumn(m wire.MemberView) string {
 		return (time.Duration(m.LastBootMs) * time.Millisecond).String()
 	}
 	return "-"
+}
+
+func newMembersReplaceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "replace NODE_ID --join JOIN_ID --reason R",
+		Short: "replace a member by the machine of a pending registration (new hardware, or the machine reinstalled)",
+		Long: `Replace a member by the machine of a pending registration: new hardware in its
+place, or the same machine reinstalled with a new key.
+
+In one step the founder removes the member as members remove does (its
+transport certificate stops counting: the old machine gets 401 on every node
+endpoint; its OpenBao node token is revoked, its release record forgotten)
+and approves the registration with what the member had: its node id,
+management address, networks, labels and az. Audited cluster.member.replaced
+with the old and new key fingerprints and the reason.
+
+Refused, changing nothing: the founder, a member whose join is still
+delivering or installing, a registration that is not pending or whose join
+token is for another role. A machine of the inventory reinstalled with the
+same TPM is replaced without this command.`,
+		Example: "  stratum members replace n-abc12def --join j-1a2b3c4d --reason 'mainboard swapped'",
+		Args:    cobra.ExactArgs(1),
+	}
+	admin := addAdminFlags(cmd)
+	o := addOutput(cmd)
+	joinID := cmd.Flags().String("join", "", "the pending registration of the machine that takes its place (required)")
+	reason := cmd.Flags().String("reason", "", "why (required; kept in the audit log)")
+	_ = cmd.MarkFlagRequired("join")
+	_ = cmd.MarkFlagRequired("reason")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := admin.client()
+		if err != nil {
+			return err
+		}
+		var raw json.RawMessage
+		body := map[string]string{"joinId": *joinID, "reason": *reason}
+		if err := c.do(cmd.Context(), "POST", "/v1/admin/cluster/members/"+url.PathEscape(args[0])+"/replace", body, &raw); err != nil {
+			return err
+		}
+		var r wire.OperatorView
+		return o.render(cmd.OutOrStdout(), raw, &r, func() error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "replaced %s by %s (%s, %s); state %s\n", args[0], r.JoinID, r.Hostname, mgmtAddress(r), r.State)
+			return err
+		})
+	}
+	return cmd
 }

@@ -27,7 +27,7 @@ func newReleaseSetCmd() *cobra.Command {
 	o := addOutput(cmd)
 	limit := cmd.Flags().Int("nodes", 50, "show the first N nodes (the summary covers every node)")
 	all := cmd.Flags().Bool("all", false, "show every node (pages through all of them)")
-	check := cmd.Flags().Bool("check", false, "exit 0 when the set is consistent and no node is behind the admission release, 1 otherwise (reads every node)")
+	check := cmd.Flags().Bool("check", false, "exit 0 when the set is consistent and no node is behind the admission release, 1 otherwise (the summary covers every node)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		c, err := admin.client()
 		if err != nil {
@@ -48,7 +48,7 @@ func newReleaseSetCmd() *cobra.Command {
 		set := head.ReleaseSet
 		set.Nodes = []wire.SetNode{}
 		want := *limit
-		if *all || *check {
+		if *all {
 			want = head.Members
 		}
 		for after := ""; len(set.Nodes) < want; {
@@ -81,7 +81,7 @@ func newReleaseSetCmd() *cobra.Command {
 			if _, err := fmt.Fprintln(cmd.OutOrStdout(), releaseset.HeadLine(set, head.Members)); err != nil {
 				return err
 			}
-			if err := releaseset.WriteTable(cmd.OutOrStdout(), set); err != nil {
+			if err := releaseset.WriteTable(cmd.OutOrStdout(), set, head.Members); err != nil {
 				return err
 			}
 			if len(set.Nodes) < head.Members {

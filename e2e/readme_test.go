@@ -115,7 +115,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the joiner did not name its node id:\n%s", joinOut)
 	}
-	if !regexp.MustCompile(`(?m)^` + m[1] + `\s+worker\s+active\b`).MatchString(membersOut) {
+	if !regexp.MustCompile(`(?m)^` + m[1] + `\s+\S+\s+worker\s+active\b`).MatchString(membersOut) { // node, hostname, role, state
 		t.Fatalf("stratum members does not show %s active:\n%s", m[1], membersOut)
 	}
 	if n := len(regexp.MustCompile(`(?m)\bactive\b`).FindAllString(membersOut, -1)); n != 2 {

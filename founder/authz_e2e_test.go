@@ -34,6 +34,9 @@ func TestAuthorization(t *testing.T) {
 		{"POST", "/v1/admin/join/registrations/j-x/approve", "join:ApproveNodeJoin"},
 		{"GET", "/v1/admin/cluster/members", "cluster:ListMembers"},
 		{"POST", "/v1/admin/cluster/members/n-x/remove", "cluster:RemoveMember"},
+		{"POST", "/v1/admin/cluster/members/n-x/replace", "cluster:ReplaceMember"},
+		{"PUT", "/v1/admin/inventory", "inventory:PutInventory"},
+		{"GET", "/v1/admin/inventory", "inventory:GetInventory"},
 		{"GET", "/v1/admin/audit", "audit:ReadAudit"},
 	} {
 		e := op.As(describe).Must(t, r.method, r.path, map[string]any{"role": "worker"}, 403, nil)

@@ -61,7 +61,7 @@ func newBrowser(t *testing.T, base string) *browser {
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.IgnoreCertErrors, chromedp.WindowSize(1440, 900))
 	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancelTime := context.WithTimeout(ctx, 5*time.Minute) // every page at four widths, on a machine that may be busy
 	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
@@ -211,8 +211,10 @@ func (b *browser) waitState(joinID string, states ...string) {
 // against a real founder: login through the form, a joiner's registration
 // appearing live, field errors beside their inputs, approval, rejection
 // and cancellation reaching the API, the join command of a new token, the
-// IAM gate on the approve button, and a non-blank screenshot of each page
-// (kept in $STRATUM_CONSOLE_SHOTS when set, for docs/console/).
+// IAM gate on the approve button, every page's layout at 390, 800, 1024
+// and 1440 px with long hostnames in its tables (checkLayout), and a
+// non-blank screenshot of each page (kept in $STRATUM_CONSOLE_SHOTS when
+// set, for docs/console/).
 func TestConsoleInBrowser(t *testing.T) {
 	f := stratumtest.ServeDev(t, "")
 	op := f.Operator(t)
@@ -235,7 +237,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	token := joinToken(t, op, "worker", 5)
 	j1 := f.Joiner(t, nil)
 	registered := time.Now()
-	v1 := registerMachine(t, j1, token, "lab-r2-07", "192.0.2.31")
+	v1 := registerMachine(t, j1, token, longHostname("lab-r2-07"), "192.0.2.31")
 	b.within(2*time.Second, "the new registration's row", chromedp.WaitVisible(chromedp.CSS(row(v1.JoinID)+` [data-action=approve]`)))
 	t.Logf("a new registration appeared on the open joins page %v after it was sent", time.Since(registered).Round(time.Millisecond))
 	b.waitState(v1.JoinID, wire.StatePending)
@@ -320,7 +322,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// A third machine waits, so the pages have something pending to show.
 	j3 := f.Joiner(t, nil)
-	v3 := registerMachine(t, j3, token, "lab-r2-08", "192.0.2.33")
+	v3 := registerMachine(t, j3, token, longHostname("lab-r2-08"), "192.0.2.33")
 	b.within(2*time.Second, "the third registration's row", chromedp.WaitVisible(chromedp.CSS(row(v3.JoinID))))
 
 	// The token page: the exact join command of a new token.
@@ -354,31 +356,70 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.within(20*time.Second, "the imported release's row", chromedp.WaitVisible(chromedp.CSS(`tr[data-release="0.2.0"]`)))
 	consoleTrustsAKey(t, b, f, op, trusted, shots)
 
+	// An inventory of one expected machine, for its page.
+	op.Must(t, "PUT", "/v1/admin/inventory", map[string]any{"machines": []any{map[string]any{
+		"match": map[string]string{"ekSha256": strings.Repeat("ab", 32)}, "nodeId": "n-rack0001", "role": "worker", "hostname": "lab-r3-01",
+		"mgmtIp": "192.0.2.201", "az": "az1", "labels": map[string]string{"topology.rack": "r3"}}}}, 200, nil)
+
 	// Each page loads directly from its own address, and at a phone's and
-	// a half screen's width none scrolls sideways (SPEC 17).
+	// a half screen's width none scrolls sideways (SPEC 17); at those, a
+	// small laptop's and a desktop's, with the long hostnames of v1 and v3
+	// in its tables, no cell's content runs over its neighbour, no id or
+	// size breaks over two lines and every link and button is on the
+	// screen (checkLayout).
 	pages := []struct{ page, ready string }{
 		{"joins", row(v3.JoinID) + ` [data-action=approve]`},
 		{"members", `[data-node-id="n-console1"]`},
+		{"inventory", `tr[data-inventory-node="n-rack0001"][data-state=expected]`},
 		{"release-set", `[data-skew-matrix]`},
 		{"releases", `tr[data-key-file="k2.pub"][data-trusted=yes]`},
 		{"tokens", `table.tokens tbody tr[data-token-id]`},
 		{"audit", `[data-chain=intact]`},
 	}
-	for _, width := range []int64{390, 800} {
+	for _, width := range []int64{390, 800, 1024} {
 		b.do(fmt.Sprintf("a %d px wide window", width), chromedp.EmulateViewport(width, 844))
 		for _, p := range pages {
 			b.do(fmt.Sprintf("open /ui/%s at %d px", p.page, width), chromedp.Navigate("https://"+f.API+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
 			if sw, cw := b.number(`document.documentElement.scrollWidth`), b.number(`document.documentElement.clientWidth`); sw > cw {
 				t.Errorf("/ui/%s at %d px scrolls sideways: the page is %v px wide", p.page, width, sw)
 			}
+			b.checkLayout(fmt.Sprintf("/ui/%s at %d px", p.page, width))
 			if width == 390 {
 				b.screenshot(shots, p.page+"-390")
 			}
 		}
 	}
+	// A phone approves: the approve form and its buttons are on its screen.
+	b.do("the approve form at 390 px", chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate("https://"+f.API+ui.Prefix+"joins"),
+		chromedp.Click(chromedp.CSS(row(v3.JoinID)+` [data-action=approve]`)),
+		chromedp.WaitVisible(chromedp.CSS(row(v3.JoinID)+` [data-action=submit-approve]`)))
+	b.checkLayout("/ui/joins with the approve form open at 390 px")
+	b.screenshot(shots, "joins-approve-390")
+
+	// A table wider than a phone (the skew matrix of many nodes) scrolls
+	// in its own box, which fades the edge where it hides more.
+	fades, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(async () => {
+		const { scroll, table } = await import('/ui/assets/js/dom.js');
+		const box = scroll(table(Array.from({ length: 30 }, (_, i) => 'n-wide' + String(i).padStart(4, '0')), { class: 'grid matrix' }));
+		document.querySelector('main').append(box);
+		const settle = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+		const seen = [];
+		for (const at of [0, 200, 1e6]) {
+			box.scrollLeft = at;
+			await settle();
+			seen.push(box.dataset.more + (getComputedStyle(box).maskImage === 'none' ? '' : ' faded'));
+		}
+		box.remove();
+		return seen.join(', ');
+	})()`, chromedp.EvalAwaitPromise))
+	if want := "right faded, both faded, left faded"; err != nil || fades != want {
+		t.Errorf("a table wider than the phone, scrolled from start to end: %q (%v), want %q", fades, err, want)
+	}
 	b.do("back to a desktop window", chromedp.EmulateViewport(1440, 900))
 	for _, p := range pages {
 		b.do("open /ui/"+p.page, chromedp.Navigate("https://"+f.API+ui.Prefix+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+		b.checkLayout("/ui/" + p.page + " at 1440 px")
 		b.screenshot(shots, p.page)
 		// A member that has not applied the generation is highlighted,
 		// under its hostname.
@@ -474,6 +515,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if sw, cw := b.number(`document.documentElement.scrollWidth`), b.number(`document.documentElement.clientWidth`); sw > cw {
 		t.Errorf("/ui/members with the remove form open at 390 px scrolls sideways: the page is %v px wide", sw)
 	}
+	b.checkLayout("/ui/members with the remove form open at 390 px")
 	b.within(5*time.Second, "remove n-console4 with a reason, asked to confirm",
 		chromedp.SendKeys(chromedp.CSS(`[data-remove-form="n-console4"] textarea[name=reason]`), "chassis returned"),
 		chromedp.Click(chromedp.CSS(`[data-remove-form="n-console4"] [data-action=submit-remove]`)),
@@ -492,6 +534,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("the install n-console4 held did not complete: %s", got.State)
 	}
 	b.do("back to a desktop window", chromedp.EmulateViewport(1440, 900))
+
+	consoleShowsWhoIsBehind(t, b, f, op, shots)
 
 	// A token without join:ApproveNodeJoin sees no approve button, and the
 	// API refuses it all the same.
@@ -519,6 +563,45 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("the refusal does not name the action: %q", e.Message)
 	}
 	b.checkNoProblems()
+}
+
+// consoleShowsWhoIsBehind: once the admission release is raised above
+// what a node runs, the release set page shows the admission release,
+// names every node the summary says is behind (over every node, not the
+// nodes fetched) and marks them in the nodes table under their hostnames;
+// nothing on the page reads "null".
+func consoleShowsWhoIsBehind(t *testing.T, b *browser, f *stratumtest.Founder, op *stratumtest.Client, shots string) {
+	t.Helper()
+	// n-console5 (joined) runs 0.1.0; the founder follows the admission
+	// release it admits joiners on.
+	rec := map[string]any{"runningRelease": "0.1.0", "release": map[string]any{"imageMode": false,
+		"os": map[string]any{"prettyName": "Debian GNU/Linux 12 (bookworm)", "id": "debian", "versionId": "12"}}}
+	if !recordRelease(t, f, "n-console5", rec) {
+		t.Fatal("n-console5, joined, could not record its release")
+	}
+	op.Must(t, "PUT", "/v1/admin/cluster/release", wire.SetAdmissionRequest{Release: "0.9.0"}, 200, nil)
+	var sum wire.ReleaseSet
+	op.Must(t, "GET", "/v1/admin/upgrades/release?view=summary", nil, 200, &sum)
+	if sum.Summary.BehindCount != 1 || sum.Summary.Behind[0].NodeID != "n-console5" || sum.Summary.Consistent {
+		t.Fatalf("with the admission release at 0.9.0 nobody is behind: %+v", sum.Summary)
+	}
+	b.do("the release set with nodes behind", chromedp.Navigate("https://"+f.API+ui.Prefix+"release-set"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-behind-node]`)))
+	b.screenshot(shots, "release-set-behind")
+	if got := b.text(`[data-admission-release]`); got != "0.9.0" {
+		t.Errorf("the release set page shows the admission release %q", got)
+	}
+	if got := b.attr(`[data-behind-count]`, "data-behind-count"); got != fmt.Sprint(sum.Summary.BehindCount) {
+		t.Errorf("the release set page counts %s nodes behind, the API %d", got, sum.Summary.BehindCount)
+	}
+	for _, n := range sum.Summary.Behind {
+		if !b.eval(fmt.Sprintf(`!!document.querySelector('[data-behind-node=%q]') && !!document.querySelector('[data-release-node=%q] [data-node-behind]')`, n.NodeID, n.NodeID)) {
+			t.Errorf("the release set page does not show %s (%s) behind", n.NodeID, n.RunningRelease)
+		}
+	}
+	if b.eval(`document.querySelector('.page-body').textContent.includes('null')`) {
+		t.Errorf("the release set page reads %q", b.text(`.page-body`))
+	}
 }
 
 // registerMachine registers j as a joiner does, with the facts an

@@ -122,7 +122,7 @@ func (f *Founder) recordOwnRelease(ctx context.Context) {
 	// The founder runs what it admits joiners on: once the operator sets
 	// a new admission release, the founder's record follows.
 	req := wire.RecordRequest{RunningRelease: f.admissionRelease(), Release: rec}
-	if err := f.releases.Record("founder", f.id.FounderNodeID, req); err != nil {
+	if err := f.releases.Record(releaseset.FounderActor, f.id.FounderNodeID, req); err != nil {
 		f.log.Warn("recording the founder's own release failed", "err", err)
 	}
 }

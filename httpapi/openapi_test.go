@@ -190,6 +190,7 @@ var extraErrors = map[string][]string{
 var bodyLimits = map[string]string{
 	"POST /v1/admin/releases/upload":        "64 GiB, 100,000 entries",
 	"PUT /v1/cluster/nodes/:nodeId/release": "4 MiB",
+	"PUT /v1/admin/inventory":               "8 MiB",
 }
 
 // queryParams are the query parameters of routes that take them.

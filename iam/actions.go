@@ -18,6 +18,7 @@ const (
 	ResIAMToken         ResourceType = "iam-token"
 	ResIAMSession       ResourceType = "iam-session"
 	ResAudit            ResourceType = "audit"
+	ResInventory        ResourceType = "inventory"
 )
 
 // Actions maps every action to the resource type it applies to.
@@ -32,6 +33,9 @@ var Actions = map[string]ResourceType{
 	"join:CancelNodeJoin":       ResJoinRegistration,
 	"cluster:ListMembers":       ResMember,
 	"cluster:RemoveMember":      ResMember,
+	"cluster:ReplaceMember":     ResMember,
+	"inventory:PutInventory":    ResInventory,
+	"inventory:GetInventory":    ResInventory,
 	"upgrade:DescribeRelease":   ResRelease,
 	"upgrade:RecordRelease":     ResNode,
 	"upgrade:ImportRelease":     ResRelease,

@@ -146,8 +146,10 @@ func TestParsePolicyRefusesAmbiguousKeys(t *testing.T) {
 func TestActionCatalog(t *testing.T) {
 	// SPEC sections 8 and 10 list exactly these actions (and the
 	// SPEC-silent upgrade:TrustReleaseKey of stratum release trust-key and
-	// cluster:RemoveMember of stratum members remove).
-	want := []string{"iam:ListSessions", "iam:RevokeSession", "join:CreateJoinToken", "join:ListJoinTokens", "join:RevokeJoinToken", "join:ListRegistrations", "join:GetRegistration", "join:ApproveNodeJoin", "join:RejectNodeJoin", "join:CancelNodeJoin", "cluster:ListMembers", "cluster:RemoveMember", "upgrade:DescribeRelease", "upgrade:RecordRelease", "upgrade:ImportRelease", "upgrade:SetClusterRelease", "upgrade:TrustReleaseKey", "iam:CreateToken", "iam:ListTokens", "iam:RevokeToken", "audit:ReadAudit"}
+	// cluster:RemoveMember of stratum members remove, cluster:ReplaceMember
+	// of stratum members replace, inventory:PutInventory and
+	// inventory:GetInventory of stratum inventory apply and list).
+	want := []string{"cluster:ReplaceMember", "inventory:PutInventory", "inventory:GetInventory", "iam:ListSessions", "iam:RevokeSession", "join:CreateJoinToken", "join:ListJoinTokens", "join:RevokeJoinToken", "join:ListRegistrations", "join:GetRegistration", "join:ApproveNodeJoin", "join:RejectNodeJoin", "join:CancelNodeJoin", "cluster:ListMembers", "cluster:RemoveMember", "upgrade:DescribeRelease", "upgrade:RecordRelease", "upgrade:ImportRelease", "upgrade:SetClusterRelease", "upgrade:TrustReleaseKey", "iam:CreateToken", "iam:ListTokens", "iam:RevokeToken", "audit:ReadAudit"}
 	if len(Actions) != len(want) {
 		t.Errorf("catalog has %d actions, spec lists %d", len(Actions), len(want))
 	}

@@ -19,45 +19,7 @@ func (s *Service) Approve(by iam.Principal, joinID string, a wire.Assignment) (w
 		if err != nil {
 			return err
 		}
-		if r.State != wire.StatePending {
-			return notApprovable(r)
-		}
-		source := wire.MgmtIPFromOperator
-		if a.MgmtIP == "" {
-			if r.MgmtIP == "" {
-				var f apierr.Fields
-				f.Add("mgmtIp", "required: the registration reported no management address")
-				return f.Err("the assignment has problems")
-			}
-			a.MgmtIP, source = r.MgmtIP, wire.MgmtIPFromJoiner
-		}
-		c, err := loadClaims(t.Tx, joinID)
-		if err != nil {
-			return err
-		}
-		if a.NodeID == "" {
-			if a.NodeID, err = c.newNodeID(); err != nil {
-				return err
-			}
-		}
-		if f := c.refusals(a); len(f) > 0 {
-			return apierr.WithFields(apierr.JoinApprovalRefused, "the assignment conflicts with the cluster; every conflict is listed", f)
-		}
-		if err := s.checkMgmtAddr(t.Tx, a.MgmtIP, apierr.JoinApprovalRefused); err != nil {
-			return err
-		}
-		r.State, r.Reason, r.Assignment, r.ApprovedBy, r.ApprovedAt = wire.StateApproved, "", &a, actorOf(by), t.now
-		r.MgmtIPSource = source
-		if err := t.enqueue(&r); err != nil {
-			return err
-		}
-		if err := t.putRecord(&r); err != nil {
-			return err
-		}
-		if err := t.Audit("join.approved", actorOf(by), joinID, map[string]string{"nodeId": a.NodeID, "mgmtIp": a.MgmtIP, "mgmtIpSource": source}); err != nil {
-			return err
-		}
-		if err := t.advance(); err != nil {
+		if err := t.approve(&r, a, actorOf(by), nil); err != nil {
 			return err
 		}
 		if r, err = t.mustRecord(joinID); err != nil {
@@ -67,6 +29,75 @@ func (s *Service) Approve(by iam.Principal, joinID string, a wire.Assignment) (w
 		return err
 	})
 	return out, err
+}
+
+// approve is every approval's one path (a person's, the inventory's, a
+// replacement's): r, pending, takes the normalized assignment a, joins
+// the queue and takes the slot when it is free, audited join.approved by
+// actor with evidence added to the details. Every refusal comes before
+// the first write.
+func (t *txn) approve(r *record, a wire.Assignment, actor string, evidence map[string]string) error {
+	a, source, err := t.approvable(r, a, "")
+	if err != nil {
+		return err
+	}
+	r.State, r.Reason, r.Assignment, r.ApprovedBy, r.ApprovedAt = wire.StateApproved, "", &a, actor, t.now
+	r.MgmtIPSource = source
+	if actor != inventoryActor {
+		r.AutoApproval = ""
+	}
+	if err := t.enqueue(r); err != nil {
+		return err
+	}
+	if err := t.putRecord(r); err != nil {
+		return err
+	}
+	details := map[string]string{"nodeId": a.NodeID, "mgmtIp": a.MgmtIP, "mgmtIpSource": source}
+	for k, v := range evidence {
+		details[k] = v
+	}
+	if err := t.Audit("join.approved", actor, r.JoinID, details); err != nil {
+		return err
+	}
+	return t.advance()
+}
+
+// approvable checks, writing nothing, that r can be approved with a as
+// the cluster would be without the member leaving (a replacement's old
+// member; "" for none), and completes a: the registration's address when
+// a names none (with who chose it), a fresh node id when a names none.
+func (t *txn) approvable(r *record, a wire.Assignment, leaving string) (wire.Assignment, string, error) {
+	if r.State != wire.StatePending {
+		return a, "", notApprovable(*r)
+	}
+	source := wire.MgmtIPFromOperator
+	if a.MgmtIP == "" {
+		if r.MgmtIP == "" {
+			var f apierr.Fields
+			f.Add("mgmtIp", "required: the registration reported no management address")
+			return a, "", f.Err("the assignment has problems")
+		}
+		a.MgmtIP, source = r.MgmtIP, wire.MgmtIPFromJoiner
+	}
+	c, err := loadClaims(t.Tx, r.JoinID)
+	if err != nil {
+		return a, "", err
+	}
+	if leaving != "" {
+		c = c.without(leaving)
+	}
+	if a.NodeID == "" {
+		if a.NodeID, err = c.newNodeID(); err != nil {
+			return a, "", err
+		}
+	}
+	if f := c.refusals(a); len(f) > 0 {
+		return a, "", apierr.WithFields(apierr.JoinApprovalRefused, "the assignment conflicts with the cluster; every conflict is listed", f)
+	}
+	if err := t.s.checkMgmtAddr(t.Tx, a.MgmtIP, apierr.JoinApprovalRefused); err != nil {
+		return a, "", err
+	}
+	return a, source, nil
 }
 
 // notApprovable says why r cannot be approved, in terms the operator can

@@ -35,6 +35,19 @@ func loadClaims(tx *store.Tx, self string) (claims, error) {
 	return c, nil
 }
 
+// without is c as it is once member nodeID is gone (a replacement checks
+// the new node against the cluster without the one it replaces).
+func (c claims) without(nodeID string) claims {
+	out := claims{tx: c.tx, self: c.self, nodes: map[string]string{}, addrs: map[string]string{}}
+	for _, m := range c.members {
+		if m.NodeID != nodeID {
+			out.members = append(out.members, m)
+			out.add("member "+m.NodeID, m.NodeID, m.MgmtIP, m.Networks)
+		}
+	}
+	return out
+}
+
 // nodeHolder names who holds nodeID: a member, or a queued join (from
 // the claims index, without decoding the queue).
 func (c *claims) nodeHolder(nodeID string) (string, bool) {

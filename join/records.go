@@ -51,6 +51,11 @@ type record struct {
 	MgmtIPSource string    `json:"mgmtIpSource,omitempty"`
 	ApprovedBy   string    `json:"approvedBy,omitempty"`
 	ApprovedAt   time.Time `json:"approvedAt,omitzero"`
+	// TPMClaim: the joiner claimed a TPM. Only its verified attestation
+	// matches it to the inventory, never its key.
+	TPMClaim bool `json:"tpmClaim,omitempty"`
+	// AutoApproval is what the inventory made of it (OperatorView).
+	AutoApproval string    `json:"autoApproval,omitempty"`
 	QueueSeq     uint64    `json:"queueSeq,omitempty"`
 	Generation   uint64    `json:"generation,omitempty"` // admitted at
 	DeliveredAt  time.Time `json:"deliveredAt,omitzero"`

@@ -70,7 +70,7 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 		}
 		r := record{Seq: seq, JoinID: joinID, KeyPin: keyPin, State: state, Role: tok.Role, Release: req.Release,
 			SelfUpgrade: req.SelfUpgrade, Hostname: req.Hostname, MgmtIP: normalIPOrEmpty(req.MgmtIP), MachineID: req.MachineID,
-			Facts: compactFacts(req.Facts), TokenID: tok.ID, CreatedAt: t.now, Upgrade: upgrade}
+			Facts: compactFacts(req.Facts), TokenID: tok.ID, CreatedAt: t.now, Upgrade: upgrade, TPMClaim: req.Attestation != nil}
 		if err := t.putRecord(&r); err != nil {
 			return err
 		}
@@ -82,6 +82,16 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 		}
 		if err := t.Audit("join.registered", actor, joinID, map[string]string{"state": state, "role": r.Role, "release": r.Release, "hostname": r.Hostname, "tokenId": tok.ID}); err != nil {
 			return err
+		}
+		// A joiner with a TPM is matched once it proves it; one without
+		// by its key, the weaker match.
+		if !r.TPMClaim {
+			if _, err := t.autoApprove(&r, nil); err != nil {
+				return err
+			}
+			if r, err = t.mustRecord(joinID); err != nil {
+				return err
+			}
 		}
 		created = true
 		view, err = joinerView(t.Tx, r, s.cfg.Boot)
@@ -128,6 +138,7 @@ func (s *Service) reregister(t *txn, r *record, req wire.RegisterRequest, actor 
 			return err
 		}
 		r.State, r.Upgrade, r.Release = wire.StatePending, nil, req.Release
+		r.TPMClaim = r.TPMClaim || req.Attestation != nil
 		r.Hostname, r.MgmtIP, r.MachineID, r.Facts = req.Hostname, normalIPOrEmpty(req.MgmtIP), req.MachineID, compactFacts(req.Facts)
 	case wire.StateNeedsUpgrade:
 		if r.Release == req.Release && r.Upgrade != nil && *r.Upgrade == *upgrade {
@@ -138,7 +149,18 @@ func (s *Service) reregister(t *txn, r *record, req wire.RegisterRequest, actor 
 	if err := t.putRecord(r); err != nil {
 		return err
 	}
-	return t.Audit("join.reregistered", actor, r.JoinID, map[string]string{"state": r.State, "from": from, "release": r.Release})
+	if err := t.Audit("join.reregistered", actor, r.JoinID, map[string]string{"state": r.State, "from": from, "release": r.Release}); err != nil {
+		return err
+	}
+	if r.State != wire.StatePending || r.TPMClaim {
+		return nil
+	}
+	if _, err := t.autoApprove(r, nil); err != nil {
+		return err
+	}
+	reread, err := t.mustRecord(r.JoinID)
+	*r = reread
+	return err
 }
 
 func keyActor(keyPin string) string { return "key:" + keyPin }

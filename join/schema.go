@@ -18,6 +18,14 @@ var (
 	// id>" and "a/<address>" -> join id, so an approval checks conflicts
 	// without decoding every queued join.
 	bucketClaims = store.NewRawBucket("join-claims", store.Authenticated())
+	// bucketInventory holds the inventory of expected machines, each
+	// entry under its match key (matchKey): a registration finds its
+	// entry with one read. Entries approve joins, so they are
+	// authenticated, and so is the document's metadata.
+	bucketInventory     = store.NewBucket[inventoryRecord]("inventory", store.Authenticated())
+	bucketInventoryMeta = store.NewRawBucket("inventory-meta", store.Authenticated())
+
+	inventoryMeta = store.NewField[inventoryMetaRecord](bucketInventoryMeta, "meta")
 )
 
 var _ = store.Provide(store.StepJoinClaims, rebuildClaims)

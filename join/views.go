@@ -73,7 +73,7 @@ func operatorView(r record, pos int, members []cluster.Member) wire.OperatorView
 	}
 	v := wire.OperatorView{Registration: registration(r, pos),
 		Hostname: r.Hostname, MgmtIP: r.MgmtIP, MachineID: r.MachineID, SelfUpgrade: r.SelfUpgrade, Facts: facts,
-		TokenID: r.TokenID, Assignment: r.Assignment, ApprovedBy: r.ApprovedBy, ApprovedAt: r.ApprovedAt, Generation: r.Generation,
+		TokenID: r.TokenID, Assignment: r.Assignment, ApprovedBy: r.ApprovedBy, ApprovedAt: r.ApprovedAt, Generation: r.Generation, AutoApproval: r.AutoApproval,
 		WaitingFor: waitingFor(r, members)}
 	switch {
 	case r.MgmtIPSource != "":

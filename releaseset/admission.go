@@ -24,26 +24,35 @@ import (
 // complete an agreement, so every other record (the steady state: each
 // node re-recording what it runs) costs one read. The other members'
 // records come from the cache, not from decoding each stored record.
-func (s *Service) raiseAdmission(tx *store.Tx, actor string, node membership.Member, rec Stored) error {
+//
+// raised is the admission release it rose to, empty when it did not.
+func (s *Service) raiseAdmission(tx *store.Tx, actor string, node membership.Member, rec Stored) (raised string, err error) {
 	if !joined(node) || semver.Valid(rec.RunningRelease) != nil || s.Held == nil {
-		return nil
+		return "", nil
 	}
 	cur, err := membership.AdmissionRelease(tx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if semver.Compare(rec.RunningRelease, cur) <= 0 {
-		return nil
+		return "", nil
 	}
 	floor, ok, err := s.agreedFloor(tx, node.NodeID, rec.RunningRelease)
 	if err != nil || !ok || semver.Compare(floor, cur) <= 0 {
-		return err
+		return "", err
 	}
 	held, err := s.Held(tx)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return membership.RaiseAdmissionRelease(tx, actor, floor, held)
+	if err := membership.RaiseAdmissionRelease(tx, actor, floor, held); err != nil {
+		return "", err
+	}
+	now, err := membership.AdmissionRelease(tx)
+	if err != nil || now == cur {
+		return "", err
+	}
+	return now, nil
 }
 
 // agreedFloor is the oldest release the joined members report, node's
@@ -84,6 +93,13 @@ func joined(m membership.Member) bool {
 
 // SetAdmission is the operator setting the admission release (the rule
 // is cluster.SetAdmissionRelease's).
+//
+// The founder runs what it admits joiners on (it records the admission
+// release as its own), so its record follows at once rather than at its
+// next recording, minutes later: until then the set would show the
+// founder behind the release just set, and its runningRelease, the
+// oldest, would not be what the nodes run. So it does when a record
+// raises the admission release (RecordDecoded).
 func (s *Service) SetAdmission(actor string, req wire.SetAdmissionRequest) (wire.AdmissionView, error) {
 	var out wire.AdmissionView
 	err := s.DB.Update(func(tx *store.Tx) error {
@@ -91,5 +107,30 @@ func (s *Service) SetAdmission(actor string, req wire.SetAdmissionRequest) (wire
 		out, err = membership.SetAdmissionRelease(tx, actor, req)
 		return err
 	})
-	return out, err
+	if err != nil || out.Previous == out.AdmissionRelease {
+		return out, err
+	}
+	// A failure here is not the operator's: the founder's next recording
+	// (every few minutes) carries the new release all the same.
+	_ = s.followAdmission(out.AdmissionRelease)
+	return out, nil
 }
+
+// followAdmission records the founder's kept record again with release
+// as its runningRelease: the host facts it last collected, recorded now.
+func (s *Service) followAdmission(release string) error {
+	s.mu.RLock()
+	c, ok := s.records[s.Node]
+	s.mu.RUnlock()
+	if !ok || c.running == release {
+		return nil
+	}
+	st, err := s.stored(c)
+	if err != nil {
+		return err
+	}
+	return s.Record(FounderActor, s.Node, wire.RecordRequest{RunningRelease: release, Release: st.Release})
+}
+
+// FounderActor is who records the founder's own release.
+const FounderActor = "founder"

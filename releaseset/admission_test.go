@@ -2,6 +2,7 @@ package releaseset
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +139,77 @@ func TestSetAdmission(t *testing.T) {
 	}
 	if kinds["cluster.release.downgraded"] != 1 || kinds["cluster.release.set"] != 1 {
 		t.Fatalf("audit kinds %v", kinds)
+	}
+}
+
+// TestSetAdmissionMovesTheFounder: the founder runs what it admits
+// joiners on, so once the operator sets the admission release its record
+// says so at once (its host facts kept): the set shows it on the new
+// release, not behind it, and the set's runningRelease is what the nodes
+// run. A founder that never recorded gets no record; a joined node's
+// record does not move.
+func TestSetAdmissionMovesTheFounder(t *testing.T) {
+	e := newAdmissionEnv(t, joinedMember("n-a"))
+	if _, err := e.svc.SetAdmission("user:admin", wire.SetAdmissionRequest{Release: "0.3.0"}); err != nil {
+		t.Fatal(err)
+	}
+	set, err := e.svc.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range set.Nodes {
+		if n.Recorded {
+			t.Errorf("a node that never recorded got a record: %+v", n)
+		}
+	}
+
+	kernel := &wire.OS{PrettyName: "Debian GNU/Linux 12 (bookworm)", Kernel: "6.1.0-28-amd64"}
+	if err := e.svc.Record(FounderActor, "n-founder1", wire.RecordRequest{RunningRelease: "0.3.0", Release: wire.Record{OS: kernel}}); err != nil {
+		t.Fatal(err)
+	}
+	// The joined node reports 0.4.0, which the founder holds: the
+	// admission release rises to it, and the founder's record with it.
+	e.now = e.now.Add(time.Minute)
+	if err := e.record("n-a", "0.4.0"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.admission(); got != "0.4.0" {
+		t.Fatalf("admission release %s after every joined member reported 0.4.0", got)
+	}
+	if set, err = e.svc.Describe(); err != nil {
+		t.Fatal(err)
+	}
+	var f, a wire.SetNode
+	for _, n := range set.Nodes {
+		switch n.NodeID {
+		case "n-founder1":
+			f = n
+		case "n-a":
+			a = n
+		}
+	}
+	if f.RunningRelease != "0.4.0" || f.Behind || f.Release == nil || f.Release.OS == nil || f.Release.OS.Kernel != kernel.Kernel || !f.Release.RecordedAt.Equal(e.now) {
+		t.Errorf("the founder after the admission release moved to 0.4.0: %+v", f)
+	}
+	if a.RunningRelease != "0.4.0" || a.Behind {
+		t.Errorf("the joined node: %+v", a)
+	}
+	if set.RunningRelease != "0.4.0" || set.Summary.BehindCount != 0 {
+		t.Errorf("runningRelease %q, behind %+v", set.RunningRelease, set.Summary.Behind)
+	}
+
+	// The operator sets it: the founder follows, the node is behind.
+	if _, err := e.svc.SetAdmission("user:admin", wire.SetAdmissionRequest{Release: "0.5.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if set, err = e.svc.Describe(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, b := range set.Summary.Behind {
+		names = append(names, b.NodeID+" "+b.RunningRelease)
+	}
+	if set.RunningRelease != "0.4.0" || strings.Join(names, ",") != "n-a 0.4.0" || set.Summary.Consistent {
+		t.Errorf("after the admission release was set to 0.5.0: runningRelease %q, behind %q, consistent %v", set.RunningRelease, names, set.Summary.Consistent)
 	}
 }

@@ -146,7 +146,9 @@ type fragment struct {
 	// recorded none it is the cluster's, which moves with other records.
 	running string
 	behind  bool
-	b       []byte
+	// hostname is the member's, as encoded.
+	hostname string
+	b        []byte
 	// rel is the kept record the entry was decoded from.
 	rel []byte
 }

@@ -36,13 +36,14 @@ type view struct {
 	generation, version, build uint64
 	validUntil                 time.Time
 
-	head    wire.ReleaseSet // Nodes is nil
-	ids     []string
-	recs    []cachedRecord
-	has     []bool
-	stale   []bool
-	running []string
-	behind  []bool
+	head      wire.ReleaseSet // Nodes is nil
+	ids       []string
+	hostnames []string
+	recs      []cachedRecord
+	has       []bool
+	stale     []bool
+	running   []string
+	behind    []bool
 
 	// index is each member's place in ids, for pages (made with the
 	// view: at 100,000 members it is milliseconds no reader should wait).
@@ -61,6 +62,7 @@ func (s *Service) current() (*view, error) {
 	now := s.Now()
 	var generation uint64
 	var members []string
+	var hostnames map[string]string
 	var admission string
 	err := s.DB.View(func(tx *store.Tx) error {
 		if err := s.loadFrom(tx); err != nil {
@@ -68,7 +70,7 @@ func (s *Service) current() (*view, error) {
 		}
 		generation = membership.Generation(tx)
 		var err error
-		if members, err = s.memberIDs(tx, generation); err != nil {
+		if members, hostnames, err = s.memberIDs(tx, generation); err != nil {
 			return err
 		}
 		admission, err = membership.AdmissionRelease(tx)
@@ -93,14 +95,14 @@ func (s *Service) current() (*view, error) {
 		if s.rebuilding.CompareAndSwap(false, true) {
 			go func() {
 				defer s.rebuilding.Store(false)
-				if v, err := s.build(s.Now(), generation, members, version, admission); err == nil {
+				if v, err := s.build(s.Now(), generation, members, hostnames, version, admission); err == nil {
 					_, _ = s.summaryOf(v) // encoded before the first reader asks
 				}
 			}()
 		}
 		return last, nil
 	}
-	return s.build(now, generation, members, version, admission)
+	return s.build(now, generation, members, hostnames, version, admission)
 }
 
 // backgroundBuildMembers: from this many members, views are built in the
@@ -108,7 +110,7 @@ func (s *Service) current() (*view, error) {
 var backgroundBuildMembers = 20000
 
 // build makes the view of the set at now, unless one as fresh exists.
-func (s *Service) build(now time.Time, generation uint64, members []string, version uint64, admission string) (*view, error) {
+func (s *Service) build(now time.Time, generation uint64, members []string, hostnames map[string]string, version uint64, admission string) (*view, error) {
 	// One build at a time: concurrent GETs of a changed set wait for it
 	// rather than each building the same one.
 	s.building.Lock()
@@ -120,10 +122,11 @@ func (s *Service) build(now time.Time, generation uint64, members []string, vers
 		return v, nil
 	}
 	ids := uniqueMembers(members)
-	v := &view{generation: generation, version: s.version, ids: ids,
+	v := &view{generation: generation, version: s.version, ids: ids, hostnames: make([]string, len(ids)),
 		recs: make([]cachedRecord, len(ids)), has: make([]bool, len(ids)), stale: make([]bool, len(ids)), running: make([]string, len(ids)), behind: make([]bool, len(ids))}
 	for i, id := range ids {
 		v.recs[i], v.has[i] = s.records[id]
+		v.hostnames[i] = hostnames[id]
 	}
 	s.mu.RUnlock()
 
@@ -148,15 +151,23 @@ func (s *Service) build(now time.Time, generation uint64, members []string, vers
 		sum[i] = sn
 	}
 	v.validUntil = until
-	v.head = wire.ReleaseSet{Node: s.Node, ControlPlane: s.ControlPlane, Summary: summarize(sum)}
-	v.head.RunningRelease = runningOfView(v)
-	v.head.AdmissionRelease = admission
+	v.head = wire.ReleaseSet{Node: s.Node, ControlPlane: s.ControlPlane, RunningRelease: runningOfView(v), AdmissionRelease: admission}
+	// Who is behind is decided here, once per build over every node, so
+	// the summary and every page say the same.
+	behindOf := map[string]bool{} // a handful of distinct releases
 	for i := range v.running {
 		if v.running[i] == "" {
 			v.running[i] = v.head.RunningRelease
 		}
-		v.behind[i] = behind(v.running[i], admission)
+		b, ok := behindOf[v.running[i]]
+		if !ok {
+			b = behind(v.running[i], admission)
+			behindOf[v.running[i]] = b
+		}
+		v.behind[i] = b
+		sum[i].running, sum[i].behind = v.running[i], b
 	}
+	v.head.Summary = summarize(sum)
 	s.builds++
 	v.build = s.builds
 	s.mu.Lock()
@@ -315,7 +326,7 @@ type pageHead struct {
 // fragment appends node i's entry of nodes[] to dst, exactly as
 // encodeNode writes it.
 func (s *Service) fragment(dst []byte, v *view, i int) ([]byte, error) {
-	n := wire.SetNode{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]}
+	n := wire.SetNode{NodeID: v.ids[i], Hostname: v.hostnames[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]}
 	prefix, err := encodeNode(n)
 	if err != nil {
 		return nil, err
@@ -334,7 +345,7 @@ func (s *Service) fragment(dst []byte, v *view, i int) ([]byte, error) {
 
 // fragmentSize is the length of node i's entry.
 func fragmentSize(v *view, i int) (int, error) {
-	n := wire.SetNode{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]}
+	n := wire.SetNode{NodeID: v.ids[i], Hostname: v.hostnames[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]}
 	prefix, err := encodeNode(n)
 	if err != nil {
 		return 0, err
@@ -377,12 +388,12 @@ func (s *Service) encodeFull(v *view) (*Answer, error) {
 		live[id] = true
 		c := v.recs[i]
 		f, ok := s.fragments[id]
-		if !ok || f.seq != c.seq || f.stale != v.stale[i] || f.running != v.running[i] || f.behind != v.behind[i] || !v.has[i] || !sameBytes(f.rel, c.release) {
+		if !ok || f.seq != c.seq || f.stale != v.stale[i] || f.running != v.running[i] || f.behind != v.behind[i] || f.hostname != v.hostnames[i] || !v.has[i] || !sameBytes(f.rel, c.release) {
 			b, err := s.fragment(nil, v, i)
 			if err != nil {
 				return nil, err
 			}
-			f = fragment{seq: c.seq, stale: v.stale[i], running: v.running[i], behind: v.behind[i], b: b, rel: c.release}
+			f = fragment{seq: c.seq, stale: v.stale[i], running: v.running[i], behind: v.behind[i], hostname: v.hostnames[i], b: b, rel: c.release}
 			if v.has[i] {
 				s.fragments[id] = f
 			}
@@ -483,7 +494,7 @@ func (s *Service) encodePage(v *view, from, to int) (*Answer, error) {
 		if i > from {
 			glue = append(glue, ',')
 		}
-		prefix, err := encodeNode(wire.SetNode{NodeID: v.ids[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]})
+		prefix, err := encodeNode(wire.SetNode{NodeID: v.ids[i], Hostname: v.hostnames[i], Recorded: v.has[i], Stale: v.stale[i], RunningRelease: v.running[i], Behind: v.behind[i]})
 		if err != nil {
 			return nil, err
 		}
@@ -501,6 +512,8 @@ func (s *Service) encodePage(v *view, from, to int) (*Answer, error) {
 		one = [3]byte{0, boolByte(v.has[i]), boolByte(v.stale[i])}
 		h.Write(one[:])
 		h.Write([]byte(v.running[i]))
+		h.Write(one[:1])
+		h.Write([]byte(v.hostnames[i]))
 		h.Write(one[:1])
 		h.Write(v.recs[i].tag[:])
 	}
@@ -580,27 +593,31 @@ func boolByte(b bool) byte {
 
 var comma = []byte{','}
 
-// memberIDs returns the member ids in join order, decoding the members
-// again only when the membership generation moved (every admission and
-// removal bumps it).
-func (s *Service) memberIDs(tx *store.Tx, generation uint64) ([]string, error) {
+// memberIDs returns the member ids in join order and their host names,
+// decoding the members again only when the membership generation moved
+// (every admission and removal bumps it).
+func (s *Service) memberIDs(tx *store.Tx, generation uint64) ([]string, map[string]string, error) {
 	s.mu.RLock()
 	if s.membersKnown && s.membersGeneration == generation {
-		ids := s.members
+		ids, hostnames := s.members, s.hostnames
 		s.mu.RUnlock()
-		return ids, nil
+		return ids, hostnames, nil
 	}
 	s.mu.RUnlock()
 	members, err := membership.Members(tx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ids := make([]string, len(members))
+	hostnames := make(map[string]string, len(members))
 	for i, m := range members {
 		ids[i] = m.NodeID
+		if m.Hostname != "" {
+			hostnames[m.NodeID] = m.Hostname
+		}
 	}
 	s.mu.Lock()
-	s.members, s.membersGeneration, s.membersKnown = ids, generation, true
+	s.members, s.hostnames, s.membersGeneration, s.membersKnown = ids, hostnames, generation, true
 	s.mu.Unlock()
-	return ids, nil
+	return ids, hostnames, nil
 }

@@ -21,7 +21,7 @@ func TestBehindAndRoles(t *testing.T) {
 		return r
 	}
 	in := Input{Now: now, Node: "n-a", AdmissionRelease: "0.2.0", Members: []string{"n-a", "n-b", "n-c"},
-		Records: map[string]Stored{"n-a": {"0.2.0", rec(true)}, "n-b": {"0.1.0", rec(false)}, "n-c": {"0.2.0+build", rec(false)}}}
+		Records: map[string]Stored{"n-a": {RunningRelease: "0.2.0", Release: rec(true)}, "n-b": {RunningRelease: "0.1.0", Release: rec(false)}, "n-c": {RunningRelease: "0.2.0+build", Release: rec(false)}}}
 	s := Describe(in)
 	if s.AdmissionRelease != "0.2.0" || s.Nodes[0].Behind || !s.Nodes[1].Behind || s.Nodes[2].Behind {
 		t.Fatalf("behind: %+v", s.Nodes)
@@ -31,7 +31,7 @@ func TestBehindAndRoles(t *testing.T) {
 			t.Errorf("a node without a control plane made %s skew: %+v", sk.Field, sk)
 		}
 	}
-	if got := HeadLine(s, 3); got != "3 nodes; admission 0.2.0; behind: n-b (0.1.0); skew: none" {
+	if got := HeadLine(s, 3); got != "3 nodes; admission 0.2.0; behind: n-b (0.1.0); skew: runningRelease" {
 		t.Errorf("head line %q", got)
 	}
 	if Healthy(s) {

@@ -25,7 +25,7 @@ func TestStoredJSONIsMarshal(t *testing.T) {
 		name string
 		st   Stored
 	}{
-		{"seed", Stored(seed.RecordRequest)},
+		{"seed", Stored{RunningRelease: seed.RunningRelease, Release: seed.Release}},
 		{"synthetic 0", Stored{RunningRelease: "0.2.0", Release: releasesettest.Record(0, 0)}},
 		{"synthetic older", Stored{RunningRelease: "0.1.0", Release: releasesettest.Record(1, 1)}},
 		{"synthetic drift", Stored{RunningRelease: "0.2.0", Release: releasesettest.Record(2, 2)}},
@@ -75,7 +75,7 @@ func checkTakenFromBody(t *testing.T, body []byte, at time.Time) bool {
 	if err != nil {
 		return false // a record the fuzzer made invalid
 	}
-	st := Stored(r.RecordRequest)
+	st := Stored{RunningRelease: r.RunningRelease, Release: r.Release}
 	st.Release.RecordedAt = at
 	want, err := json.Marshal(st)
 	if err != nil {
@@ -181,7 +181,7 @@ func TestKeptRecordHoldsNoPartOfItsBody(t *testing.T) {
 		return s != "" && p+uintptr(len(body)) >= base && p <= base+uintptr(len(body))
 	}
 	var s Service
-	st := Stored(r.RecordRequest)
+	st := Stored{RunningRelease: r.RunningRelease, Release: r.Release}
 	c, _, err := s.keep("n-13", st, 0, []byte{}, r.tail)
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,8 @@ type Input struct {
 	AdmissionRelease string
 	// Members are the node ids in join order; duplicates are ignored.
 	Members []string
+	// Hostnames are the members' host names, by node id.
+	Hostnames map[string]string
 	// Records are the last record of each node that recorded one. Records
 	// of nodes that are not members are ignored.
 	Records map[string]Stored
@@ -33,7 +35,15 @@ type Input struct {
 type Stored struct {
 	RunningRelease string
 	Release        wire.Record
+
+	// encoded is its stored JSON when made before the transaction that
+	// stores it (storedJSON, from the encoding the cache keeps): the
+	// store writes it as it is (store.Encoded).
+	encoded []byte
 }
+
+// EncodedJSON is st's stored JSON when it was made already.
+func (st Stored) EncodedJSON() ([]byte, bool) { return st.encoded, st.encoded != nil }
 
 // Describe builds the release set. It is pure: the same Input gives the
 // same Set.
@@ -47,7 +57,7 @@ func Describe(in Input) wire.ReleaseSet {
 	}
 	sum := make([]summaryNode, 0, len(members))
 	for _, id := range members {
-		n := wire.SetNode{NodeID: id}
+		n := wire.SetNode{NodeID: id, Hostname: in.Hostnames[id]}
 		sn := summaryNode{id: id}
 		if st, ok := in.Records[id]; ok {
 			rec := st.Release
@@ -60,16 +70,16 @@ func Describe(in Input) wire.ReleaseSet {
 				sn.facts = factsOf(id, n.Release, nil)
 			}
 		}
+		// The seed: a node's release is that of its last completed
+		// upgrade, "else the cluster's". A node that sent none runs the
+		// cluster's.
+		if n.RunningRelease == "" {
+			n.RunningRelease = set.RunningRelease
+		}
+		n.Behind = behind(n.RunningRelease, in.AdmissionRelease)
+		sn.running, sn.behind = n.RunningRelease, n.Behind
 		set.Nodes = append(set.Nodes, n)
 		sum = append(sum, sn)
-	}
-	// The seed: a node's release is that of its last completed upgrade,
-	// "else the cluster's". A node that sent none runs the cluster's.
-	for i := range set.Nodes {
-		if set.Nodes[i].RunningRelease == "" {
-			set.Nodes[i].RunningRelease = set.RunningRelease
-		}
-		set.Nodes[i].Behind = behind(set.Nodes[i].RunningRelease, in.AdmissionRelease)
 	}
 	set.AdmissionRelease = in.AdmissionRelease
 	set.Summary = summarize(sum)

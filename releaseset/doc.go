@@ -32,6 +32,11 @@
 // Skew. Only recent records (at most RecentWindow old) count. Values
 // compared per field:
 //
+//   - runningRelease: the release the node runs as nodes[] shows it (its
+//     own, else the cluster's), "unknown" when neither is known. It comes
+//     before the seed's fields: nodes on different releases are not
+//     consistent (the seed: no field differs), and it is what an upgrade
+//     changes. Build metadata counts: 0.2.0 and 0.2.0+b1 are two builds.
 //   - os: on an image-mode node the booted deployment's digest, displayed
 //     as os.imageVersion (else the deployment's version); otherwise
 //     os.prettyName, else "id versionId".
@@ -58,5 +63,13 @@
 // only its report entry: its old record is shown, not judged.
 //
 // runningRelease is the oldest valid SemVer among members' records, stale
-// ones included. consistent is false when there are no members.
+// ones included. consistent is false when there are no members, and
+// while a node is behind the admission release (SPEC 17): summary.behind
+// names them, over every node, decided once per build of the set like
+// the rest of the summary, so a page and the summary agree. The founder
+// records the admission release as its own (it runs what it admits
+// joiners on); when the admission release moves, by the operator or by
+// the joined members' records, the founder's kept record is recorded
+// again with it at once (SetAdmission), so the founder is never shown
+// behind the release just set.
 package releaseset

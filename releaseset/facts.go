@@ -65,6 +65,11 @@ type summaryNode struct {
 	stale      bool
 	recordedAt time.Time
 	facts      *facts
+	// running is the release the node runs as nodes[] shows it (its own,
+	// else the cluster's), behind whether it is older than the admission
+	// release.
+	running string
+	behind  bool
 }
 
 // summarize derives the summary from the members in join order.
@@ -84,9 +89,19 @@ func summarize(nodes []summaryNode) wire.SetSummary {
 		recent = append(recent, n)
 		drift = append(drift, n.facts.drift...)
 	}
-	s := wire.SetSummary{Recent: len(recent), Skew: skewOfFacts(recent), Drift: drift}
-	// With no members nothing is known, which is not "consistent".
-	s.Consistent = len(nodes) > 0 && len(recent) == len(nodes) && len(s.Skew) == 0 && len(s.Drift) == 0
+	s := wire.SetSummary{Recent: len(recent), Skew: skewOfFacts(recent), Drift: drift, Behind: []wire.BehindNode{}}
+	for i := range nodes {
+		if n := &nodes[i]; n.behind {
+			if s.BehindCount < wire.MaxBehindListed {
+				s.Behind = append(s.Behind, wire.BehindNode{NodeID: n.id, RunningRelease: n.running})
+			}
+			s.BehindCount++
+		}
+	}
+	// With no members nothing is known, which is not "consistent"; nodes
+	// on different releases, or behind the one joiners are admitted on,
+	// are not either (the seed: no field differs).
+	s.Consistent = len(nodes) > 0 && len(recent) == len(nodes) && len(s.Skew) == 0 && len(s.Drift) == 0 && s.BehindCount == 0
 	return s
 }
 
@@ -107,6 +122,12 @@ func skewOfFacts(nodes []*summaryNode) []wire.Skew {
 			out = append(out, s)
 		}
 	}
+	// The release each node runs comes first: it is what an upgrade
+	// changes, and what the operator reads first.
+	for i, n := range nodes {
+		vals[i] = runningValue(n.running)
+	}
+	add(wire.SkewRunningRelease)
 	for k, f := range fixedFields {
 		for i, n := range nodes {
 			vals[i] = n.facts.fixed[k]

@@ -40,8 +40,11 @@ type Service struct {
 	// version counts remembered records: an Answer built at an older
 	// version is out of date.
 	version uint64
-	// members caches the member ids of membersGeneration.
+	// members caches the member ids of membersGeneration, in join
+	// order, and hostnames their host names (a member's is set when it
+	// is admitted, which moves the generation).
 	members           []string
+	hostnames         map[string]string
 	membersGeneration uint64
 	membersKnown      bool
 	answer            answerCache
@@ -70,7 +73,7 @@ func (s *Service) Record(actor, nodeID string, req wire.RecordRequest) error {
 func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 	req := r.RecordRequest
 	req.Release.RecordedAt = s.Now().UTC()
-	stored := Stored(req)
+	stored := Stored{RunningRelease: req.RunningRelease, Release: req.Release}
 	// What the cache keeps and the stored JSON are made before the
 	// transaction, from one encoding of the record: concurrent records
 	// share one commit (Batch), which runs their transactions one after
@@ -87,7 +90,10 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 	if err != nil {
 		return err
 	}
-	return s.DB.Batch(func(tx *store.Tx) error {
+	stored.encoded = raw
+	var raised string
+	err = s.DB.Batch(func(tx *store.Tx) error {
+		raised = ""
 		m, found, err := membership.GetMember(tx, nodeID)
 		if err != nil {
 			return err
@@ -104,12 +110,14 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 		if err != nil {
 			return err
 		}
-		if err := bucketRecords.PutJSON(tx, nodeID, raw); err != nil {
+		if err := bucketRecords.Put(tx, nodeID, stored); err != nil {
 			return err
 		}
-		if err := s.raiseAdmission(tx, actor, m, stored); err != nil {
+		to, err := s.raiseAdmission(tx, actor, m, stored)
+		if err != nil {
 			return err
 		}
+		raised = to
 		seq, err := bucketRecords.NextSequence(tx)
 		if err != nil {
 			return err
@@ -127,12 +135,18 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 		}
 		return nil
 	})
+	if err == nil && raised != "" && nodeID != s.Node {
+		// The founder runs what it admits joiners on (SetAdmission); a
+		// failure leaves it to the founder's next recording.
+		_ = s.followAdmission(raised)
+	}
+	return err
 }
 
 // input reads what Describe needs: the members from tx, their records
 // decoded from the cache.
 func (s *Service) input(tx *store.Tx) (Input, error) {
-	in := Input{Now: s.Now(), Node: s.Node, ControlPlane: s.ControlPlane, Records: map[string]Stored{}}
+	in := Input{Now: s.Now(), Node: s.Node, ControlPlane: s.ControlPlane, Records: map[string]Stored{}, Hostnames: map[string]string{}}
 	members, err := membership.Members(tx)
 	if err != nil {
 		return in, err
@@ -147,6 +161,7 @@ func (s *Service) input(tx *store.Tx) (Input, error) {
 	defer s.mu.RUnlock()
 	for _, m := range members {
 		in.Members = append(in.Members, m.NodeID)
+		in.Hostnames[m.NodeID] = m.Hostname
 		if c, ok := s.records[m.NodeID]; ok {
 			st, err := s.stored(c)
 			if err != nil {

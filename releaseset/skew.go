@@ -40,6 +40,14 @@ var fixedFields = []skewField{
 	{wire.SkewExtensions, extensionsValue},
 }
 
+// runningValue is a node's runningRelease as a skew value.
+func runningValue(running string) fieldValue {
+	if running == "" {
+		return unknown
+	}
+	return fieldValue{running, running}
+}
+
 // osValue: on an image-mode node, the booted image's manifest digest, shown
 // as os.imageVersion (else the deployment's version label); two builds
 // with one version label still differ. Otherwise os.prettyName, else

@@ -13,11 +13,12 @@ import (
 // WriteTable writes s for a person (`stratum release-set`): a header line,
 // a table with one row per field and one column per node, a "*" before
 // each row whose values differ between the recent nodes, then the drift
-// list and a summary line.
+// list and a summary line. members is how many nodes the set has
+// (s.Nodes may be a page of them).
 //
 // Cells of a stale node show its last record; the "record" row says so.
 // Only recent nodes count for the "*" mark, as for summary.skew.
-func WriteTable(w io.Writer, s wire.ReleaseSet) error {
+func WriteTable(w io.Writer, s wire.ReleaseSet, members int) error {
 	ew := &errWriter{w: w}
 	cp := s.ControlPlane
 	fmt.Fprintf(ew, "release set from %s, control plane %s", cmp.Or(s.Node, "?"), cmp.Or(cp.Version, "?"))
@@ -37,25 +38,32 @@ func WriteTable(w io.Writer, s wire.ReleaseSet) error {
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	row(" ", "FIELD", func(n wire.SetNode) string { return n.NodeID })
-	row(" ", "record", recordState)
-	row(" ", "runningRelease", func(n wire.SetNode) string {
-		if !n.Recorded {
-			return "-"
-		}
-		return cmp.Or(n.RunningRelease, "unknown")
-	})
 	skewed := map[string]wire.Skew{}
 	for _, sk := range s.Summary.Skew {
 		skewed[sk.Field] = sk
 	}
-	field := func(name string, of func(*wire.Record) fieldValue) {
-		sk, differs := skewed[name]
-		mark := " "
-		if differs {
-			mark = "*"
+	mark := func(field string) string {
+		if _, differs := skewed[field]; differs {
+			return "*"
 		}
-		row(mark, name, func(n wire.SetNode) string {
+		return " "
+	}
+	row(" ", "FIELD", func(n wire.SetNode) string { return n.NodeID })
+	row(" ", "hostname", func(n wire.SetNode) string { return cmp.Or(n.Hostname, "-") })
+	row(" ", "record", recordState)
+	row(mark(wire.SkewRunningRelease), "runningRelease", func(n wire.SetNode) string {
+		if !n.Recorded {
+			return "-"
+		}
+		r := cmp.Or(n.RunningRelease, "unknown")
+		if n.Behind {
+			r += " (behind)"
+		}
+		return r
+	})
+	field := func(name string, of func(*wire.Record) fieldValue) {
+		sk := skewed[name]
+		row(mark(name), name, func(n wire.SetNode) string {
 			if n.Release == nil {
 				return "-"
 			}
@@ -88,7 +96,7 @@ func WriteTable(w io.Writer, s wire.ReleaseSet) error {
 		tw.Flush()
 	}
 	fmt.Fprintln(ew)
-	fmt.Fprintln(ew, summaryLine(s))
+	fmt.Fprintln(ew, summaryLine(s, members))
 	return ew.err
 }
 
@@ -158,13 +166,19 @@ func containers(n *int) string {
 // HeadLine is the release set in one line for a person or a script
 // (SPEC 17), e.g. "3 nodes; admission 0.2.0; behind: n-abc12def (0.1.0);
 // skew: kernel". members is how many nodes the set has (s.Nodes may be a
-// page of them); behind lists the nodes of s.Nodes.
+// page of them); who is behind comes from the summary, which covers
+// every node.
 func HeadLine(s wire.ReleaseSet, members int) string {
 	var behind, skew []string
-	for _, n := range s.Nodes {
-		if n.Behind {
-			behind = append(behind, fmt.Sprintf("%s (%s)", n.NodeID, cmp.Or(n.RunningRelease, "unknown")))
+	for i, b := range s.Summary.Behind {
+		if i == headLineBehind {
+			behind = append(behind, fmt.Sprintf("and %d more", s.Summary.BehindCount-i))
+			break
 		}
+		behind = append(behind, fmt.Sprintf("%s (%s)", b.NodeID, cmp.Or(b.RunningRelease, "unknown")))
+	}
+	if len(s.Summary.Behind) < s.Summary.BehindCount && len(s.Summary.Behind) <= headLineBehind {
+		behind = append(behind, fmt.Sprintf("and %d more", s.Summary.BehindCount-len(s.Summary.Behind)))
 	}
 	for _, sk := range s.Summary.Skew {
 		skew = append(skew, sk.Field)
@@ -178,30 +192,30 @@ func HeadLine(s wire.ReleaseSet, members int) string {
 	return fmt.Sprintf("%s; admission %s; behind: %s; skew: %s", plural(members, "node", "nodes"), cmp.Or(s.AdmissionRelease, "unknown"), none(behind), none(skew))
 }
 
-// Healthy: consistent and nobody behind (`stratum release-set --check`).
+// headLineBehind is how many nodes behind HeadLine names.
+const headLineBehind = 10
+
+// Healthy: consistent, which includes nobody behind (`stratum
+// release-set --check`).
 func Healthy(s wire.ReleaseSet) bool {
-	if !s.Summary.Consistent {
-		return false
-	}
-	for _, n := range s.Nodes {
-		if n.Behind {
-			return false
-		}
-	}
-	return true
+	return s.Summary.Consistent && s.Summary.BehindCount == 0
 }
 
 // summaryLine is e.g. "3 nodes, 2 recent, running release 0.2.0: not
-// consistent (1 skewed field, 2 drift findings)".
-func summaryLine(s wire.ReleaseSet) string {
+// consistent (1 skewed field, 2 drift findings, 1 node behind)".
+func summaryLine(s wire.ReleaseSet, members int) string {
 	line := fmt.Sprintf("%s, %d recent, running release %s: ",
-		plural(len(s.Nodes), "node", "nodes"), s.Summary.Recent, cmp.Or(s.RunningRelease, "unknown"))
+		plural(members, "node", "nodes"), s.Summary.Recent, cmp.Or(s.RunningRelease, "unknown"))
 	if s.Summary.Consistent {
 		return line + "consistent"
 	}
-	return line + fmt.Sprintf("not consistent (%s, %s)",
+	line += fmt.Sprintf("not consistent (%s, %s",
 		plural(len(s.Summary.Skew), "skewed field", "skewed fields"),
 		plural(len(s.Summary.Drift), "drift finding", "drift findings"))
+	if s.Summary.BehindCount > 0 {
+		line += fmt.Sprintf(", %s behind %s", plural(s.Summary.BehindCount, "node", "nodes"), cmp.Or(s.AdmissionRelease, "the admission release"))
+	}
+	return line + ")"
 }
 
 func plural(n int, one, many string) string {

@@ -12,7 +12,7 @@ func TestWriteTable(t *testing.T) {
 	for _, tc := range describeCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := WriteTable(&buf, Describe(tc.in)); err != nil {
+			if err := WriteTable(&buf, Describe(tc.in), len(tc.in.Members)); err != nil {
 				t.Fatal(err)
 			}
 			out := buf.String()
@@ -57,7 +57,7 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 func TestWriteTableReportsWriteErrors(t *testing.T) {
 	s := Describe(cluster(baseRecord(), nil, baseRecord()))
 	for n := range 3 {
-		if err := WriteTable(&failingWriter{n: n}, s); err == nil || err.Error() != "disk full" {
+		if err := WriteTable(&failingWriter{n: n}, s, len(s.Nodes)); err == nil || err.Error() != "disk full" {
 			t.Errorf("after %d writes: err = %v, want disk full", n, err)
 		}
 	}

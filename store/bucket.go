@@ -123,15 +123,17 @@ const maxDecoded = 4096
 // Has reports whether key holds a (valid) record.
 func (b Bucket[T]) Has(tx *Tx, key string) bool { return tx.getRaw(b.spec, key) != nil }
 
-// Put stores v at key.
+// Put stores v at key: its JSON encoding, or the one it carries
+// (Encoded).
 func (b Bucket[T]) Put(tx *Tx, key string, v T) error { return tx.putJSON(b.spec, key, v) }
 
-// PutJSON stores raw at key: raw must be what Put would store for a T,
-// its json.Marshal encoding, which its caller made outside the
-// transaction (a large record encoded while other calls commit). The
-// store holds it until the commit: raw must not change after the call.
-func (b Bucket[T]) PutJSON(tx *Tx, key string, raw []byte) error {
-	return tx.putRaw(b.spec, key, raw)
+// Encoded is a value that carries its own JSON encoding, made before the
+// transaction that stores it: a large record is encoded while other
+// calls commit, not inside the commit they share. Put stores raw, when ok,
+// instead of encoding the value: raw must be json.Marshal's encoding of
+// it, and must not change until the commit (the store holds it).
+type Encoded interface {
+	EncodedJSON() (raw []byte, ok bool)
 }
 
 // Delete removes key; an absent key is not an error.

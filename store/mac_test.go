@@ -249,41 +249,65 @@ func TestContractRecordMACMigration(t *testing.T) {
 	})
 }
 
-// PutJSON stores the encoding its caller made as Put would have stored
-// the value: the same bytes, under the same MAC in an authenticated
-// bucket, read back by Get.
-func TestPutJSONIsPut(t *testing.T) {
+// TestPutEncodedIsPut: a value carrying its own encoding (Encoded) is
+// stored as those bytes, MAC and all, and reads back as Put's; one that
+// carries none is encoded as any other.
+func TestPutEncodedIsPut(t *testing.T) {
 	backends(t, func(t *testing.T, target string, open opener) {
 		db := open(t)
-		v := map[string]string{"who": "admin", "html": "<&>"}
+		v := encodedTest{Who: "admin", HTML: "<&>"}
 		raw, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
+		carried := v
+		carried.raw = raw
 		if err := db.Update(func(tx *Tx) error {
-			if err := authTest.Put(tx, "put", v); err != nil {
+			if err := encodedBucket.Put(tx, "put", v); err != nil {
 				return err
 			}
-			return authTest.PutJSON(tx, "putjson", raw)
+			return encodedBucket.Put(tx, "carried", carried)
 		}); err != nil {
 			t.Fatal(err)
 		}
 		_ = db.View(func(tx *Tx) error {
-			got, found, err := authTest.Get(tx, "putjson")
-			if err != nil || !found || got["who"] != "admin" || got["html"] != "<&>" {
-				t.Errorf("Get after PutJSON = %v %v %v", got, found, err)
+			got, found, err := encodedBucket.Get(tx, "carried")
+			if err != nil || !found || got.Who != "admin" || got.HTML != "<&>" {
+				t.Errorf("Get of a value that carried its encoding = %+v %v %v", got, found, err)
 			}
-			put := Named(authTest.Name()).Get(tx, "put")
-			putJSON := Named(authTest.Name()).Get(tx, "putjson")
+			put := Named(encodedBucket.Name()).Get(tx, "put")
+			carriedRaw := Named(encodedBucket.Name()).Get(tx, "carried")
 			// The MAC binds the key, so the stored bytes differ in their
 			// MAC only: the same length, the same JSON.
-			if len(put) != len(putJSON) || !bytes.Contains(putJSON, raw) || !bytes.Contains(put, raw) {
-				t.Errorf("stored bytes: Put %q, PutJSON %q", put, putJSON)
+			if len(put) != len(carriedRaw) || !bytes.Contains(carriedRaw, raw) || !bytes.Contains(put, raw) {
+				t.Errorf("stored bytes: Put %q, carried %q", put, carriedRaw)
+			}
+			return nil
+		})
+		// The carried bytes are what is stored, not an encoding of the value.
+		odd := encodedTest{Who: "admin", raw: []byte(`{"who":"someone else","html":""}`)}
+		if err := db.Update(func(tx *Tx) error { return encodedBucket.Put(tx, "odd", odd) }); err != nil {
+			t.Fatal(err)
+		}
+		_ = db.View(func(tx *Tx) error {
+			if got, _, _ := encodedBucket.Get(tx, "odd"); got.Who != "someone else" {
+				t.Errorf("the carried encoding was not what was stored: %+v", got)
 			}
 			return nil
 		})
 	})
 }
+
+// encodedTest carries its encoding in raw when set (store.Encoded).
+type encodedTest struct {
+	Who  string `json:"who"`
+	HTML string `json:"html"`
+	raw  []byte
+}
+
+func (e encodedTest) EncodedJSON() ([]byte, bool) { return e.raw, e.raw != nil }
+
+var encodedBucket = NewBucket[encodedTest]("test-encoded", Authenticated())
 
 // GetDecoded answers what Get answers: the value decoded before while
 // the record's bytes are unchanged, the new one once they change, and

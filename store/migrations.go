@@ -31,6 +31,11 @@ var migrations = []migration{
 	8:  {name: "API tokens record their creator", steps: []Step{StepIAMTokenCreators}},
 	9:  {name: "authenticated records (SPEC 16.2)", apply: authenticateRecords},
 	10: {name: "appliance admin no longer shares the delivered cluster admin password", steps: []Step{StepFounderApplianceAdmin}},
+	// Buckets declared since 2 (the inventory of expected machines):
+	// making every declared one is a no-op for those that exist.
+	11: {name: "every declared bucket, again", apply: func(tx *Tx) error {
+		return tx.createBuckets(DeclaredBuckets()...)
+	}},
 }
 
 // The schema levels other code names.

@@ -339,6 +339,11 @@ func (tx *Tx) getRaw(b bucketSpec, key string) []byte {
 
 // putJSON stores v at bucket/key.
 func (tx *Tx) putJSON(b bucketSpec, key string, v any) error {
+	if e, ok := v.(Encoded); ok {
+		if raw, ok := e.EncodedJSON(); ok {
+			return tx.putRaw(b, key, raw)
+		}
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("store: encode %s/%s: %w", b.name, key, err)

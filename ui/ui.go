@@ -26,7 +26,7 @@ const Prefix = "/ui/"
 // Pages are the console's page paths under Prefix. Each loads the same
 // shell directly (no hash routing); its script renders the page the
 // address names.
-var Pages = []string{"joins", "members", "release-set", "releases", "tokens", "audit"}
+var Pages = []string{"joins", "members", "inventory", "release-set", "releases", "tokens", "audit"}
 
 // SecurityHeaders are set on every console answer. The CSP admits only
 // the console's own files: no inline script or style, no third party.

@@ -212,6 +212,11 @@ type OperatorView struct {
 	Assignment *Assignment `json:"assignment,omitempty"`
 	ApprovedBy string      `json:"approvedBy,omitempty"`
 	ApprovedAt time.Time   `json:"approvedAt,omitzero"`
+	// AutoApproval says what the inventory of expected machines made of
+	// the registration: which entry approved it, or why it waits for a
+	// person (no entry matches, another role, the entry's node is taken).
+	// Empty when the inventory had no say.
+	AutoApproval string `json:"autoApproval,omitempty"`
 	// Generation is the membership generation the node was admitted at.
 	Generation uint64 `json:"generation,omitempty"`
 	// WaitingFor is present only in installing: the members that have not

@@ -34,19 +34,37 @@ type SetSummary struct {
 	// Drift lists what a node runs other than its release says, and the
 	// nodes that did not report.
 	Drift []Drift `json:"drift"`
+	// Behind lists the nodes whose runningRelease is older than the
+	// admission release, over every node (nodes[] may be a page of them),
+	// in member order: the first MaxBehindListed. BehindCount counts them
+	// all. A node behind makes the set not consistent.
+	Behind      []BehindNode `json:"behind"`
+	BehindCount int          `json:"behindCount"`
+}
+
+// MaxBehindListed bounds summary.behind: a cluster half way through an
+// upgrade has thousands of nodes behind, and the summary is read often.
+const MaxBehindListed = 100
+
+// BehindNode is a node on a release older than the admission release.
+type BehindNode struct {
+	NodeID         string `json:"nodeId"`
+	RunningRelease string `json:"runningRelease"`
 }
 
 // The skew fields, in the order Skew lists them; package skews follow as
 // SkewPackagePrefix + component.
 const (
-	SkewOS            = "os"
-	SkewImageMode     = "imageMode"
-	SkewKernel        = "kernel"
-	SkewControlPlane  = "controlPlane"
-	SkewSchema        = "schema"
-	SkewHostBinaries  = "hostBinaries"
-	SkewExtensions    = "extensions"
-	SkewPackagePrefix = "package:"
+	// SkewRunningRelease: the nodes run different releases.
+	SkewRunningRelease = "runningRelease"
+	SkewOS             = "os"
+	SkewImageMode      = "imageMode"
+	SkewKernel         = "kernel"
+	SkewControlPlane   = "controlPlane"
+	SkewSchema         = "schema"
+	SkewHostBinaries   = "hostBinaries"
+	SkewExtensions     = "extensions"
+	SkewPackagePrefix  = "package:"
 )
 
 // Skew is one field whose value differs between the recent nodes.
@@ -115,6 +133,9 @@ type Drift struct {
 // SetNode is one member and its release.
 type SetNode struct {
 	NodeID string `json:"nodeId"`
+	// Hostname is the member's host name (what it reported when it
+	// registered, the founder's own at init); absent when not known.
+	Hostname string `json:"hostname,omitempty"`
 	// Recorded is false when the node has never recorded its release.
 	Recorded bool `json:"recorded"`
 	// Stale: the record is older than ten minutes.

@@ -65,7 +65,12 @@ const maxAnswer = 1 << 30
 // returned as its *apierr.Error envelope (an answer that is not the
 // envelope is an error too).
 func (c *Client) Do(method, path string, body, out any) (int, *apierr.Error, error) {
-	a, err := c.api().Exchange(context.Background(), method, path, body)
+	return c.DoContext(context.Background(), method, path, body, out)
+}
+
+// DoContext is Do under ctx: a long-poll a harness ends when it stops.
+func (c *Client) DoContext(ctx context.Context, method, path string, body, out any) (int, *apierr.Error, error) {
+	a, err := c.api().Exchange(ctx, method, path, body)
 	if err != nil {
 		return 0, nil, err
 	}

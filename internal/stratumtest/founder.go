@@ -48,6 +48,12 @@ type FounderOptions struct {
 	// profiles its code. Args and Env do not apply (the Options are the
 	// flags); the Founder and its verbs are the same.
 	Serve ServeFunc
+	// Wrap, when set, is a command prefix the binary runs under, such as
+	// `ip netns exec NS` for a founder in a network namespace (package
+	// labtest). The prefix must exec the binary in its own process (as
+	// `ip netns exec` does), so that its pid, CPU time and signals are
+	// the founder's.
+	Wrap []string
 }
 
 // Founder is a `stratum serve` child process.
@@ -146,7 +152,7 @@ func Spawn(o FounderOptions) (*Founder, error) {
 	if o.Dev {
 		args = append(args, "--dev")
 	}
-	cmd := exec.Command(bin, append(args, o.Args...)...)
+	cmd := wrapped(o.Wrap, bin, append(args, o.Args...)...)
 	cmd.Env = append(Env(), o.Env...)
 	// The founder dies with the test process, whatever ends it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

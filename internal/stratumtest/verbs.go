@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,16 +132,34 @@ type Agent struct {
 // --listen, --interval).
 func StartAgent(t testing.TB, api, root string, args ...string) *Agent {
 	t.Helper()
-	a := &Agent{exited: make(chan struct{})}
-	a.cmd = exec.Command(Binary(t), append([]string{"agent", "--api", api, "--root", root}, args...)...)
-	a.cmd.Env = Env()
-	a.cmd.Stdout, a.cmd.Stderr = &a.out, &a.out
-	if err := a.cmd.Start(); err != nil {
+	a, err := SpawnAgent(nil, api, root, args...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = a.cmd.Wait(); close(a.exited) }()
-	t.Cleanup(func() { _ = a.cmd.Process.Kill(); <-a.exited })
+	t.Cleanup(a.Kill)
 	return a
+}
+
+// SpawnAgent starts `stratum agent --api api --root root` with args under
+// the command prefix wrap (see FounderOptions.Wrap; none when empty), for
+// code without a *testing.T (an agent started when its host's join ends,
+// on a host of a lab's network namespace). It dies with the test
+// process; the caller kills it.
+func SpawnAgent(wrap []string, api, root string, args ...string) (*Agent, error) {
+	bin, err := build()
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{exited: make(chan struct{})}
+	a.cmd = wrapped(wrap, bin, append([]string{"agent", "--api", api, "--root", root}, args...)...)
+	a.cmd.Env = Env()
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	a.cmd.Stdout, a.cmd.Stderr = &a.out, &a.out
+	if err := a.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = a.cmd.Wait(); close(a.exited) }()
+	return a, nil
 }
 
 // Output is what the agent has written so far.
@@ -178,4 +197,12 @@ func NodeIDOf(nodeYAML string) string {
 		}
 	}
 	return ""
+}
+
+// wrapped is the command bin args under the prefix wrap (none when empty).
+func wrapped(wrap []string, bin string, args ...string) *exec.Cmd {
+	if len(wrap) == 0 {
+		return exec.Command(bin, args...)
+	}
+	return exec.Command(wrap[0], append(append(append([]string{}, wrap[1:]...), bin), args...)...)
 }

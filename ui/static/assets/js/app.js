@@ -7,13 +7,14 @@ import { h, describeError } from './dom.js';
 import * as login from './pages/login.js';
 import * as joins from './pages/joins.js';
 import * as members from './pages/members.js';
+import * as inventory from './pages/inventory.js';
 import * as releaseSet from './pages/releaseset.js';
 import * as releases from './pages/releases.js';
 import * as tokens from './pages/tokens.js';
 import * as audit from './pages/audit.js';
 
 const pages = {
-  joins, members, 'release-set': releaseSet, releases, tokens, audit,
+  joins, members, inventory, 'release-set': releaseSet, releases, tokens, audit,
 };
 
 let current = null;

@@ -67,9 +67,21 @@ export function sleep(ms, signal) {
 }
 
 // scroll puts a wide table in a box of its own that scrolls sideways, so
-// the page itself never does on a narrow screen.
+// the page itself never does on a narrow screen. data-more says on which
+// side the box hides more of the table (right, left, both or none): the
+// stylesheet fades that edge, a phone showing no scroll bar.
 export function scroll(tbl) {
-  return h('div', { class: 'table-scroll' }, tbl);
+  const box = h('div', { class: 'table-scroll', 'data-more': 'none' }, tbl);
+  const mark = () => {
+    const hidden = box.scrollWidth - box.clientWidth;
+    const left = box.scrollLeft > 1, right = box.scrollLeft < hidden - 1;
+    box.dataset.more = left && right ? 'both' : left ? 'left' : right ? 'right' : 'none';
+  };
+  box.addEventListener('scroll', mark, { passive: true });
+  const resized = new ResizeObserver(mark);
+  resized.observe(box);
+  resized.observe(tbl);
+  return box;
 }
 
 // copyText uses the Clipboard API (the console is served over TLS, a
@@ -104,9 +116,49 @@ export function fingerprint(fp) {
 }
 
 // table builds a table with a header row; rows are appended by the caller.
+// On a narrow screen each row is shown as a card (app.css), every cell
+// under its column's name: labelCells keeps that name in data-label.
 export function table(headers, attrs) {
-  return h('table', attrs || { class: 'grid' },
+  const tbl = h('table', attrs || { class: 'grid' },
     h('thead', null, h('tr', null, headers.map((t) => h('th', { scope: 'col' }, t)))));
+  labelCells(tbl, headers);
+  return tbl;
+}
+
+// labelCells gives every body cell of tbl its column's header in
+// data-label. Pages add and replace rows long after the table is built,
+// so an observer labels each new row as it arrives.
+function labelCells(tbl, headers) {
+  const label = () => {
+    for (const body of [...tbl.tBodies, tbl.tFoot]) {
+      for (const tr of (body && body.rows) || []) {
+        let col = 0;
+        for (const cell of tr.cells) {
+          if (cell.colSpan === 1 && !cell.hasAttribute('data-label')) cell.setAttribute('data-label', String(headers[col] ?? ''));
+          col += cell.colSpan;
+        }
+      }
+    }
+  };
+  new MutationObserver(label).observe(tbl, { childList: true, subtree: true });
+}
+
+// hostname shows a machine's name so that a long one wraps at its dots
+// and dashes (never over the next cell) and reads whole in its title.
+export function hostname(name) {
+  const el = h('strong', { class: 'hostname', title: name });
+  String(name).split(/(?<=[.-])/).forEach((part, i) => {
+    if (i) el.append(h('wbr'));
+    el.append(part);
+  });
+  return el;
+}
+
+// id shows an identifier (a node id, a join id, a token id, an event
+// kind) that never breaks over two lines: n-abc12def read as "n-" and
+// "abc12def" is two things.
+export function id(text) {
+  return h('code', { class: 'id' }, text);
 }
 
 export function empty(text, colspan) {

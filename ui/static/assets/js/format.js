@@ -36,7 +36,8 @@ export function bytes(n) {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let i = 0;
   while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-  return (i === 0 ? n : n.toFixed(1)) + ' ' + units[i];
+  // A no-break space: "64.0" and "GiB" on two lines read as two values.
+  return (i === 0 ? n : n.toFixed(1)) + '\u00a0' + units[i];
 }
 
 // kv renders an object of strings as "k=v" lines.

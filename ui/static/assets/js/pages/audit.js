@@ -1,7 +1,7 @@
 // Audit: the newest events of the founder's hash-chained audit log and
 // the chain's status (GET /v1/admin/audit/verify walks the whole chain).
 import { api } from '../api.js';
-import { h, page, table, scroll, empty } from '../dom.js';
+import { h, page, table, scroll, empty, id } from '../dom.js';
 import { when } from '../format.js';
 
 const PAGE = 100;
@@ -56,8 +56,8 @@ function row(ev) {
   return h('tr', { 'data-seq': ev.seq },
     h('td', { class: 'num' }, String(ev.seq)),
     h('td', { class: 'nowrap' }, when(ev.time)),
-    h('td', null, h('code', null, ev.kind)),
+    h('td', null, id(ev.kind)),
     h('td', { class: 'actor' }, ev.actor || ''),
-    h('td', null, ev.subject ? h('code', null, ev.subject) : ''),
+    h('td', null, ev.subject ? h('code', { class: 'subject' }, ev.subject) : ''),
     h('td', { class: 'pre' }, data));
 }

@@ -5,7 +5,7 @@
 // nothing is fetched while nothing changes. Rows are updated in place,
 // keyed by join id, so an open form keeps what the operator typed.
 import { api, can } from '../api.js';
-import { h, page, table, scroll, describeError, sleep, fingerprint } from '../dom.js';
+import { h, page, table, scroll, describeError, sleep, fingerprint, hostname, id } from '../dom.js';
 import { age, factsSummary, factValue, when } from '../format.js';
 import { field, showFormError, formError, onConfirmedSubmit, reasonBody } from '../forms.js';
 
@@ -106,7 +106,7 @@ export function mount(main) {
       }
     }
     return h('tr', { class: 'summary' },
-      h('td', { class: 'host' }, h('strong', null, reg.hostname || '(no hostname)'), h('div', { class: 'sub' }, h('code', null, reg.joinId))),
+      h('td', { class: 'host' }, reg.hostname ? hostname(reg.hostname) : h('strong', null, '(no hostname)'), h('div', { class: 'sub' }, id(reg.joinId))),
       h('td', { class: 'mgmt' }, mgmtCell(reg)),
       h('td', null, fingerprint(reg.keyFingerprint)),
       h('td', null, reg.release, reg.upgrade ? h('div', { class: 'sub' }, 'upgrading to ' + reg.upgrade.to) : null),
@@ -141,7 +141,7 @@ export function mount(main) {
     const nets = h('textarea', { name: 'networks', rows: 3, spellcheck: 'false', placeholder: '{"storage": {"ip": "10.9.0.12", "interface": "vlan90"}}' });
     const labels = h('textarea', { name: 'labels', rows: 3, spellcheck: 'false', placeholder: 'topology.rack=r2' });
     const submit = h('button', { type: 'submit', class: 'primary', 'data-action': 'submit-approve' }, 'Approve ' + (reg.hostname || reg.joinId));
-    return decisionForm(r, 'approve', ['Approve ', h('code', null, reg.joinId), ' with its assignment'], null, [
+    return decisionForm(r, 'approve', ['Approve ', id(reg.joinId), ' with its assignment'], null, [
       field('Node id', h('input', { name: 'nodeId', placeholder: 'generated: n-xxxxxxxx', spellcheck: 'false' }), 'n- and 8 of a-z0-9; empty generates one'),
       field('Management IP', h('input', { name: 'mgmtIp', spellcheck: 'false', placeholder: reg.mgmtIp ? 'reported: ' + reg.mgmtIp : 'required: none reported' }),
         reg.mgmtIp ? 'empty takes what the joiner reported' : 'the joiner reported none'),
@@ -155,7 +155,7 @@ export function mount(main) {
   function reasonForm(r, kind) {
     const submit = h('button', { type: 'submit', class: 'danger', 'data-action': 'submit-' + kind },
       kind === 'reject' ? 'Reject' : 'Cancel the join');
-    return decisionForm(r, kind, [kind === 'reject' ? 'Reject ' : 'Cancel ', h('code', null, r.reg.joinId)],
+    return decisionForm(r, kind, [kind === 'reject' ? 'Reject ' : 'Cancel ', id(r.reg.joinId)],
       kind === 'reject'
         ? 'The joiner is told the reason and stops; its key needs a new token to register again.'
         : 'The join fails with this reason, its member is removed and the next approved join gets its turn.',
@@ -330,11 +330,14 @@ function stateCell(reg) {
   }
   if (reg.state === 'installing' && Array.isArray(reg.waitingFor) && reg.waitingFor.length) {
     out.push(h('div', { class: 'stall', 'data-waiting-for': reg.waitingFor.map((m) => m.nodeId).join(' ') },
-      'waiting for ', reg.waitingFor.map((m, i) => [i ? ', ' : '', h('code', null, m.nodeId), ' (has ' + m.appliedGeneration + ')']),
+      'waiting for ', reg.waitingFor.map((m, i) => [i ? ', ' : '', id(m.nodeId), ' (has ' + m.appliedGeneration + ')']),
       ' to apply generation ' + reg.generation));
   }
   if (reg.state === 'needs-upgrade') out.push(h('div', { class: 'sub' }, 'upgrading itself; approvable once it re-registers on the cluster release'));
   if (reg.reason) out.push(h('div', { class: 'reason' }, reg.reason));
-  if (reg.assignment && reg.assignment.nodeId) out.push(h('div', { class: 'sub' }, 'as ', h('code', null, reg.assignment.nodeId)));
+  // What the inventory made of it: the entry that approved it, or why it
+  // waits for a person.
+  if (reg.autoApproval) out.push(h('div', { class: 'sub', 'data-auto-approval': '' }, 'inventory: ' + reg.autoApproval));
+  if (reg.assignment && reg.assignment.nodeId) out.push(h('div', { class: 'sub' }, 'as ', id(reg.assignment.nodeId)));
   return out;
 }

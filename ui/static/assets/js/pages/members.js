@@ -1,7 +1,7 @@
 // Members: the cluster's nodes, their membership generation and, once the
 // founder's boot-health prober has reached them, their boot state.
 import { api, can } from '../api.js';
-import { h, page, table, scroll, empty, sleep, describeError } from '../dom.js';
+import { h, page, table, scroll, empty, sleep, describeError, hostname, id } from '../dom.js';
 import { duration, kv, networks, when } from '../format.js';
 import { field, showFormError, formError, onConfirmedSubmit, reasonBody } from '../forms.js';
 
@@ -34,7 +34,7 @@ export function mount(main) {
     const submit = h('button', { type: 'submit', class: 'danger', 'data-action': 'submit-remove' }, 'Remove ' + name);
     const confirmLine = h('p', { class: 'confirm', role: 'alert', hidden: true });
     const form = h('form', { class: 'inline-form remove', novalidate: true },
-      h('h3', null, 'Remove ', h('code', null, m.nodeId), ' from the cluster'),
+      h('h3', null, 'Remove ', id(m.nodeId), ' from the cluster'),
       h('p', { class: 'sub' }, 'For a node whose machine is gone: the joins waiting for it to apply their generation complete, ' +
         'its certificate and OpenBao node token stop counting and its addresses are free. To come back it joins again with a new token.'),
       h('div', { class: 'fields' }, field('Reason', h('textarea', { name: 'reason', rows: 2, maxlength: 1024 }), 'required: kept in the audit log')),
@@ -98,7 +98,7 @@ function isBehind(m, generation) {
 function row(m, generation, remove) {
   const behind = isBehind(m, generation);
   return h('tr', { 'data-node-id': m.nodeId, 'data-state': m.state, 'data-behind': behind ? 'yes' : false, class: behind ? 'behind' : '' },
-    h('td', null, h('strong', null, m.hostname || h('span', { class: 'muted' }, '(no hostname)')), h('div', { class: 'sub' }, h('code', null, m.nodeId))),
+    h('td', null, m.hostname ? hostname(m.hostname) : h('strong', null, h('span', { class: 'muted' }, '(no hostname)')), h('div', { class: 'sub' }, id(m.nodeId))),
     h('td', null, m.role),
     h('td', null, h('span', { class: 'badge state state-' + m.state }, m.state)),
     h('td', null, h('code', null, m.mgmtIp)),

@@ -3,7 +3,7 @@
 // which) and one column per node; each distinct value has its own colour,
 // and a node whose record is stale or missing is greyed.
 import { api } from '../api.js';
-import { h, page, table, scroll, empty } from '../dom.js';
+import { h, append, page, table, scroll, empty, id, hostname } from '../dom.js';
 import { when } from '../format.js';
 
 const COLOURS = 8;
@@ -38,10 +38,13 @@ export function mount(main) {
             try { await more(); render(); } catch (err) { if (!ctrl.signal.aborted) p.showError(err); }
           });
         }
-        nodesBox.replaceChildren(h('h2', null, 'Skew'), scroll(skewMatrix(rs)), h('h2', null, 'Nodes'), scroll(nodesTable(rs)), shown, button);
+        // append, not replaceChildren: no button on the last page, and
+        // replaceChildren would write that absence out as "null".
+        nodesBox.replaceChildren();
+        append(nodesBox, [h('h2', null, 'Skew'), scroll(skewMatrix(rs)), h('h2', null, 'Nodes'), scroll(nodesTable(rs)), shown, button]);
       };
       render();
-      p.body.append(summary(rs), h('h2', null, 'Drift'), scroll(driftTable(rs)), nodesBox);
+      append(p.body, [summary(rs), behindList(rs), h('h2', null, 'Drift'), scroll(driftTable(rs)), nodesBox]);
     } catch (err) {
       if (!ctrl.signal.aborted) p.showError(err);
     }
@@ -52,12 +55,30 @@ export function mount(main) {
 function summary(rs) {
   const s = rs.summary || {};
   const nodes = rs.nodes || [];
+  const behind = s.behindCount || 0;
   return h('div', { class: 'cards' },
     card('Consistent', h('span', { class: 'badge ' + (s.consistent ? 'ok' : 'warn'), 'data-consistent': String(!!s.consistent) }, s.consistent ? 'yes' : 'no')),
-    card('Running release', rs.runningRelease || 'unknown'),
+    card('Running release', h('span', { 'data-running-release': rs.runningRelease || '' }, rs.runningRelease || 'unknown')),
+    card('Admission release', h('span', { 'data-admission-release': rs.admissionRelease || '' }, rs.admissionRelease || 'unknown')),
+    card('Behind', h('span', { class: 'badge ' + (behind ? 'warn' : 'ok'), 'data-behind-count': String(behind) }, behind ? behind + (behind === 1 ? ' node' : ' nodes') : 'none')),
     card('Recent records', (s.recent ?? 0) + ' of ' + (rs.members ?? nodes.length)),
     card('Founder', rs.node),
     card('Control plane', (rs.controlPlane && rs.controlPlane.version) || ''));
+}
+
+// behindList names the nodes on a release older than the admission
+// release: the summary's list, which covers every node, not only the
+// nodes fetched so far.
+function behindList(rs) {
+  const s = rs.summary || {};
+  const list = s.behind || [];
+  if (!list.length) return null;
+  const more = (s.behindCount || list.length) - list.length;
+  return h('div', { 'data-behind': '' },
+    h('h2', null, 'Behind the admission release ' + (rs.admissionRelease || '')),
+    h('ul', { class: 'behind' }, list.map((b) => h('li', { 'data-behind-node': b.nodeId },
+      h('code', null, b.nodeId), ' runs ', b.runningRelease || 'an unknown release'))),
+    more > 0 ? h('p', { class: 'muted' }, 'and ' + more + ' more') : null);
 }
 
 function card(label, value) {
@@ -74,7 +95,8 @@ function skewMatrix(rs) {
   const tbl = h('table', { class: 'grid matrix', 'data-skew-matrix': '' },
     h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Field'),
       nodes.map((n) => h('th', { scope: 'col', class: greyed(n) ? 'stale' : '', title: greyed(n) ? (n.recorded ? 'stale record' : 'never recorded') : '' },
-        n.nodeId, greyed(n) ? h('div', { class: 'sub' }, n.recorded ? 'stale' : 'no record') : null)))));
+        n.nodeId, n.hostname ? h('div', { class: 'sub' }, n.hostname) : null,
+        greyed(n) ? h('div', { class: 'sub' }, n.recorded ? 'stale' : 'no record') : null)))));
   const tbody = h('tbody');
   tbl.append(tbody);
   if (!skew.length) {
@@ -106,7 +128,7 @@ function driftTable(rs) {
   if (!drift.length) tbody.append(empty('No drift.', 4));
   for (const d of drift) {
     tbody.append(h('tr', { 'data-drift-node': d.nodeId, 'data-drift-kind': d.kind },
-      h('td', null, h('code', null, d.nodeId)),
+      h('td', null, id(d.nodeId)),
       h('td', null, h('span', { class: 'badge warn' }, d.kind)),
       h('td', null, d.field ? h('code', null, d.field) : ''),
       h('td', null, finding(d))));
@@ -124,14 +146,16 @@ function finding(d) {
 }
 
 function nodesTable(rs) {
-  const tbl = table(['Node', 'Running release', 'OS', 'Control plane', 'Recorded']);
+  const tbl = table(['Node', 'Hostname', 'Running release', 'OS', 'Control plane', 'Recorded']);
   const tbody = h('tbody');
   tbl.append(tbody);
   for (const n of rs.nodes || []) {
     const r = n.release || {};
     tbody.append(h('tr', { 'data-release-node': n.nodeId, class: greyed(n) ? 'stale' : '' },
-      h('td', null, h('code', null, n.nodeId)),
-      h('td', null, n.runningRelease || h('span', { class: 'muted' }, 'unknown')),
+      h('td', null, id(n.nodeId)),
+      h('td', null, n.hostname ? hostname(n.hostname) : ''),
+      h('td', null, n.runningRelease || h('span', { class: 'muted' }, 'unknown'),
+        n.behind ? [' ', h('span', { class: 'badge warn', 'data-node-behind': '', title: 'older than the admission release ' + (rs.admissionRelease || '') }, 'behind')] : null),
       h('td', null, (r.os && (r.os.prettyName || r.os.id)) || ''),
       h('td', null, (r.controlPlane && r.controlPlane.version) || ''),
       h('td', null, n.recorded ? when(r.recordedAt) + (n.stale ? ' (stale)' : '') : 'never')));

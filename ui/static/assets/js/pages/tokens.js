@@ -1,7 +1,7 @@
 // Join tokens: create one (the answer's exact join command, with the
 // secret, is shown once, with a copy button), list them, revoke them.
 import { api, can } from '../api.js';
-import { h, page, table, scroll, empty, describeError, copyText } from '../dom.js';
+import { h, page, table, scroll, empty, describeError, copyText, id } from '../dom.js';
 import { when } from '../format.js';
 import { field, clearErrors, showFormError, formError } from '../forms.js';
 
@@ -73,7 +73,7 @@ function showCreated(box, out) {
     },
   }, 'Copy');
   box.replaceChildren(
-    h('h3', null, 'Token ', h('code', null, out.tokenId), ' created'),
+    h('h3', null, 'Token ', id(out.tokenId), ' created'),
     h('p', null, 'Run this on the new machine. The secret in it is shown only now; the founder keeps only its hash.'),
     h('div', { class: 'command' }, h('pre', null, cmd), h('div', { class: 'buttons' }, copy, copied)),
     h('p', { class: 'sub' }, 'Role ' + out.role + ' · ' + out.usesLeft + (out.usesLeft === 1 ? ' use' : ' uses') + ' · expires ' + when(out.expiresAt)));
@@ -103,7 +103,7 @@ function row(t, p, reload) {
     actions.append(revoke);
   }
   return h('tr', { 'data-token-id': t.tokenId, 'data-state': t.state },
-    h('td', null, h('code', null, t.tokenId), h('div', { class: 'sub' }, 'by ' + t.createdBy)),
+    h('td', null, id(t.tokenId), h('div', { class: 'sub' }, 'by ' + t.createdBy)),
     h('td', null, t.role),
     h('td', null, t.description || h('span', { class: 'muted' }, '—')),
     h('td', { class: 'num' }, t.usesLeft + ' of ' + t.uses),

@@ -1,0 +1,26 @@
+// Package labtest is a rack in a box: real hosts in network namespaces
+// on one Linux bridge, each with its own address in 198.18.0.0/15 (the
+// benchmarking range; one /24 per lab, so labs of two test processes do
+// not collide), its own software TPM with an EK certificate, a real
+// `stratum join` and, once joined, a real `stratum agent`; the founder in
+// a namespace of its own. Links can be cut and slowed. It is the one
+// harness of the lab's end-to-end tests (e2e/lab) and benchmarks
+// (bench/rack_test.go), built on internal/stratumtest.
+//
+//	lab := labtest.New(t, labtest.Options{Hosts: 4})
+//	f := lab.StartFounder(t, stratumtest.FounderOptions{Dev: true})
+//	rack := lab.Rack(t, labtest.RackOptions{})
+//	rack.WaitJoined(t, time.Minute)
+//	lab.WaitRecorded(t, lab.Hosts, 30*time.Second)
+//
+// It needs root and iproute2 (`ip`, `tc`) and skips the test, saying so,
+// without them; swtpm and swtpm-tools for the TPMs. Everything it makes
+// (namespaces, links, the bridge, processes, files) is removed when the
+// test ends, and New first sweeps what a crashed earlier run left: names
+// carry the prefix "stl" and a lab id, and /run/stratum-lab/ID names the
+// process that owns lab ID.
+//
+// Until the founder approves expected machines by itself (an inventory
+// of them), the harness approves each host's join through the admin API:
+// Enroll, in enroll.go, is that one place.
+package labtest
