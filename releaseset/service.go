@@ -106,7 +106,7 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 			return apierr.New(apierr.Forbidden, "node %s is still in its delivery: its release is recorded once its join is installing or joined", nodeID)
 		}
 		// Only the previous release is read (not the whole record decoded).
-		prev, found, err := store.GetPart[struct{ RunningRelease string }](tx, bucketRecords, nodeID)
+		prev, found, err := previousRunning(tx, nodeID)
 		if err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 		tx.Notify(topicRecords, nodeID+" "+strconv.FormatUint(seq, 10))
 		// Periodic re-records of an unchanged release would flood the
 		// audit log; a change of release is what an auditor looks for.
-		if !found || prev.RunningRelease != stored.RunningRelease {
+		if !found || prev != stored.RunningRelease {
 			return tx.Audit("release.recorded", actor, nodeID, map[string]string{"runningRelease": stored.RunningRelease})
 		}
 		return nil

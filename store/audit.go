@@ -12,6 +12,7 @@ import (
 	"math"
 	"stratum/wire"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -45,12 +46,46 @@ func (db *DB) auditKey() ([]byte, error) {
 	return db.auditKeyVal, db.auditKeyErr
 }
 
+// hmacLink links with one HMAC, reset for each event: a walk of the
+// chain or an appended event builds it once. The returned func is not
+// safe for concurrent use.
 func hmacLink(key []byte) func(prev []byte) []byte {
+	m := hmac.New(sha256.New, key)
 	return func(prev []byte) []byte {
-		m := hmac.New(sha256.New, key)
+		m.Reset()
 		m.Write(prev)
 		return m.Sum(nil)
 	}
+}
+
+// lastAuditLink remembers the keyed link of the newest event appended in
+// this process, by its bytes: the next event's prev is that link, and a
+// group commit runs many audited calls one after the other, each in a Tx
+// of its own, so each would hash the event before it again. A link is a
+// function of the event's bytes alone (under the store's one key), so
+// bytes that match are the same link whatever became of the transaction
+// that wrote them.
+type lastAuditLink struct {
+	mu   sync.Mutex
+	raw  []byte
+	link string
+}
+
+// of is raw's remembered link, if raw is the event last remembered.
+func (l *lastAuditLink) of(raw []byte) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.raw == nil || !bytes.Equal(l.raw, raw) {
+		return "", false
+	}
+	return l.link, true
+}
+
+// remember keeps raw (which its writer no longer changes) and its link.
+func (l *lastAuditLink) remember(raw []byte, link string) {
+	l.mu.Lock()
+	l.raw, l.link = raw, link
+	l.mu.Unlock()
 }
 
 // sha256Link is the link of the first build's unkeyed chain.
@@ -93,6 +128,12 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 		// already holds (a registration appends two events).
 		prev = tx.auditHead.Hash
 	default:
+		if keyed {
+			if l, ok := tx.db.lastLink.of(v); ok {
+				prev = l
+				break
+			}
+		}
 		prev = hex.EncodeToString(link(v))
 	}
 	seq, err := tx.kv.nextSequence(AuditBucket.Name())
@@ -113,6 +154,7 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 	// The sealed head is written once, by sealAuditHead when fn returns,
 	// for the transaction's last event: a registration appends two.
 	tx.auditHead = &auditHead{Seq: seq, Hash: hex.EncodeToString(link(raw))}
+	tx.db.lastLink.remember(raw, tx.auditHead.Hash)
 	return nil
 }
 

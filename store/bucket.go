@@ -120,6 +120,13 @@ type decodedValue[T any] struct {
 
 const maxDecoded = 4096
 
+// GetRaw is the stored JSON at key, nil when absent (in an authenticated
+// bucket, when its MAC fails): for a hot path that reads a record's
+// leading field itself instead of scanning the whole record (GetPart's
+// json.Unmarshal checks every byte of it first). Valid until the
+// transaction ends; the caller must not modify it.
+func (b Bucket[T]) GetRaw(tx *Tx, key string) ([]byte, error) { return tx.get(b.spec, key) }
+
 // Has reports whether key holds a (valid) record.
 func (b Bucket[T]) Has(tx *Tx, key string) bool { return tx.getRaw(b.spec, key) != nil }
 

@@ -54,6 +54,8 @@ type DB struct {
 	auditKeyOnce sync.Once
 	auditKeyVal  []byte
 	auditKeyErr  error
+	// lastLink is the keyed link of the newest event appended here.
+	lastLink lastAuditLink
 }
 
 // isPostgres reports whether target names a PostgreSQL database rather
