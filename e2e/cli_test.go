@@ -231,6 +231,32 @@ func testResourceOutputs(t *testing.T, cmds []*cobra.Command) {
 		t.Fatalf("after j3 joined: members %v", ms)
 	}
 	founder, node3 := ms[0].(map[string]any)["nodeId"].(string), ms[1].(map[string]any)["nodeId"].(string)
+	// members replace: j4's machine takes node3's place (node id and
+	// address), then joins as node3.
+	tok4, _ := jsonOf("token", "create")["token"].(string)
+	j4joiner, j4 := registerJoiner(t, f, tok4, "127.0.0.24")
+	if v := jsonOf("members", "replace", node3, "--join", j4, "--reason", "test"); v["joinId"] != j4 || v["assignment"].(map[string]any)["nodeId"] != node3 {
+		t.Fatalf("members replace %s --join %s: %v", node3, j4, v)
+	}
+	cover("members replace")
+	for _, phase := range []string{"installing", "done"} {
+		j4joiner.Must(t, "POST", "/v1/join/registrations/"+j4+"/progress", map[string]string{"phase": phase}, 200, nil)
+	}
+	if ms := jsonOf("members")["members"].([]any); len(ms) != 2 || ms[1].(map[string]any)["nodeId"] != node3 || ms[1].(map[string]any)["state"] != "active" {
+		t.Fatalf("after j4 replaced %s: members %v", node3, ms)
+	}
+	// inventory apply and list.
+	inv := filepath.Join(t.TempDir(), "rack.yaml")
+	doc := "machines:\n  - match: {keyFingerprint: sha256:" + strings.Repeat("ab", 32) + "}\n    nodeId: n-inv00001\n    role: worker\n    mgmtIp: 127.0.0.31\n"
+	if err := os.WriteFile(inv, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	jsonOf("inventory", "apply", "-f", inv)
+	cover("inventory apply")
+	if v := jsonOf("inventory", "list"); len(v["machines"].([]any)) != 1 || v["machines"].([]any)[0].(map[string]any)["state"] != "expected" {
+		t.Fatalf("inventory list: %v", v)
+	}
+	cover("inventory list")
 	if r := run("members", "remove", founder, "--reason", "test"); r.code != 6 || !strings.Contains(r.stderr, "cannot remove itself") {
 		t.Errorf("members remove of the founder %s: exit %d (want 6) %s", founder, r.code, r.stderr)
 	}
