@@ -23,10 +23,12 @@ import (
 // internal/labtest: LAB_HOSTS hosts (default 50), each a network
 // namespace on a bridge with its own address and software TPM, a real
 // `stratum join` and then a real `stratum agent`; the founder in its own
-// namespace. They need root and iproute2 and skip without them. Until the
-// founder approves an inventory by itself, the harness approves each
-// enrolled host through the admin API (labtest.Enroll), and that cost is
-// in the founder's CPU below.
+// namespace. They need root and iproute2 and skip without them. The joins
+// are zero-touch: the founder holds the inventory of the rack (each host
+// by its EK certificate's hash, labtest.Enroll) and trusts the lab's TPM
+// manufacturer (--ek-ca); each joiner proves its TPM (credential
+// activation and a quote binding its key) and the founder approves it by
+// itself.
 
 // rackHosts is LAB_HOSTS, else 50.
 func rackHosts(b *testing.B) int {
@@ -45,8 +47,10 @@ func rackHosts(b *testing.B) int {
 // their start to every one joined and recorded in the release set
 // (target rack-join-N, want <= 60 s for 50), and the founder's CPU
 // (utime+stime from /proc/PID/stat) over that run per join, less its idle
-// CPU over as long (target rack-approve-cpu-ms): registration, approval,
-// delivery (leaf issued), progress, every member's agent applying each
+// CPU over as long (target rack-approve-cpu-ms): registration, the TPM
+// attestation (the claim's EK chain checked, a credential challenge made,
+// the proof verified), the inventory's approval, delivery (leaf issued),
+// progress, every member's agent applying each
 // new generation, the release records.
 //
 //	LAB_HOSTS=8 go test -run '^$' -bench RackJoin -benchtime 1x ./bench/
