@@ -97,6 +97,8 @@ func (j *joiner) fail(ctx context.Context, v *view, local error) error {
 	} else {
 		j.st.State = wire.StateFailed
 		_ = j.st.save(j.cfg.StateDir)
+		// The founder failed the join on this word: its delivery goes.
+		j.discardDelivery(v.JoinID, wire.StateFailed)
 	}
 	return &outcome{sentinel: ErrFailed, joinID: v.JoinID, local: local}
 }
