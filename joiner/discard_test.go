@@ -1,12 +1,14 @@
 package joiner
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"stratum/crypto"
 	"stratum/internal/stratumtest/fakefounder"
@@ -17,13 +19,15 @@ import (
 // TestDiscardDeliveryOfAnEndedJoin: the founder ends a join failed after
 // its delivery reached the joiner (the answer carrying it was on the way
 // when the delivery timeout struck; an operator cancelled the join while
-// it installed): the joiner removes everything the delivery wrote under
+// it installed; the joiner failed after writing it, and said so): the
+// joiner removes everything the delivery wrote under
 // --root, the node key, the cluster secrets (0600) and the agent's unit
 // included, says so, and exits failed. A join that ends joined keeps its
 // delivery.
 func TestDiscardDeliveryOfAnEndedJoin(t *testing.T) {
 	for name, tc := range map[string]struct {
 		script func(f *fakefounder.Founder)
+		config func(c *Config)
 		reason string
 		failed bool
 	}{
@@ -50,6 +54,11 @@ func TestDiscardDeliveryOfAnEndedJoin(t *testing.T) {
 			},
 			reason: "cancelled by", failed: true,
 		},
+		"a local failure after the delivery was written, reported": {
+			script: func(*fakefounder.Founder) {},
+			config: func(c *Config) { c.AgentAPI = "https://agent\nX=1" },
+			reason: "cannot go into an environment file", failed: true,
+		},
 		"joined": {script: func(*fakefounder.Founder) {}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -60,6 +69,9 @@ func TestDiscardDeliveryOfAnEndedJoin(t *testing.T) {
 			var out syncbuf.Buffer
 			cfg := testConfig(t, f, &out)
 			cfg.InsecureStoreUnsealKey, cfg.InstallAgent = true, true
+			if tc.config != nil {
+				tc.config(&cfg)
+			}
 			err := runJoiner(t, cfg)
 			left := filesUnder(t, cfg.Root)
 			if !tc.failed {
@@ -109,4 +121,46 @@ func filesUnder(t *testing.T, root string) []string {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// TestDiscardDeliveryOnALaterRun: a joiner stopped after it wrote the
+// delivery; the founder then fails the join (its delivery timeout). The
+// next run with the same state dir finds the join failed and removes the
+// delivery the state dir says it wrote.
+func TestDiscardDeliveryOnALaterRun(t *testing.T) {
+	f := fakefounder.New(t, fakefounder.Options{})
+	delivery, _ := f.Delivery(t, "n-abc12def", "unseal-"+crypto.RandomHex(8))
+	f.AcceptOn("registered", delivery)
+	ctx, stop := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stop()
+	var joinID string
+	f.OnEvent = func(r *fakefounder.Reg, ev string) {
+		switch ev {
+		case "registered":
+			f.ApproveAndDeliver(r, delivery)
+		case "progress:installing":
+			// The machine stops here; the founder gives up on it.
+			joinID = r.ID
+			stop()
+			r.State, r.Reason = wire.StateFailed, "the delivery was not completed within the delivery timeout (10s)"
+		}
+	}
+	var out syncbuf.Buffer
+	cfg := testConfig(t, f, &out)
+	cfg.InsecureStoreUnsealKey = true
+	if err := Run(ctx, cfg); err == nil || errors.Is(err, ErrFailed) {
+		t.Fatalf("the stopped run: %v, want interrupted\n%s", err, out.String())
+	}
+	if st, _ := loadState(cfg.StateDir); !st.Delivered || st.JoinID != joinID || len(filesUnder(t, cfg.Root)) == 0 {
+		t.Fatalf("the stopped run left state %+v and files %v", st, filesUnder(t, cfg.Root))
+	}
+	var next syncbuf.Buffer
+	cfg.Out = &next
+	if err := runJoiner(t, cfg); !errors.Is(err, ErrFailed) {
+		t.Fatalf("the next run: %v, want failed\n%s", err, next.String())
+	}
+	if left := filesUnder(t, cfg.Root); len(left) > 0 {
+		t.Errorf("the next run kept the failed join's delivery: %v\n%s", left, next.String())
+	}
+	contains(t, next.String(), "join "+joinID+" ended failed: removed its delivery")
 }
