@@ -84,6 +84,7 @@ func BenchmarkRackJoin(b *testing.B) {
 		took = lab.WaitRecorded(b, lab.Hosts, 2*time.Minute).Sub(rack.Started)
 		cpu = f.CPU() - cpu0
 		lab.CheckJoined(b, lab.Hosts)
+		lab.CheckZeroTouch(b, lab.Hosts, lab.Audit(b))
 		rack.AgentsRunning(b)
 	}
 	idle := time.Duration(idleRate * float64(took))
@@ -164,6 +165,8 @@ func BenchmarkRackUpgrade(b *testing.B) {
 	for b.Loop() {
 		rack := lab.Rack(b, labtest.RackOptions{SelfUpgrade: true, UpgradeHook: hook, ReleaseKeys: keys})
 		times = waitUpgraded(b, rack, 10*time.Minute+20*bound)
+		rack.WaitJoined(b, 10*time.Minute+20*bound)
+		lab.CheckZeroTouch(b, lab.Hosts, lab.Audit(b))
 		if dir := os.Getenv("RACK_OUTPUT"); dir != "" {
 			// Each joiner's output, to read what it waited for.
 			for _, j := range rack.Joins {
