@@ -23,10 +23,12 @@ import (
 // internal/labtest: LAB_HOSTS hosts (default 50), each a network
 // namespace on a bridge with its own address and software TPM, a real
 // `stratum join` and then a real `stratum agent`; the founder in its own
-// namespace. They need root and iproute2 and skip without them. Until the
-// founder approves an inventory by itself, the harness approves each
-// enrolled host through the admin API (labtest.Enroll), and that cost is
-// in the founder's CPU below.
+// namespace. They need root and iproute2 and skip without them. The joins
+// are zero-touch: the founder holds the inventory of the rack (each host
+// by its EK certificate's hash, labtest.Enroll) and trusts the lab's TPM
+// manufacturer (--ek-ca); each joiner proves its TPM (credential
+// activation and a quote binding its key) and the founder approves it by
+// itself.
 
 // rackHosts is LAB_HOSTS, else 50.
 func rackHosts(b *testing.B) int {
@@ -45,8 +47,10 @@ func rackHosts(b *testing.B) int {
 // their start to every one joined and recorded in the release set
 // (target rack-join-N, want <= 60 s for 50), and the founder's CPU
 // (utime+stime from /proc/PID/stat) over that run per join, less its idle
-// CPU over as long (target rack-approve-cpu-ms): registration, approval,
-// delivery (leaf issued), progress, every member's agent applying each
+// CPU over as long (target rack-approve-cpu-ms): registration, the TPM
+// attestation (the claim's EK chain checked, a credential challenge made,
+// the proof verified), the inventory's approval, delivery (leaf issued),
+// progress, every member's agent applying each
 // new generation, the release records.
 //
 //	LAB_HOSTS=8 go test -run '^$' -bench RackJoin -benchtime 1x ./bench/
@@ -80,6 +84,7 @@ func BenchmarkRackJoin(b *testing.B) {
 		took = lab.WaitRecorded(b, lab.Hosts, 2*time.Minute).Sub(rack.Started)
 		cpu = f.CPU() - cpu0
 		lab.CheckJoined(b, lab.Hosts)
+		lab.CheckZeroTouch(b, lab.Hosts, lab.Audit(b))
 		rack.AgentsRunning(b)
 	}
 	idle := time.Duration(idleRate * float64(took))
@@ -160,6 +165,8 @@ func BenchmarkRackUpgrade(b *testing.B) {
 	for b.Loop() {
 		rack := lab.Rack(b, labtest.RackOptions{SelfUpgrade: true, UpgradeHook: hook, ReleaseKeys: keys})
 		times = waitUpgraded(b, rack, 10*time.Minute+20*bound)
+		rack.WaitJoined(b, 10*time.Minute+20*bound)
+		lab.CheckZeroTouch(b, lab.Hosts, lab.Audit(b))
 		if dir := os.Getenv("RACK_OUTPUT"); dir != "" {
 			// Each joiner's output, to read what it waited for.
 			for _, j := range rack.Joins {

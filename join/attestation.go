@@ -99,6 +99,40 @@ func (a *attestation) evidence() map[string]string {
 	return m
 }
 
+// verifiedMatches is whether a is a verified attestation whose EK or EK
+// certificate is one of the inventory match keys in keys.
+func (a *attestation) verifiedMatches(keys map[string]bool) bool {
+	if a == nil || a.State != wire.AttestationVerified {
+		return false
+	}
+	return keys[matchKey(wire.InventoryMatch{EKSHA256: a.EKSHA256})] ||
+		(a.EKCertSHA256 != "" && keys[matchKey(wire.InventoryMatch{EKCertSHA256: a.EKCertSHA256})])
+}
+
+// autoApproveAttested gives r, whose attestation is verified, to the
+// inventory: approved by the entry its TPM matches, or left pending with
+// the reason. *r is then the record as stored, its attestation keeping
+// the inventory's word (the entry matched, or why it waits).
+func (t *txn) autoApproveAttested(r *record) error {
+	ev := r.Attestation.view(false)
+	ev.Reason = "" // the inventory's word is said again (or nothing, once approved)
+	if _, err := t.autoApprove(r, ev); err != nil {
+		return err
+	}
+	// An approval may have moved the record on (the delivery slot):
+	// keep what the store holds now, with the inventory's word.
+	stored, err := t.mustRecord(r.JoinID)
+	if err != nil {
+		return err
+	}
+	*r = stored
+	if b := r.Attestation; b != nil && (ev.Reason != b.Reason || ev.InventoryNodeID != b.InventoryNodeID) {
+		b.Reason, b.InventoryNodeID = ev.Reason, ev.InventoryNodeID
+		return t.putRecord(r)
+	}
+	return nil
+}
+
 // DecodeAttestationProof decodes strictly and validates.
 func DecodeAttestationProof(body []byte) (wire.AttestationProof, error) {
 	var p wire.AttestationProof
@@ -155,20 +189,8 @@ func (s *Service) Attest(keyPin, joinID string, p wire.AttestationProof) (wire.J
 		}
 		if a.State == wire.AttestationVerified {
 			// The inventory may approve it now, or says why it waits.
-			ev := a.view(false)
-			if _, err := t.autoApprove(&r, ev); err != nil {
+			if err := t.autoApproveAttested(&r); err != nil {
 				return err
-			}
-			// An approval may have moved the record on (the delivery
-			// slot): keep what the store holds now, with the inventory's word.
-			if r, err = t.mustRecord(joinID); err != nil {
-				return err
-			}
-			if b := r.Attestation; b != nil && (ev.Reason != b.Reason || ev.InventoryNodeID != b.InventoryNodeID) {
-				b.Reason, b.InventoryNodeID = ev.Reason, ev.InventoryNodeID
-				if err := t.putRecord(&r); err != nil {
-					return err
-				}
 			}
 		}
 		out, err = joinerView(t.Tx, r, s.cfg.Boot)

@@ -330,3 +330,39 @@ func TestAutoApproveWaitingAtImport(t *testing.T) {
 		t.Fatalf("a TPM joiner matched by its key: %+v", op)
 	}
 }
+
+// TestAutoApproveVerifiedAtImport: a TPM joiner that proved its TPM
+// before the document named it is matched by its EK when the document
+// arrives, with the inventory's word on its attestation; one whose proof
+// has not come is not, even though an entry names its EK.
+func TestAutoApproveVerifiedAtImport(t *testing.T) {
+	e := newEnv(t)
+	j := newJoinerTPM(t)
+	v, err := e.registerClaim("proved", j.wireClaim())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.svc.Attest(keyPin("proved"), v.JoinID, j.answer(t, v.Attestation.Challenge, keyPin("proved")))
+	if err != nil || got.Attestation.State != wire.AttestationVerified || got.State != wire.StatePending {
+		t.Fatalf("the proof before any inventory: %+v %v", got, err)
+	}
+	unproved := e.registerTPM("unproved", "control-plane")
+
+	e.applyInventory(
+		inventoryEntryFor(wire.InventoryMatch{EKSHA256: got.Attestation.EKSHA256}, "n-rack0001", "control-plane", 1),
+		inventoryEntryFor(wire.InventoryMatch{EKSHA256: unproved.Attestation.EKSHA256}, "n-rack0002", "control-plane", 2),
+	)
+	op, _ := e.svc.Get(v.JoinID)
+	if op.State != wire.StateDelivering || op.Assignment == nil || op.Assignment.NodeID != "n-rack0001" || op.ApprovedBy != inventoryActor {
+		t.Fatalf("a verified TPM pending before the import: %+v", op)
+	}
+	if op.Attestation.InventoryNodeID != "n-rack0001" || op.Attestation.Reason != "" {
+		t.Errorf("its attestation after the import: %+v", op.Attestation)
+	}
+	if au := e.auditOf("join.approved", v.JoinID); au == nil || au.Actor != inventoryActor || au.Data["match"] != "ekSha256" || au.Data["matchHash"] != got.Attestation.EKSHA256 {
+		t.Fatalf("audit of the approval: %+v", au)
+	}
+	if op, _ := e.svc.Get(unproved.JoinID); op.State != wire.StatePending || op.Assignment != nil {
+		t.Fatalf("a TPM joiner that has not proved its TPM was matched at import: %+v", op)
+	}
+}

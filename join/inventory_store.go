@@ -243,18 +243,19 @@ func inventoryEntry(tx *store.Tx, k string) (wire.InventoryEntry, bool, error) {
 
 // approveWaiting gives the registrations already pending when the
 // document arrives (machines that booted before the operator applied it)
-// what a registration gets: those whose key an entry names, that claimed
-// no TPM, are matched now, oldest first. A TPM's match comes with its
-// verified attestation.
+// what a registration gets, oldest first: those that claimed no TPM are
+// matched by their key when an entry names it; those whose TPM
+// attestation is already verified are matched by their EK (or its
+// certificate) when an entry names it, as if their proof came now. A
+// TPM joiner whose proof is not verified (yet, or ever) is not matched.
 func (t *txn) approveWaiting(doc wire.Inventory) error {
-	byKey := map[string]bool{}
+	byKey, byTPM := map[string]bool{}, map[string]bool{}
 	for _, e := range doc.Machines {
 		if e.Match.KeyFingerprint != "" {
 			byKey[e.Match.KeyFingerprint] = true
+		} else {
+			byTPM[matchKey(e.Match)] = true
 		}
-	}
-	if len(byKey) == 0 {
-		return nil
 	}
 	var waiting []record
 	for pin := range byKey {
@@ -270,9 +271,29 @@ func (t *txn) approveWaiting(doc wire.Inventory) error {
 			waiting = append(waiting, r)
 		}
 	}
+	if len(byTPM) > 0 {
+		// Rare (an operator's import), so a scan of the registrations
+		// rather than an index every proof keeps.
+		err := bucketRegistrations.ForEach(t.Tx, func(_ string, r record) error {
+			if r.State == wire.StatePending && r.Attestation.verifiedMatches(byTPM) {
+				waiting = append(waiting, r)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	sort.Slice(waiting, func(i, j int) bool { return waiting[i].Seq < waiting[j].Seq })
 	for i := range waiting {
-		if _, err := t.autoApprove(&waiting[i], nil); err != nil {
+		r := &waiting[i]
+		if r.Attestation != nil {
+			if err := t.autoApproveAttested(r); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := t.autoApprove(r, nil); err != nil {
 			return err
 		}
 	}

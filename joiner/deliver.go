@@ -10,6 +10,7 @@ import (
 
 	"stratum/buildinfo"
 	"stratum/crypto"
+	"stratum/wire"
 )
 
 // Where the delivery goes, relative to --root.
@@ -69,27 +70,16 @@ func (j *joiner) persist(nodeYAML string, bundle json.RawMessage) (*persisted, e
 	if err != nil {
 		return nil, err
 	}
-	files := []outFile{
-		{etcDir + "/node.yaml", []byte(nodeYAML), 0o644},
-		{etcDir + "/bundle.json", public, 0o644},
-		{secretsDir + "/node.key", []byte(b.NodeKey), 0o600},
-		{secretsDir + "/node.crt", []byte(b.NodeCert), 0o644},
-		{secretsDir + "/ca.pem", []byte(b.CABundle), 0o644},
-		{secretsDir + "/postgres-password", []byte(b.PostgresPassword), 0o600},
-		{secretsDir + "/admin-password", []byte(b.AdminPassword), 0o600},
-		{secretsDir + "/openbao-token", []byte(b.OpenBaoToken), 0o600},
-		{secretsDir + "/axdnsd-encryption-key", []byte(b.AxdnsdEncryptionKey), 0o600},
-		{secretsDir + "/openbao-node.token", []byte(b.OpenBaoNodeToken), 0o600},
-		{etcDir + "/controlplane.env", cpEnv, 0o600},
-		{etcDir + "/axdnsd.env", axEnv, 0o600},
-		{etcDir + "/bootstrap-credentials.txt", bootstrapCredentials(b), 0o600},
-		// What a control-plane node's control plane runs, for the agent's
-		// record; removed on other roles.
-		{controlPlaneFile, cpJSON, 0o644},
-		// The release this node joined on, for the agent's record.
-		{etcDir + "/release", []byte(j.release + "\n"), 0o644},
-	}
+	files := deliveryFiles(nodeYAML, public, b, cpEnv, axEnv, cpJSON, j.release)
 
+	// Before the first write: a join that ends failed or rejected has
+	// what was written removed (discardDelivery), also after a crash.
+	if !j.st.Delivered {
+		j.st.Delivered = true
+		if err := j.st.save(j.cfg.StateDir); err != nil {
+			return nil, err
+		}
+	}
 	root := j.cfg.Root
 	if err := os.MkdirAll(filepath.Join(root, etcDir), 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", filepath.Join(root, etcDir), err)
@@ -123,4 +113,35 @@ func (j *joiner) persist(nodeYAML string, bundle json.RawMessage) (*persisted, e
 		}
 	}
 	return &persisted{nodeID: nodeID, clusterID: b.ClusterID, role: b.Role, generation: b.Generation}, nil
+}
+
+// deliveryFiles are the files of a delivery under --root, each with its
+// content and mode (the unseal key, sealed or not, aside: storeUnsealKey).
+// With no content at all they name every file a delivery may write, for
+// discardDelivery.
+func deliveryFiles(nodeYAML string, public []byte, b *wire.Bundle, cpEnv, axEnv, cpJSON []byte, release string) []outFile {
+	rel := ""
+	if release != "" {
+		rel = release + "\n"
+	}
+	return []outFile{
+		{etcDir + "/node.yaml", []byte(nodeYAML), 0o644},
+		{etcDir + "/bundle.json", public, 0o644},
+		{secretsDir + "/node.key", []byte(b.NodeKey), 0o600},
+		{secretsDir + "/node.crt", []byte(b.NodeCert), 0o644},
+		{secretsDir + "/ca.pem", []byte(b.CABundle), 0o644},
+		{secretsDir + "/postgres-password", []byte(b.PostgresPassword), 0o600},
+		{secretsDir + "/admin-password", []byte(b.AdminPassword), 0o600},
+		{secretsDir + "/openbao-token", []byte(b.OpenBaoToken), 0o600},
+		{secretsDir + "/axdnsd-encryption-key", []byte(b.AxdnsdEncryptionKey), 0o600},
+		{secretsDir + "/openbao-node.token", []byte(b.OpenBaoNodeToken), 0o600},
+		{etcDir + "/controlplane.env", cpEnv, 0o600},
+		{etcDir + "/axdnsd.env", axEnv, 0o600},
+		{etcDir + "/bootstrap-credentials.txt", bootstrapCredentials(b), 0o600},
+		// What a control-plane node's control plane runs, for the agent's
+		// record; removed on other roles.
+		{controlPlaneFile, cpJSON, 0o644},
+		// The release this node joined on, for the agent's record.
+		{etcDir + "/release", []byte(rel), 0o644},
+	}
 }

@@ -35,7 +35,8 @@
 //     delivery, which is then reported as phase failed).
 //   - State dir: identity.key (ed25519, PKCS#8 PEM, 0600; a key readable by
 //     others is refused), state.json (0600: joinId, last state, the CA pin,
-//     the SHA-256 of the token, whether done was reported), release (the
+//     the SHA-256 of the token, whether done was reported, whether a
+//     delivery was written), release (the
 //     release after a self-upgrade), releases/<release>/ (verified trees:
 //     the payload files and verified files only) and downloads/<release>/
 //     (<path>.partial and its If-Range validator). The spec's
@@ -84,6 +85,13 @@
 //     match nodeKey and chain to caBundle, caBundle must hold the pinned CA,
 //     and node.yaml's nodeId (when present) must be the certificate's
 //     CommonName, which is the node id used for STRATUM_NODE_ID.
+//   - A delivery whose join the founder ends failed or rejected (a
+//     delivery timeout struck while the answer carrying it was on the
+//     way, an operator cancelled it, a local failure was reported) is
+//     removed from --root, every file it may write (secrets, the unseal
+//     key, the agent's unit) and the removal said by path; state.json
+//     records "delivered" before the first write, so a later run removes
+//     it too. A file that cannot be removed is named for a person.
 //   - Unseal key: sealed first, before the other files ("immediately on
 //     receipt"). --insecure-store-unseal-key only covers a machine with no
 //     TPM (tpm.ErrNoTPM); a TPM that is present but fails is an error.

@@ -94,9 +94,16 @@ func (j *joiner) fail(ctx context.Context, v *view, local error) error {
 	_, err := j.call(rctx, "reporting failed", http.MethodPost, registrationPath(v.JoinID)+"/progress", wire.ProgressRequest{Phase: wire.PhaseFailed, Message: msg}, nil, time.Minute)
 	if err != nil {
 		j.log.printf("could not report the failure to the founder: %v (its delivery timeout will fail the join)", err)
+		// The founder may have ended the join already (a 409): then
+		// its delivery goes now, not at the next run.
+		if cur, gerr := j.get(rctx, v.JoinID, "", 0); gerr == nil && wire.IsFinal(cur.State) {
+			j.discardDelivery(cur.JoinID, cur.State)
+		}
 	} else {
 		j.st.State = wire.StateFailed
 		_ = j.st.save(j.cfg.StateDir)
+		// The founder failed the join on this word: its delivery goes.
+		j.discardDelivery(v.JoinID, wire.StateFailed)
 	}
 	return &outcome{sentinel: ErrFailed, joinID: v.JoinID, local: local}
 }

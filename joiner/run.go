@@ -147,8 +147,10 @@ func (j *joiner) run(ctx context.Context) error {
 		case wire.StateJoined:
 			return nil
 		case wire.StateRejected:
+			j.discardDelivery(v.JoinID, v.State)
 			return &outcome{sentinel: ErrRejected, joinID: v.JoinID, reason: v.Reason}
 		case wire.StateFailed:
+			j.discardDelivery(v.JoinID, v.State)
 			return &outcome{sentinel: ErrFailed, joinID: v.JoinID, reason: v.Reason}
 		case wire.StateNeedsUpgrade:
 			if v, err = j.selfUpgrade(ctx, v); err != nil {
@@ -193,6 +195,7 @@ func (j *joiner) resume(ctx context.Context) (*view, error) {
 		return nil, err
 	}
 	if (v.State == wire.StateRejected || v.State == wire.StateFailed) && st.TokenSHA256 != tokenHash(j.cfg.Token) {
+		j.discardDelivery(v.JoinID, v.State)
 		j.log.printf("registration %s ended %s (%s); registering afresh with the token given now", v.JoinID, v.State, v.Reason)
 		j.st = savedState{}
 		return nil, nil
@@ -292,7 +295,7 @@ func (j *joiner) observe(v *view) error {
 		return nil
 	}
 	if v.JoinID != j.st.JoinID {
-		j.st.DoneReported = false
+		j.st.DoneReported, j.st.Delivered = false, false
 	}
 	j.st.JoinID, j.st.State = v.JoinID, v.State
 	return j.st.save(j.cfg.StateDir)

@@ -37,6 +37,10 @@ type savedState struct {
 	// DoneReported is set once the founder acknowledged phase done, so a
 	// restart while waiting for joined does not report it again.
 	DoneReported bool `json:"doneReported,omitempty"`
+	// Delivered is set before the first file of JoinID's delivery is
+	// written under --root, so a join the founder ends failed or
+	// rejected has its delivery removed, also by a later run.
+	Delivered bool `json:"delivered,omitempty"`
 }
 
 func tokenHash(token string) string {

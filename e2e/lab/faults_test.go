@@ -2,7 +2,10 @@ package lab
 
 import (
 	"crypto/tls"
+	"errors"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,8 +53,9 @@ func waitExit(t *testing.T, j *labtest.Join, limit time.Duration) int {
 // ends joined. Cut for longer (host b), the founder fails the join with
 // the timeout as its reason, the next join's turn comes (host c joins
 // while b is still cut), and b's joiner, once its link is back, exits 4
-// naming the reason; b never became a member. Each join was delivered
-// once.
+// naming the reason, keeping nothing of the delivery its founder's late
+// answer may have brought; b never became a member. Each join was
+// delivered once.
 func TestRackLinkCutMidDelivery(t *testing.T) {
 	const deliveryTimeout = 10 * time.Second
 	lab := labtest.New(t, labtest.Options{Hosts: 3, NoTPM: true})
@@ -104,11 +108,21 @@ func TestRackLinkCutMidDelivery(t *testing.T) {
 	out := strings.TrimSpace(rack.Join(b).Output())
 	t.Logf("b's joiner, once its link came back:\n%s", out[strings.LastIndex(out[:max(0, len(out)-400)], "\n")+1:])
 
-	// The founder's answer that carried b's delivery reached b once its
-	// link was back, after the join had failed: b may have persisted it,
-	// but the leaf of a failed join opens nothing.
+	// The founder's answer that carried b's delivery may reach b once its
+	// link is back, after the join failed: b must not keep it (the leaf
+	// of a join that did not happen, the cluster's files).
+	if bout := rack.Join(b).Output(); strings.Contains(bout, "delivery persisted under") {
+		if !strings.Contains(bout, "ended failed: removed its delivery") {
+			t.Errorf("b persisted the delivery of its failed join and did not say it removed it:\n%s", bout)
+		}
+		t.Logf("b received the delivery of its failed join after its link came back, and removed it")
+	}
+	for _, f := range []string{"etc/stratum/secrets/node.key", "etc/stratum/secrets/node.crt", "etc/stratum/node.yaml", "etc/stratum/bundle.json"} {
+		if _, err := os.Stat(filepath.Join(b.Root, f)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("b keeps %s of its failed join's delivery (%v)", f, err)
+		}
+	}
 	if leaf, err := tls.LoadX509KeyPair(filepath.Join(b.Root, "etc/stratum/secrets/node.crt"), filepath.Join(b.Root, "etc/stratum/secrets/node.key")); err == nil {
-		t.Logf("b persisted the delivery of its failed join under %s", b.Root)
 		status, _, err := lab.Founder().Node(t, leaf).Do("GET", "/v1/cluster/members", nil, nil)
 		if err != nil || (status != http.StatusUnauthorized && status != http.StatusForbidden) {
 			t.Errorf("the leaf of b's failed join read the members: %d %v", status, err)

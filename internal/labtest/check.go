@@ -118,3 +118,44 @@ func AuditCount(events []wire.AuditEvent, kind string) map[string]int {
 	}
 	return n
 }
+
+// CheckZeroTouch fails the test unless every host's join was approved by
+// the founder's inventory alone: one join.approved by actor inventory,
+// matched by the host's EK certificate (ekCertSha256, its hash, the chain
+// to the lab's manufacturer verified), after one join.attestation.verified
+// of its TPM; and unless nothing at all was approved by anyone else (a
+// person, or a harness acting as one).
+func (l *Lab) CheckZeroTouch(t testing.TB, hosts []*Host, events []wire.AuditEvent) {
+	t.Helper()
+	approved := map[string][]wire.AuditEvent{}
+	for _, e := range events {
+		if e.Kind != "join.approved" {
+			continue
+		}
+		approved[e.Subject] = append(approved[e.Subject], e)
+		if e.Actor != "inventory" {
+			t.Errorf("join %s was approved by %s, not by the inventory: %v", e.Subject, e.Actor, e.Data)
+		}
+	}
+	verified := AuditCount(events, "join.attestation.verified")
+	regs := l.Registrations(t)
+	for _, h := range hosts {
+		id := regs[h.KeyFingerprint].JoinID
+		if id == "" {
+			t.Errorf("%s: no join", h.Name)
+			continue
+		}
+		if verified[id] != 1 {
+			t.Errorf("%s: join %s has %d join.attestation.verified events, want 1", h.Name, id, verified[id])
+		}
+		a := approved[id]
+		if len(a) != 1 {
+			t.Errorf("%s: join %s was approved %d times, want once", h.Name, id, len(a))
+			continue
+		}
+		d := a[0].Data
+		if d["match"] != "ekCertSha256" || d["matchHash"] != h.EKCertSHA256 || d["inventoryNodeId"] != h.NodeID || d["ekChain"] != "verified" {
+			t.Errorf("%s: join %s approved with the evidence %v, want its EK certificate (%s, chain verified) matching entry %s", h.Name, id, d, h.EKCertSHA256, h.NodeID)
+		}
+	}
+}

@@ -20,7 +20,8 @@
 // carry the prefix "stl" and a lab id, and /run/stratum-lab/ID names the
 // process that owns lab ID.
 //
-// Until the founder approves expected machines by itself (an inventory
-// of them), the harness approves each host's join through the admin API:
-// Enroll, in enroll.go, is that one place.
+// The founder approves the rack by itself: Rack applies the inventory of
+// the hosts (Enroll, in enroll.go: each matched by its EK certificate's
+// hash, the founder trusting the lab's TPM manufacturer), each joiner
+// proves its TPM, and no person, harness included, approves anything.
 package labtest

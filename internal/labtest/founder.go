@@ -2,6 +2,7 @@ package labtest
 
 import (
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,11 +19,16 @@ const (
 
 // StartFounder starts `stratum serve` in the founder's namespace with o
 // (its Dir defaults to one in the lab; its listeners are the founder
-// host's address on APIPort and JoinPort) and makes it the lab's founder.
+// host's address on APIPort and JoinPort; on a lab with TPMs it trusts
+// the lab's TPM manufacturer, --ek-ca, unless o names a pool) and makes
+// it the lab's founder.
 func (l *Lab) StartFounder(t testing.TB, o stratumtest.FounderOptions) *stratumtest.Founder {
 	t.Helper()
 	if o.Dir == "" {
 		o.Dir = l.FounderHost.Dir + "/data"
+	}
+	if l.EKRootCA != "" && !slices.Contains(o.Args, "--ek-ca") {
+		o.Args = append(slices.Clone(o.Args), "--ek-ca", l.EKRootCA, "--ek-ca", l.EKIssuerCA)
 	}
 	o.Wrap = l.FounderHost.Wrap()
 	o.APIAddr = net.JoinHostPort(l.FounderHost.IP.String(), APIPort)

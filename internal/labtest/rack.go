@@ -18,8 +18,8 @@ import (
 
 // RackOptions shape a rack's joins.
 type RackOptions struct {
-	// Hosts join (default: every host of the lab); Held are enrolled but
-	// wait for Enrollment.Let.
+	// Hosts join (default: every host of the lab); Held are left out of
+	// the inventory until Enrollment.Let puts them in.
 	Hosts, Held []*Host
 	Role        string // the join token's role (default worker)
 	Release     string // the release the joiners run (default 0.1.0)
@@ -58,9 +58,10 @@ type Join struct {
 }
 
 // Rack starts every host's joiner at once on the lab's founder, each in
-// its own namespace with its own TPM, with one join token for them all
-// (in a file, never on a command line), after enrolling them; a host
-// whose join ends joined starts its agent. Everything is stopped when the
+// its own namespace with its own TPM (--tpm), with one join token for
+// them all (in a file, never on a command line), after applying the
+// inventory that names them (Enroll): the founder approves them by
+// itself. A host whose join ends joined starts its agent. Everything is stopped when the
 // test ends.
 func (l *Lab) Rack(t testing.TB, o RackOptions) *Rack {
 	t.Helper()
@@ -89,8 +90,9 @@ func (l *Lab) Rack(t testing.TB, o RackOptions) *Rack {
 		t.Fatal(err)
 	}
 	for _, h := range hosts {
-		// The joiner's own key, made where it looks for it, so the
-		// enrollment knows the machine before it registers.
+		// The joiner's own key, made where it looks for it: the
+		// founder's joins are found by it, and a lab without TPMs
+		// inventories the machine by it.
 		id, err := joiner.LoadOrCreateIdentity(h.State)
 		if err != nil {
 			t.Fatal(err)

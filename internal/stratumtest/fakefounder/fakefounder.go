@@ -79,6 +79,11 @@ type Founder struct {
 	// OnProof, when set, judges a proof posted to a challenged
 	// registration; the attestation becomes what it returns.
 	OnProof func(r *Reg, proof wire.AttestationProof) *wire.AttestationView
+	// OnServe, when set, is called once a view of r in state has been
+	// made for the joiner, before it is sent: it may change r, as a
+	// founder that gives up on a join while its answer is on the way
+	// (the joiner gets the answer, then finds the join moved on).
+	OnServe func(r *Reg, state string)
 	// Proofs are the attestation proofs posted, in order.
 	Proofs []wire.AttestationProof
 
@@ -378,8 +383,9 @@ func (f *Founder) get(w http.ResponseWriter, req *http.Request) {
 			case <-ch:
 			case <-deadline:
 				f.Mu.Lock()
-				r.Served = append(r.Served, r.State)
-				writeJSON(w, 200, r.viewOf())
+				v := r.viewOf()
+				f.served(r)
+				writeJSON(w, 200, v)
 				f.Mu.Unlock()
 				return
 			case <-req.Context().Done():
@@ -389,9 +395,23 @@ func (f *Founder) get(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	v := r.viewOf()
-	r.Served = append(r.Served, r.State)
+	f.served(r)
 	f.Mu.Unlock()
 	writeJSON(w, 200, v)
+}
+
+// served records that r's state was answered, then runs OnServe, which
+// may move r on after the answer went out.
+func (f *Founder) served(r *Reg) {
+	state := r.State
+	r.Served = append(r.Served, state)
+	if f.OnServe != nil {
+		f.OnServe(r, state)
+		if r.State != state {
+			close(f.changed)
+			f.changed = make(chan struct{})
+		}
+	}
 }
 
 // waitServed waits until the joiner has been answered state for id, so
