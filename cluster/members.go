@@ -116,6 +116,18 @@ func (d *Decoded) Member(tx *store.Tx, nodeID string) (Member, bool, error) {
 	return bucketMembers.GetDecoded(tx, nodeID, &d.members)
 }
 
+// Members is cluster.Members through d: the members in join order,
+// decoding only the records that changed since d last read them.
+func (d *Decoded) Members(tx *store.Tx) ([]Member, error) {
+	var out []Member
+	err := bucketMembers.ForEachDecoded(tx, &d.members, func(_ string, m Member) error {
+		out = append(out, m)
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Order < out[j].Order })
+	return out, err
+}
+
 // PutMember writes a member.
 func PutMember(tx *store.Tx, m Member) error { return bucketMembers.Put(tx, m.NodeID, m) }
 

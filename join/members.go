@@ -41,7 +41,10 @@ func (s *Service) members(asNode string) (wire.MembersView, error) {
 				return apierr.New(apierr.NotFound, "no member %s", asNode)
 			}
 		}
-		members, err := cluster.Members(tx)
+		// Every member reads the list at each generation: N lists of N
+		// members a join, decoded once each (memberView copies what it
+		// changes).
+		members, err := s.decoded.Members(tx)
 		if err != nil {
 			return err
 		}
