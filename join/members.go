@@ -35,7 +35,7 @@ func (s *Service) members(asNode string) (wire.MembersView, error) {
 	out := wire.MembersView{Members: []wire.MemberView{}}
 	err := s.view(func(tx *store.Tx) error {
 		if asNode != "" {
-			if _, found, err := cluster.GetMember(tx, asNode); err != nil {
+			if _, found, err := s.decoded.Member(tx, asNode); err != nil {
 				return err
 			} else if !found {
 				return apierr.New(apierr.NotFound, "no member %s", asNode)
