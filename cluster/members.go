@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"sort"
 	"strconv"
 	"time"
@@ -115,6 +116,18 @@ func (d *Decoded) Member(tx *store.Tx, nodeID string) (Member, bool, error) {
 	return bucketMembers.GetDecoded(tx, nodeID, &d.members)
 }
 
+// Members is cluster.Members through d: the members in join order,
+// decoding only the records that changed since d last read them.
+func (d *Decoded) Members(tx *store.Tx) ([]Member, error) {
+	var out []Member
+	err := bucketMembers.ForEachDecoded(tx, &d.members, func(_ string, m Member) error {
+		out = append(out, m)
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Order < out[j].Order })
+	return out, err
+}
+
 // PutMember writes a member.
 func PutMember(tx *store.Tx, m Member) error { return bucketMembers.Put(tx, m.NodeID, m) }
 
@@ -176,12 +189,35 @@ func AllApplied(members []Member, g uint64) bool {
 	return len(Lagging(members, g)) == 0
 }
 
+// AllAppliedIn is AllApplied over the members in tx, reading no further
+// than the first that lags: every member's report of a new generation
+// asks it, and all but the last find one soon.
+func AllAppliedIn(tx *store.Tx, g uint64) (bool, error) {
+	err := bucketMembers.ForEach(tx, func(_ string, m Member) error {
+		if lags(m, g) {
+			return errLagging
+		}
+		return nil
+	})
+	if errors.Is(err, errLagging) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// errLagging stops AllAppliedIn's walk at the first member that lags.
+var errLagging = errors.New("a member has not applied the generation")
+
+func lags(m Member, g uint64) bool {
+	return (m.State == MemberJoining || m.State == MemberActive) && m.AppliedGeneration < g
+}
+
 // Lagging lists the joining or active members that have not applied g:
 // what a join admitted at g waits for, named so a stall says who holds it.
 func Lagging(members []Member, g uint64) []Member {
 	var out []Member
 	for _, m := range members {
-		if (m.State == MemberJoining || m.State == MemberActive) && m.AppliedGeneration < g {
+		if lags(m, g) {
 			out = append(out, m)
 		}
 	}

@@ -151,6 +151,7 @@ type auditKeeper struct {
 	written uint64          // the sequence on disk
 	stopped bool
 	kick    chan struct{}
+	quit    chan struct{} // closed by stop: a pause between writes ends
 	done    chan struct{}
 
 	// failing: the last write failed (a full disk); the writer retries
@@ -166,8 +167,12 @@ var hwmRetry = 5 * time.Second
 // hwmSpacing is the least time between two writes of the mark while the
 // chain advances: the mark may trail the store by that much (a trailing
 // mark is accepted at start; only a store below it is refused), and stop
-// writes the last one.
-var hwmSpacing = 100 * time.Millisecond
+// writes the last one. A second, not less: a rack joining commits every
+// few milliseconds for minutes, every member's report of each join
+// included, and each write of the mark costs the founder an fsync of a
+// new file and its directory (and, with --tpm, a count in the TPM's NV
+// memory, which wears).
+var hwmSpacing = time.Second
 
 // noSpace is a write the file system refused for want of space: a full
 // disk the operator will free, not a broken founder.
@@ -245,7 +250,7 @@ func (f *Founder) guardAuditRollback(accept bool) error {
 	} else if !found && have.Seq > 0 {
 		f.log.Info("no audit high-water mark yet; starting one", "file", d.AuditHWM(), "seq", have.Seq)
 	}
-	k := &auditKeeper{d: d, key: key, log: f.log, mark: have, counter: counter, count: count, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	k := &auditKeeper{d: d, key: key, log: f.log, mark: have, counter: counter, count: count, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	switch {
 	case found && err == nil && rec.AuditMark == have && (counter == nil || rec.Counter == count):
 		// The file already holds the store's end: nothing to write (a
@@ -321,8 +326,14 @@ func (k *auditKeeper) run() {
 			// registrations commits dozens of times a second, and each
 			// write replaces and fsyncs the file (and, with --tpm,
 			// increments the TPM's counter). A kick meanwhile waits in
-			// the channel; stop's close is seen after the pause.
-			time.Sleep(hwmSpacing)
+			// the channel; stop ends the pause (quit) and its close of
+			// the channel is seen next.
+			pause := time.NewTimer(hwmSpacing)
+			select {
+			case <-pause.C:
+			case <-k.quit:
+				pause.Stop()
+			}
 		}
 	}
 }
@@ -406,6 +417,7 @@ func (k *auditKeeper) stop() {
 	if !k.stopped {
 		k.stopped = true
 		close(k.kick)
+		close(k.quit)
 	}
 	k.mu.Unlock()
 	<-k.done

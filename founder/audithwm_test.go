@@ -95,7 +95,7 @@ func TestAuditHWMCatchesUp(t *testing.T) {
 	parent := t.TempDir()
 	d := DataDir(filepath.Join(parent, "data"))
 	key, _ := crypto.GenerateDataKey()
-	k := &auditKeeper{d: d, key: key, log: slog.New(slog.DiscardHandler), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	k := &auditKeeper{d: d, key: key, log: slog.New(slog.DiscardHandler), kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go k.run()
 	k.advance(store.AuditMark{Seq: 5, Head: "h5"})
 	time.Sleep(3 * hwmRetry)
@@ -129,7 +129,7 @@ func TestAuditHWMSpacesWrites(t *testing.T) {
 	hwmSpacing = 200 * time.Millisecond
 	d := DataDir(t.TempDir())
 	key, _ := crypto.GenerateDataKey()
-	k := &auditKeeper{d: d, key: key, log: slog.New(slog.DiscardHandler), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	k := &auditKeeper{d: d, key: key, log: slog.New(slog.DiscardHandler), kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go k.run()
 	const n = 40
 	for i := uint64(1); i <= n; i++ {
@@ -142,5 +142,34 @@ func TestAuditHWMSpacesWrites(t *testing.T) {
 	}
 	if m, _, err := d.readAuditHWM(key); err != nil || m.Seq != n || m.Head != fmt.Sprint("h", n) {
 		t.Fatalf("the mark after stop: %+v %v, want seq %d", m, err, n)
+	}
+}
+
+// TestAuditHWMStopEndsThePause: stop, while the writer pauses after a
+// write, does not wait the pause out, and still writes the last mark.
+func TestAuditHWMStopEndsThePause(t *testing.T) {
+	defer func(d time.Duration) { hwmSpacing = d }(hwmSpacing)
+	hwmSpacing = time.Hour
+	d := DataDir(t.TempDir())
+	key, _ := crypto.GenerateDataKey()
+	k := &auditKeeper{d: d, key: key, log: slog.New(slog.DiscardHandler), kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	go k.run()
+	k.advance(store.AuditMark{Seq: 1, Head: "h1"})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if m, _, err := d.readAuditHWM(key); err == nil && m.Seq == 1 {
+			break // written; the writer pauses now
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first mark was never written")
+		}
+	}
+	k.advance(store.AuditMark{Seq: 2, Head: "h2"})
+	start := time.Now()
+	k.stop()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("stop took %v in a pause between writes", took)
+	}
+	if m, _, err := d.readAuditHWM(key); err != nil || m.Seq != 2 || m.Head != "h2" {
+		t.Fatalf("the mark after stop: %+v %v, want seq 2", m, err)
 	}
 }

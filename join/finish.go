@@ -5,6 +5,7 @@ import (
 
 	"stratum/cluster"
 	"stratum/releaseset"
+	"stratum/store"
 	"stratum/wire"
 )
 
@@ -92,6 +93,24 @@ func (t *txn) endTurn(r *record) error {
 	return t.advance()
 }
 
+// settles says whether settle would make the join in its turn joined.
+func settles(tx *store.Tx) (bool, error) {
+	id := turn(tx)
+	if id == "" {
+		return false, nil
+	}
+	r, found, err := getRecord(tx, id)
+	switch {
+	case err != nil:
+		return false, err
+	case !found:
+		return true, nil // settle's to report
+	case !inTurn(r.State) || r.Generation == 0:
+		return false, nil
+	}
+	return cluster.AllAppliedIn(tx, r.Generation)
+}
+
 // settle makes the join in its turn joined once every member in joining
 // or active has applied the generation it was admitted at.
 func (t *txn) settle() error {
@@ -106,12 +125,8 @@ func (t *txn) settle() error {
 	if !inTurn(r.State) || r.Generation == 0 {
 		return nil
 	}
-	members, err := cluster.Members(t.Tx)
-	if err != nil {
+	if all, err := cluster.AllAppliedIn(t.Tx, r.Generation); err != nil || !all {
 		return err
-	}
-	if !cluster.AllApplied(members, r.Generation) {
-		return nil
 	}
 	return t.join(&r)
 }

@@ -35,13 +35,16 @@ func (s *Service) members(asNode string) (wire.MembersView, error) {
 	out := wire.MembersView{Members: []wire.MemberView{}}
 	err := s.view(func(tx *store.Tx) error {
 		if asNode != "" {
-			if _, found, err := cluster.GetMember(tx, asNode); err != nil {
+			if _, found, err := s.decoded.Member(tx, asNode); err != nil {
 				return err
 			} else if !found {
 				return apierr.New(apierr.NotFound, "no member %s", asNode)
 			}
 		}
-		members, err := cluster.Members(tx)
+		// Every member reads the list at each generation: N lists of N
+		// members a join, decoded once each (memberView copies what it
+		// changes).
+		members, err := s.decoded.Members(tx)
 		if err != nil {
 			return err
 		}
@@ -99,17 +102,18 @@ func DecodeApplied(body []byte) (uint64, error) {
 // its transport leaf), and makes the join in its turn joined once every
 // member has applied the generation it was admitted at.
 func (s *Service) Applied(nodeID string, generation uint64) (wire.MemberView, error) {
-	var out wire.MemberView
-	err := s.update(func(t *txn) error {
-		if _, found, err := cluster.GetMember(t.Tx, nodeID); err != nil {
+	// Every member reports each generation it applies, N writes a join:
+	// a report that changes nothing (a retry whose answer was lost, an
+	// agent started again) is answered from a read, and the others share
+	// commits (batch: the members learn of a generation at once and
+	// report together).
+	out, changes, err := s.appliedChanges(nodeID, generation)
+	if err != nil || !changes {
+		return out, err
+	}
+	err = s.batch(func(t *txn) error {
+		if err := checkApplied(t.Tx, nodeID, generation); err != nil {
 			return err
-		} else if !found {
-			return apierr.New(apierr.NotFound, "no member %s", nodeID)
-		}
-		if cur := cluster.Generation(t.Tx); generation > cur {
-			var f apierr.Fields
-			f.Add("generation", "%d is ahead of the cluster's generation %d", generation, cur)
-			return f.Err("the applied report has problems")
 		}
 		if err := t.recordApplied(nodeID, generation, "node:"+nodeID); err != nil {
 			return err
@@ -122,6 +126,48 @@ func (s *Service) Applied(nodeID string, generation uint64) (wire.MemberView, er
 		return err
 	})
 	return out, err
+}
+
+// checkApplied refuses a report of an unknown member (404) or of a
+// generation ahead of the cluster's (400).
+func checkApplied(tx *store.Tx, nodeID string, generation uint64) error {
+	if _, found, err := cluster.GetMember(tx, nodeID); err != nil {
+		return err
+	} else if !found {
+		return apierr.New(apierr.NotFound, "no member %s", nodeID)
+	}
+	if cur := cluster.Generation(tx); generation > cur {
+		var f apierr.Fields
+		f.Add("generation", "%d is ahead of the cluster's generation %d", generation, cur)
+		return f.Err("the applied report has problems")
+	}
+	return nil
+}
+
+// appliedChanges checks a report in a read and says whether recording it
+// would change anything: a generation newer than the member's, or a join
+// in its turn that every member has now applied (settled by the write).
+// When it would not, out is the member as it stands.
+func (s *Service) appliedChanges(nodeID string, generation uint64) (out wire.MemberView, changes bool, err error) {
+	err = s.view(func(tx *store.Tx) error {
+		if err := checkApplied(tx, nodeID, generation); err != nil {
+			return err
+		}
+		m, _, err := cluster.GetMember(tx, nodeID)
+		if err != nil {
+			return err
+		}
+		if generation > m.AppliedGeneration {
+			changes = true
+			return nil
+		}
+		if changes, err = settles(tx); err != nil || changes {
+			return err
+		}
+		out = s.memberView(m)
+		return nil
+	})
+	return out, changes, err
 }
 
 // RemoveMember takes a member out of the cluster for good (a node whose

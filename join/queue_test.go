@@ -96,6 +96,16 @@ func TestQueue(t *testing.T) {
 	if v := e.view("b", b.JoinID); v.State != wire.StateJoined || v.WaitingFor != nil {
 		t.Fatalf("second after every member applied: %s, waiting for %+v", v.State, v.WaitingFor)
 	}
+	// The same report again (a retry whose answer was lost) answers the
+	// member, from a read, and records no event.
+	before := len(e.auditKinds())
+	again, err := e.svc.Applied(first.Assignment.NodeID, g)
+	if err != nil || again.AppliedGeneration != g || again.NodeID != firstID {
+		t.Fatalf("the same report again: %+v %v", again, err)
+	}
+	if after := len(e.auditKinds()); after != before {
+		t.Errorf("the same report again added %d audit events", after-before)
+	}
 	if v := e.view("c", c.JoinID); v.State != wire.StateDelivering {
 		t.Fatalf("third: %s", v.State)
 	}

@@ -66,7 +66,7 @@ func (j *joiner) fetchFile(ctx context.Context, src *source, rel string, f relea
 	}
 	prog.add(off)
 	d := &download{j: j, src: src, f: f, file: file, h: h, off: off, prog: prog, validatorPath: validatorPath}
-	if err := j.retry(ctx, "downloading "+f.Path, d.attempt); err != nil {
+	if err := j.retryRelease(ctx, "downloading "+f.Path, d.attempt); err != nil {
 		return err
 	}
 	sum := hex.EncodeToString(h.Sum(nil))

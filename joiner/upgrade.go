@@ -204,7 +204,7 @@ func (j *joiner) fetchRelease(ctx context.Context, joinID string, u *wire.Upgrad
 // fetchSmall GETs a payload file whole into memory.
 func (j *joiner) fetchSmall(ctx context.Context, src *source, p string, limit int64) ([]byte, error) {
 	var data []byte
-	err := j.retry(ctx, "fetching "+p, func(ctx context.Context) error {
+	err := j.retryRelease(ctx, "fetching "+p, func(ctx context.Context) error {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 		req, err := http.NewRequestWithContext(actx, http.MethodGet, src.url(p), nil)

@@ -87,14 +87,21 @@ func getDecoded[T any](tx *Tx, spec bucketSpec, key string, d *Decoded[T]) (v T,
 	if err != nil || raw == nil {
 		return v, false, err
 	}
+	v, err = d.decode(spec, key, raw)
+	return v, true, err
+}
+
+// decode is raw's value, decoded now or remembered from the last time
+// key held these very bytes.
+func (d *Decoded[T]) decode(spec bucketSpec, key string, raw []byte) (v T, err error) {
 	d.mu.Lock()
 	kept, ok := d.m[key]
 	d.mu.Unlock()
 	if ok && bytes.Equal(kept.raw, raw) {
-		return kept.v, true, nil
+		return kept.v, nil
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return v, true, fmt.Errorf("store: decode %s/%s: %w", spec.name, key, err)
+		return v, fmt.Errorf("store: decode %s/%s: %w", spec.name, key, err)
 	}
 	d.mu.Lock()
 	if d.m == nil || len(d.m) >= maxDecoded {
@@ -102,7 +109,7 @@ func getDecoded[T any](tx *Tx, spec bucketSpec, key string, d *Decoded[T]) (v T,
 	}
 	d.m[key] = decodedValue[T]{raw: bytes.Clone(raw), v: v}
 	d.mu.Unlock()
-	return v, true, nil
+	return v, nil
 }
 
 // Decoded holds the values GetDecoded decoded, by key, with the bytes
@@ -153,6 +160,20 @@ func (b Bucket[T]) ForEach(tx *Tx, fn func(key string, v T) error) error {
 		var v T
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return fmt.Errorf("store: decode %s/%s: %w", b.spec.name, key, err)
+		}
+		return fn(key, v)
+	})
+}
+
+// ForEachDecoded is ForEach remembering in d what it decoded, as
+// GetDecoded does: a record read again unchanged is not decoded again.
+// What fn is given may be shared with other readers: it must not modify
+// it or anything it points to.
+func (b Bucket[T]) ForEachDecoded(tx *Tx, d *Decoded[T], fn func(key string, v T) error) error {
+	return tx.forEach(b.spec, func(key string, raw []byte) error {
+		v, err := d.decode(b.spec, key, raw)
+		if err != nil {
+			return err
 		}
 		return fn(key, v)
 	})

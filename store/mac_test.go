@@ -404,3 +404,51 @@ func TestGetDecodedIsGet(t *testing.T) {
 		}
 	})
 }
+
+// TestForEachDecodedIsForEach: a walk through Decoded answers what
+// ForEach answers, after a change too, and skips a record forged over a
+// decoded one.
+func TestForEachDecodedIsForEach(t *testing.T) {
+	backends(t, func(t *testing.T, target string, open opener) {
+		db := open(t)
+		var d Decoded[encodedTest]
+		put := func(key, who string) {
+			t.Helper()
+			if err := db.Update(func(tx *Tx) error { return encodedBucket.Put(tx, key, encodedTest{Who: who}) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		walk := func() map[string]string {
+			t.Helper()
+			got := map[string]string{}
+			if err := db.View(func(tx *Tx) error {
+				return encodedBucket.ForEachDecoded(tx, &d, func(key string, v encodedTest) error {
+					got[key] = v.Who
+					return nil
+				})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		put("a", "alice")
+		put("b", "bob")
+		for range 2 {
+			if got := walk(); len(got) != 2 || got["a"] != "alice" || got["b"] != "bob" {
+				t.Fatalf("walk = %v", got)
+			}
+		}
+		put("b", "carol")
+		if got := walk(); len(got) != 2 || got["b"] != "carol" {
+			t.Fatalf("after a change walk = %v", got)
+		}
+		if err := db.Update(func(tx *Tx) error {
+			return Named("test-encoded").Put(tx, "a", []byte(`{"who":"mallory"}`))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := walk(); len(got) != 1 || got["b"] != "carol" {
+			t.Fatalf("with a forged record walk = %v, want only b", got)
+		}
+	})
+}

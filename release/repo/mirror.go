@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -225,6 +226,14 @@ func (m *Mirror) acquire(rd *Reader) error {
 	if m.holders[holder] >= m.limits.PerHolder {
 		return m.busyError(fmt.Sprintf("this registration is already reading %d release files, its limit", m.limits.PerHolder))
 	}
+	if !rd.slot {
+		// A small file is sent in about the time a refusal would take:
+		// it takes none of the founder's slots and does not queue
+		// (smallFileBytes), but counts in the registration's share.
+		m.holders[holder]++
+		m.readers[rd] = struct{}{}
+		return nil
+	}
 	now := time.Now()
 	m.dropStaleWaiters(now)
 	place := m.place(holder) // 0: not waiting
@@ -234,13 +243,13 @@ func (m *Mirror) acquire(rd *Reader) error {
 		return m.busyError(fmt.Sprintf("%d registration(s) wait for their first release file; a second read waits until they have one", len(m.waiters)))
 	case place > 0 && place > free:
 		m.waiters[place-1].seen = now
-		return m.queuedError(place)
+		return m.queuedError(place, free, now)
 	case place == 0 && len(m.waiters) >= free:
 		if m.holders[holder] > 0 || len(m.waiters) >= maxWaiters {
 			return m.busyError(fmt.Sprintf("the founder is already sending %d release files, its limit", cap(m.slots)))
 		}
 		m.waiters = append(m.waiters, waiter{holder: holder, seen: now})
-		return m.queuedError(len(m.waiters))
+		return m.queuedError(len(m.waiters), free, now)
 	}
 	select {
 	case m.slots <- struct{}{}:
@@ -276,14 +285,60 @@ func (m *Mirror) dropStaleWaiters(now time.Time) {
 }
 
 // queuedError tells a waiting registration its place: Retry-After grows
-// with it (1 s for the first, at most 5 s).
-func (m *Mirror) queuedError(place int) *apierr.Error {
+// with it (1 s for the first, at most 5 s). Whole seconds are all the
+// header can say, and a slot left free until its waiter comes back is
+// the founder's bandwidth lost, so the answer's details also carry the
+// place and a finer estimate, retryAfterMs (slotEstimate), which the
+// joiner follows; free is the number of slots free now.
+func (m *Mirror) queuedError(place, free int, now time.Time) *apierr.Error {
 	m.busy.Add(1)
+	after := min(place, 5)
+	est := min(m.slotEstimate(place-free, now), time.Duration(after)*time.Second)
 	return &apierr.Error{
 		Code:       apierr.ReleaseBusy,
 		Message:    fmt.Sprintf("every release slot is taken; this registration is number %d in line for the next one: retry after the Retry-After delay", place),
-		RetryAfter: min(place, 5),
+		RetryAfter: after,
+		Details:    map[string]any{"place": place, "retryAfterMs": est.Milliseconds()},
 	}
+}
+
+// Bounds of slotEstimate: a waiter is not asked back sooner than
+// minSlotPoll (its retries would cost more than a free slot for that
+// long), and while the reads in flight tell nothing of when they end, the
+// k-th waiter to be served comes back after k x slotPoll.
+const (
+	minSlotPoll = 50 * time.Millisecond
+	slotPoll    = 250 * time.Millisecond
+)
+
+// slotEstimate is when the k-th slot to come free (k >= 1) may be free,
+// from the reads holding slots now: each ends after its file's unsent
+// bytes at the rate it has kept so far (a read that has not sent for a
+// tenth of a second yet tells nothing). A slightly early estimate costs
+// one more refusal, a late one a slot left idle, so the estimate is
+// shortened by a quarter, and never longer than k x slotPoll.
+func (m *Mirror) slotEstimate(k int, now time.Time) time.Duration {
+	k = max(k, 1)
+	guess := time.Duration(k) * slotPoll
+	ends := make([]time.Duration, 0, len(m.readers))
+	for rd := range m.readers {
+		if !rd.slot {
+			continue
+		}
+		took := now.Sub(rd.start)
+		sent := rd.sent.Load()
+		if took < 100*time.Millisecond || sent <= 0 {
+			ends = append(ends, guess)
+			continue
+		}
+		left := max(rd.fi.Size-sent, 0)
+		ends = append(ends, time.Duration(float64(left)/float64(sent)*float64(took)))
+	}
+	if k > len(ends) {
+		return max(guess, minSlotPoll)
+	}
+	slices.Sort(ends)
+	return max(min(ends[k-1]*3/4, guess), minSlotPoll)
 }
 
 func (m *Mirror) release(rd *Reader) {
@@ -294,7 +349,9 @@ func (m *Mirror) release(rd *Reader) {
 	if m.holders[holder]--; m.holders[holder] <= 0 {
 		delete(m.holders, holder)
 	}
-	<-m.slots
+	if rd.slot {
+		<-m.slots
+	}
 }
 
 func (m *Mirror) busyError(why string) *apierr.Error {

@@ -96,14 +96,18 @@ func (m *Mirror) Stat(rel, path string) (*FileInfo, error) {
 // one of its holder's read slots until Close, and is cut (Context) when
 // it stalls, crawls or lasts too long.
 type Reader struct {
-	m        *Mirror
-	fi       *FileInfo
-	holder   string
-	h        *handle // the open file, shared with other readers of it
-	f        *os.File
-	unit     int64  // the verification unit, SubChunkSize or ChunkSize
-	sums     []byte // the SHA-256 of each unit, concatenated
-	key      string // the file's import, for the cache: import ID NUL release NUL path
+	m      *Mirror
+	fi     *FileInfo
+	holder string
+	h      *handle // the open file, shared with other readers of it
+	f      *os.File
+	// slot says the read holds one of the founder's slots: a file over
+	// smallFileBytes.
+	slot     bool
+	start    time.Time // when the slot was taken (slotEstimate)
+	unit     int64     // the verification unit, SubChunkSize or ChunkSize
+	sums     []byte    // the SHA-256 of each unit, concatenated
+	key      string    // the file's import, for the cache: import ID NUL release NUL path
 	sent     atomic.Int64
 	deadline time.Time
 	closed   atomic.Bool
@@ -117,16 +121,25 @@ type Reader struct {
 	stopWatch func()
 }
 
+// smallFileBytes is the size up to which a file is read without one of
+// the founder's slots: the manifest, its signature and the small files
+// of a tree, each sent in one write in less time than a refused request
+// and its retry take. Counting them in the semaphore had every joiner
+// queue for each of them as for an OS image, while the slots it waited
+// for stood idle.
+const smallFileBytes = 64 << 10
+
 // Open takes a read slot for holder, a registration (RELEASE_BUSY when it
 // already holds its share or the founder has none free: a read waits for
-// no slot), and opens the file. A file that is not on disk as imported is
-// marked corrupt: RELEASE_CORRUPT.
+// no slot), and opens the file. A file of at most smallFileBytes takes
+// only a place in the registration's share. A file that is not on disk as
+// imported is marked corrupt: RELEASE_CORRUPT.
 func (m *Mirror) Open(holder string, fi *FileInfo) (*Reader, error) {
 	if m.closed() {
 		return nil, shuttingDown()
 	}
 	rd := &Reader{m: m, fi: fi, holder: holder, unit: ChunkSize, sums: fi.index.Chunks,
-		key: fi.index.ImportID + "\x00" + fileKey(fi.Release, fi.Path)}
+		key: fi.index.ImportID + "\x00" + fileKey(fi.Release, fi.Path), slot: fi.Size > smallFileBytes, start: time.Now()}
 	if err := m.acquire(rd); err != nil {
 		return nil, err
 	}
