@@ -22,10 +22,7 @@ func (s *Service) Approve(by iam.Principal, joinID string, a wire.Assignment) (w
 		if err := t.approve(&r, a, actorOf(by), nil); err != nil {
 			return err
 		}
-		if r, err = t.mustRecord(joinID); err != nil {
-			return err
-		}
-		out, err = operatorViewTx(t.Tx, r)
+		out, err = t.operatorView(joinID)
 		return err
 	})
 	return out, err

@@ -157,12 +157,9 @@ func (s *Service) Attest(keyPin, joinID string, p wire.AttestationProof) (wire.J
 	actor := keyActor(keyPin)
 	var out wire.JoinerView
 	err := s.update(func(t *txn) error {
-		r, found, err := t.getRecord(joinID)
+		r, err := t.joinerRecord(keyPin, joinID)
 		if err != nil {
 			return err
-		}
-		if !found || r.KeyPin != keyPin {
-			return notFound(joinID)
 		}
 		a := r.Attestation
 		switch {

@@ -187,12 +187,9 @@ func (s *Service) RemoveMember(by iam.Principal, nodeID, reason string) (wire.Me
 	}
 	var out wire.MemberView
 	err := s.update(func(t *txn) error {
-		m, found, err := cluster.GetMember(t.Tx, nodeID)
+		m, err := t.mustMember(nodeID)
 		if err != nil {
 			return err
-		}
-		if !found {
-			return apierr.New(apierr.NotFound, "no member %s", nodeID)
 		}
 		id, err := cluster.LoadIdentity(t.Tx)
 		if err != nil {

@@ -153,10 +153,7 @@ func (s *Service) Cancel(by iam.Principal, joinID, reason string) (wire.Operator
 		if err := t.fail(&r, actorOf(by), "join.cancelled", reason); err != nil {
 			return err
 		}
-		if r, err = t.mustRecord(joinID); err != nil {
-			return err
-		}
-		out, err = operatorViewTx(t.Tx, r)
+		out, err = t.operatorView(joinID)
 		return err
 	})
 	return out, err

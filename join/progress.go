@@ -43,12 +43,9 @@ func (s *Service) Progress(keyPin, joinID string, req wire.ProgressRequest) (wir
 	actor := keyActor(keyPin)
 	var out wire.JoinerView
 	err := s.update(func(t *txn) error {
-		r, found, err := t.getRecord(joinID)
+		r, err := t.joinerRecord(keyPin, joinID)
 		if err != nil {
 			return err
-		}
-		if !found || r.KeyPin != keyPin {
-			return notFound(joinID)
 		}
 		if err := s.progress(t, &r, req, actor); err != nil {
 			return err

@@ -30,12 +30,9 @@ func (s *Service) ReplaceMember(by iam.Principal, nodeID, joinID, reason string)
 	}
 	var out wire.OperatorView
 	err := s.update(func(t *txn) error {
-		m, found, err := cluster.GetMember(t.Tx, nodeID)
+		m, err := t.mustMember(nodeID)
 		if err != nil {
 			return err
-		}
-		if !found {
-			return apierr.New(apierr.NotFound, "no member %s", nodeID)
 		}
 		r, err := t.mustRecord(joinID)
 		if err != nil {
@@ -47,10 +44,7 @@ func (s *Service) ReplaceMember(by iam.Principal, nodeID, joinID, reason string)
 		if err := t.replace(m, &r, actorOf(by), map[string]string{"reason": reason}); err != nil {
 			return err
 		}
-		if r, err = t.mustRecord(joinID); err != nil {
-			return err
-		}
-		out, err = operatorViewTx(t.Tx, r)
+		out, err = t.operatorView(joinID)
 		return err
 	})
 	return out, err

@@ -252,6 +252,41 @@ func (t *txn) mustRecord(joinID string) (record, error) {
 	return r, nil
 }
 
+// joinerRecord is joinID's record for the joiner holding keyPin: another
+// key's registration is as unknown as a missing one (404, not 403).
+func (t *txn) joinerRecord(keyPin, joinID string) (record, error) {
+	r, found, err := t.getRecord(joinID)
+	if err != nil {
+		return r, err
+	}
+	if !found || r.KeyPin != keyPin {
+		return r, notFound(joinID)
+	}
+	return r, nil
+}
+
+// operatorView reads joinID again, as a step of the transaction may have
+// moved it on (the delivery slot), and answers the operator's view of it.
+func (t *txn) operatorView(joinID string) (wire.OperatorView, error) {
+	r, err := t.mustRecord(joinID)
+	if err != nil {
+		return wire.OperatorView{}, err
+	}
+	return operatorViewTx(t.Tx, r)
+}
+
+// mustMember is nodeID's member, or NOT_FOUND.
+func (t *txn) mustMember(nodeID string) (cluster.Member, error) {
+	m, found, err := cluster.GetMember(t.Tx, nodeID)
+	if err != nil {
+		return m, err
+	}
+	if !found {
+		return m, apierr.New(apierr.NotFound, "no member %s", nodeID)
+	}
+	return m, nil
+}
+
 // clusterRelease is the release joiners must run: the admission release
 // (cluster.AdmissionRelease, SPEC 10.2).
 func (s *Service) clusterRelease(tx *store.Tx) (string, error) {
