@@ -29,6 +29,9 @@ const (
 	DefaultInterval = 60 * time.Second
 	DefaultPort     = 9444
 	DefaultRoot     = "/"
+
+	// recordWriteBuffer holds a whole release record's request.
+	recordWriteBuffer = 64 << 10
 )
 
 // Config is one `stratum agent`.
@@ -113,6 +116,12 @@ func Run(ctx context.Context, cfg Config) error {
 			DialContext:         (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConnsPerHost: 2,
 			IdleConnTimeout:     90 * time.Second,
+			// A release record (11 KB) goes out in one write and one TLS
+			// record instead of three of the default 4 KiB: fewer
+			// records for the founder to open and fewer reads
+			// (releaseset-record-rate, 343 to 299-313 us of CPU a
+			// record, founder and clients).
+			WriteBufferSize: recordWriteBuffer,
 		}
 	})
 	a := &Agent{

@@ -113,6 +113,8 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 	client := srv.Client()
 	tr := client.Transport.(*http.Transport)
 	tr.DisableCompression = true
+	// As the agent's transport: a record in one write (agent.recordWriteBuffer).
+	tr.WriteBufferSize = 64 << 10
 	recordClients := recordClients
 	if v, err := strconv.Atoi(os.Getenv("RELEASESET_RECORD_CLIENTS")); err == nil && v > 0 {
 		recordClients = v

@@ -31,19 +31,11 @@ type Input struct {
 	Records map[string]Stored
 }
 
-// Stored is one node's last record as the store keeps it.
+// Stored is one node's last record (stored.go: how the store keeps it).
 type Stored struct {
 	RunningRelease string
 	Release        wire.Record
-
-	// encoded is its stored JSON when made before the transaction that
-	// stores it (storedJSON, from the encoding the cache keeps): the
-	// store writes it as it is (store.Encoded).
-	encoded []byte
 }
-
-// EncodedJSON is st's stored JSON when it was made already.
-func (st Stored) EncodedJSON() ([]byte, bool) { return st.encoded, st.encoded != nil }
 
 // Describe builds the release set. It is pure: the same Input gives the
 // same Set.

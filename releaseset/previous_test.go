@@ -3,65 +3,67 @@ package releaseset
 import (
 	"encoding/json"
 	"testing"
+	"time"
+
+	"stratum/internal/zframe"
+	"stratum/store"
+	"stratum/store/storetest"
+	"stratum/wire"
 )
 
-// TestLeadingRunning: where leadingRunning reads the runningRelease
-// itself it reads what json.Unmarshal reads, and it leaves every other
-// record (another first field, an escape, a control byte, bytes that are
-// not UTF-8) to the decoder.
-func TestLeadingRunning(t *testing.T) {
+// TestPreviousRunning: the release a node ran before is read from a
+// compact record's lead, from a JSON record an earlier build wrote, and an
+// unreadable record (the bucket is not authenticated) counts as none.
+func TestPreviousRunning(t *testing.T) {
+	db, _ := storetest.Temp(t)
+	st := Stored{RunningRelease: "0.3.0", Release: wire.Record{RecordedAt: time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)}}
 	for _, tc := range []struct {
-		raw    string
-		wantOK bool
+		name      string
+		raw       []byte
+		want      string
+		wantFound bool
 	}{
-		{`{"RunningRelease":"0.2.0","Release":{"recordedAt":"2026-07-01T12:00:00Z"}}`, true},
-		{`{"RunningRelease":"","Release":{}}`, true},
-		{`{"RunningRelease":"0.2.0-é","Release":{}}`, true},
-		{`{"RunningRelease":"0.\u0032.0","Release":{}}`, false},
-		{`{"RunningRelease":"a\"b","Release":{}}`, false},
-		{"{\"RunningRelease\":\"a\x01b\",\"Release\":{}}", false},
-		{"{\"RunningRelease\":\"a\xffb\",\"Release\":{}}", false},
-		{`{"Release":{},"RunningRelease":"0.2.0"}`, false},
-		{`{ "RunningRelease":"0.2.0"}`, false},
-		{`{"RunningRelease":null}`, false},
-		{`{"RunningRelease":"0.2.0`, false},
+		{"compact", appendStored(nil, st.RunningRelease, mustFrame(t, st)), "0.3.0", true},
+		{"compact, empty release", appendStored(nil, "", mustFrame(t, st)), "", true},
+		{"JSON of an earlier build", mustMarshal(t, st), "0.3.0", true},
+		{"not a record", []byte("\x02garbage"), "", false},
+		{"a length past the end", []byte{compactRecord, 0x7f, 'a'}, "", false},
+		{"JSON cut short", []byte(`{"RunningRelease":"0.3`), "", false},
+		{"none", nil, "", false},
 	} {
-		got, ok := leadingRunning([]byte(tc.raw))
-		if ok != tc.wantOK {
-			t.Errorf("%q: read itself %v, want %v", tc.raw, ok, tc.wantOK)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		var want struct{ RunningRelease string }
-		if err := json.Unmarshal([]byte(tc.raw), &want); err != nil {
-			t.Fatalf("%q: %v", tc.raw, err)
-		}
-		if got != want.RunningRelease {
-			t.Errorf("%q: read %q, json.Unmarshal reads %q", tc.raw, got, want.RunningRelease)
-		}
-	}
-	// What the service stores (storedJSON, json.Marshal) is read itself.
-	st := Stored{RunningRelease: "0.3.0"}
-	for _, raw := range [][]byte{mustStoredJSON(t, st), mustMarshal(t, st)} {
-		if got, ok := leadingRunning(raw); !ok || got != "0.3.0" {
-			t.Errorf("%.60s: read %q, %v; want 0.3.0 read itself", raw, got, ok)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if err := db.Update(func(tx *store.Tx) error {
+				if tc.raw == nil {
+					return bucketRecords.Delete(tx, "n-1")
+				}
+				return bucketRecords.Put(tx, "n-1", tc.raw)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			var found bool
+			if err := db.View(func(tx *store.Tx) error {
+				var err error
+				got, found, err = previousRunning(tx, "n-1")
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want || found != tc.wantFound {
+				t.Fatalf("previousRunning = %q, %v; want %q, %v", got, found, tc.want, tc.wantFound)
+			}
+		})
 	}
 }
 
-func mustStoredJSON(t *testing.T, st Stored) []byte {
+// mustFrame is st's release as the cache keeps it: one zstd frame.
+func mustFrame(t *testing.T, st Stored) []byte {
 	t.Helper()
 	plain, err := encodeRelease(nil, &st.Release)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := storedJSON(nil, st, plain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+	return zframe.Append(nil, plain)
 }
 
 func mustMarshal(t *testing.T, v any) []byte {

@@ -43,7 +43,7 @@ func TestReplicaRecordOutranksALateLocalHook(t *testing.T) {
 	old := Stored{RunningRelease: "0.2.0", Release: wire.Record{RecordedAt: time.Now().UTC()}}
 	var s1 uint64
 	if err := dbA.Update(func(tx *store.Tx) error {
-		if err := bucketRecords.Put(tx, founder, old); err != nil {
+		if err := bucketRecords.Put(tx, founder, appendStored(nil, old.RunningRelease, mustFrame(t, old))); err != nil {
 			return err
 		}
 		var err error

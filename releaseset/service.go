@@ -74,7 +74,7 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 	req := r.RecordRequest
 	req.Release.RecordedAt = s.Now().UTC()
 	stored := Stored{RunningRelease: req.RunningRelease, Release: req.Release}
-	// What the cache keeps and the stored JSON are made before the
+	// What the cache keeps and the stored record are made before the
 	// transaction, from one encoding of the record: concurrent records
 	// share one commit (Batch), which runs their transactions one after
 	// the other.
@@ -90,7 +90,6 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 	if err != nil {
 		return err
 	}
-	stored.encoded = raw
 	var raised string
 	err = s.DB.Batch(func(tx *store.Tx) error {
 		raised = ""
@@ -110,7 +109,7 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 		if err != nil {
 			return err
 		}
-		if err := bucketRecords.Put(tx, nodeID, stored); err != nil {
+		if err := bucketRecords.Put(tx, nodeID, raw); err != nil {
 			return err
 		}
 		to, err := s.raiseAdmission(tx, actor, m, stored)
@@ -228,10 +227,14 @@ func (s *Service) heard(payload string) {
 	var found bool
 	var seq uint64
 	if err := s.DB.View(func(tx *store.Tx) error {
-		var err error
-		if st, found, err = bucketRecords.Get(tx, node); err != nil {
-			return err
+		raw := bucketRecords.Get(tx, node)
+		if found = raw != nil; found {
+			var err error
+			if st, err = DecodeStored(raw); err != nil {
+				return err
+			}
 		}
+		var err error
 		seq, err = bucketRecords.Sequence(tx)
 		return err
 	}); err != nil {
@@ -273,7 +276,11 @@ func (s *Service) dropCache() {
 // readRecords decodes every stored record into what the cache keeps.
 func (s *Service) readRecords(tx *store.Tx) (map[string]cachedRecord, error) {
 	all := map[string]cachedRecord{}
-	err := bucketRecords.ForEach(tx, func(node string, st Stored) error {
+	err := bucketRecords.ForEach(tx, func(node string, raw []byte) error {
+		st, err := DecodeStored(raw)
+		if err != nil {
+			return fmt.Errorf("release record of %s: %w", node, err)
+		}
 		c, err := s.cache(node, st, 0)
 		if err != nil {
 			return err

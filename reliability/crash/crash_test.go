@@ -21,6 +21,7 @@ import (
 	"stratum/backup"
 	"stratum/crypto"
 	"stratum/internal/stratumtest"
+	"stratum/releaseset"
 	"stratum/store"
 
 	// The whole schema: the restored backup carries every domain's
@@ -638,15 +639,8 @@ func storedRecords(target string) (map[string]storedRecord, error) {
 	out := map[string]storedRecord{}
 	err = db.View(func(tx *store.Tx) error {
 		return store.Named("release-records").ForEach(tx, func(k string, v []byte) error { // releaseset.bucketRecords
-			var rec struct {
-				Release struct {
-					RecordedAt time.Time `json:"recordedAt"`
-					OS         *struct {
-						BuildID string `json:"buildId"`
-					} `json:"os"`
-				} `json:"release"`
-			}
-			if err := json.Unmarshal(v, &rec); err != nil {
+			rec, err := releaseset.DecodeStored(v)
+			if err != nil {
 				return fmt.Errorf("record %s: %w", k, err)
 			}
 			r := storedRecord{recordedAt: rec.Release.RecordedAt}
