@@ -128,6 +128,27 @@ func (d *Decoded) Members(tx *store.Tx) ([]Member, error) {
 	return out, err
 }
 
+// MembersVersioned is Members through d with each member's version in
+// d beside it (store.Bucket.ForEachDecodedVersion): while every version
+// is the one a reader saw, so is every member record.
+func (d *Decoded) MembersVersioned(tx *store.Tx) ([]Member, []uint64, error) {
+	type versioned struct {
+		m Member
+		v uint64
+	}
+	var all []versioned
+	err := bucketMembers.ForEachDecodedVersion(tx, &d.members, func(_ string, m Member, v uint64) error {
+		all = append(all, versioned{m, v})
+		return nil
+	})
+	sort.Slice(all, func(i, j int) bool { return all[i].m.Order < all[j].m.Order })
+	members, versions := make([]Member, len(all)), make([]uint64, len(all))
+	for i, x := range all {
+		members[i], versions[i] = x.m, x.v
+	}
+	return members, versions, err
+}
+
 // PutMember writes a member.
 func PutMember(tx *store.Tx, m Member) error { return bucketMembers.Put(tx, m.NodeID, m) }
 

@@ -26,24 +26,8 @@ func (s *Service) memberView(m cluster.Member) wire.MemberView {
 
 // Members lists the members in join order with the current generation.
 func (s *Service) Members() (wire.MembersView, error) {
-	return s.members("")
-}
-
-// members lists the members; with asNode set, only for a member (a node
-// that is not one gets what an unknown id gets).
-func (s *Service) members(asNode string) (wire.MembersView, error) {
 	out := wire.MembersView{Members: []wire.MemberView{}}
 	err := s.view(func(tx *store.Tx) error {
-		if asNode != "" {
-			if _, found, err := s.decoded.Member(tx, asNode); err != nil {
-				return err
-			} else if !found {
-				return apierr.New(apierr.NotFound, "no member %s", asNode)
-			}
-		}
-		// Every member reads the list at each generation: N lists of N
-		// members a join, decoded once each (memberView copies what it
-		// changes).
 		members, err := s.decoded.Members(tx)
 		if err != nil {
 			return err
@@ -65,17 +49,17 @@ const membersTopic = "cluster/members"
 // list, at once when the generation differs from generation, else when it
 // changes, wait (+0-5% jitter) passes, ctx ends or the hub closes. Only
 // members may ask.
-func (s *Service) WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (wire.MembersView, error) {
+func (s *Service) WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (NodeMembers, error) {
 	wait = min(wait, MaxWait)
 	// Subscribe before reading, as Wait does.
 	sub := s.hub.Subscribe(membersTopic)
 	defer sub.Cancel()
-	first, err := s.members(nodeID)
+	first, err := s.nodeMembers(nodeID)
 	if err != nil || first.Generation != generation || wait <= 0 {
 		return first, err
 	}
-	read := func() (wire.MembersView, error) { return s.members(nodeID) }
-	return hold(ctx, s.hub, sub, wait, read, func(v wire.MembersView) bool { return v.Generation != generation })
+	read := func() (NodeMembers, error) { return s.nodeMembers(nodeID) }
+	return hold(ctx, s.hub, sub, wait, read, func(v NodeMembers) bool { return v.Generation != generation })
 }
 
 // DecodeApplied decodes PUT /v1/cluster/members/{nodeId}/applied.

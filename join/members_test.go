@@ -2,11 +2,13 @@ package join
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	"stratum/apierr"
 	"stratum/cluster"
+	"stratum/store"
 	"stratum/wire"
 )
 
@@ -36,7 +38,7 @@ func TestWaitMembers(t *testing.T) {
 	woke := make(chan wire.MembersView, 1)
 	go func() {
 		v, _ := e.svc.WaitMembers(context.Background(), "n-founder1", g, time.Minute)
-		woke <- v
+		woke <- nodeList(t, v)
 	}()
 	waitFor(t, func() bool { return e.svc.Hub().Waiters() == 1 })
 	a := e.pending("a")
@@ -76,7 +78,72 @@ func TestBootHealthInViews(t *testing.T) {
 		t.Fatalf("bundle nodes: %+v", nodes)
 	}
 	delete(boot, node)
-	if v, _ := e.svc.WaitMembers(context.Background(), node, 0, 0); v.Members[1].BootState != "" {
-		t.Fatalf("an unprobed member carries boot fields: %+v", v.Members[1])
+	if v, _ := e.svc.WaitMembers(context.Background(), node, 0, 0); nodeList(t, v).Members[1].BootState != "" {
+		t.Fatalf("an unprobed member carries boot fields: %s", v.Body)
 	}
+}
+
+// nodeList decodes the list a node is answered with.
+func nodeList(t *testing.T, v NodeMembers) wire.MembersView {
+	t.Helper()
+	var out wire.MembersView
+	if err := json.Unmarshal(v.Body, &out); err != nil || out.Generation != v.Generation {
+		t.Errorf("the node's list %q: %v", v.Body, err)
+	}
+	return out
+}
+
+// TestNodeMembersBuiltOncePerChange: every node is answered with the same
+// bytes while the members are unchanged, the list the admin endpoint
+// lists; a member's report within the generation gives a new list, and a
+// record forged behind the founder's back is left out of it at once, its
+// node answered as an unknown one.
+func TestNodeMembersBuiltOncePerChange(t *testing.T) {
+	bao := newFakeBao()
+	bao.root = false
+	e := newEnv(t, func(c *Config) { c.OpenBao = bao })
+	_, a := e.joinFully("a", 1)
+	_, b := e.joinFully("b", 2) // a has not applied b's generation
+	ask := func(node string) NodeMembers {
+		t.Helper()
+		v, err := e.svc.WaitMembers(context.Background(), node, 0, 0)
+		if err != nil {
+			t.Fatalf("%s asks: %v", node, err)
+		}
+		return v
+	}
+	first, second := ask(a), ask(b)
+	if &first.Body[0] != &second.Body[0] {
+		t.Fatal("two nodes' lists were built twice with nothing changed")
+	}
+	admin, err := e.svc.Members()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := encodeAnswer(admin); string(first.Body) != string(want) {
+		t.Fatalf("a node's list %s\nis not the admin list %s", first.Body, want)
+	}
+	if got := nodeList(t, first); got.Members[1].NodeID != a || got.Members[1].AppliedGeneration == e.generation() {
+		t.Fatalf("a applied before it reported: %+v", got.Members[1])
+	}
+
+	e.applied(a)
+	after := ask(b)
+	if got := nodeList(t, after); after.Generation != first.Generation || got.Members[1].AppliedGeneration != e.generation() ||
+		got.Members[2].State != cluster.MemberActive {
+		t.Fatalf("after a's report the list is %s", after.Body)
+	}
+
+	// a's record rewritten without the data key: read as absent, as before.
+	if err := e.db.Update(func(tx *store.Tx) error {
+		return store.Named("members").Put(tx, a, []byte(`{"nodeId":"`+a+`","role":"control-plane","state":"active","order":2}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	forged := nodeList(t, ask(b))
+	if len(forged.Members) != 2 || forged.Members[1].NodeID != b {
+		t.Fatalf("the list with a forged record: %+v", forged.Members)
+	}
+	_, err = e.svc.WaitMembers(context.Background(), a, 0, 0)
+	wantCode(t, err, apierr.NotFound)
 }

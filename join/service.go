@@ -92,6 +92,9 @@ type Service struct {
 	// joiners sharing a token read the same bytes).
 	decoded cluster.Decoded
 	tokens  store.Decoded[tokenRecord]
+	// nodeList is the members list encoded for nodes, built once per
+	// change of the members.
+	nodeList nodeMembersCache
 }
 
 // New fills defaults; it starts nothing (see Step).

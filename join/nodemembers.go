@@ -1,0 +1,104 @@
+package join
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"stratum/apierr"
+	"stratum/cluster"
+	"stratum/store"
+	"stratum/wire"
+)
+
+// Every member's agent reads the members list at each new generation (N
+// lists of N members a join), and every node may see the whole list: so
+// the list is encoded once per change of the members and the same bytes
+// answer every node. The change is told within the transaction that
+// reads: the generation and each member record's version (the record's
+// stored bytes, their MAC checked once) equal to those the bytes were
+// built from. A record changed behind the founder's back has another
+// version, is checked again, and a forged one is left out as before.
+
+// NodeMembers is the members list a node is answered with: its
+// generation and its JSON encoding, as the endpoint writes it. Body is
+// shared by every answer: it must not be modified.
+type NodeMembers struct {
+	Generation uint64
+	Body       []byte
+}
+
+// nodeMembersMaxAge bounds how old the boot health in an unchanged list
+// may get: the founder's own phaseMs moves every millisecond and the
+// prober's answers every round, none of them in the store.
+const nodeMembersMaxAge = time.Second
+
+// nodeMembersCache is the last list built for nodes and what it was
+// built from.
+type nodeMembersCache struct {
+	mu         sync.Mutex
+	generation uint64
+	versions   []uint64
+	built      time.Time
+	answer     NodeMembers
+}
+
+// get answers the cached list when it was built from generation and
+// versions less than nodeMembersMaxAge ago, else the one build makes
+// (kept in its place).
+func (c *nodeMembersCache) get(generation uint64, versions []uint64, build func() ([]byte, error)) (NodeMembers, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.answer.Body != nil && c.generation == generation && slices.Equal(c.versions, versions) && now.Sub(c.built) < nodeMembersMaxAge {
+		return c.answer, nil
+	}
+	body, err := build()
+	if err != nil {
+		return NodeMembers{}, err
+	}
+	c.generation, c.versions, c.built = generation, versions, now
+	c.answer = NodeMembers{Generation: generation, Body: body}
+	return c.answer, nil
+}
+
+// nodeMembers is the members list for nodeID, a member (a node that is
+// not one gets what an unknown id gets).
+func (s *Service) nodeMembers(nodeID string) (NodeMembers, error) {
+	var out NodeMembers
+	err := s.view(func(tx *store.Tx) error {
+		if _, found, err := s.decoded.Member(tx, nodeID); err != nil {
+			return err
+		} else if !found {
+			return apierr.New(apierr.NotFound, "no member %s", nodeID)
+		}
+		members, versions, err := s.decoded.MembersVersioned(tx)
+		if err != nil {
+			return err
+		}
+		g := cluster.Generation(tx)
+		out, err = s.nodeList.get(g, versions, func() ([]byte, error) {
+			v := wire.MembersView{Generation: g, Members: make([]wire.MemberView, 0, len(members))}
+			for _, m := range members {
+				v.Members = append(v.Members, s.memberView(m))
+			}
+			return encodeAnswer(v)
+		})
+		return err
+	})
+	return out, err
+}
+
+// encodeAnswer is v as the HTTP layer's writeJSON writes it: HTML
+// characters as they are, a newline at the end.
+func encodeAnswer(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
