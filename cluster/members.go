@@ -128,32 +128,44 @@ func (d *Decoded) Members(tx *store.Tx) ([]Member, error) {
 	return out, err
 }
 
-// MembersVersioned is Members through d with each member's version in
-// d beside it (store.Bucket.ForEachDecodedVersion): while every version
-// is the one a reader saw, so is every member record.
-func (d *Decoded) MembersVersioned(tx *store.Tx) ([]Member, []uint64, error) {
-	type versioned struct {
-		m Member
-		v uint64
-	}
-	var all []versioned
-	err := bucketMembers.ForEachDecodedVersion(tx, &d.members, func(_ string, m Member, v uint64) error {
-		all = append(all, versioned{m, v})
-		return nil
+// AllAppliedIn is cluster.AllAppliedIn through d: every member's report
+// of a generation asks it, of the same records.
+func (d *Decoded) AllAppliedIn(tx *store.Tx, g uint64) (bool, error) {
+	return allAppliedIn(tx, g, func(fn func(string, Member) error) error {
+		return bucketMembers.ForEachDecoded(tx, &d.members, fn)
 	})
-	sort.Slice(all, func(i, j int) bool { return all[i].m.Order < all[j].m.Order })
-	members, versions := make([]Member, len(all)), make([]uint64, len(all))
-	for i, x := range all {
-		members[i], versions[i] = x.m, x.v
-	}
-	return members, versions, err
 }
 
 // PutMember writes a member.
-func PutMember(tx *store.Tx, m Member) error { return bucketMembers.Put(tx, m.NodeID, m) }
+func PutMember(tx *store.Tx, m Member) error {
+	if err := bucketMembers.Put(tx, m.NodeID, m); err != nil {
+		return err
+	}
+	return membersChanged(tx)
+}
 
 // RemoveMember deletes a member.
-func RemoveMember(tx *store.Tx, nodeID string) error { return bucketMembers.Delete(tx, nodeID) }
+func RemoveMember(tx *store.Tx, nodeID string) error {
+	if err := bucketMembers.Delete(tx, nodeID); err != nil {
+		return err
+	}
+	return membersChanged(tx)
+}
+
+// membersChanged moves MembersVersion on, in the transaction that writes.
+func membersChanged(tx *store.Tx) error {
+	_, err := bucketMembers.NextSequence(tx)
+	return err
+}
+
+// MembersVersion is a number that every write of a member record
+// (PutMember, RemoveMember) moves on in its own transaction: read with
+// the generation in one transaction, an equal pair says the member
+// records are the ones read before. It is the members bucket's
+// sequence, which carries no MAC: a reader that keeps something built
+// from the records on its word must not keep it for long (a store
+// written behind the founder's back, a build that did not move it).
+func MembersVersion(tx *store.Tx) (uint64, error) { return bucketMembers.Sequence(tx) }
 
 // Admit adds a member in state joining at generation g+1 and applies it on
 // the founder at once (the founder applies its own membership changes).
@@ -214,7 +226,11 @@ func AllApplied(members []Member, g uint64) bool {
 // than the first that lags: every member's report of a new generation
 // asks it, and all but the last find one soon.
 func AllAppliedIn(tx *store.Tx, g uint64) (bool, error) {
-	err := bucketMembers.ForEach(tx, func(_ string, m Member) error {
+	return allAppliedIn(tx, g, func(fn func(string, Member) error) error { return bucketMembers.ForEach(tx, fn) })
+}
+
+func allAppliedIn(tx *store.Tx, g uint64, forEach func(fn func(string, Member) error) error) (bool, error) {
+	err := forEach(func(_ string, m Member) error {
 		if lags(m, g) {
 			return errLagging
 		}

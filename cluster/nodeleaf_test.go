@@ -50,17 +50,82 @@ func TestCheckNodeLeaf(t *testing.T) {
 		{"n-legacy01", "anything", ""},
 		{"n-legacy02", "anything", apierr.Forbidden},
 	}
-	for _, tc := range cases {
-		err := db.View(func(tx *store.Tx) error {
-			_, err := CheckNodeLeaf(tx, tc.node, tc.serial)
+	// The HTTP layer's checks, reading through Decoded (twice: the second
+	// read is of records decoded before), decide as CheckNodeLeaf does.
+	leaves := NodeLeaves{DB: db, Decoded: &Decoded{}}
+	check := func(node, serial string, want apierr.Code) {
+		t.Helper()
+		errs := []error{db.View(func(tx *store.Tx) error {
+			_, err := CheckNodeLeaf(tx, node, serial)
 			return err
-		})
-		var ae *apierr.Error
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s/%s: refused: %v", tc.node, tc.serial, err)
-		case tc.want != "" && (!errors.As(err, &ae) || ae.Code != tc.want):
-			t.Errorf("%s/%s: %v, want %s", tc.node, tc.serial, err, tc.want)
+		})}
+		for range 2 {
+			errs = append(errs, leaves.CheckNodeLeaf(node, serial))
 		}
+		for i, err := range errs {
+			var ae *apierr.Error
+			switch {
+			case want == "" && err != nil:
+				t.Errorf("%s/%s (%d): refused: %v", node, serial, i, err)
+			case want != "" && (!errors.As(err, &ae) || ae.Code != want):
+				t.Errorf("%s/%s (%d): %v, want %s", node, serial, i, err, want)
+			}
+		}
+	}
+	for _, tc := range cases {
+		check(tc.node, tc.serial, tc.want)
+	}
+	// A member record rewritten without the data key over one decoded
+	// before counts for nothing.
+	if err := db.Update(func(tx *store.Tx) error {
+		return store.Named("members").Put(tx, "n-install1", []byte(`{"nodeId":"n-install1","joinId":"j-1","leafSerial":"abc9","installed":true}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("n-install1", "abc9", apierr.Unauthenticated)
+	check("n-install1", "abc1", apierr.Unauthenticated)
+}
+
+// TestMembersVersion: every write of a member record moves the version
+// on, in its transaction; reads do not.
+func TestMembersVersion(t *testing.T) {
+	db := openStore(t)
+	cfg, err := ParseConfig([]byte(fullConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func() uint64 {
+		t.Helper()
+		var v uint64
+		if err := db.View(func(tx *store.Tx) error {
+			var err error
+			if _, err = Members(tx); err != nil {
+				return err
+			}
+			v, err = MembersVersion(tx)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	update := func(fn func(tx *store.Tx) error) uint64 {
+		t.Helper()
+		if err := db.Update(fn); err != nil {
+			t.Fatal(err)
+		}
+		return version()
+	}
+	v0 := update(func(tx *store.Tx) error { _, _, _, err := Init(tx, cfg, true, time.Now()); return err })
+	if again := version(); again != v0 {
+		t.Fatalf("a read moved the version: %d then %d", v0, again)
+	}
+	m := Member{MemberView: wire.MemberView{NodeID: "n-member01"}}
+	v1 := update(func(tx *store.Tx) error { return PutMember(tx, m) })
+	m.AppliedGeneration = 2
+	v2 := update(func(tx *store.Tx) error { return PutMember(tx, m) })
+	v3 := update(func(tx *store.Tx) error { return Remove(tx, m.NodeID) })
+	if !(v0 < v1 && v1 < v2 && v2 < v3) {
+		t.Fatalf("versions %d %d %d %d, want each write to move it on", v0, v1, v2, v3)
 	}
 }

@@ -292,7 +292,7 @@ func (f *Founder) run(ctx context.Context) error {
 	f.api = httpapi.New(httpapi.Deps{
 		Log: f.log, Build: o.Build, Startup: f.startup, Registry: reg,
 		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease, Isolation: f.isolationView,
-		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db}, Audit: store.AuditReader{DB: f.db}, Health: storeHealth{f.db},
+		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db, Decoded: &cluster.Decoded{}}, Audit: store.AuditReader{DB: f.db}, Health: storeHealth{f.db},
 		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
 		Releases: f.repo, BootstrapCredentials: f.hasBootstrapCredentials,
 	})

@@ -95,6 +95,9 @@ type Service struct {
 	// nodeList is the members list encoded for nodes, built once per
 	// change of the members.
 	nodeList nodeMembersCache
+	// turnRecord keeps the join in its turn, which every member's report
+	// of its generation reads (settle).
+	turnRecord store.Decoded[record]
 }
 
 // New fills defaults; it starts nothing (see Step).

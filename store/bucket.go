@@ -87,52 +87,48 @@ func getDecoded[T any](tx *Tx, spec bucketSpec, key string, d *Decoded[T]) (v T,
 	if err != nil || stored == nil {
 		return v, false, err
 	}
-	v, _, found, err = d.decode(tx, spec, key, stored)
-	return v, found, err
+	return d.decode(tx, spec, key, stored)
 }
 
 // decode is the value of stored, the bytes stored at key: remembered
 // from the last time key held these very bytes, else opened (in an
 // authenticated bucket, its MAC checked: found is false when it fails)
-// and decoded now. version is the number d gave the bytes when it
-// decoded them.
+// and decoded now.
 //
 // Bytes remembered from a record whose MAC verified are not checked
 // again (as Remembered's are not): the check of the same bytes under the
 // same bucket, key and data key gives the same answer. Bytes read while
 // MACs are off (migrations) are decoded again each time.
-func (d *Decoded[T]) decode(tx *Tx, spec bucketSpec, key string, stored []byte) (v T, version uint64, found bool, err error) {
+func (d *Decoded[T]) decode(tx *Tx, spec bucketSpec, key string, stored []byte) (v T, found bool, err error) {
 	d.mu.Lock()
 	kept, ok := d.m[key]
 	d.mu.Unlock()
 	if ok && kept.checked && kept.bucket == spec.name && bytes.Equal(kept.stored, stored) {
-		return kept.v, kept.version, true, nil
+		return kept.v, true, nil
 	}
 	checked := !spec.authenticated || !tx.db.macs.legacy.Load()
 	payload, err := tx.open(spec, key, stored)
 	if err != nil || payload == nil {
-		return v, 0, false, err
+		return v, false, err
 	}
 	if err := json.Unmarshal(payload, &v); err != nil {
-		return v, 0, true, fmt.Errorf("store: decode %s/%s: %w", spec.name, key, err)
+		return v, true, fmt.Errorf("store: decode %s/%s: %w", spec.name, key, err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.m == nil || len(d.m) >= maxDecoded {
 		d.m = map[string]decodedValue[T]{}
 	}
-	d.versions++
-	d.m[key] = decodedValue[T]{bucket: spec.name, stored: bytes.Clone(stored), checked: checked, v: v, version: d.versions}
-	return v, d.versions, true, nil
+	d.m[key] = decodedValue[T]{bucket: spec.name, stored: bytes.Clone(stored), checked: checked, v: v}
+	return v, true, nil
 }
 
 // Decoded holds the values GetDecoded decoded, by key, with the stored
 // bytes each came from (at most maxDecoded; then it starts again). The
 // zero value is ready. One Decoded serves one store.
 type Decoded[T any] struct {
-	mu       sync.Mutex
-	m        map[string]decodedValue[T]
-	versions uint64 // the last version given
+	mu sync.Mutex
+	m  map[string]decodedValue[T]
 }
 
 type decodedValue[T any] struct {
@@ -142,7 +138,6 @@ type decodedValue[T any] struct {
 	// in a bucket without MACs), so the same bytes need no check again.
 	checked bool
 	v       T
-	version uint64
 }
 
 const maxDecoded = 4096
@@ -190,22 +185,13 @@ func (b Bucket[T]) ForEach(tx *Tx, fn func(key string, v T) error) error {
 // What fn is given may be shared with other readers: it must not modify
 // it or anything it points to.
 func (b Bucket[T]) ForEachDecoded(tx *Tx, d *Decoded[T], fn func(key string, v T) error) error {
-	return b.ForEachDecodedVersion(tx, d, func(key string, v T, _ uint64) error { return fn(key, v) })
-}
-
-// ForEachDecodedVersion is ForEachDecoded telling fn each record's
-// version in d: the same number while the record's stored bytes are
-// unchanged (and d keeps them), a number d never gave before once they
-// change. A reader that built something from the records can tell by
-// their versions, without comparing them, that it still holds.
-func (b Bucket[T]) ForEachDecodedVersion(tx *Tx, d *Decoded[T], fn func(key string, v T, version uint64) error) error {
 	return tx.kv.scan(b.spec.name, nil, func(k, stored []byte) (bool, error) {
 		key := string(k)
-		v, version, found, err := d.decode(tx, b.spec, key, stored)
+		v, found, err := d.decode(tx, b.spec, key, stored)
 		if err != nil || !found {
 			return err == nil, err
 		}
-		return true, fn(key, v, version)
+		return true, fn(key, v)
 	})
 }
 
