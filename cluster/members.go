@@ -137,35 +137,10 @@ func (d *Decoded) AllAppliedIn(tx *store.Tx, g uint64) (bool, error) {
 }
 
 // PutMember writes a member.
-func PutMember(tx *store.Tx, m Member) error {
-	if err := bucketMembers.Put(tx, m.NodeID, m); err != nil {
-		return err
-	}
-	return membersChanged(tx)
-}
+func PutMember(tx *store.Tx, m Member) error { return bucketMembers.Put(tx, m.NodeID, m) }
 
 // RemoveMember deletes a member.
-func RemoveMember(tx *store.Tx, nodeID string) error {
-	if err := bucketMembers.Delete(tx, nodeID); err != nil {
-		return err
-	}
-	return membersChanged(tx)
-}
-
-// membersChanged moves MembersVersion on, in the transaction that writes.
-func membersChanged(tx *store.Tx) error {
-	_, err := bucketMembers.NextSequence(tx)
-	return err
-}
-
-// MembersVersion is a number that every write of a member record
-// (PutMember, RemoveMember) moves on in its own transaction: read with
-// the generation in one transaction, an equal pair says the member
-// records are the ones read before. It is the members bucket's
-// sequence, which carries no MAC: a reader that keeps something built
-// from the records on its word must not keep it for long (a store
-// written behind the founder's back, a build that did not move it).
-func MembersVersion(tx *store.Tx) (uint64, error) { return bucketMembers.Sequence(tx) }
+func RemoveMember(tx *store.Tx, nodeID string) error { return bucketMembers.Delete(tx, nodeID) }
 
 // Admit adds a member in state joining at generation g+1 and applies it on
 // the founder at once (the founder applies its own membership changes).

@@ -93,11 +93,12 @@ func nodeList(t *testing.T, v NodeMembers) wire.MembersView {
 	return out
 }
 
-// TestNodeMembersBuiltOncePerChange: every node is answered with the same
-// bytes while the members are unchanged, the list the admin endpoint
-// lists; a member's report within the generation gives a new list at
-// once, and a record forged behind the founder's back grants nothing.
-func TestNodeMembersBuiltOncePerChange(t *testing.T) {
+// TestNodeMembersBuiltOncePerGeneration: every node is answered with the
+// same bytes within a generation, the list the admin endpoint lists; a
+// change that keeps the generation (a member's report) reaches it within
+// its max age, a new generation at once, and a record forged behind the
+// founder's back grants nothing.
+func TestNodeMembersBuiltOncePerGeneration(t *testing.T) {
 	bao := newFakeBao()
 	bao.root = false
 	e := newEnv(t, func(c *Config) { c.OpenBao = bao })
@@ -111,9 +112,11 @@ func TestNodeMembersBuiltOncePerChange(t *testing.T) {
 		}
 		return v
 	}
+	const maxAge = 100 * time.Millisecond
+	e.svc.nodeList.maxAge = maxAge
 	first, second := ask(a), ask(b)
 	if &first.Body[0] != &second.Body[0] {
-		t.Fatal("two nodes' lists were built twice with nothing changed")
+		t.Fatal("two nodes' lists were built twice within a generation")
 	}
 	admin, err := e.svc.Members()
 	if err != nil {
@@ -126,31 +129,35 @@ func TestNodeMembersBuiltOncePerChange(t *testing.T) {
 		t.Fatalf("a applied before it reported: %+v", got.Members[1])
 	}
 
-	e.applied(a)
+	e.applied(a) // b is joined: same generation, a applied it, b active
+	if held := ask(b); string(held.Body) != string(first.Body) {
+		t.Fatalf("within its max age the list changed: %s", held.Body)
+	}
+	time.Sleep(maxAge)
 	after := ask(b)
 	if got := nodeList(t, after); after.Generation != first.Generation || got.Members[1].AppliedGeneration != e.generation() ||
 		got.Members[2].State != cluster.MemberActive {
-		t.Fatalf("after a's report the list is %s", after.Body)
+		t.Fatalf("after a's report and the max age the list is %s", after.Body)
 	}
 
-	// a's record rewritten without the data key (MembersVersion left as
-	// it was): the list built from checked records is served for its max
-	// age at most, then a is left out, as it is at once from the admin
-	// list, and a is answered as an unknown node at once.
-	e.svc.nodeList.maxAge = 50 * time.Millisecond
+	// A new generation is answered at once.
+	_, c := e.joinFully("c", 3)
+	if got := nodeList(t, ask(b)); got.Generation != e.generation() || len(got.Members) != 4 || got.Members[3].NodeID != c {
+		t.Fatalf("after c's admission the list is %+v", got)
+	}
+
+	// a's record rewritten without the data key: a is answered as an
+	// unknown node at once and left out of the list within its max age.
 	if err := e.db.Update(func(tx *store.Tx) error {
 		return store.Named("members").Put(tx, a, []byte(`{"nodeId":"`+a+`","role":"control-plane","state":"active","order":2,"labels":{"forged":"yes"}}`))
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if held := ask(b); string(held.Body) != string(after.Body) {
-		t.Fatalf("within its max age the list is %s, want the one built from checked records", held.Body)
-	}
 	_, err = e.svc.WaitMembers(context.Background(), a, 0, 0)
 	wantCode(t, err, apierr.NotFound)
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(maxAge)
 	forged := nodeList(t, ask(b))
-	if len(forged.Members) != 2 || forged.Members[1].NodeID != b {
+	if len(forged.Members) != 3 || forged.Members[1].NodeID != b {
 		t.Fatalf("the list with a forged record: %+v", forged.Members)
 	}
 }

@@ -15,12 +15,12 @@ import (
 // Every member's agent reads the members list at each new generation (N
 // lists of N members a join), and every node may see the whole list: so
 // the list is built from the records (their MACs checked) and encoded
-// once per change of the members, and the same bytes answer every node.
-// The change is told within the transaction that reads: the generation
-// and cluster.MembersVersion equal to those the bytes were built from.
-// The version carries no MAC, so the bytes are trusted on its word for
-// nodeMembersMaxAge at most: a record changed behind the founder's back
-// is read, checked (a forged one left out) and served within that.
+// once per generation, read within the transaction that reads, and the
+// same bytes answer every node for nodeMembersMaxAge at most. What
+// changes within a generation (a member's applied generation and state,
+// boot health, a record written behind the founder's back, checked and
+// a forged one left out) reaches the list within that. A node's own
+// record, which makes it a member, is read and checked each time.
 
 // NodeMembers is the members list a node is answered with: its
 // generation and its JSON encoding, as the endpoint writes it. Body is
@@ -30,28 +30,27 @@ type NodeMembers struct {
 	Body       []byte
 }
 
-// nodeMembersMaxAge bounds how long a list is served unchanged: how old
-// the boot health in it may get (the founder's own phaseMs moves every
-// millisecond and the prober's answers every round, none of them in the
-// store), and how long a change that did not move MembersVersion (the
-// store written behind the founder's back) may go unseen.
+// nodeMembersMaxAge bounds how long a list is served unchanged within a
+// generation: how old the boot health in it may get (the founder's own
+// phaseMs moves every millisecond, the prober's answers every round) and
+// how late a change of a member record that keeps the generation (an
+// applied report, a join made active) may reach it. An agent writes the
+// list only when the generation changes.
 const nodeMembersMaxAge = time.Second
 
-// nodeMembersCache is the last list built for nodes and what it was
-// built from.
+// nodeMembersCache is the last list built for nodes, its generation and
+// when it was built.
 type nodeMembersCache struct {
 	mu         sync.Mutex
 	generation uint64
-	version    uint64
 	built      time.Time
 	answer     NodeMembers
 	maxAge     time.Duration // 0: nodeMembersMaxAge
 }
 
-// get answers the cached list when it was built at generation and
-// version less than its max age ago, else the one build makes (kept in
-// its place).
-func (c *nodeMembersCache) get(generation, version uint64, build func() ([]byte, error)) (NodeMembers, error) {
+// get answers the cached list when it was built at generation less than
+// its max age ago, else the one build makes (kept in its place).
+func (c *nodeMembersCache) get(generation uint64, build func() ([]byte, error)) (NodeMembers, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	maxAge := c.maxAge
@@ -59,21 +58,23 @@ func (c *nodeMembersCache) get(generation, version uint64, build func() ([]byte,
 		maxAge = nodeMembersMaxAge
 	}
 	now := time.Now()
-	if c.answer.Body != nil && c.generation == generation && c.version == version && now.Sub(c.built) < maxAge {
+	if c.answer.Body != nil && c.generation == generation && now.Sub(c.built) < maxAge {
 		return c.answer, nil
 	}
 	body, err := build()
 	if err != nil {
 		return NodeMembers{}, err
 	}
-	c.generation, c.version, c.built = generation, version, now
-	c.answer = NodeMembers{Generation: generation, Body: body}
-	return c.answer, nil
+	answer := NodeMembers{Generation: generation, Body: body}
+	if c.answer.Body == nil || generation >= c.generation || now.Sub(c.built) >= maxAge {
+		// A reader of an older snapshot does not replace a newer list.
+		c.generation, c.built, c.answer = generation, now, answer
+	}
+	return answer, nil
 }
 
 // nodeMembers is the members list for nodeID, a member (a node that is
-// not one gets what an unknown id gets: its own record is read and
-// checked each time).
+// not one gets what an unknown id gets).
 func (s *Service) nodeMembers(nodeID string) (NodeMembers, error) {
 	var out NodeMembers
 	err := s.view(func(tx *store.Tx) error {
@@ -82,12 +83,9 @@ func (s *Service) nodeMembers(nodeID string) (NodeMembers, error) {
 		} else if !found {
 			return apierr.New(apierr.NotFound, "no member %s", nodeID)
 		}
-		version, err := cluster.MembersVersion(tx)
-		if err != nil {
-			return err
-		}
 		g := cluster.Generation(tx)
-		out, err = s.nodeList.get(g, version, func() ([]byte, error) {
+		var err error
+		out, err = s.nodeList.get(g, func() ([]byte, error) {
 			members, err := s.decoded.Members(tx)
 			if err != nil {
 				return nil, err
