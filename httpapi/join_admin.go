@@ -160,12 +160,8 @@ func (a *API) watchMembers(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	// The same bytes answer every node at this change of the members.
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(v.Body)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(v.Body) // as writeJSON: a client gone is not an error to answer
-	return nil
+	// The same bytes answer every node within a generation.
+	return writeShared(w, r, v.Body, &a.membersEncoded)
 }
 
 func (a *API) reportApplied(w http.ResponseWriter, r *http.Request, c *call) error {
