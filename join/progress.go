@@ -106,7 +106,8 @@ func (s *Service) progress(t *txn, r *record, req wire.ProgressRequest, actor st
 
 // recordApplied raises a member's applied generation; it never lowers it.
 func (t *txn) recordApplied(nodeID string, g uint64, actor string) error {
-	// m is shared with other readers: only its own fields change below.
+	// What m points to is shared with other readers: only a field of m
+	// itself changes below.
 	m, found, err := t.s.decoded.Member(t.Tx, nodeID)
 	if err != nil {
 		return err
