@@ -53,7 +53,7 @@ func (s *Service) Progress(keyPin, joinID string, req wire.ProgressRequest) (wir
 		if r, err = t.mustRecord(joinID); err != nil {
 			return err
 		}
-		out, err = joinerView(t.Tx, r, s.cfg.Boot)
+		out, err = s.joinerView(t.Tx, r)
 		return err
 	})
 	return out, err

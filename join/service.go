@@ -288,7 +288,7 @@ func (t *txn) operatorView(joinID string) (wire.OperatorView, error) {
 	if err != nil {
 		return wire.OperatorView{}, err
 	}
-	return operatorViewTx(t.Tx, r)
+	return t.s.operatorViewTx(t.Tx, r)
 }
 
 // mustMember is nodeID's member, or NOT_FOUND.
