@@ -128,6 +128,14 @@ func (d *Decoded) Members(tx *store.Tx) ([]Member, error) {
 	return out, err
 }
 
+// AllAppliedIn is cluster.AllAppliedIn through d: every member's report
+// of a generation asks it, of the same records.
+func (d *Decoded) AllAppliedIn(tx *store.Tx, g uint64) (bool, error) {
+	return allAppliedIn(tx, g, func(fn func(string, Member) error) error {
+		return bucketMembers.ForEachDecoded(tx, &d.members, fn)
+	})
+}
+
 // PutMember writes a member.
 func PutMember(tx *store.Tx, m Member) error { return bucketMembers.Put(tx, m.NodeID, m) }
 
@@ -193,7 +201,11 @@ func AllApplied(members []Member, g uint64) bool {
 // than the first that lags: every member's report of a new generation
 // asks it, and all but the last find one soon.
 func AllAppliedIn(tx *store.Tx, g uint64) (bool, error) {
-	err := bucketMembers.ForEach(tx, func(_ string, m Member) error {
+	return allAppliedIn(tx, g, func(fn func(string, Member) error) error { return bucketMembers.ForEach(tx, fn) })
+}
+
+func allAppliedIn(tx *store.Tx, g uint64, forEach func(fn func(string, Member) error) error) (bool, error) {
+	err := forEach(func(_ string, m Member) error {
 		if lags(m, g) {
 			return errLagging
 		}

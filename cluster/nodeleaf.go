@@ -24,14 +24,19 @@ func CheckNodeLeaf(tx *store.Tx, nodeID, serialHex string) (Member, error) {
 	if err != nil {
 		return m, err
 	}
+	return m, checkNodeLeaf(m, found, nodeID, serialHex)
+}
+
+// checkNodeLeaf is CheckNodeLeaf's rule over nodeID's member as read.
+func checkNodeLeaf(m Member, found bool, nodeID, serialHex string) error {
 	next := m.NextLeafSerial != "" && m.NextLeafSerial == serialHex
 	if !found || (m.LeafSerial != "" && m.LeafSerial != serialHex && !next) {
-		return m, apierr.New(apierr.Unauthenticated, "the node certificate for %s (serial %s) is not the one delivered to a current member: it was replaced, or its join was cancelled, failed or rejected", nodeID, serialHex)
+		return apierr.New(apierr.Unauthenticated, "the node certificate for %s (serial %s) is not the one delivered to a current member: it was replaced, or its join was cancelled, failed or rejected", nodeID, serialHex)
 	}
 	if !m.Vouched() {
-		return m, apierr.New(apierr.Forbidden, "node %s is still in its delivery: its certificate counts once its join is installing or joined", nodeID)
+		return apierr.New(apierr.Forbidden, "node %s is still in its delivery: its certificate counts once its join is installing or joined", nodeID)
 	}
-	return m, nil
+	return nil
 }
 
 // PromoteNodeLeaf makes the renewed leaf serialHex the member's only
@@ -57,7 +62,13 @@ func LeafSerial(c *x509.Certificate) string { return c.SerialNumber.Text(16) }
 
 // NodeLeaves checks node transport leaves against the store's
 // membership: the HTTP layer's view of CheckNodeLeaf.
-type NodeLeaves struct{ DB *store.DB }
+type NodeLeaves struct {
+	DB *store.DB
+	// Decoded, when set, keeps the member records the checks read (each
+	// request of every node reads its own): one read again unchanged is
+	// neither checked nor decoded again.
+	Decoded *Decoded
+}
 
 // CheckNodeLeaf is CheckNodeLeaf in a read transaction of its own; the
 // first request under a renewed leaf promotes it in a write transaction
@@ -65,9 +76,22 @@ type NodeLeaves struct{ DB *store.DB }
 func (l NodeLeaves) CheckNodeLeaf(nodeID, serialHex string) error {
 	var promote bool
 	err := l.DB.View(func(tx *store.Tx) error {
-		m, err := CheckNodeLeaf(tx, nodeID, serialHex)
-		promote = err == nil && m.NextLeafSerial != "" && m.NextLeafSerial == serialHex
-		return err
+		var m Member
+		var found bool
+		var err error
+		if l.Decoded != nil {
+			m, found, err = l.Decoded.Member(tx, nodeID)
+		} else {
+			m, found, err = GetMember(tx, nodeID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := checkNodeLeaf(m, found, nodeID, serialHex); err != nil {
+			return err
+		}
+		promote = m.NextLeafSerial != "" && m.NextLeafSerial == serialHex
+		return nil
 	})
 	if err != nil || !promote {
 		return err

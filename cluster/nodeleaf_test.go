@@ -50,17 +50,38 @@ func TestCheckNodeLeaf(t *testing.T) {
 		{"n-legacy01", "anything", ""},
 		{"n-legacy02", "anything", apierr.Forbidden},
 	}
-	for _, tc := range cases {
-		err := db.View(func(tx *store.Tx) error {
-			_, err := CheckNodeLeaf(tx, tc.node, tc.serial)
+	// The HTTP layer's checks, reading through Decoded (twice: the second
+	// read is of records decoded before), decide as CheckNodeLeaf does.
+	leaves := NodeLeaves{DB: db, Decoded: &Decoded{}}
+	check := func(node, serial string, want apierr.Code) {
+		t.Helper()
+		errs := []error{db.View(func(tx *store.Tx) error {
+			_, err := CheckNodeLeaf(tx, node, serial)
 			return err
-		})
-		var ae *apierr.Error
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s/%s: refused: %v", tc.node, tc.serial, err)
-		case tc.want != "" && (!errors.As(err, &ae) || ae.Code != tc.want):
-			t.Errorf("%s/%s: %v, want %s", tc.node, tc.serial, err, tc.want)
+		})}
+		for range 2 {
+			errs = append(errs, leaves.CheckNodeLeaf(node, serial))
+		}
+		for i, err := range errs {
+			var ae *apierr.Error
+			switch {
+			case want == "" && err != nil:
+				t.Errorf("%s/%s (%d): refused: %v", node, serial, i, err)
+			case want != "" && (!errors.As(err, &ae) || ae.Code != want):
+				t.Errorf("%s/%s (%d): %v, want %s", node, serial, i, err, want)
+			}
 		}
 	}
+	for _, tc := range cases {
+		check(tc.node, tc.serial, tc.want)
+	}
+	// A member record rewritten without the data key over one decoded
+	// before counts for nothing.
+	if err := db.Update(func(tx *store.Tx) error {
+		return store.Named("members").Put(tx, "n-install1", []byte(`{"nodeId":"n-install1","joinId":"j-1","leafSerial":"abc9","installed":true}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("n-install1", "abc9", apierr.Unauthenticated)
+	check("n-install1", "abc1", apierr.Unauthenticated)
 }

@@ -110,8 +110,11 @@ type Founder struct {
 	// own record its host does not let it read.
 	recordProblems hostrecord.ProblemLog
 	joins          *join.Service
-	repo           *repo.Service
-	auditMark      *auditKeeper
+	// members keeps the member records decoded, shared by the join
+	// service and the node leaf checks.
+	members   *cluster.Decoded
+	repo      *repo.Service
+	auditMark *auditKeeper
 	// openBao is the cluster's OpenBao; nil when none is configured.
 	openBao     *openbao.Service
 	openBaoAddr string
@@ -292,7 +295,7 @@ func (f *Founder) run(ctx context.Context) error {
 	f.api = httpapi.New(httpapi.Deps{
 		Log: f.log, Build: o.Build, Startup: f.startup, Registry: reg,
 		ClusterRelease: f.runningRelease, AdmissionRelease: f.admissionRelease, Isolation: f.isolationView,
-		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db}, Audit: store.AuditReader{DB: f.db}, Health: storeHealth{f.db},
+		Identity: f.iam, NodeLeaves: cluster.NodeLeaves{DB: f.db, Decoded: f.members}, Audit: store.AuditReader{DB: f.db}, Health: storeHealth{f.db},
 		JoinAdmin: f.joins, Joiners: f.joins, ReleaseSet: f.releases, ReleaseFiles: f.releaseFiles(), Console: ui.Handler(),
 		Releases: f.repo, BootstrapCredentials: f.hasBootstrapCredentials,
 	})

@@ -55,12 +55,13 @@ func (f *Founder) services(ctx context.Context) error {
 		// A configured mirror serves the release; the founder does not.
 		payloads = nil
 	}
+	f.members = &cluster.Decoded{}
 	f.joins, err = join.New(join.Config{
 		DB: f.db, Now: time.Now, JoinAddr: f.opts.JoinAdvertise, JoinCommandNamesRelease: f.opts.Dev, CAPin: f.ca.Pin(),
 		Payloads: payloads, MirrorURL: f.opts.ReleaseSource,
 		DeliveryTimeout: f.opts.DeliveryTimeout, Logger: f.log, Boot: f.bootHealth(),
 		Dev: f.opts.Dev, FounderAddrs: hostAddrs(), OpenBao: f.joinOpenBao(), ControlPlane: &cp,
-		EKPool: f.opts.EKPool,
+		EKPool: f.opts.EKPool, Decoded: f.members,
 	})
 	return err
 }

@@ -57,6 +57,9 @@ type API struct {
 	promHandler http.Handler
 	admin       *mux
 	join        *mux
+	// membersEncoded keeps the compressed forms of the nodes' members
+	// list last answered: made once per list, not once per node.
+	membersEncoded encodedLast
 }
 
 // New builds both routers.

@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -46,6 +48,58 @@ func compressTo(enc string, w io.Writer, src io.WriterTo) error {
 		return err
 	}
 	return zw.Close()
+}
+
+// encodedLast keeps the compressed forms of the last identity body it
+// was given, a domain answer shared by many requests (the nodes' members
+// list): each form is made once per answer. The body is told by the
+// address of its bytes, which stays its own while encodedLast holds it.
+type encodedLast struct {
+	mu    sync.Mutex
+	src   *byte
+	forms map[string][]byte
+}
+
+// form is src in the content coding enc.
+func (c *encodedLast) form(src []byte, enc string) ([]byte, error) {
+	if len(src) == 0 {
+		return nil, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.src != &src[0] {
+		c.src, c.forms = &src[0], map[string][]byte{}
+	}
+	if b, ok := c.forms[enc]; ok {
+		return b, nil
+	}
+	var buf bytes.Buffer
+	if err := compressTo(enc, &buf, bytes.NewReader(src)); err != nil {
+		return nil, err
+	}
+	c.forms[enc] = buf.Bytes()
+	return buf.Bytes(), nil
+}
+
+// writeShared answers body, shared by many requests, as JSON: in the
+// coding the client accepts (made once per body by forms), else as it
+// is, with an exact Content-Length.
+func writeShared(w http.ResponseWriter, r *http.Request, body []byte, forms *encodedLast) error {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Add("Vary", "Accept-Encoding")
+	if enc := acceptedEncoding(r); enc != "" && len(body) > 0 {
+		encoded, err := forms.form(body, enc)
+		if err != nil {
+			return err
+		}
+		h.Set("Content-Encoding", enc)
+		body = encoded
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body) // as writeJSON: a client gone is not an error to answer
+	return nil
 }
 
 // writeAnswer answers a cached release set: 304 when the client holds

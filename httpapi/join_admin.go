@@ -160,8 +160,8 @@ func (a *API) watchMembers(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	// The same bytes answer every node within a generation.
+	return writeShared(w, r, v.Body, &a.membersEncoded)
 }
 
 func (a *API) reportApplied(w http.ResponseWriter, r *http.Request, c *call) error {

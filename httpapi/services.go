@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"stratum/iam"
+	"stratum/join"
 	"stratum/releaseset"
 	"stratum/store"
 	"stratum/wire"
@@ -68,7 +69,7 @@ type JoinAdmin interface {
 	ReplaceMember(by iam.Principal, nodeID, joinID, reason string) (wire.OperatorView, error)
 	ApplyInventory(by iam.Principal, doc wire.Inventory) (wire.InventoryView, error)
 	Inventory() (wire.InventoryView, error)
-	WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (wire.MembersView, error)
+	WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (join.NodeMembers, error)
 	Applied(nodeID string, generation uint64) (wire.MemberView, error)
 	RenewNodeLeaf(nodeID, presentedSerial string, pub *ecdsa.PublicKey) (wire.NodeLeaf, error)
 }

@@ -76,7 +76,7 @@ func (t *txn) approvable(r *record, a wire.Assignment, leaving string) (wire.Ass
 		}
 		a.MgmtIP, source = r.MgmtIP, wire.MgmtIPFromJoiner
 	}
-	c, err := loadClaims(t.Tx, r.JoinID)
+	c, err := loadClaims(t.Tx, r.JoinID, t.s.decoded)
 	if err != nil {
 		return a, "", err
 	}

@@ -190,7 +190,7 @@ func (s *Service) Attest(keyPin, joinID string, p wire.AttestationProof) (wire.J
 				return err
 			}
 		}
-		out, err = joinerView(t.Tx, r, s.cfg.Boot)
+		out, err = s.joinerView(t.Tx, r)
 		return err
 	})
 	return out, err

@@ -22,9 +22,10 @@ type claims struct {
 	members []cluster.Member
 }
 
-func loadClaims(tx *store.Tx, self string) (claims, error) {
+func loadClaims(tx *store.Tx, self string, d *cluster.Decoded) (claims, error) {
 	c := claims{tx: tx, self: self, nodes: map[string]string{}, addrs: map[string]string{}}
-	members, err := cluster.Members(tx)
+	// The members as decoded records: shared, read only.
+	members, err := d.Members(tx)
 	if err != nil {
 		return c, err
 	}

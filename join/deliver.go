@@ -53,7 +53,7 @@ func (t *txn) deliverWith(r *record, bao *openBaoGrant) error {
 	if err != nil {
 		return err
 	}
-	members, err := cluster.Members(t.Tx)
+	members, err := t.s.decoded.Members(t.Tx)
 	if err != nil {
 		return err
 	}

@@ -94,12 +94,12 @@ func (t *txn) endTurn(r *record) error {
 }
 
 // settles says whether settle would make the join in its turn joined.
-func settles(tx *store.Tx) (bool, error) {
+func (s *Service) settles(tx *store.Tx) (bool, error) {
 	id := turn(tx)
 	if id == "" {
 		return false, nil
 	}
-	r, found, err := getRecord(tx, id)
+	r, found, err := bucketRegistrations.GetDecoded(tx, id, &s.turnRecord)
 	switch {
 	case err != nil:
 		return false, err
@@ -108,24 +108,33 @@ func settles(tx *store.Tx) (bool, error) {
 	case !inTurn(r.State) || r.Generation == 0:
 		return false, nil
 	}
-	return cluster.AllAppliedIn(tx, r.Generation)
+	return s.decoded.AllAppliedIn(tx, r.Generation)
 }
 
 // settle makes the join in its turn joined once every member in joining
-// or active has applied the generation it was admitted at.
+// or active has applied the generation it was admitted at. Every
+// member's report of that generation asks it of the same records: they
+// are read through the service's decoded ones, and the join's record
+// again, as a copy of its own, only to change it.
 func (t *txn) settle() error {
 	id := turn(t.Tx)
 	if id == "" {
 		return nil
 	}
-	r, err := t.mustRecord(id)
+	r, found, err := bucketRegistrations.GetDecoded(t.Tx, id, &t.s.turnRecord)
 	if err != nil {
 		return err
+	}
+	if !found {
+		return notFound(id)
 	}
 	if !inTurn(r.State) || r.Generation == 0 {
 		return nil
 	}
-	if all, err := cluster.AllAppliedIn(t.Tx, r.Generation); err != nil || !all {
+	if all, err := t.s.decoded.AllAppliedIn(t.Tx, r.Generation); err != nil || !all {
+		return err
+	}
+	if r, err = t.mustRecord(id); err != nil {
 		return err
 	}
 	return t.join(&r)

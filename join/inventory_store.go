@@ -86,7 +86,7 @@ func (s *Service) ApplyInventory(by iam.Principal, doc wire.Inventory) (wire.Inv
 // inventoryRefusals lists, for every entry at once, what the cluster
 // refuses of it.
 func (t *txn) inventoryRefusals(doc wire.Inventory) error {
-	c, err := loadClaims(t.Tx, "")
+	c, err := loadClaims(t.Tx, "", t.s.decoded)
 	if err != nil {
 		return err
 	}

@@ -26,24 +26,8 @@ func (s *Service) memberView(m cluster.Member) wire.MemberView {
 
 // Members lists the members in join order with the current generation.
 func (s *Service) Members() (wire.MembersView, error) {
-	return s.members("")
-}
-
-// members lists the members; with asNode set, only for a member (a node
-// that is not one gets what an unknown id gets).
-func (s *Service) members(asNode string) (wire.MembersView, error) {
 	out := wire.MembersView{Members: []wire.MemberView{}}
 	err := s.view(func(tx *store.Tx) error {
-		if asNode != "" {
-			if _, found, err := s.decoded.Member(tx, asNode); err != nil {
-				return err
-			} else if !found {
-				return apierr.New(apierr.NotFound, "no member %s", asNode)
-			}
-		}
-		// Every member reads the list at each generation: N lists of N
-		// members a join, decoded once each (memberView copies what it
-		// changes).
 		members, err := s.decoded.Members(tx)
 		if err != nil {
 			return err
@@ -65,17 +49,17 @@ const membersTopic = "cluster/members"
 // list, at once when the generation differs from generation, else when it
 // changes, wait (+0-5% jitter) passes, ctx ends or the hub closes. Only
 // members may ask.
-func (s *Service) WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (wire.MembersView, error) {
+func (s *Service) WaitMembers(ctx context.Context, nodeID string, generation uint64, wait time.Duration) (NodeMembers, error) {
 	wait = min(wait, MaxWait)
 	// Subscribe before reading, as Wait does.
 	sub := s.hub.Subscribe(membersTopic)
 	defer sub.Cancel()
-	first, err := s.members(nodeID)
+	first, err := s.nodeMembers(nodeID)
 	if err != nil || first.Generation != generation || wait <= 0 {
 		return first, err
 	}
-	read := func() (wire.MembersView, error) { return s.members(nodeID) }
-	return hold(ctx, s.hub, sub, wait, read, func(v wire.MembersView) bool { return v.Generation != generation })
+	read := func() (NodeMembers, error) { return s.nodeMembers(nodeID) }
+	return hold(ctx, s.hub, sub, wait, read, func(v NodeMembers) bool { return v.Generation != generation })
 }
 
 // DecodeApplied decodes PUT /v1/cluster/members/{nodeId}/applied.
@@ -112,7 +96,7 @@ func (s *Service) Applied(nodeID string, generation uint64) (wire.MemberView, er
 		return out, err
 	}
 	err = s.batch(func(t *txn) error {
-		if err := checkApplied(t.Tx, nodeID, generation); err != nil {
+		if _, err := s.checkApplied(t.Tx, nodeID, generation); err != nil {
 			return err
 		}
 		if err := t.recordApplied(nodeID, generation, "node:"+nodeID); err != nil {
@@ -121,7 +105,7 @@ func (s *Service) Applied(nodeID string, generation uint64) (wire.MemberView, er
 		if err := t.settle(); err != nil {
 			return err
 		}
-		m, _, err := cluster.GetMember(t.Tx, nodeID)
+		m, _, err := s.decoded.Member(t.Tx, nodeID)
 		out = s.memberView(m)
 		return err
 	})
@@ -129,19 +113,22 @@ func (s *Service) Applied(nodeID string, generation uint64) (wire.MemberView, er
 }
 
 // checkApplied refuses a report of an unknown member (404) or of a
-// generation ahead of the cluster's (400).
-func checkApplied(tx *store.Tx, nodeID string, generation uint64) error {
-	if _, found, err := cluster.GetMember(tx, nodeID); err != nil {
-		return err
+// generation ahead of the cluster's (400); it answers the member. The
+// members report each generation together: their records are read
+// through the service's decoded ones.
+func (s *Service) checkApplied(tx *store.Tx, nodeID string, generation uint64) (cluster.Member, error) {
+	m, found, err := s.decoded.Member(tx, nodeID)
+	if err != nil {
+		return m, err
 	} else if !found {
-		return apierr.New(apierr.NotFound, "no member %s", nodeID)
+		return m, apierr.New(apierr.NotFound, "no member %s", nodeID)
 	}
 	if cur := cluster.Generation(tx); generation > cur {
 		var f apierr.Fields
 		f.Add("generation", "%d is ahead of the cluster's generation %d", generation, cur)
-		return f.Err("the applied report has problems")
+		return m, f.Err("the applied report has problems")
 	}
-	return nil
+	return m, nil
 }
 
 // appliedChanges checks a report in a read and says whether recording it
@@ -150,10 +137,7 @@ func checkApplied(tx *store.Tx, nodeID string, generation uint64) error {
 // When it would not, out is the member as it stands.
 func (s *Service) appliedChanges(nodeID string, generation uint64) (out wire.MemberView, changes bool, err error) {
 	err = s.view(func(tx *store.Tx) error {
-		if err := checkApplied(tx, nodeID, generation); err != nil {
-			return err
-		}
-		m, _, err := cluster.GetMember(tx, nodeID)
+		m, err := s.checkApplied(tx, nodeID, generation)
 		if err != nil {
 			return err
 		}
@@ -161,7 +145,7 @@ func (s *Service) appliedChanges(nodeID string, generation uint64) (out wire.Mem
 			changes = true
 			return nil
 		}
-		if changes, err = settles(tx); err != nil || changes {
+		if changes, err = s.settles(tx); err != nil || changes {
 			return err
 		}
 		out = s.memberView(m)

@@ -2,11 +2,13 @@ package join
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	"stratum/apierr"
 	"stratum/cluster"
+	"stratum/store"
 	"stratum/wire"
 )
 
@@ -36,7 +38,7 @@ func TestWaitMembers(t *testing.T) {
 	woke := make(chan wire.MembersView, 1)
 	go func() {
 		v, _ := e.svc.WaitMembers(context.Background(), "n-founder1", g, time.Minute)
-		woke <- v
+		woke <- nodeList(t, v)
 	}()
 	waitFor(t, func() bool { return e.svc.Hub().Waiters() == 1 })
 	a := e.pending("a")
@@ -76,7 +78,86 @@ func TestBootHealthInViews(t *testing.T) {
 		t.Fatalf("bundle nodes: %+v", nodes)
 	}
 	delete(boot, node)
-	if v, _ := e.svc.WaitMembers(context.Background(), node, 0, 0); v.Members[1].BootState != "" {
-		t.Fatalf("an unprobed member carries boot fields: %+v", v.Members[1])
+	if v, _ := e.svc.WaitMembers(context.Background(), node, 0, 0); nodeList(t, v).Members[1].BootState != "" {
+		t.Fatalf("an unprobed member carries boot fields: %s", v.Body)
+	}
+}
+
+// nodeList decodes the list a node is answered with.
+func nodeList(t *testing.T, v NodeMembers) wire.MembersView {
+	t.Helper()
+	var out wire.MembersView
+	if err := json.Unmarshal(v.Body, &out); err != nil || out.Generation != v.Generation {
+		t.Errorf("the node's list %q: %v", v.Body, err)
+	}
+	return out
+}
+
+// TestNodeMembersBuiltOncePerGeneration: every node is answered with the
+// same bytes within a generation, the list the admin endpoint lists; a
+// change that keeps the generation (a member's report) reaches it within
+// its max age, a new generation at once, and a record forged behind the
+// founder's back grants nothing.
+func TestNodeMembersBuiltOncePerGeneration(t *testing.T) {
+	bao := newFakeBao()
+	bao.root = false
+	e := newEnv(t, func(c *Config) { c.OpenBao = bao })
+	_, a := e.joinFully("a", 1)
+	_, b := e.joinFully("b", 2) // a has not applied b's generation
+	ask := func(node string) NodeMembers {
+		t.Helper()
+		v, err := e.svc.WaitMembers(context.Background(), node, 0, 0)
+		if err != nil {
+			t.Fatalf("%s asks: %v", node, err)
+		}
+		return v
+	}
+	const maxAge = 100 * time.Millisecond
+	e.svc.nodeList.maxAge = maxAge
+	first, second := ask(a), ask(b)
+	if &first.Body[0] != &second.Body[0] {
+		t.Fatal("two nodes' lists were built twice within a generation")
+	}
+	admin, err := e.svc.Members()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := encodeAnswer(admin); string(first.Body) != string(want) {
+		t.Fatalf("a node's list %s\nis not the admin list %s", first.Body, want)
+	}
+	if got := nodeList(t, first); got.Members[1].NodeID != a || got.Members[1].AppliedGeneration == e.generation() {
+		t.Fatalf("a applied before it reported: %+v", got.Members[1])
+	}
+
+	e.applied(a) // b is joined: same generation, a applied it, b active
+	if held := ask(b); string(held.Body) != string(first.Body) {
+		t.Fatalf("within its max age the list changed: %s", held.Body)
+	}
+	time.Sleep(maxAge)
+	after := ask(b)
+	if got := nodeList(t, after); after.Generation != first.Generation || got.Members[1].AppliedGeneration != e.generation() ||
+		got.Members[2].State != cluster.MemberActive {
+		t.Fatalf("after a's report and the max age the list is %s", after.Body)
+	}
+
+	// A new generation is answered at once.
+	_, c := e.joinFully("c", 3)
+	if got := nodeList(t, ask(b)); got.Generation != e.generation() || len(got.Members) != 4 || got.Members[3].NodeID != c {
+		t.Fatalf("after c's admission the list is %+v", got)
+	}
+
+	// a's record rewritten without the data key: a is answered as an
+	// unknown node at once and left out of the list within its max age.
+	if err := e.db.Update(func(tx *store.Tx) error {
+		return store.Named("members").Put(tx, a, []byte(`{"nodeId":"`+a+`","role":"control-plane","state":"active","order":2,"labels":{"forged":"yes"}}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.WaitMembers(context.Background(), a, 0, 0)
+	wantCode(t, err, apierr.NotFound)
+	time.Sleep(maxAge)
+	forged := nodeList(t, ask(b))
+	if len(forged.Members) != 3 || forged.Members[1].NodeID != b {
+		t.Fatalf("the list with a forged record: %+v", forged.Members)
 	}
 }

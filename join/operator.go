@@ -31,7 +31,7 @@ func (s *Service) List(state string) ([]wire.OperatorView, error) {
 		if pos, err = queuePositions(tx); err != nil {
 			return err
 		}
-		if members, err = cluster.Members(tx); err != nil {
+		if members, err = s.decoded.Members(tx); err != nil {
 			return err
 		}
 		return bucketRegistrations.ForEach(tx, func(_ string, r record) error {
@@ -60,7 +60,7 @@ func (s *Service) Get(joinID string) (wire.OperatorView, error) {
 		if !found {
 			return notFound(joinID)
 		}
-		out, err = operatorViewTx(tx, r)
+		out, err = s.operatorViewTx(tx, r)
 		return err
 	})
 	return out, err
@@ -126,7 +126,7 @@ func (s *Service) Reject(by iam.Principal, joinID, reason string) (wire.Operator
 		if err := t.Audit("join.rejected", actorOf(by), joinID, map[string]string{"reason": reason}); err != nil {
 			return err
 		}
-		out, err = operatorViewTx(t.Tx, r)
+		out, err = s.operatorViewTx(t.Tx, r)
 		return err
 	})
 	return out, err

@@ -53,7 +53,7 @@ func (s *Service) Progress(keyPin, joinID string, req wire.ProgressRequest) (wir
 		if r, err = t.mustRecord(joinID); err != nil {
 			return err
 		}
-		out, err = joinerView(t.Tx, r, s.cfg.Boot)
+		out, err = s.joinerView(t.Tx, r)
 		return err
 	})
 	return out, err
@@ -106,7 +106,9 @@ func (s *Service) progress(t *txn, r *record, req wire.ProgressRequest, actor st
 
 // recordApplied raises a member's applied generation; it never lowers it.
 func (t *txn) recordApplied(nodeID string, g uint64, actor string) error {
-	m, found, err := cluster.GetMember(t.Tx, nodeID)
+	// What m points to is shared with other readers: only a field of m
+	// itself changes below.
+	m, found, err := t.s.decoded.Member(t.Tx, nodeID)
 	if err != nil {
 		return err
 	}

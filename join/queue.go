@@ -79,8 +79,11 @@ func (t *txn) enqueue(r *record) error {
 	return bucketQueue.Put(t.Tx, queueKey(seq), []byte(r.JoinID))
 }
 
-// dequeue removes r from the queue; every join behind it moves up, so all
-// the remaining ones are woken (their waiters answer a changed position).
+// dequeue removes r from the queue. Every join behind it moves up, and
+// none is woken: only a state change answers a joiner's long-poll (Wait),
+// so waking the whole queue at every turn would only have each waiter
+// read its view again (N reads a turn); a position reaches the joiner
+// when its hold ends.
 func (t *txn) dequeue(r *record) error {
 	if r.QueueSeq == 0 {
 		return nil
@@ -92,11 +95,7 @@ func (t *txn) dequeue(r *record) error {
 		return err
 	}
 	r.QueueSeq = 0
-	ids, err := queueIDs(t.Tx)
-	for _, id := range ids {
-		t.wake[id] = struct{}{}
-	}
-	return err
+	return nil
 }
 
 // turn is the join holding the delivery slot, "" when it is free.

@@ -53,7 +53,7 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 				if err := s.reregister(t, &r, req, actor); err != nil {
 					return err
 				}
-				view, err = joinerView(t.Tx, r, s.cfg.Boot)
+				view, err = s.joinerView(t.Tx, r)
 				return err
 			}
 		}
@@ -114,7 +114,7 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 			}
 		}
 		created = true
-		view, err = joinerView(t.Tx, r, s.cfg.Boot)
+		view, err = s.joinerView(t.Tx, r)
 		return err
 	})
 	if err == nil && refused != nil {

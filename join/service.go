@@ -63,6 +63,11 @@ type Config struct {
 	// EKPool is the manufacturer CA pool (--ek-ca) EK certificates are
 	// checked against; nil when none is configured.
 	EKPool *attest.Pool
+	// Decoded keeps the identity and member records this service reads,
+	// shared with other readers of them (the node leaf checks: a member's
+	// report changes its record, decoded then once for both); nil: its
+	// own.
+	Decoded *cluster.Decoded
 }
 
 // BootHealth answers a member's last probed boot health.
@@ -86,12 +91,19 @@ type Service struct {
 	kick    chan struct{} // wakes Step (Wake) when the turn changes
 	// holds counts each registration's held long-polls (SPEC 10.10).
 	holds *holdCounter
-	// decoded keeps the identity and the founder's member record, which
-	// every registration's address check reads; tokens the join tokens
-	// the registrations' prechecks read (between two commits, the
-	// joiners sharing a token read the same bytes).
-	decoded cluster.Decoded
+	// decoded keeps the identity and the member records, which every
+	// registration's address check, every node's members list and every
+	// member's report read; tokens the join tokens the registrations'
+	// prechecks read (between two commits, the joiners sharing a token
+	// read the same bytes).
+	decoded *cluster.Decoded
 	tokens  store.Decoded[tokenRecord]
+	// nodeList is the members list encoded for nodes, built once per
+	// generation (and again after nodeMembersMaxAge).
+	nodeList nodeMembersCache
+	// turnRecord keeps the join in its turn, which every member's report
+	// of its generation reads (settle).
+	turnRecord store.Decoded[record]
 }
 
 // New fills defaults; it starts nothing (see Step).
@@ -108,7 +120,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Service{cfg: cfg, db: cfg.DB, now: cfg.Now, log: cfg.Logger, hub: NewHub(), kick: make(chan struct{}, 1), holds: newHoldCounter(MaxHoldsPerRegistration)}
+	if cfg.Decoded == nil {
+		cfg.Decoded = &cluster.Decoded{}
+	}
+	s := &Service{cfg: cfg, db: cfg.DB, now: cfg.Now, log: cfg.Logger, hub: NewHub(), kick: make(chan struct{}, 1), holds: newHoldCounter(MaxHoldsPerRegistration),
+		decoded: cfg.Decoded}
 	s.db.Subscribe(topicRegistration, s.heardRegistration)
 	s.db.Subscribe(topicTurn, func(string) { s.kickRun() })
 	return s, nil
@@ -272,7 +288,7 @@ func (t *txn) operatorView(joinID string) (wire.OperatorView, error) {
 	if err != nil {
 		return wire.OperatorView{}, err
 	}
-	return operatorViewTx(t.Tx, r)
+	return t.s.operatorViewTx(t.Tx, r)
 }
 
 // mustMember is nodeID's member, or NOT_FOUND.

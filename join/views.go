@@ -24,12 +24,13 @@ func waitingFor(r record, members []cluster.Member) []wire.MemberLag {
 	return out
 }
 
-// installingMembers reads the members only when r waits on them.
-func installingMembers(tx *store.Tx, r record) ([]cluster.Member, error) {
+// installingMembers reads the members only when r waits on them (through
+// the service's decoded records: what it answers is shared, read only).
+func (s *Service) installingMembers(tx *store.Tx, r record) ([]cluster.Member, error) {
 	if r.State != wire.StateInstalling {
 		return nil, nil
 	}
-	return cluster.Members(tx)
+	return s.decoded.Members(tx)
 }
 
 // registration is what both views of r begin with.
@@ -43,7 +44,7 @@ func registration(r record, pos int) wire.Registration {
 	return reg
 }
 
-func joinerView(tx *store.Tx, r record, boot BootHealth) (wire.JoinerView, error) {
+func (s *Service) joinerView(tx *store.Tx, r record) (wire.JoinerView, error) {
 	pos, err := queuePosition(tx, r)
 	if err != nil {
 		return wire.JoinerView{}, err
@@ -55,10 +56,10 @@ func joinerView(tx *store.Tx, r record, boot BootHealth) (wire.JoinerView, error
 		if err != nil {
 			return wire.JoinerView{}, err
 		}
-		d.Bundle.Nodes = withBoot(d.Bundle.Nodes, boot)
+		d.Bundle.Nodes = withBoot(d.Bundle.Nodes, s.cfg.Boot)
 		v.Delivery = d
 	}
-	members, err := installingMembers(tx, r)
+	members, err := s.installingMembers(tx, r)
 	if err != nil {
 		return wire.JoinerView{}, err
 	}
@@ -88,12 +89,12 @@ func operatorView(r record, pos int, members []cluster.Member) wire.OperatorView
 	return v
 }
 
-func operatorViewTx(tx *store.Tx, r record) (wire.OperatorView, error) {
+func (s *Service) operatorViewTx(tx *store.Tx, r record) (wire.OperatorView, error) {
 	pos, err := queuePosition(tx, r)
 	if err != nil {
 		return wire.OperatorView{}, err
 	}
-	members, err := installingMembers(tx, r)
+	members, err := s.installingMembers(tx, r)
 	return operatorView(r, pos, members), err
 }
 

@@ -24,7 +24,7 @@ func (s *Service) View(keyPin, joinID string) (wire.JoinerView, error) {
 		if !found || r.KeyPin != keyPin || keyPin == "" {
 			return notFound(joinID)
 		}
-		out, err = joinerView(tx, r, s.cfg.Boot)
+		out, err = s.joinerView(tx, r)
 		return err
 	})
 	return out, err

@@ -83,46 +83,61 @@ func (b Bucket[T]) GetDecoded(tx *Tx, key string, d *Decoded[T]) (v T, found boo
 }
 
 func getDecoded[T any](tx *Tx, spec bucketSpec, key string, d *Decoded[T]) (v T, found bool, err error) {
-	raw, err := tx.get(spec, key)
-	if err != nil || raw == nil {
+	stored, err := tx.kv.get(spec.name, []byte(key))
+	if err != nil || stored == nil {
 		return v, false, err
 	}
-	v, err = d.decode(spec, key, raw)
-	return v, true, err
+	return d.decode(tx, spec, key, stored)
 }
 
-// decode is raw's value, decoded now or remembered from the last time
-// key held these very bytes.
-func (d *Decoded[T]) decode(spec bucketSpec, key string, raw []byte) (v T, err error) {
+// decode is the value of stored, the bytes stored at key: remembered
+// from the last time key held these very bytes, else opened (in an
+// authenticated bucket, its MAC checked: found is false when it fails)
+// and decoded now.
+//
+// Bytes remembered from a record whose MAC verified are not checked
+// again (as Remembered's are not): the check of the same bytes under the
+// same bucket, key and data key gives the same answer. Bytes read while
+// MACs are off (migrations) are decoded again each time.
+func (d *Decoded[T]) decode(tx *Tx, spec bucketSpec, key string, stored []byte) (v T, found bool, err error) {
 	d.mu.Lock()
 	kept, ok := d.m[key]
 	d.mu.Unlock()
-	if ok && bytes.Equal(kept.raw, raw) {
-		return kept.v, nil
+	if ok && kept.checked && kept.bucket == spec.name && bytes.Equal(kept.stored, stored) {
+		return kept.v, true, nil
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return v, fmt.Errorf("store: decode %s/%s: %w", spec.name, key, err)
+	checked := !spec.authenticated || !tx.db.macs.legacy.Load()
+	payload, err := tx.open(spec, key, stored)
+	if err != nil || payload == nil {
+		return v, false, err
+	}
+	if err := json.Unmarshal(payload, &v); err != nil {
+		return v, true, fmt.Errorf("store: decode %s/%s: %w", spec.name, key, err)
 	}
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.m == nil || len(d.m) >= maxDecoded {
 		d.m = map[string]decodedValue[T]{}
 	}
-	d.m[key] = decodedValue[T]{raw: bytes.Clone(raw), v: v}
-	d.mu.Unlock()
-	return v, nil
+	d.m[key] = decodedValue[T]{bucket: spec.name, stored: bytes.Clone(stored), checked: checked, v: v}
+	return v, true, nil
 }
 
-// Decoded holds the values GetDecoded decoded, by key, with the bytes
-// each came from (at most maxDecoded; then it starts again). The zero
-// value is ready.
+// Decoded holds the values GetDecoded decoded, by key, with the stored
+// bytes each came from (at most maxDecoded; then it starts again). The
+// zero value is ready. One Decoded serves one store.
 type Decoded[T any] struct {
 	mu sync.Mutex
 	m  map[string]decodedValue[T]
 }
 
 type decodedValue[T any] struct {
-	raw []byte
-	v   T
+	bucket string
+	stored []byte
+	// checked: stored is what the store holds after its MAC verified (or
+	// in a bucket without MACs), so the same bytes need no check again.
+	checked bool
+	v       T
 }
 
 const maxDecoded = 4096
@@ -170,12 +185,13 @@ func (b Bucket[T]) ForEach(tx *Tx, fn func(key string, v T) error) error {
 // What fn is given may be shared with other readers: it must not modify
 // it or anything it points to.
 func (b Bucket[T]) ForEachDecoded(tx *Tx, d *Decoded[T], fn func(key string, v T) error) error {
-	return tx.forEach(b.spec, func(key string, raw []byte) error {
-		v, err := d.decode(b.spec, key, raw)
-		if err != nil {
-			return err
+	return tx.kv.scan(b.spec.name, nil, func(k, stored []byte) (bool, error) {
+		key := string(k)
+		v, found, err := d.decode(tx, b.spec, key, stored)
+		if err != nil || !found {
+			return err == nil, err
 		}
-		return fn(key, v)
+		return true, fn(key, v)
 	})
 }
 

@@ -307,8 +307,17 @@ func (tx *Tx) getJSON(b bucketSpec, key string, v any) (found bool, err error) {
 // authenticated bucket (a record whose MAC fails is absent), or nil.
 func (tx *Tx) get(b bucketSpec, key string) ([]byte, error) {
 	raw, err := tx.kv.get(b.name, []byte(key))
-	if err != nil || raw == nil || !b.authenticated {
-		return raw, err
+	if err != nil {
+		return nil, err
+	}
+	return tx.open(b, key, raw)
+}
+
+// open is get's answer for raw, the stored bytes at bucket/key (nil when
+// absent).
+func (tx *Tx) open(b bucketSpec, key string, raw []byte) ([]byte, error) {
+	if raw == nil || !b.authenticated {
+		return raw, nil
 	}
 	if !b.remembered {
 		return tx.openRecord(b.name, key, raw)
