@@ -26,19 +26,27 @@ func (s *Service) memberView(m cluster.Member) wire.MemberView {
 
 // Members lists the members in join order with the current generation.
 func (s *Service) Members() (wire.MembersView, error) {
-	out := wire.MembersView{Members: []wire.MemberView{}}
+	var out wire.MembersView
 	err := s.view(func(tx *store.Tx) error {
-		members, err := s.decoded.Members(tx)
-		if err != nil {
-			return err
-		}
-		out.Generation = cluster.Generation(tx)
-		for _, m := range members {
-			out.Members = append(out.Members, s.memberView(m))
-		}
-		return nil
+		var err error
+		out, err = s.membersList(tx, cluster.Generation(tx))
+		return err
 	})
 	return out, err
+}
+
+// membersList is the members in join order at generation, as the admin
+// list and the nodes' list both answer them.
+func (s *Service) membersList(tx *store.Tx, generation uint64) (wire.MembersView, error) {
+	members, err := s.decoded.Members(tx)
+	if err != nil {
+		return wire.MembersView{}, err
+	}
+	out := wire.MembersView{Generation: generation, Members: make([]wire.MemberView, 0, len(members))}
+	for _, m := range members {
+		out.Members = append(out.Members, s.memberView(m))
+	}
+	return out, nil
 }
 
 // membersTopic is the hub topic of the membership generation; a join id

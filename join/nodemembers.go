@@ -9,7 +9,6 @@ import (
 	"stratum/apierr"
 	"stratum/cluster"
 	"stratum/store"
-	"stratum/wire"
 )
 
 // Every member's agent reads the members list at each new generation (N
@@ -86,13 +85,9 @@ func (s *Service) nodeMembers(nodeID string) (NodeMembers, error) {
 		g := cluster.Generation(tx)
 		var err error
 		out, err = s.nodeList.get(g, func() ([]byte, error) {
-			members, err := s.decoded.Members(tx)
+			v, err := s.membersList(tx, g)
 			if err != nil {
 				return nil, err
-			}
-			v := wire.MembersView{Generation: g, Members: make([]wire.MemberView, 0, len(members))}
-			for _, m := range members {
-				v.Members = append(v.Members, s.memberView(m))
 			}
 			return encodeAnswer(v)
 		})

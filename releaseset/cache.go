@@ -48,9 +48,10 @@ type cachedRecord struct {
 // 5.3-5.6 KB (5.2-5.4 with that encoder, 3.6 with Huffman coding): 733
 // MiB at 100,000 nodes, well inside the gigabyte. Its repeats are still
 // found, and they are most of a record's size. Decoders keep no state
-// between DecodeAll calls.
+// between DecodeAll calls. It also reads the stored records' frames
+// (DecodeStored), so what it may decode to is bounded (storedLimit).
 var recordDecoder = func() *zstd.Decoder {
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(storedLimit), zstd.WithDecoderMaxWindow(storedLimit))
 	if err != nil {
 		panic(err)
 	}

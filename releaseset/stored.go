@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/klauspost/compress/zstd"
-
 	"stratum/store"
 )
 
@@ -23,8 +21,11 @@ import (
 // as such until its node records again.
 const compactRecord byte = 0x01
 
-// storedLimit bounds what a stored frame may decode to: a record is read
-// from a request body of at most 4 MiB (httpapi's RecordBodyLimit).
+// storedLimit bounds what a frame may decode to (recordDecoder): a record
+// is read from a request body of at most 4 MiB (httpapi's
+// RecordBodyLimit), and the records bucket is not authenticated (it holds
+// what nodes say of themselves), so a stored frame may have been written
+// by anyone who could write the file.
 const storedLimit = 4 << 20
 
 // appendStored appends the compact record of running and frame to dst.
@@ -63,7 +64,7 @@ func DecodeStored(raw []byte) (Stored, error) {
 	if !ok {
 		return st, errStored
 	}
-	plain, err := storedDecoder.DecodeAll(frame, nil)
+	plain, err := recordDecoder.DecodeAll(frame, nil)
 	if err != nil {
 		return st, fmt.Errorf("%w: %v", errStored, err)
 	}
@@ -71,18 +72,6 @@ func DecodeStored(raw []byte) (Stored, error) {
 	err = json.Unmarshal(plain, &st.Release)
 	return st, err
 }
-
-// storedDecoder decodes what the store holds: the records bucket is not
-// authenticated (it holds what nodes say of themselves), so a frame may
-// have been written by anyone who could write the file, and it is not
-// let to claim more memory than a record can hold.
-var storedDecoder = func() *zstd.Decoder {
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(storedLimit), zstd.WithDecoderMaxWindow(storedLimit))
-	if err != nil {
-		panic(err)
-	}
-	return dec
-}()
 
 // previousRunning is the runningRelease of node's stored record, found
 // false when it has none. A repeat record (the steady state: each node
