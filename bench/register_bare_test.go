@@ -113,24 +113,29 @@ func startBareServer(b *testing.B, cfgs []*tls.Config, workers, answerBytes int)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	idle0 := procCPU(pid)
+	idle0 := stratumtest.ProcRunTime(pid)
 	time.Sleep(time.Second)
 	return &bareServer{pid: pid, clients: clients, post: post, workers: workers,
-		idleRate: float64(procCPU(pid).total()-idle0.total()) / float64(time.Second)}
+		idleRate: float64(stratumtest.ProcRunTime(pid)-idle0) / float64(time.Second)}
 }
 
 // measure makes connections lo..hi-1 (a fresh one each, workers at once)
-// and answers the bare server's CPU over them (less its idle CPU over as
-// long) and the system part of it.
+// and answers the bare server's CPU over them, less its idle CPU over as
+// long (to the nanosecond: stratumtest.ProcRunTime), and the system part
+// of it (in ticks).
 func (s *bareServer) measure(b *testing.B, lo, hi int) (cpu, sys time.Duration) {
-	c0 := procCPU(s.pid)
+	c0, run0 := procCPU(s.pid), stratumtest.ProcRunTime(s.pid)
 	start := time.Now()
 	if err := concurrently(s.workers, lo, hi, s.post); err != nil {
 		b.Fatal(err)
 	}
 	took := time.Since(start)
-	c1 := procCPU(s.pid)
-	return c1.total() - c0.total() - time.Duration(s.idleRate*float64(took)), c1.sys - c0.sys
+	c1, run1 := procCPU(s.pid), stratumtest.ProcRunTime(s.pid)
+	run := run1 - run0
+	if run <= 0 { // no schedstat in this kernel: the ticks
+		run = c1.total() - c0.total()
+	}
+	return run - time.Duration(s.idleRate*float64(took)), c1.sys - c0.sys
 }
 
 type procTimes struct{ user, sys time.Duration }

@@ -190,6 +190,9 @@ type txn struct {
 	now  time.Time
 	wake map[string]struct{}
 	kick bool
+	// puts counts putRecord's writes: a caller holding a record can tell
+	// whether a step it called wrote it.
+	puts int
 }
 
 // update runs fn in one transaction; only after it is durable are the
@@ -249,6 +252,7 @@ func getRecord(tx *store.Tx, id string) (record, bool, error) {
 func (t *txn) putRecord(r *record) error {
 	r.UpdatedAt = t.now
 	t.wake[r.JoinID] = struct{}{}
+	t.puts++
 	return bucketRegistrations.Put(t.Tx, r.JoinID, *r)
 }
 

@@ -231,6 +231,17 @@ func redeemable(tx *store.Tx, token string, now time.Time, d *store.Decoded[toke
 	return rec, nil
 }
 
+// redeemableAsLastRead says whether token was redeemable as its record
+// read last (d.Peek): a guard's answer, not redeemable's.
+func redeemableAsLastRead(token string, now time.Time, d *store.Decoded[tokenRecord]) bool {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 || parts[0] != tokenPrefix || parts[1] == "" {
+		return false
+	}
+	rec, ok := d.Peek(parts[1])
+	return ok && crypto.TokenMatches(token, rec.Hash) && rec.state(now) == "active"
+}
+
 // useToken spends one use of rec inside t.
 func (t *txn) useToken(rec tokenRecord, joinID, actor string) error {
 	rec.UsesLeft--

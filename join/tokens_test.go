@@ -210,3 +210,32 @@ func TestTokenInvalid(t *testing.T) {
 		t.Fatalf("good token: %v", err)
 	}
 }
+
+// TestSpentTokenGuard: precheck lets a token on to its batch without a
+// read when the batch that last read it found it redeemable. A token
+// spent since is refused by the batch, whose read is then the last one:
+// the next request with it is refused before any batch.
+func TestSpentTokenGuard(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("worker", 1)
+	if _, _, err := e.register("first", tok, clusterRelease, false); err != nil {
+		t.Fatal(err)
+	}
+	if !redeemableAsLastRead(tok, e.clock.Now(), &e.svc.tokens) {
+		t.Fatal("the batch that spent the token read it redeemable: the guard should let the next request on")
+	}
+	for i, name := range []string{"second", "third"} {
+		before := e.auditCount()
+		_, _, err := e.register(name, tok, clusterRelease, false)
+		wantCode(t, err, apierr.JoinTokenInvalid)
+		if e.auditCount() != before {
+			t.Errorf("request %d with the spent token wrote to the store", i+2)
+		}
+		if redeemableAsLastRead(tok, e.clock.Now(), &e.svc.tokens) {
+			t.Errorf("after request %d the guard still takes the spent token for redeemable", i+2)
+		}
+	}
+	if redeemableAsLastRead("not-a-token", e.clock.Now(), &e.svc.tokens) {
+		t.Error("a malformed token passed the guard")
+	}
+}

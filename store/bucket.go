@@ -142,6 +142,20 @@ type decodedValue[T any] struct {
 
 const maxDecoded = 4096
 
+// Peek is the value decoded the last time key was read with its MAC
+// verified, without a transaction: what the store held then, which it
+// may no longer hold. It is for a guard that lets a request on to a
+// transaction that reads key again, never for an answer.
+func (d *Decoded[T]) Peek(key string) (v T, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	kept, ok := d.m[key]
+	if !ok || !kept.checked {
+		return v, false
+	}
+	return kept.v, true
+}
+
 // GetRaw is the stored JSON at key, nil when absent (in an authenticated
 // bucket, when its MAC fails): for a hot path that reads a record's
 // leading field itself instead of scanning the whole record (GetPart's
