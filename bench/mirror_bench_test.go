@@ -134,6 +134,7 @@ func BenchmarkMirrorVsNginx(b *testing.B) {
 	for b.Loop() {
 		for _, v := range mirrorVariants {
 			stop := e.startFounder(b, v.name, v.cacheBytes)
+			settle(b) // the benchmark before, and the release files written
 			samples := e.measure(b)
 			stop()
 			e.report(b, v.name, samples)

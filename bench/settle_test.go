@@ -10,7 +10,7 @@ import (
 )
 
 // settle waits, at most settleMax, for the machine to be quiet before a
-// rate is measured: it has the kernel write what the benchmarks before it
+// rate or a server's CPU is measured: it has the kernel write what the benchmarks before it
 // wrote (sync(2)), then waits until the CPUs were settleIdle idle over one
 // settleStep. make bench runs every benchmark in one process, one after
 // the other, and a figure could be taken while the kernel still tears down
