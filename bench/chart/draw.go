@@ -21,6 +21,9 @@ var runColors = []color.Color{
 	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+	color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff},
+	color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
+	color.RGBA{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff},
 }
 
 var limitColor = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
@@ -158,7 +161,8 @@ func targetsChart(runs []run) (*plot.Plot, vg.Length, vg.Length, error) {
 		var xys plotter.XYs
 		for _, t := range r.Targets {
 			// Runs side by side within a target's row.
-			dy := 0.18 * (float64(i) - float64(len(runs)-1)/2)
+			// The runs' points stay within their target's row.
+			dy := min(0.18, 0.8/float64(len(runs))) * (float64(i) - float64(len(runs)-1)/2)
 			xys = append(xys, plotter.XY{X: t.headroom(), Y: row[t.Name] - dy})
 		}
 		dots, err := plotter.NewScatter(xys)
