@@ -124,27 +124,16 @@ func startBareServer(b *testing.B, cfgs []*tls.Config, workers, answerBytes int)
 // long (to the nanosecond: stratumtest.ProcRunTime), and the system part
 // of it (in ticks).
 func (s *bareServer) measure(b *testing.B, lo, hi int) (cpu, sys time.Duration) {
-	c0, run0 := procCPU(s.pid), stratumtest.ProcRunTime(s.pid)
+	_, sys0 := stratumtest.ProcCPU(s.pid)
+	run0 := stratumtest.ProcRunTime(s.pid)
 	start := time.Now()
 	if err := concurrently(s.workers, lo, hi, s.post); err != nil {
 		b.Fatal(err)
 	}
 	took := time.Since(start)
-	c1, run1 := procCPU(s.pid), stratumtest.ProcRunTime(s.pid)
-	run := run1 - run0
-	if run <= 0 { // no schedstat in this kernel: the ticks
-		run = c1.total() - c0.total()
-	}
-	return run - time.Duration(s.idleRate*float64(took)), c1.sys - c0.sys
-}
-
-type procTimes struct{ user, sys time.Duration }
-
-func (p procTimes) total() time.Duration { return p.user + p.sys }
-
-func procCPU(pid int) procTimes {
-	u, s := stratumtest.ProcCPU(pid)
-	return procTimes{u, s}
+	_, sys1 := stratumtest.ProcCPU(s.pid)
+	run1 := stratumtest.ProcRunTime(s.pid)
+	return run1 - run0 - time.Duration(s.idleRate*float64(took)), sys1 - sys0
 }
 
 // TestRegisterBareServer is the bare server of registerBareCPU (skipped

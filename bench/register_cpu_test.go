@@ -229,9 +229,6 @@ func BenchmarkRegisterCPU(b *testing.B) {
 			window := time.Since(start)
 			run := stratumtest.ProcRunTime(f.Process().Pid) - run0
 			user1, sys1 := f.CPUTimes()
-			if run <= 0 { // no schedstat in this kernel: the ticks
-				run = user1 + sys1 - user0 - sys0
-			}
 			cpu, sys, took, windows = cpu+user1+sys1-user0-sys0, sys+sys1-sys0, took+window, windows+window
 			fMs = float64((run - time.Duration(idleRate*float64(window))).Microseconds()) / 1000 / n
 		}

@@ -212,12 +212,12 @@ func errTokenInvalid() error {
 // compared in constant time, and a miss costs what a hit costs.
 func redeemable(tx *store.Tx, token string, now time.Time, d *store.Decoded[tokenRecord]) (tokenRecord, error) {
 	var rec tokenRecord
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 || parts[0] != tokenPrefix || parts[1] == "" {
+	id, ok := tokenID(token)
+	if !ok {
 		crypto.TokenMatches(token, crypto.HashToken("absent"))
 		return rec, errTokenInvalid()
 	}
-	rec, found, err := bucketTokens.GetDecoded(tx, parts[1], d)
+	rec, found, err := bucketTokens.GetDecoded(tx, id, d)
 	if err != nil {
 		return rec, err
 	}
@@ -234,12 +234,22 @@ func redeemable(tx *store.Tx, token string, now time.Time, d *store.Decoded[toke
 // redeemableAsLastRead says whether token was redeemable as its record
 // read last (d.Peek): a guard's answer, not redeemable's.
 func redeemableAsLastRead(token string, now time.Time, d *store.Decoded[tokenRecord]) bool {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 || parts[0] != tokenPrefix || parts[1] == "" {
+	id, ok := tokenID(token)
+	if !ok {
 		return false
 	}
-	rec, ok := d.Peek(parts[1])
+	rec, ok := d.Peek(id)
 	return ok && crypto.TokenMatches(token, rec.Hash) && rec.state(now) == "active"
+}
+
+// tokenID is the record key of a join token (prefix.id.secret); ok is
+// false when token is not of that form.
+func tokenID(token string) (id string, ok bool) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 || parts[0] != tokenPrefix || parts[1] == "" {
+		return "", false
+	}
+	return parts[1], true
 }
 
 // useToken spends one use of rec inside t.
