@@ -18,3 +18,11 @@ func SetBackgroundBuildMembers(n int) (restore func()) {
 	backgroundBuildMembers = n
 	return func() { backgroundBuildMembers = old }
 }
+
+// SetMemberRead runs fn between a record's read of its member and the
+// shared commit that stores the record.
+func SetMemberRead(fn func(nodeID string)) (restore func()) {
+	old := memberRead
+	memberRead = fn
+	return func() { memberRead = old }
+}

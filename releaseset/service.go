@@ -68,6 +68,10 @@ func (s *Service) Record(actor, nodeID string, req wire.RecordRequest) error {
 	return s.RecordDecoded(actor, nodeID, Request{RecordRequest: req})
 }
 
+// memberRead, when set (by tests), runs between a record's read of its
+// member, before the shared commit, and the commit.
+var memberRead func(nodeID string)
+
 // RecordDecoded is Record of a request as DecodeRecordRequest read it, while
 // its body is still held.
 func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
@@ -90,10 +94,24 @@ func (s *Service) RecordDecoded(actor, nodeID string, r Request) error {
 	if err != nil {
 		return err
 	}
+	// The member is read and decoded here, while other calls commit:
+	// in the shared commit, which runs its calls one after the other,
+	// member only compares the bytes stored now with the ones it
+	// decoded (9 us of a record's 23 in the commit at 100,000 nodes).
+	var member membership.Decoded
+	if err := s.DB.View(func(tx *store.Tx) error {
+		_, _, err := member.Member(tx, nodeID)
+		return err
+	}); err != nil {
+		return err
+	}
+	if memberRead != nil {
+		memberRead(nodeID)
+	}
 	var raised string
 	err = s.DB.Batch(func(tx *store.Tx) error {
 		raised = ""
-		m, found, err := membership.GetMember(tx, nodeID)
+		m, found, err := member.Member(tx, nodeID)
 		if err != nil {
 			return err
 		} else if !found {

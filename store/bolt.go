@@ -19,7 +19,13 @@ type boltBackend struct {
 }
 
 func openBolt(path string, readOnly bool) (*boltBackend, error) {
-	opts := &bolt.Options{Timeout: 5 * time.Second}
+	// The free pages are not written at each commit but found again when
+	// the store opens, as etcd does: a commit of release records wrote a
+	// page or more of free-page ids besides its own, in front of each
+	// fsync. Opening a store of 100,000 records (630 MB) then takes about
+	// half a second more, five from a cold page cache. The map form keeps
+	// a long free list quick to allocate from.
+	opts := &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType}
 	busy := "another process holds the store (is a founder already running?)"
 	if readOnly {
 		if _, err := os.Stat(path); err != nil {
