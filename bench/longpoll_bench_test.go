@@ -371,7 +371,10 @@ func lpShutdown(joiners []*lpJoiner, approved map[int]bool, term time.Time) lpSh
 		case last.err != nil:
 			s.errors++
 			if s.firstErr == "" {
-				s.firstErr = fmt.Sprintf(" first_error=%q", fmt.Sprintf("joiner %d: %v", j.i, last.err))
+				// When it came tells a shutdown race from a failure
+				// of the held polls before SIGTERM.
+				s.firstErr = fmt.Sprintf(" first_error=%q", fmt.Sprintf("joiner %d, %.3fs after SIGTERM (%d answers before it): %v",
+					j.i, last.at.Sub(term).Seconds(), len(as)-1, last.err))
 			}
 		case last.at.Before(term):
 			s.errors++
