@@ -213,7 +213,6 @@ func BenchmarkRegisterCPU(b *testing.B) {
 	// switch between the two processes costs both.)
 	var diffs []float64
 	var rounds []string
-	var windows time.Duration
 	bareCPU, bareSys, cpu, sys, took = 0, 0, 0, 0, 0
 	for r := range pinnedRounds {
 		lo, hi := count+r*count/pinnedRounds, count+(r+1)*count/pinnedRounds
@@ -229,7 +228,7 @@ func BenchmarkRegisterCPU(b *testing.B) {
 			window := time.Since(start)
 			run := stratumtest.ProcRunTime(f.Process().Pid) - run0
 			user1, sys1 := f.CPUTimes()
-			cpu, sys, took, windows = cpu+user1+sys1-user0-sys0, sys+sys1-sys0, took+window, windows+window
+			cpu, sys, took = cpu+user1+sys1-user0-sys0, sys+sys1-sys0, took+window
 			fMs = float64((run - time.Duration(idleRate*float64(window))).Microseconds()) / 1000 / n
 		}
 		bareRound := func() {
@@ -247,7 +246,7 @@ func BenchmarkRegisterCPU(b *testing.B) {
 		diffs = append(diffs, fMs-bMs)
 		rounds = append(rounds, fmt.Sprintf("%.3f-%.3f", fMs, bMs))
 	}
-	idle = time.Duration(idleRate * float64(windows))
+	idle = time.Duration(idleRate * float64(took))
 	perReg = float64((cpu - idle).Microseconds()) / 1000 / float64(count)
 	sysPerReg = float64(sys.Microseconds()) / 1000 / float64(count)
 	bareMs = float64(bareCPU.Microseconds()) / 1000 / float64(count)
