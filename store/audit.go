@@ -145,7 +145,7 @@ func (tx *Tx) Audit(kind, actor, subject string, data map[string]string) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.kv.put(AuditBucket.Name(), seqKey(seq), raw); err != nil {
+	if err := tx.kvPut(AuditBucket.bucket(), seqKey(seq), raw); err != nil {
 		return err
 	}
 	if !keyed {

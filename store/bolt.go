@@ -86,6 +86,20 @@ func (t boltTx) bucketForWrite(name string) (*bolt.Bucket, error) {
 	return t.tx.CreateBucket([]byte(name))
 }
 
+// packedFill is how full an Appended bucket's split pages are: etcd's
+// figure for its revisions; the 10% left lets a late key in without a
+// split.
+const packedFill = 0.9
+
+func (t boltTx) packPages(name string) error {
+	b, err := t.bucketForWrite(name)
+	if err != nil {
+		return err
+	}
+	b.FillPercent = packedFill
+	return nil
+}
+
 func (t boltTx) createBucket(name string) error {
 	_, err := t.tx.CreateBucketIfNotExists([]byte(name))
 	return err

@@ -33,6 +33,8 @@ type bucketSpec struct {
 	// remembered: the MAC check of a record read again unchanged is not
 	// done again (Remembered).
 	remembered bool
+	// appended: new keys mostly sort after every stored one (Appended).
+	appended bool
 }
 
 // Option qualifies a bucket declaration.
@@ -53,6 +55,13 @@ func Authenticated() Option { return func(s *bucketSpec) { s.authenticated = tru
 // valid after the transaction, never written, the same slice for as long
 // as the record is unchanged (a caller may compare it by identity).
 func Remembered() Option { return func(s *bucketSpec) { s.remembered = true } }
+
+// Appended says that new keys mostly sort after every key already stored
+// (a sequence, a counter-led id): a page the bucket fills is split full,
+// not in halves, as nothing will be inserted into it later. A commit that
+// appends N records then writes about N/pageful pages, where half-full
+// pages made it twice as many (etcd packs its revisions the same way).
+func Appended() Option { return func(s *bucketSpec) { s.appended = true } }
 
 // Bucket is a declared bucket whose values are JSON-encoded T.
 type Bucket[T any] struct{ spec bucketSpec }
@@ -114,13 +123,45 @@ func (d *Decoded[T]) decode(tx *Tx, spec bucketSpec, key string, stored []byte) 
 	if err := json.Unmarshal(payload, &v); err != nil {
 		return v, true, fmt.Errorf("store: decode %s/%s: %w", spec.name, key, err)
 	}
+	d.keep(spec.name, key, bytes.Clone(stored), checked, v)
+	return v, true, nil
+}
+
+// keep remembers v as the value of the bytes stored at key; stored must
+// not change afterwards.
+func (d *Decoded[T]) keep(bucket, key string, stored []byte, checked bool, v T) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.m == nil || len(d.m) >= maxDecoded {
 		d.m = map[string]decodedValue[T]{}
 	}
-	d.m[key] = decodedValue[T]{bucket: spec.name, stored: bytes.Clone(stored), checked: checked, v: v}
-	return v, true, nil
+	d.m[key] = decodedValue[T]{bucket: bucket, stored: stored, checked: checked, v: v}
+}
+
+// PutDecoded is Put remembering in d that the bytes it stored hold v, as
+// if GetDecoded had read them: a record written and read again (a join
+// token a rack's registrations spend one after the other, in one commit)
+// is not checked and decoded again. v must not be modified afterwards,
+// nor anything it points to. If the transaction does not commit, d
+// remembers bytes the store does not hold, which no read matches (Peek
+// may answer them: it is a guard's hint, never an answer).
+func (b Bucket[T]) PutDecoded(tx *Tx, key string, v T, d *Decoded[T]) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("store: encode %s/%s: %w", b.spec.name, key, err)
+	}
+	stored := raw
+	if b.spec.authenticated {
+		if stored, err = tx.sealRecord(b.spec.name, key, raw); err != nil {
+			return err
+		}
+	}
+	if err := tx.kvPut(b.spec, []byte(key), stored); err != nil {
+		return err
+	}
+	// The backend keeps stored as it is until the commit, and so does d.
+	d.keep(b.spec.name, key, stored, !b.spec.authenticated || !tx.db.macs.legacy.Load(), v)
+	return nil
 }
 
 // Decoded holds the values GetDecoded decoded, by key, with the stored
@@ -143,8 +184,9 @@ type decodedValue[T any] struct {
 const maxDecoded = 4096
 
 // Peek is the value decoded the last time key was read with its MAC
-// verified, without a transaction: what the store held then, which it
-// may no longer hold. It is for a guard that lets a request on to a
+// verified (or written by PutDecoded), without a transaction: what the
+// store held then, which it may no longer hold (or never held, when the
+// write's transaction failed). It is for a guard that lets a request on to a
 // transaction that reads key again, never for an answer.
 func (d *Decoded[T]) Peek(key string) (v T, ok bool) {
 	d.mu.Lock()
@@ -251,6 +293,17 @@ func (b RawBucket) Occupied(tx *Tx, key string) bool {
 		tx.fail(err)
 	}
 	return raw != nil
+}
+
+// Stored is what is stored at key, MAC and all, unchecked (no data key
+// needed), or nil: to tell whether a record changed between two reads of
+// one transaction, never what it says. Valid until the transaction ends.
+func (b RawBucket) Stored(tx *Tx, key string) []byte {
+	raw, err := tx.kv.get(b.spec.name, []byte(key))
+	if err != nil {
+		tx.fail(err)
+	}
+	return raw
 }
 
 // Put stores raw at key.

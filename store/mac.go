@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"log/slog"
 	"sort"
 	"strings"
@@ -37,23 +38,38 @@ const macPurpose = "record mac v1"
 var errRecordNeedsKey = errors.New("store: authenticated records need the data key; open the store with it")
 
 // recordMAC binds payload to its bucket, key and record format.
-func recordMAC(key []byte, bucket, k string, payload []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	var n [4]byte
-	for _, part := range [][]byte{[]byte(bucket), []byte(k)} {
-		binary.BigEndian.PutUint32(n[:], uint32(len(part)))
-		m.Write(n[:])
-		m.Write(part)
-	}
-	m.Write(recordMagic)
+func recordMAC(key *macKey, bucket, k string, payload []byte) []byte {
+	m := key.hmacs.Get().(hash.Hash)
+	defer key.hmacs.Put(m)
+	m.Reset()
+	head := make([]byte, 0, 4+len(bucket)+4+len(k)+len(recordMagic))
+	head = binary.BigEndian.AppendUint32(head, uint32(len(bucket)))
+	head = append(head, bucket...)
+	head = binary.BigEndian.AppendUint32(head, uint32(len(k)))
+	head = append(head, k...)
+	m.Write(append(head, recordMagic...))
 	m.Write(payload)
 	return m.Sum(nil)
+}
+
+// macKey is the record key with HMACs keyed by it, used again: an HMAC's
+// key setup (two SHA-256 blocks, half a dozen allocations) is made once
+// per pooled HMAC instead of for every record read or written, a few a
+// registration.
+type macKey struct {
+	hmacs sync.Pool
+}
+
+func newMACKey(key []byte) *macKey {
+	k := &macKey{}
+	k.hmacs.New = func() any { return hmac.New(sha256.New, key) }
+	return k
 }
 
 // macs is what a DB keeps about record MACs.
 type macs struct {
 	once sync.Once
-	key  []byte
+	key  *macKey
 	err  error
 
 	// legacy is set while migrations below recordMACSchema run: records
@@ -72,14 +88,19 @@ type macs struct {
 	log      *slog.Logger
 }
 
-func (db *DB) recordKey() ([]byte, error) {
+func (db *DB) recordKey() (*macKey, error) {
 	db.macs.once.Do(func() {
 		d, ok := db.sealer.(keyDeriver)
 		if !ok {
 			db.macs.err = errRecordNeedsKey
 			return
 		}
-		db.macs.key, db.macs.err = d.DeriveKey(macPurpose)
+		key, err := d.DeriveKey(macPurpose)
+		if err != nil {
+			db.macs.err = err
+			return
+		}
+		db.macs.key = newMACKey(key)
 	})
 	return db.macs.key, db.macs.err
 }
@@ -101,7 +122,7 @@ func (tx *Tx) sealRecord(bucket, key string, payload []byte) ([]byte, error) {
 
 // checkRecord returns the payload of the stored record, or ok false when
 // its MAC fails (or it has none).
-func checkRecord(mk []byte, bucket, key string, stored []byte) (payload []byte, ok bool) {
+func checkRecord(mk *macKey, bucket, key string, stored []byte) (payload []byte, ok bool) {
 	if len(stored) < recordHeader || !bytes.Equal(stored[:len(recordMagic)], recordMagic) {
 		return nil, false
 	}

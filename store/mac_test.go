@@ -371,19 +371,7 @@ func TestGetDecodedIsGet(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		get := func() (map[string]string, bool) {
-			t.Helper()
-			var v map[string]string
-			var found bool
-			if err := db.View(func(tx *Tx) error {
-				var err error
-				v, found, err = authTest.GetDecoded(tx, "k", &d)
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			return v, found
-		}
+		get := func() (map[string]string, bool) { t.Helper(); return getDecodedK(t, db, &d) }
 		put(map[string]string{"who": "admin"})
 		for range 2 {
 			if v, found := get(); !found || v["who"] != "admin" {
@@ -451,4 +439,58 @@ func TestForEachDecodedIsForEach(t *testing.T) {
 			t.Fatalf("with a forged record walk = %v, want only b", got)
 		}
 	})
+}
+
+// TestPutDecodedIsGet: what PutDecoded wrote reads back through the same
+// Decoded as Get reads it; a write whose transaction failed is not
+// answered (the store never held it); a record forged over one written
+// this way reads as absent.
+func TestPutDecodedIsGet(t *testing.T) {
+	backends(t, func(t *testing.T, target string, open opener) {
+		db := open(t)
+		var d Decoded[map[string]string]
+		get := func() (map[string]string, bool) { t.Helper(); return getDecodedK(t, db, &d) }
+		if err := db.Update(func(tx *Tx) error { return authTest.PutDecoded(tx, "k", map[string]string{"who": "admin"}, &d) }); err != nil {
+			t.Fatal(err)
+		}
+		if v, found := get(); !found || v["who"] != "admin" {
+			t.Fatalf("GetDecoded after PutDecoded = %v %v", v, found)
+		}
+		failed := errors.New("the transaction fails")
+		if err := db.Update(func(tx *Tx) error {
+			if err := authTest.PutDecoded(tx, "k", map[string]string{"who": "never"}, &d); err != nil {
+				return err
+			}
+			return failed
+		}); !errors.Is(err, failed) {
+			t.Fatalf("the failing transaction answered %v", err)
+		}
+		if v, found := get(); !found || v["who"] != "admin" {
+			t.Fatalf("after a failed PutDecoded, GetDecoded = %v %v, want what the store holds", v, found)
+		}
+		if err := db.Update(func(tx *Tx) error { return authTest.PutDecoded(tx, "k", map[string]string{"who": "operator"}, &d) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(func(tx *Tx) error {
+			return Named(authTest.Name()).Put(tx, "k", []byte(`{"who":"intruder"}`))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if v, found := get(); found {
+			t.Fatalf("a record forged over a PutDecoded one read as %v", v)
+		}
+	})
+}
+
+// getDecodedK reads authTest's "k" through d.
+func getDecodedK(t *testing.T, db *DB, d *Decoded[map[string]string]) (v map[string]string, found bool) {
+	t.Helper()
+	if err := db.View(func(tx *Tx) error {
+		var err error
+		v, found, err = authTest.GetDecoded(tx, "k", d)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return v, found
 }

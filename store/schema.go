@@ -60,7 +60,7 @@ func DeclaredBuckets() []string {
 var (
 	metaBucket = NewRawBucket("meta")
 	// AuditBucket holds the append-only audit chain, keyed by sequence.
-	AuditBucket = NewBucket[wire.AuditEvent]("audit")
+	AuditBucket = NewBucket[wire.AuditEvent]("audit", Appended())
 )
 
 // Named is the bucket stored under name, declared or not: for the tools

@@ -369,7 +369,22 @@ func (tx *Tx) putRaw(b bucketSpec, key string, raw []byte) error {
 			return err
 		}
 	}
-	return tx.kv.put(b.name, []byte(key), raw)
+	return tx.kvPut(b, []byte(key), raw)
+}
+
+// pagePacker is a backend that can split a bucket's full pages full
+// (bbolt's fill percent; PostgreSQL has no pages of its own to pack).
+type pagePacker interface{ packPages(bucket string) error }
+
+// kvPut stores raw under a declared bucket's key, packing the pages of an
+// Appended bucket.
+func (tx *Tx) kvPut(b bucketSpec, key, raw []byte) error {
+	if p, ok := tx.kv.(pagePacker); ok && b.appended {
+		if err := p.packPages(b.name); err != nil {
+			return err
+		}
+	}
+	return tx.kv.put(b.name, key, raw)
 }
 
 // delete removes bucket/key; absent keys are not an error.
