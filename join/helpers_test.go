@@ -45,7 +45,7 @@ func (o offered) Offered(release string) bool { return o[release] }
 func (o offered) UpgradesFrom(release string) []string { return nil }
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	db    *store.DB
 	path  string
 	svc   *Service
@@ -60,7 +60,7 @@ type option func(*Config)
 
 // newEnv opens a store in a temp dir with a data key and initializes a
 // cluster whose founder binds storage and declares a rack.
-func newEnv(t *testing.T, opts ...option) *env {
+func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
 	db, dir := storetest.Temp(t)
 	e := &env{t: t, db: db, path: filepath.Join(dir, "stratum.db"), clock: &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, admin: iam.Principal{Subject: "admin@cloud.internal"}}

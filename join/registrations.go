@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"strconv"
 
 	"stratum/apierr"
 	"stratum/attest"
@@ -75,11 +76,11 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 			refused = err // the token is not spent: nothing was written
 			return nil
 		}
-		joinID, err := unusedKey(t.Tx, bucketRegistrations, "j-", 8)
+		seq, err := bucketRegistrations.NextSequence(t.Tx)
 		if err != nil {
 			return err
 		}
-		seq, err := bucketRegistrations.NextSequence(t.Tx)
+		joinID, err := newJoinID(t.Tx, seq)
 		if err != nil {
 			return err
 		}
@@ -97,9 +98,12 @@ func (s *Service) Register(keyPin string, req wire.RegisterRequest) (view wire.J
 		if err := bucketKeys.Put(t.Tx, keyPin, []byte(joinID)); err != nil {
 			return err
 		}
-		if err := t.useToken(tok, joinID, actor); err != nil {
+		// One event tells the registration and the token's use.
+		usesLeft, err := t.useToken(tok)
+		if err != nil {
 			return err
 		}
+		audit["usesLeft"] = strconv.Itoa(usesLeft)
 		if err := t.Audit("join.registered", actor, joinID, audit); err != nil {
 			return err
 		}

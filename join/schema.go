@@ -8,8 +8,9 @@ import "stratum/store"
 // admitted, so each record is authenticated (SPEC 16.2); deliveries are
 // sealed, which authenticates them.
 var (
-	bucketTokens        = store.NewBucket[tokenRecord]("join-tokens", store.Authenticated())
-	bucketRegistrations = store.NewBucket[record]("join-registrations", store.Authenticated())
+	bucketTokens = store.NewBucket[tokenRecord]("join-tokens", store.Authenticated())
+	// Join ids lead with their sequence number (newJoinID).
+	bucketRegistrations = store.NewBucket[record]("join-registrations", store.Authenticated(), store.Appended())
 	bucketKeys          = store.NewRawBucket("join-keys", store.Authenticated())  // key pin -> its latest join id
 	bucketQueue         = store.NewRawBucket("join-queue", store.Authenticated()) // approval sequence -> join id
 	bucketDeliveries    = store.NewRawBucket("join-deliveries")                   // join id -> sealed delivery

@@ -1,6 +1,7 @@
 package join
 
 import (
+	"bytes"
 	"errors"
 	"log/slog"
 	"sort"
@@ -211,11 +212,11 @@ func (s *Service) batch(fn func(t *txn) error) error {
 func (s *Service) inTxn(fn func(t *txn) error) func(tx *store.Tx) error {
 	return func(tx *store.Tx) error {
 		t := &txn{Tx: tx, s: s, now: s.now().UTC(), wake: map[string]struct{}{}}
-		generation := cluster.Generation(tx)
+		generation := cluster.GenerationMark(tx)
 		if err := fn(t); err != nil {
 			return err
 		}
-		if cluster.Generation(tx) != generation {
+		if !bytes.Equal(cluster.GenerationMark(tx), generation) {
 			t.wake[membersTopic] = struct{}{}
 		}
 		ids := make([]string, 0, len(t.wake)+1)

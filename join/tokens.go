@@ -252,13 +252,13 @@ func tokenID(token string) (id string, ok bool) {
 	return parts[1], true
 }
 
-// useToken spends one use of rec inside t.
-func (t *txn) useToken(rec tokenRecord, joinID, actor string) error {
+// useToken spends one use of rec inside t and answers the uses it has
+// left, which the registration's audit event names. The token's new
+// record is remembered as decoded: the next registration of a rack,
+// likely in the same commit, reads it without a MAC check or a decode.
+func (t *txn) useToken(rec tokenRecord) (usesLeft int, err error) {
 	rec.UsesLeft--
-	if err := bucketTokens.Put(t.Tx, rec.ID, rec); err != nil {
-		return err
-	}
-	return t.Audit("join.token.used", actor, rec.ID, map[string]string{"joinId": joinID, "usesLeft": strconv.Itoa(rec.UsesLeft)})
+	return rec.UsesLeft, bucketTokens.PutDecoded(t.Tx, rec.ID, rec, &t.s.tokens)
 }
 
 // unusedKey draws prefix + n of [a-z0-9] until the id is free in bucket.

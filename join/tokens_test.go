@@ -212,27 +212,55 @@ func TestTokenInvalid(t *testing.T) {
 }
 
 // TestSpentTokenGuard: precheck lets a token on to its batch without a
-// read when the batch that last read it found it redeemable. A token
-// spent since is refused by the batch, whose read is then the last one:
-// the next request with it is refused before any batch.
+// read when the token as its batch last read or wrote it was redeemable.
+// A batch that spends the last use remembers the token spent, so the
+// next request with it meets precheck's read; a token spent where this
+// service did not see it (revoked here through a plain write, or by
+// another replica) is refused by the batch, whose read is then the last
+// one: the next request with it is refused before any batch.
 func TestSpentTokenGuard(t *testing.T) {
 	e := newEnv(t)
-	tok := e.token("worker", 1)
+	tok := e.token("worker", 2)
 	if _, _, err := e.register("first", tok, clusterRelease, false); err != nil {
 		t.Fatal(err)
 	}
 	if !redeemableAsLastRead(tok, e.clock.Now(), &e.svc.tokens) {
-		t.Fatal("the batch that spent the token read it redeemable: the guard should let the next request on")
+		t.Fatal("the batch that spent one of two uses wrote the token redeemable: the guard should let the next request on")
 	}
-	for i, name := range []string{"second", "third"} {
+	if _, _, err := e.register("second", tok, clusterRelease, false); err != nil {
+		t.Fatal(err)
+	}
+	if redeemableAsLastRead(tok, e.clock.Now(), &e.svc.tokens) {
+		t.Fatal("the batch that spent the last use wrote the token spent: the guard should not let the next request on")
+	}
+	// Revoked behind the guard's back: it still remembers one use left.
+	revoked := e.token("worker", 2)
+	if _, _, err := e.register("third", revoked, clusterRelease, false); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := tokenID(revoked)
+	if err := e.db.Update(func(tx *store.Tx) error {
+		rec, _, err := bucketTokens.Get(tx, id)
+		rec.RevokedAt = e.clock.Now()
+		if err == nil {
+			err = bucketTokens.Put(tx, id, rec)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !redeemableAsLastRead(revoked, e.clock.Now(), &e.svc.tokens) {
+		t.Fatal("the guard saw the revocation it was not told of")
+	}
+	for i, c := range []struct{ key, token string }{{"fourth", tok}, {"fifth", revoked}, {"sixth", revoked}} {
 		before := e.auditCount()
-		_, _, err := e.register(name, tok, clusterRelease, false)
+		_, _, err := e.register(c.key, c.token, clusterRelease, false)
 		wantCode(t, err, apierr.JoinTokenInvalid)
 		if e.auditCount() != before {
-			t.Errorf("request %d with the spent token wrote to the store", i+2)
+			t.Errorf("request %d with a spent token wrote to the store", i+1)
 		}
-		if redeemableAsLastRead(tok, e.clock.Now(), &e.svc.tokens) {
-			t.Errorf("after request %d the guard still takes the spent token for redeemable", i+2)
+		if redeemableAsLastRead(c.token, e.clock.Now(), &e.svc.tokens) {
+			t.Errorf("after request %d the guard still takes the spent token for redeemable", i+1)
 		}
 	}
 	if redeemableAsLastRead("not-a-token", e.clock.Now(), &e.svc.tokens) {
