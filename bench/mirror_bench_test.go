@@ -29,6 +29,7 @@ import (
 	"stratum/founder"
 	"stratum/httpapi"
 	"stratum/internal/gcfloor"
+	"stratum/internal/selfcpu"
 	"stratum/internal/stratumtest"
 	"stratum/release"
 	"stratum/release/repo"
@@ -671,12 +672,12 @@ func (e *mirrorEnv) measureRound(b *testing.B, round int, pinned bool, order []s
 			runtime.GC()
 			url, pid := e.server(server, pinned)
 			hits0, misses0, _ := e.founderCache(b, server)
-			client0, server0 := mirrorSelfCPU(), mirrorTreeCPU(pid)
+			client0, server0 := selfcpu.Total(), mirrorTreeCPU(pid)
 			s, err := c.run(e, url)
 			if err != nil {
 				b.Fatalf("round %d, case %s, %s: %v", round, c.name, server, err)
 			}
-			s.clientCPU, s.serverCPU = mirrorSelfCPU()-client0, mirrorTreeCPU(pid)-server0
+			s.clientCPU, s.serverCPU = selfcpu.Total()-client0, mirrorTreeCPU(pid)-server0
 			hits1, misses1, procs := e.founderCache(b, server) // GOMAXPROCS as it served
 			s.cacheHits, s.cacheMisses = hits1-hits0, misses1-misses0
 			fmt.Printf("mirror run round=%d case=%s server=%s mibs=%.0f requests=%d elapsed=%v server_cpu=%v client_cpu=%v cache_hits=%d cache_misses=%d founder_gomaxprocs=%d\n",
@@ -913,15 +914,6 @@ func (c *mirrorCheck) Write(p []byte) (int, error) {
 		c.off += int64(k)
 	}
 	return n, nil
-}
-
-// mirrorSelfCPU is the user and system CPU time of this process.
-func mirrorSelfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // mirrorTreeCPU is the CPU time of process pid and of its children (the

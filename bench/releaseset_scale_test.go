@@ -20,6 +20,7 @@ import (
 	"stratum/cluster"
 	"stratum/founder"
 	"stratum/httpapi"
+	"stratum/internal/selfcpu"
 	"stratum/releaseset"
 	"stratum/store"
 	"stratum/wire"
@@ -134,7 +135,7 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		var failed atomic.Value
-		cpu0 := mirrorSelfCPU()
+		cpu0 := selfcpu.Total()
 		t0 := time.Now()
 		for range recordClients {
 			wg.Add(1)
@@ -166,7 +167,7 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 		if err, _ := failed.Load().(error); err != nil {
 			b.Fatal(err)
 		}
-		return time.Since(t0), mirrorSelfCPU() - cpu0
+		return time.Since(t0), selfcpu.Total() - cpu0
 	}
 	// The rate is taken on a machine done with what ran before it
 	// (settle_test.go).

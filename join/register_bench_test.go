@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"stratum/internal/selfcpu"
 	"stratum/wire"
 )
 
@@ -36,7 +36,7 @@ func BenchmarkRegisterPath(b *testing.B) {
 	}
 	var next atomic.Int64
 	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
-	cpu0 := processCPU()
+	cpu0 := selfcpu.Total()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -53,14 +53,5 @@ func BenchmarkRegisterPath(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-us/registration")
-}
-
-// processCPU is this process's user and system CPU time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(selfcpu.Total()-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-us/registration")
 }

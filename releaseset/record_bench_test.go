@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	membership "stratum/cluster"
+	"stratum/internal/selfcpu"
 	"stratum/releaseset"
 	"stratum/releaseset/releasesettest"
 	"stratum/store"
@@ -76,7 +76,7 @@ func BenchmarkRecordPath(b *testing.B) {
 			}
 			var next atomic.Int64
 			b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0))) // 32 callers, as the scale benchmark's clients
-			cpu0 := selfCPU()
+			cpu0 := selfcpu.Total()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -96,16 +96,7 @@ func BenchmarkRecordPath(b *testing.B) {
 			if !again {
 				recorded.Store(min(int64(nodes), next.Load()))
 			}
-			b.ReportMetric(float64(selfCPU()-cpu0)/1e3/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64(selfcpu.Total()-cpu0)/1e3/float64(b.N), "cpu-µs/op")
 		})
 	}
-}
-
-// selfCPU is this process's user and system CPU time.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -115,7 +115,7 @@ func (d *Decoded[T]) decode(tx *Tx, spec bucketSpec, key string, stored []byte) 
 	if ok && kept.checked && kept.bucket == spec.name && bytes.Equal(kept.stored, stored) {
 		return kept.v, true, nil
 	}
-	checked := !spec.authenticated || !tx.db.macs.legacy.Load()
+	checked := tx.macChecked(spec)
 	payload, err := tx.open(spec, key, stored)
 	if err != nil || payload == nil {
 		return v, false, err
@@ -146,21 +146,12 @@ func (d *Decoded[T]) keep(bucket, key string, stored []byte, checked bool, v T) 
 // remembers bytes the store does not hold, which no read matches (Peek
 // may answer them: it is a guard's hint, never an answer).
 func (b Bucket[T]) PutDecoded(tx *Tx, key string, v T, d *Decoded[T]) error {
-	raw, err := json.Marshal(v)
+	stored, err := tx.storeJSON(b.spec, key, v)
 	if err != nil {
-		return fmt.Errorf("store: encode %s/%s: %w", b.spec.name, key, err)
-	}
-	stored := raw
-	if b.spec.authenticated {
-		if stored, err = tx.sealRecord(b.spec.name, key, raw); err != nil {
-			return err
-		}
-	}
-	if err := tx.kvPut(b.spec, []byte(key), stored); err != nil {
 		return err
 	}
 	// The backend keeps stored as it is until the commit, and so does d.
-	d.keep(b.spec.name, key, stored, !b.spec.authenticated || !tx.db.macs.legacy.Load(), v)
+	d.keep(b.spec.name, key, stored, tx.macChecked(b.spec), v)
 	return nil
 }
 

@@ -348,28 +348,50 @@ func (tx *Tx) getRaw(b bucketSpec, key string) []byte {
 
 // putJSON stores v at bucket/key.
 func (tx *Tx) putJSON(b bucketSpec, key string, v any) error {
+	_, err := tx.storeJSON(b, key, v)
+	return err
+}
+
+// storeJSON is putJSON answering the bytes it stored.
+func (tx *Tx) storeJSON(b bucketSpec, key string, v any) ([]byte, error) {
 	if e, ok := v.(Encoded); ok {
 		if raw, ok := e.EncodedJSON(); ok {
-			return tx.putRaw(b, key, raw)
+			return tx.storeRaw(b, key, raw)
 		}
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("store: encode %s/%s: %w", b.name, key, err)
+		return nil, fmt.Errorf("store: encode %s/%s: %w", b.name, key, err)
 	}
-	return tx.putRaw(b, key, raw)
+	return tx.storeRaw(b, key, raw)
 }
 
 // putRaw stores raw bytes at bucket/key, with their MAC in an
 // authenticated bucket.
 func (tx *Tx) putRaw(b bucketSpec, key string, raw []byte) error {
+	_, err := tx.storeRaw(b, key, raw)
+	return err
+}
+
+// storeRaw is putRaw answering the bytes it stored: raw, behind its MAC
+// in an authenticated bucket.
+func (tx *Tx) storeRaw(b bucketSpec, key string, raw []byte) ([]byte, error) {
 	if b.authenticated {
 		var err error
 		if raw, err = tx.sealRecord(b.name, key, raw); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return tx.kvPut(b, []byte(key), raw)
+	if err := tx.kvPut(b, []byte(key), raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// macChecked says whether bytes read from (or written to) bucket b are
+// held to their MAC now: not while migrations run with MACs off.
+func (tx *Tx) macChecked(b bucketSpec) bool {
+	return !b.authenticated || !tx.db.macs.legacy.Load()
 }
 
 // pagePacker is a backend that can split a bucket's full pages full

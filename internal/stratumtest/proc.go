@@ -7,8 +7,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"stratum/internal/selfcpu"
 )
 
 // What a benchmark reads of a running founder: its CPU time and memory
@@ -34,9 +35,7 @@ func (f *Founder) CPU() time.Duration {
 // CPUTimes is CPU split into user and system (kernel) time.
 func (f *Founder) CPUTimes() (user, sys time.Duration) {
 	if f.cmd == nil {
-		var ru syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+		return selfcpu.Times()
 	}
 	select {
 	case <-f.exited:
