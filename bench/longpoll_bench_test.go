@@ -40,6 +40,13 @@ const (
 	// is stopped: long enough for the earliest polls to have been held
 	// their whole 60 s (+ up to 5 % jitter).
 	lpHoldCheck = 64 * time.Second
+	// lpRepollLimit bounds, from the first poll, the wait for every
+	// waiter's first hold to end and its next poll to be sent (the
+	// polls open over about 10 s, each held 60-63 s); the second holds
+	// end from 120 s.
+	lpRepollLimit = 100 * time.Second
+	// lpParkSettle is how long after the last poll was sent SIGTERM comes.
+	lpParkSettle = time.Second
 )
 
 // BenchmarkLongPoll10k holds 10,000 concurrent long-polls on the real
@@ -65,7 +72,8 @@ const (
 //     the waiter's answer.
 //  5. The rest keep waiting until the earliest poll is 64 s old, which
 //     shows whether a 60 s hold survives the server's 30 s ReadTimeout.
-//  6. B gets SIGTERM: every waiter left must be answered.
+//  6. Once every waiter's first hold has ended and it has polled again,
+//     B gets SIGTERM: every waiter left must be answered.
 //
 // The founder binary is built from this module, or taken from
 // STRATUM_BIN. This process and the founder each need file descriptors
@@ -209,7 +217,17 @@ func BenchmarkLongPoll10k(b *testing.B) {
 	fmt.Printf("longpoll hold_check at_s=%.0f wait_s=%d unchanged_answers=%d cut_before_59s=%d (held %s) held_60s_or_more=%d errors=%d\n",
 		time.Since(firstSent).Seconds(), lpWait, hold.unchanged, len(hold.early), lpRange(hold.early), hold.full, hold.errors)
 
-	// 6. SIGTERM: every waiter left must be answered.
+	// 6. SIGTERM: every waiter left must be answered. It comes once every
+	// waiter has had its first hold answered and has polled again, so
+	// that what it answers are parked polls: during the storm of redials
+	// as holds end (the polls opened over opened_s), a joiner's new
+	// connection may still be in its handshake, and net/http's Shutdown
+	// closes one that has not sent its request 5 s after it was accepted
+	// (a joiner there reads EOF and polls again, as it would at any
+	// founder restart).
+	repolledAt, unsettled := lpAwaitRepolls(joiners, approved, firstSent.Add(lpRepollLimit))
+	time.Sleep(lpParkSettle)
+	fmt.Printf("longpoll repolled at_s=%.1f not_repolled=%d (SIGTERM %v after)\n", repolledAt.Sub(firstSent).Seconds(), unsettled, lpParkSettle)
 	termLoad, termCPU := loadAvg(), fb.CPU()
 	p.stopping.Store(true)
 	term := time.Now()
@@ -319,6 +337,24 @@ type lpHoldStats struct {
 	early     []time.Duration // of those, held less than 59 s
 	full      int             // of those, held 60 s or more
 	errors    int
+}
+
+// lpAwaitRepolls waits, until limit at most, for every waiter not
+// approved to have polled again after its latest answer, and answers
+// when that was and how many had not.
+func lpAwaitRepolls(joiners []*lpJoiner, approved map[int]bool, limit time.Time) (time.Time, int) {
+	for {
+		left := 0
+		for _, j := range joiners {
+			if !approved[j.i] && !j.repolled() {
+				left++
+			}
+		}
+		if left == 0 || time.Now().After(limit) {
+			return time.Now(), left
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func lpHolds(joiners []*lpJoiner, approved map[int]bool) lpHoldStats {

@@ -37,6 +37,7 @@ type lpJoiner struct {
 
 	mu        sync.Mutex
 	firstSent time.Time  // when its first long-poll request was written
+	lastSent  time.Time  // when its latest long-poll request was written
 	answers   []lpAnswer // every long-poll answer, in order
 	wake      chan lpAnswer
 }
@@ -170,10 +171,13 @@ func (j *lpJoiner) poll(p *lpPoll) {
 		_ = conn.SetDeadline(time.Now().Add(time.Duration(p.wait)*time.Second + time.Minute))
 		sentAt := time.Now()
 		_, err := conn.Write(req)
+		j.mu.Lock()
+		j.lastSent = sentAt
 		if first {
-			j.mu.Lock()
 			j.firstSent = sentAt
-			j.mu.Unlock()
+		}
+		j.mu.Unlock()
+		if first {
 			<-p.dials
 			p.sent.Done()
 		}
@@ -229,6 +233,18 @@ func (j *lpJoiner) record(a lpAnswer) {
 	j.mu.Lock()
 	j.answers = append(j.answers, a)
 	j.mu.Unlock()
+}
+
+// repolled is whether the joiner's first poll was answered and it has
+// written its next one since its latest answer, or it stopped polling.
+func (j *lpJoiner) repolled() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.answers) == 0 {
+		return false // its first poll is still held
+	}
+	last := j.answers[len(j.answers)-1]
+	return last.err != nil || last.state != "pending" || j.lastSent.After(last.at)
 }
 
 // snapshot copies the answers so far.
