@@ -73,25 +73,47 @@ func (j *joiner) installAgent(ctx context.Context) error {
 		return fmt.Errorf("install the agent: %w", err)
 	}
 	j.log.printf("agent unit installed: %s (api %s)", unitPath, api)
-	if filepath.Clean(root) != "/" || !systemdRunning() {
+	if !j.cfg.systemd.manages(root) {
 		j.log.printf("  it starts at the node's next boot, or now with: systemctl daemon-reload && systemctl start %s", unit.Name)
 		return nil
 	}
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for _, args := range [][]string{{"daemon-reload"}, {"start", "--no-block", unit.Name}} {
-		if out, err := exec.CommandContext(sctx, "systemctl", args...).CombinedOutput(); err != nil {
-			// The unit is installed and enabled; starting it is a courtesy.
-			j.log.printf("warning: systemctl %s: %v %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-			return nil
-		}
+	// The unit is installed and enabled; starting it is a courtesy.
+	if j.systemctl(ctx, []string{"daemon-reload"}, []string{"start", "--no-block", unit.Name}) {
+		j.log.printf("  started")
 	}
-	j.log.printf("  started")
 	return nil
 }
 
-// systemdRunning is sd_booted(3): systemd is PID 1 here.
-func systemdRunning() bool {
-	_, err := os.Stat("/run/systemd/system")
-	return err == nil
+// systemd is how the joiner asks systemd to act on the agent's unit: it
+// manages the unit only on the real root with systemd running (under
+// another root, the node's next boot reads the files).
+type systemd struct {
+	manages func(root string) bool
+	run     func(ctx context.Context, args ...string) ([]byte, error)
+}
+
+// hostSystemd is this host's: sd_booted(3) (systemd is PID 1) and
+// systemctl.
+var hostSystemd = &systemd{
+	manages: func(root string) bool {
+		_, err := os.Stat("/run/systemd/system")
+		return filepath.Clean(root) == "/" && err == nil
+	},
+	run: func(ctx context.Context, args ...string) ([]byte, error) {
+		return exec.CommandContext(ctx, "systemctl", args...).CombinedOutput()
+	},
+}
+
+// systemctl runs each step in turn, within 30 s, until one fails, which
+// it warns of: what it asks is never what the join depends on.
+func (j *joiner) systemctl(ctx context.Context, steps ...[]string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, args := range steps {
+		if out, err := j.cfg.systemd.run(ctx, args...); err != nil {
+			j.log.printf("warning: systemctl %s: %v %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+			return false
+		}
+	}
+	return true
 }

@@ -61,6 +61,7 @@ type Config struct {
 	backoffMax  time.Duration  // cap of the retry delay (30 s)
 	stallAfter  time.Duration  // a download with no byte for this long is cut
 	mirrorHTTP  apiclient.Doer // client for a release mirror (system roots)
+	systemd     *systemd       // how systemd is asked about the agent's unit (the host's)
 }
 
 func (c *Config) applyDefaults() {
@@ -93,6 +94,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.stallAfter == 0 {
 		c.stallAfter = 90 * time.Second
+	}
+	if c.systemd == nil {
+		c.systemd = hostSystemd
 	}
 }
 

@@ -1,6 +1,7 @@
 package joiner
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -32,6 +33,12 @@ func (j *joiner) discardDelivery(joinID, state string) {
 	}
 	if j.cfg.InstallAgent {
 		paths = append(paths, agentUnitFiles(root)...)
+		// An agent installAgent started from the unit would run on,
+		// failing, without its leaf: it is stopped before its files go.
+		if j.cfg.systemd.manages(root) && j.systemctl(context.Background(), []string{"stop", "--no-block", unit.Name}) {
+			defer j.systemctl(context.Background(), []string{"daemon-reload"})
+			j.log.printf("join %s ended %s: stopped %s", joinID, state, unit.Name)
+		}
 	}
 	var removed, failed []string
 	for _, p := range paths {
@@ -54,8 +61,7 @@ func (j *joiner) discardDelivery(joinID, state string) {
 }
 
 // agentUnitFiles are what installAgent writes under root: the unit, its
-// environment file and its enablement link (an agent already started
-// from them fails without the leaf; it is not stopped here).
+// environment file and its enablement link.
 func agentUnitFiles(root string) []string {
 	return []string{
 		filepath.Join(root, wantsDir, unit.Name),

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"stratum/agent/unit"
 	"stratum/crypto"
 	"stratum/internal/stratumtest/fakefounder"
 	"stratum/internal/syncbuf"
@@ -69,16 +70,35 @@ func TestDiscardDeliveryOfAnEndedJoin(t *testing.T) {
 			var out syncbuf.Buffer
 			cfg := testConfig(t, f, &out)
 			cfg.InsecureStoreUnsealKey, cfg.InstallAgent = true, true
+			// As on a node's real root with systemd running: the agent
+			// is started once installed.
+			var calls syncbuf.Buffer
+			cfg.systemd = &systemd{
+				manages: func(root string) bool { return root == cfg.Root },
+				run: func(_ context.Context, args ...string) ([]byte, error) {
+					_, _ = calls.Write([]byte(strings.Join(args, " ") + "\n"))
+					return nil, nil
+				},
+			}
 			if tc.config != nil {
 				tc.config(&cfg)
 			}
 			err := runJoiner(t, cfg)
 			left := filesUnder(t, cfg.Root)
+			stop := "stop --no-block " + unit.Name + "\ndaemon-reload\n"
 			if !tc.failed {
 				if err != nil || len(left) == 0 {
 					t.Fatalf("a joined join: %v, files %v\n%s", err, left, out.String())
 				}
+				if strings.Contains(calls.String(), "stop") {
+					t.Errorf("the agent of a joined join was stopped; systemctl calls:\n%s", calls.String())
+				}
 				return
+			}
+			// The agent started from the unit (if it was) is stopped, and
+			// systemd forgets the unit once its files are gone.
+			if !strings.HasSuffix(calls.String(), stop) {
+				t.Errorf("systemctl calls:\n%s\nwant them to end with:\n%s", calls.String(), stop)
 			}
 			if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), tc.reason) {
 				t.Fatalf("joiner: %v, want failed naming %q\n%s", err, tc.reason, out.String())
