@@ -66,6 +66,13 @@ export function sleep(ms, signal) {
   });
 }
 
+// refresh calls load now and every ms after it finishes, until signal
+// aborts or load answers false (signed out, or not allowed: asking again
+// would only say so again).
+export async function refresh(load, ms, signal) {
+  while (!signal.aborted && await load()) await sleep(ms, signal);
+}
+
 // scroll puts a wide table in a box of its own that scrolls sideways, so
 // the page itself never does on a narrow screen. data-more says on which
 // side the box hides more of the table (right, left, both or none): the

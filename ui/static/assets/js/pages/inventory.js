@@ -2,7 +2,7 @@
 // how each is recognised and what became of it. The document is applied
 // with `stratum inventory apply -f FILE`; the console shows it.
 import { api } from '../api.js';
-import { h, page, table, scroll, empty, sleep, fingerprint } from '../dom.js';
+import { h, page, table, scroll, empty, refresh, fingerprint } from '../dom.js';
 import { kv, networks, when } from '../format.js';
 
 const HEADERS = ['Node', 'Role', 'State', 'Management IP', 'AZ', 'Networks', 'Labels', 'Recognised by'];
@@ -34,9 +34,7 @@ export function mount(main) {
     }
   }
 
-  (async () => {
-    while (!ctrl.signal.aborted && await load()) await sleep(REFRESH_MS, ctrl.signal);
-  })();
+  refresh(load, REFRESH_MS, ctrl.signal);
   return { stop: () => ctrl.abort() };
 }
 

@@ -1,7 +1,7 @@
 // Members: the cluster's nodes, their membership generation and, once the
 // founder's boot-health prober has reached them, their boot state.
 import { api, can } from '../api.js';
-import { h, page, table, scroll, empty, sleep, describeError, hostname, id } from '../dom.js';
+import { h, page, table, scroll, empty, refresh, describeError, hostname, id } from '../dom.js';
 import { duration, kv, networks, when } from '../format.js';
 import { field, showFormError, formError, onConfirmedSubmit, reasonBody } from '../forms.js';
 
@@ -82,9 +82,7 @@ export function mount(main) {
     }
   }
 
-  (async () => {
-    while (!ctrl.signal.aborted && await load()) await sleep(REFRESH_MS, ctrl.signal);
-  })();
+  refresh(load, REFRESH_MS, ctrl.signal);
   return { stop: () => ctrl.abort() };
 }
 
