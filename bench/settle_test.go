@@ -15,9 +15,10 @@ import (
 // settleIdle idle over one settleStep. make bench runs every benchmark in
 // one process, one after the other, and a figure could be taken while the
 // kernel still tears down the rack's 50 network namespaces or writes back
-// the gigabytes the mirror and the release set wrote: in one run the release records cost 340 us of
-// CPU each against 254-275 in the runs around it, and recording them
-// again right after cost what it always does. A machine that stays busy
+// the gigabytes the mirror and the release set wrote: in one run the
+// release records cost 340 us of CPU each against 254-275 in the runs
+// around it, and recording them again right after cost what it always
+// does. A machine that stays busy
 // longer is measured busy; settle says how long it waited and what it saw.
 func settle(b *testing.B) {
 	b.Helper()

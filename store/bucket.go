@@ -278,13 +278,7 @@ func (b RawBucket) Has(tx *Tx, key string) bool { return tx.getRaw(b.spec, key) 
 
 // Occupied reports whether anything is stored at key, its MAC unchecked
 // (no data key needed): for a refusal to overwrite, never for a grant.
-func (b RawBucket) Occupied(tx *Tx, key string) bool {
-	raw, err := tx.kv.get(b.spec.name, []byte(key))
-	if err != nil {
-		tx.fail(err)
-	}
-	return raw != nil
-}
+func (b RawBucket) Occupied(tx *Tx, key string) bool { return b.Stored(tx, key) != nil }
 
 // Stored is what is stored at key, MAC and all, unchecked (no data key
 // needed), or nil: to tell whether a record changed between two reads of
