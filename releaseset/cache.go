@@ -39,14 +39,12 @@ type cachedRecord struct {
 
 // recordDecoder reads the kept records' frames back. Each frame is
 // written by zframe.Append: one zstd frame of its own (no dictionary),
-// single segment, raw literals (no Huffman coding), its matches found by
-// S2's block encoder. An 11 KB record's frame is 12% of a record's CPU
-// (33 us, RELEASESET_RECORD_CPUPROFILE at 30,000 records in a row)
-// instead of the 18.5% of zstd's fastest encoder (with raw literals
-// already: Huffman-coded ones cost twice that), and a record takes 0.31
-// ms of CPU instead of 0.36 (six pairs of runs at 30,000). A frame is
-// 5.3-5.6 KB (5.2-5.4 with that encoder, 3.6 with Huffman coding): 733
-// MiB at 100,000 nodes, well inside the gigabyte. Its repeats are still
+// single segment, its matches found by S2's block encoder and its
+// literals (the hex digests, mostly) Huffman coded. An 11 KB record's
+// frame is 3.6-3.9 KB (5.3-5.6 with raw literals):
+// about 380 MiB at 100,000 nodes, and one bbolt page a stored record
+// instead of two; it takes about 20 us to make (13 with raw literals, 26
+// by zstd's fastest encoder: BenchmarkAppend). Its repeats are still
 // found, and they are most of a record's size. Decoders keep no state
 // between DecodeAll calls. It also reads the stored records' frames
 // (DecodeStored), so what it may decode to is bounded (storedLimit).

@@ -144,11 +144,14 @@ func flushBits(out []byte, acc uint64, n uint) ([]byte, uint64, uint) {
 	return out, acc >> (n &^ 7), n & 7
 }
 
-// appendSequences appends the sequences section of seqs (not empty):
-// their number, the predefined mode for all three codes and the FSE
-// bitstream, written from the last sequence to the first.
+// appendSequences appends the sequences section of seqs: their number,
+// then, if there are any, the predefined mode for all three codes and
+// the FSE bitstream, written from the last sequence to the first.
 func appendSequences(dst []byte, seqs []seq) []byte {
 	switch n := len(seqs); {
+	case n == 0:
+		return append(dst, 0) // and no Symbol_Compression_Modes byte
+
 	case n < 128:
 		dst = append(dst, byte(n))
 	case n < 0x7F00:
