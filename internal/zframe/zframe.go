@@ -193,14 +193,17 @@ func (sc *scratch) codeLiterals(dst []byte, at int) []byte {
 		return raw()
 	}
 	var out []byte
+	var reused bool
 	var err error
 	single := n < 1024
 	if single {
-		out, _, err = huff0.Compress1X(lits, &sc.huff)
+		out, reused, err = huff0.Compress1X(lits, &sc.huff)
 	} else {
-		out, _, err = huff0.Compress4X(lits, &sc.huff)
+		out, reused, err = huff0.Compress4X(lits, &sc.huff)
 	}
-	if err != nil {
+	// A reused table is not in out: never with ReusePolicyNone, and a
+	// frame must carry its own.
+	if err != nil || reused {
 		return raw() // incompressible, or one byte repeated (rare in a record)
 	}
 	// The header: Literals_Block_Type 2 (compressed), Size_Format, then

@@ -2,6 +2,8 @@ package zframe_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -232,6 +234,13 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add([]byte("abcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabc"))
 	f.Add(bytes.Repeat([]byte{0}, 1000))
 	f.Add(record(f, 1, 2))
+	// Hex digits without repeats: literals a Huffman table codes.
+	var digests []byte
+	for i := range 5 {
+		sum := sha256.Sum256([]byte{byte(i)})
+		digests = hex.AppendEncode(digests, sum[:])
+	}
+	f.Add(digests)
 	dec, err := zstd.NewReader(nil)
 	if err != nil {
 		f.Fatal(err)
