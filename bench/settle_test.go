@@ -18,8 +18,8 @@ import (
 // the gigabytes the mirror and the release set wrote: in one run the
 // release records cost 340 us of CPU each against 254-275 in the runs
 // around it, and recording them again right after cost what it always
-// does. A machine that stays busy
-// longer is measured busy; settle says how long it waited and what it saw.
+// does. A machine that stays busy longer is measured busy; settle says
+// how long it waited and what it saw.
 func settle(b *testing.B) {
 	b.Helper()
 	start := time.Now()
