@@ -9,12 +9,10 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -111,10 +109,10 @@ func (j *lpJoiner) register(host, token, release string) (time.Duration, error) 
 	if err != nil {
 		return 0, err
 	}
-	if _, err := conn.Write(lpRequest("POST", host, "/v1/join/registrations", body, true)); err != nil {
+	if _, err := conn.Write(appendRequest(nil, "POST", host, "/v1/join/registrations", nil, body, true)); err != nil {
 		return 0, fmt.Errorf("joiner %d: write: %w", j.i, err)
 	}
-	status, raw, _, err := lpReadResponse(bufio.NewReader(conn))
+	status, raw, _, err := readResponse(bufio.NewReader(conn))
 	if err != nil {
 		return 0, fmt.Errorf("joiner %d: register: %w", j.i, err)
 	}
@@ -155,7 +153,7 @@ func (j *lpJoiner) poll(p *lpPoll) {
 	}
 	defer func() { conn.Close() }()
 	br := bufio.NewReaderSize(conn, 2048)
-	req := lpRequest("GET", p.host, fmt.Sprintf("/v1/join/registrations/%s?wait=%d&state=pending", j.joinID, p.wait), nil, false)
+	req := appendRequest(nil, "GET", p.host, fmt.Sprintf("/v1/join/registrations/%s?wait=%d&state=pending", j.joinID, p.wait), nil, nil, false)
 	reconnect := false
 	for first := true; ; first = false {
 		if reconnect {
@@ -185,7 +183,7 @@ func (j *lpJoiner) poll(p *lpPoll) {
 			j.record(lpAnswer{at: time.Now(), err: fmt.Errorf("write: %w", err)})
 			return
 		}
-		status, raw, closing, err := lpReadResponse(br)
+		status, raw, closing, err := readResponse(br)
 		reconnect = closing
 		a := lpAnswer{at: time.Now(), status: status, err: err}
 		a.held = a.at.Sub(sentAt)
@@ -252,31 +250,4 @@ func (j *lpJoiner) snapshot() (time.Time, []lpAnswer) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.firstSent, append([]lpAnswer(nil), j.answers...)
-}
-
-// lpRequest is one hand-written HTTP/1.1 request.
-func lpRequest(method, host, path string, body []byte, closeConn bool) []byte {
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: stratum-longpoll-bench\r\nAccept: application/json\r\n", method, path, host)
-	if body != nil {
-		fmt.Fprintf(&buf, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))
-	}
-	if closeConn {
-		buf.WriteString("Connection: close\r\n")
-	}
-	buf.WriteString("\r\n")
-	buf.Write(body)
-	return buf.Bytes()
-}
-
-// lpReadResponse reads one whole response; closing is true when the
-// founder closes the connection after it (a parked long-poll's answer).
-func lpReadResponse(br *bufio.Reader) (status int, raw []byte, closing bool, err error) {
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		return 0, nil, false, err
-	}
-	defer resp.Body.Close()
-	raw, err = io.ReadAll(resp.Body)
-	return resp.StatusCode, raw, resp.Close, err
 }

@@ -236,7 +236,7 @@ func newFixture(b *testing.B, nodes int) *fixture {
 	tr.DisableCompression = true // count and check the bytes as sent
 
 	// Record every node: the first putSamples over HTTP, timed, one at a
-	// time; the others through the service from recordClients goroutines
+	// time; the others through the service from fillClients goroutines
 	// (records share group commits).
 	start = time.Now()
 	for i, id := range ids {
@@ -257,8 +257,9 @@ func newFixture(b *testing.B, nodes int) *fixture {
 	var next atomic.Int64
 	next.Store(putSamples)
 	var wg sync.WaitGroup
-	errs := make(chan error, recordClients)
-	for range recordClients {
+	const fillClients = 32
+	errs := make(chan error, fillClients)
+	for range fillClients {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,8 +11,6 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +29,7 @@ import (
 //		go test -run '^$' -bench ReleaseSetScale -benchtime 1x -timeout 30m ./bench/
 //
 //	  - record rate: every node's record sent by PUT /v1/cluster/nodes/{id}/release
-//	    (bearer token, TLS, keep-alive) from recordClients concurrent clients;
+//	    (bearer token, TLS, keep-alive) from recordLoad's clients;
 //	    records of releasesettest (4 extensions, 30 packages, 36 pins, ~11 KB),
 //	    one node in twenty on the older build, one in twenty with drift;
 //	  - memory: the process's anonymous resident memory (RssAnon: heap,
@@ -56,8 +53,7 @@ func BenchmarkReleaseSetScale(b *testing.B) {
 }
 
 const (
-	recordClients = 32
-	summaryGets   = 30
+	summaryGets = 30
 	// pageGets: 100 pages, so that the nearest-rank p99 is the second
 	// slowest page and not the slowest (with fewer than 101 samples it
 	// is the maximum: one stall of the shared machine was the figure).
@@ -112,15 +108,11 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 	api := httpapi.New(httpapi.Deps{Identity: mustIAM(b, db), ReleaseSet: svc})
 	srv := newTLSServer(b, api.AdminHandler())
 	client := srv.Client()
-	tr := client.Transport.(*http.Transport)
-	tr.DisableCompression = true
-	// As the agent's transport: a record in one write (agent.recordWriteBuffer).
-	tr.WriteBufferSize = 64 << 10
-	recordClients := recordClients
+	client.Transport.(*http.Transport).DisableCompression = true
+	recordClients := defaultRecordClients
 	if v, err := strconv.Atoi(os.Getenv("RELEASESET_RECORD_CLIENTS")); err == nil && v > 0 {
 		recordClients = v
 	}
-	tr.MaxIdleConnsPerHost = recordClients
 
 	// The bodies repeat every 60 nodes (releasesettest varies by i mod 60).
 	bodies := make([][]byte, 60)
@@ -129,42 +121,13 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 			b.Fatal(err)
 		}
 	}
-	// recordAll sends every node's record from recordClients clients and
-	// returns the wall time and this process's CPU it took.
+	load := recordLoad{host: srv.Listener.Addr().String(), tls: client.Transport.(*http.Transport).TLSClientConfig, token: token, ids: ids, bodies: bodies, clients: recordClients}
+	// recordAll sends every node's record and returns the wall time and
+	// this process's CPU it took.
 	recordAll := func() (time.Duration, time.Duration) {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		var failed atomic.Value
 		cpu0 := selfcpu.Total()
 		t0 := time.Now()
-		for range recordClients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1) - 1)
-					if i >= nodes || failed.Load() != nil {
-						return
-					}
-					req, _ := http.NewRequest(http.MethodPut, srv.URL+"/v1/cluster/nodes/"+ids[i]+"/release", bytes.NewReader(bodies[i%60]))
-					req.Header.Set("Authorization", "Bearer "+token)
-					req.Header.Set("Content-Type", "application/json")
-					resp, err := client.Do(req)
-					if err != nil {
-						failed.Store(err)
-						return
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusNoContent {
-						failed.Store(fmt.Errorf("PUT %s: %s", ids[i], resp.Status))
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		if err, _ := failed.Load().(error); err != nil {
+		if err := load.run(); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(t0), selfcpu.Total() - cpu0
