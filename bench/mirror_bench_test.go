@@ -786,11 +786,7 @@ func mirrorMedian(ss []mirrorSample, v func(mirrorSample) float64) float64 {
 	for i, s := range ss {
 		xs[i] = v(s)
 	}
-	slices.Sort(xs)
-	if len(xs)%2 == 1 {
-		return xs[len(xs)/2]
-	}
-	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	return median(xs)
 }
 
 // mirrorBest is the run with the highest throughput.

@@ -250,8 +250,7 @@ func BenchmarkRegisterCPU(b *testing.B) {
 	perReg = float64((cpu - idle).Microseconds()) / 1000 / float64(count)
 	sysPerReg = float64(sys.Microseconds()) / 1000 / float64(count)
 	bareMs = float64(bareCPU.Microseconds()) / 1000 / float64(count)
-	slices.Sort(diffs)
-	overhead := diffs[len(diffs)/2]
+	overhead := median(diffs)
 	fmt.Printf("register-cpu pinned (the founder on cpu %d, the clients on cpu %d) count=%d workers=%d founder_cpu=%v (system %v) per_registration=%.3fms (user %.3f system %.3f) wall_rate=%.0f/s load1=%s\n",
 		serverCore, clientCore, count, workers, cpu, sys, perReg, perReg-sysPerReg, sysPerReg, float64(count)/took.Seconds(), loadAvg())
 	fmt.Printf("register-cpu pinned floor: the bare Go HTTPS server on cpu %d, the same %d connections: %.3fms a connection (system %.3f); the founder's registration above it: %.3fms; in %d rounds, founder-bare ms: %s, median %.3fms\n",
@@ -290,11 +289,17 @@ func x25519After() time.Duration {
 	return median(rounds)
 }
 
-func median(d []time.Duration) time.Duration {
-	if len(d) == 0 {
+// median is the middle of xs, the mean of the two middle ones when there
+// are an even number.
+func median[T time.Duration | float64](xs []T) T {
+	if len(xs) == 0 {
 		return 0
 	}
-	d = slices.Clone(d)
-	slices.Sort(d)
-	return d[len(d)/2]
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
