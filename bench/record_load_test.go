@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -33,27 +34,28 @@ type recordLoad struct {
 
 const defaultRecordClients = 256
 
-// run sends every node's record once; the first failure ends it.
+// run sends every node's record once; the first failure stops every
+// client.
 func (l recordLoad) run() error {
 	var next atomic.Int64
-	var failed atomic.Value
+	var stop atomic.Bool
+	errs := make([]error, l.clients)
 	var wg sync.WaitGroup
 	auth := []string{"Authorization: Bearer " + l.token}
-	for range l.clients {
+	for c := range l.clients {
 		wg.Go(func() {
-			if err := l.client(&next, &failed, auth); err != nil {
-				failed.CompareAndSwap(nil, err)
+			if errs[c] = l.client(&next, &stop, auth); errs[c] != nil {
+				stop.Store(true)
 			}
 		})
 	}
 	wg.Wait()
-	err, _ := failed.Load().(error)
-	return err
+	return errors.Join(errs...)
 }
 
 // client sends records on one connection until none are left or another
 // client failed.
-func (l recordLoad) client(next *atomic.Int64, failed *atomic.Value, auth []string) error {
+func (l recordLoad) client(next *atomic.Int64, stop *atomic.Bool, auth []string) error {
 	conn, err := tls.Dial("tcp", l.host, l.tls)
 	if err != nil {
 		return err
@@ -63,7 +65,7 @@ func (l recordLoad) client(next *atomic.Int64, failed *atomic.Value, auth []stri
 	var req []byte
 	for {
 		i := int(next.Add(1) - 1)
-		if i >= len(l.ids) || failed.Load() != nil {
+		if i >= len(l.ids) || stop.Load() {
 			return nil
 		}
 		req = appendRequest(req[:0], http.MethodPut, l.host, "/v1/cluster/nodes/"+l.ids[i]+"/release", auth, l.bodies[i%len(l.bodies)], false)
