@@ -11,11 +11,11 @@ import (
 )
 
 // recordLoad is the agents of BenchmarkReleaseSetScale: clients
-// connections, each on its own keep-alive TLS connection as an agent
-// holds one, sending the next node's record (PUT
-// /v1/cluster/nodes/{id}/release with a bearer token) as soon as its
-// previous one is answered, the whole request in one write as the agent's
-// transport writes it (agent.recordWriteBuffer).
+// keep-alive TLS connections, one a client as an agent holds one, each
+// sending the next node's record (PUT /v1/cluster/nodes/{id}/release
+// with a bearer token) as soon as its previous one is answered, the whole
+// request in one write as the agent's transport writes it
+// (agent.recordWriteBuffer).
 //
 // 256 connections, where the benchmark had 32: a cluster's agents record
 // from as many connections as there are nodes, and with 32 the founder's

@@ -108,7 +108,8 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 	api := httpapi.New(httpapi.Deps{Identity: mustIAM(b, db), ReleaseSet: svc})
 	srv := newTLSServer(b, api.AdminHandler())
 	client := srv.Client()
-	client.Transport.(*http.Transport).DisableCompression = true
+	tr := client.Transport.(*http.Transport)
+	tr.DisableCompression = true
 	recordClients := defaultRecordClients
 	if v, err := strconv.Atoi(os.Getenv("RELEASESET_RECORD_CLIENTS")); err == nil && v > 0 {
 		recordClients = v
@@ -121,7 +122,7 @@ func benchReleaseSetScale(b *testing.B, nodes int) {
 			b.Fatal(err)
 		}
 	}
-	load := recordLoad{host: srv.Listener.Addr().String(), tls: client.Transport.(*http.Transport).TLSClientConfig, token: token, ids: ids, bodies: bodies, clients: recordClients}
+	load := recordLoad{host: srv.Listener.Addr().String(), tls: tr.TLSClientConfig, token: token, ids: ids, bodies: bodies, clients: recordClients}
 	// recordAll sends every node's record and returns the wall time and
 	// this process's CPU it took.
 	recordAll := func() (time.Duration, time.Duration) {

@@ -271,10 +271,12 @@ func BenchmarkAppend(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(dst)), "frame-bytes")
 	})
-	for _, raw := range []bool{false, true} {
-		name := map[bool]string{false: "zstd-fastest", true: "zstd-fastest-raw-literals"}[raw]
-		b.Run(name, func(b *testing.B) {
-			enc := zstdFastest(b, raw)
+	for _, c := range []struct {
+		name string
+		raw  bool
+	}{{"zstd-fastest", false}, {"zstd-fastest-raw-literals", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			enc := zstdFastest(b, c.raw)
 			b.SetBytes(int64(len(p)))
 			for b.Loop() {
 				dst = enc.EncodeAll(p, dst[:0])
